@@ -1,0 +1,61 @@
+"""The causalnet exception hierarchy.
+
+Every error the library raises on bad input is one of these. Each subclass also
+derives from the matching builtin (``ValueError``, ``RuntimeError``) so that code
+written against the builtins keeps working.
+
+Hierarchy::
+
+    CausalNetError
+    ├── GraphError          bad structure: cycles, unknown nodes, bad node sets
+    ├── ModelError          bad mechanisms: tables, parameters, parents
+    │   └── ShapeError      arrays of the wrong shape
+    ├── EvidenceError       evidence naming unknown nodes/states, impossible evidence
+    ├── NotIdentifiable     a causal effect not identifiable from the graph
+    └── RenderError         no renderer, or the renderer failed
+
+    CausalNetWarning        legal but suspicious input
+"""
+
+__all__ = [
+    "CausalNetError",
+    "GraphError",
+    "ModelError",
+    "ShapeError",
+    "EvidenceError",
+    "NotIdentifiable",
+    "RenderError",
+    "CausalNetWarning",
+]
+
+
+class CausalNetError(Exception):
+    """Base class of every causalnet error."""
+
+
+class GraphError(CausalNetError, ValueError):
+    """A graph is malformed or a graph query names bad nodes."""
+
+
+class ModelError(CausalNetError, ValueError):
+    """A mechanism or model is malformed."""
+
+
+class ShapeError(ModelError, ValueError):
+    """An array has the wrong shape for the node it belongs to."""
+
+
+class EvidenceError(CausalNetError, ValueError):
+    """Evidence names an unknown node or state, or has probability zero."""
+
+
+class NotIdentifiable(CausalNetError):
+    """A causal quantity cannot be computed from the graph and the data."""
+
+
+class RenderError(CausalNetError, RuntimeError):
+    """A diagram could not be rendered."""
+
+
+class CausalNetWarning(UserWarning):
+    """Legal but suspicious input, e.g. two interventions on one node."""

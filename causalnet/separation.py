@@ -1,0 +1,406 @@
+"""d-separation, minimal separators and the independencies a DAG implies.
+
+Terms
+-----
+A path between X and Y is *blocked* by a set Z when it has a non-collider in
+Z, or a collider ``a -> c <- b`` such that neither c nor any descendant of c
+is in Z. X and Y are *d-separated* by Z when every path between them is
+blocked; then X ⊥ Y | Z holds in every distribution that factorises over the
+DAG (Pearl 1988; Geiger, Verma & Pearl 1990).
+
+The test is the "Bayes-ball" reachability of Shachter (1998) / Koller &
+Friedman (2009, Alg. 3.1): a search over (node, direction) states that never
+visits a state twice, so it runs in time linear in the size of the graph.
+It runs on an integer-indexed adjacency (CSR arrays) that is built once per
+DAG and cached; on large graphs the search advances a whole frontier per numpy
+step, and stops as soon as it reaches Y.
+
+Examples
+--------
+>>> import causalnet as cn
+>>> g = cn.DAG.parse("A -> C <- B; C -> D")
+>>> g.d_separated("A", "B")                 # collider blocks
+True
+>>> g.d_separated("A", "B", given={"D"})    # descendant of the collider opens it
+False
+
+References
+----------
+.. [1] R. D. Shachter, "Bayes-Ball: the rational pastime", UAI 1998.
+.. [2] J. Tian, A. Paz, J. Pearl, "Finding minimal d-separators", 1998.
+.. [3] B. van der Zander, M. Liśkiewicz, J. Textor, "Separators and adjustment
+       sets in causal graphs: complete criteria and an algorithmic framework",
+       Artificial Intelligence 270, 2019.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dag import DAG
+from .errors import GraphError
+
+__all__ = [
+    "d_separated",
+    "d_connected",
+    "minimal_d_separator",
+    "implied_independencies",
+    "Independence",
+]
+
+# Graphs at least this large use the frontier-at-a-time numpy search; smaller
+# ones the plain Python search (numpy's per-call overhead dominates there).
+_NUMPY_MIN_NODES = 400
+
+
+@dataclass(frozen=True)
+class Independence:
+    """A conditional independence statement ``x ⊥ y | given``."""
+
+    x: Hashable
+    y: Hashable
+    given: frozenset
+
+    def __str__(self) -> str:
+        g = ", ".join(map(str, sorted(self.given, key=str)))
+        return f"{self.x} ⊥ {self.y}" + (f" | {g}" if g else "")
+
+
+class _Index:
+    """Integer-indexed adjacency of a DAG, built once and cached on it."""
+
+    __slots__ = ("pos", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "par", "chi")
+
+    def __init__(self, dag: DAG) -> None:
+        pos = dag._pos
+        n = len(pos)
+        self.pos = pos
+        self.n = n
+        g = dag._g
+        par = [[pos[p] for p in g._pred[v]] for v in dag._order]
+        chi = [[pos[c] for c in g._succ[v]] for v in dag._order]
+        self.par = par
+        self.chi = chi
+        self.p_ptr, self.p_idx = _csr(par, n)
+        self.c_ptr, self.c_idx = _csr(chi, n)
+
+
+def _csr(adj: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.fromiter((len(a) for a in adj), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    idx = np.fromiter((j for a in adj for j in a), dtype=np.int64, count=int(ptr[-1]))
+    return ptr, idx
+
+
+def _index(dag: DAG) -> _Index:
+    idx = dag._cache.get("index")
+    if idx is None:
+        idx = dag._cache["index"] = _Index(dag)
+    return idx
+
+
+def _gather(ptr: np.ndarray, idx: np.ndarray, front: np.ndarray) -> np.ndarray:
+    """Concatenated CSR rows of `front` (neighbours of a frontier), vectorized."""
+    if front.size == 0:
+        return front
+    starts = ptr[front]
+    counts = ptr[front + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return front[:0]
+    offsets = np.cumsum(counts) - counts
+    return idx[np.arange(total) + np.repeat(starts - offsets, counts)]
+
+
+def _dedupe(c: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+    """Unique entries of `c` without sorting (`stamp` is scratch of size n)."""
+    if c.size < 2:
+        return c
+    order = np.arange(c.size)
+    stamp[c] = order
+    return c[stamp[c] == order]
+
+
+def _check_sets(dag: DAG, x, y, given) -> tuple[frozenset, frozenset, frozenset]:
+    xs = dag._as_set(x, "node", allow_empty=False)
+    ys = dag._as_set(y, "node", allow_empty=False)
+    zs = dag._as_set(given, "conditioning node")
+    if xs & ys:
+        raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}; d-separation needs disjoint sets")
+    both = (xs | ys) & zs
+    if both:
+        raise GraphError(f"conditioning set overlaps X or Y on {sorted(map(str, both))}")
+    return xs, ys, zs
+
+
+def d_separated(dag: DAG, x, y, given=None) -> bool:
+    """Whether `x` and `y` are d-separated by `given` in `dag`.
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Non-empty, disjoint.
+    given : node or iterable of nodes, optional
+        The conditioning set, disjoint from `x` and `y`. Latent nodes are
+        allowed: this is a question about the graph, not about data.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown, a set is empty, or the sets overlap.
+
+    Notes
+    -----
+    Linear in the size of the graph; the first call on a DAG builds its
+    integer index, later calls reuse it.
+    """
+    xs, ys, zs = _check_sets(dag, x, y, given)
+    ix = _index(dag)
+    pos = ix.pos
+    xi = [pos[v] for v in xs]
+    yi = [pos[v] for v in ys]
+    zi = [pos[v] for v in zs]
+    if ix.n >= _NUMPY_MIN_NODES:
+        return not _reach_numpy(ix, xi, yi, zi)
+    return not _reach_python(ix, xi, yi, zi)
+
+
+def d_connected(dag: DAG, x, y, given=None) -> bool:
+    """Whether some path between `x` and `y` is open given `given` (not d-separated)."""
+    return not d_separated(dag, x, y, given)
+
+
+def _reach_python(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
+    """Bayes-ball from X; True when some node of Y is reached (d-connected)."""
+    par, chi = ix.par, ix.chi
+    inz = set(zi)
+    # ancestors of Z, Z included: colliders there are open
+    anc = set(zi)
+    stack = list(zi)
+    while stack:
+        for p in par[stack.pop()]:
+            if p not in anc:
+                anc.add(p)
+                stack.append(p)
+    targets = set(yi)
+    up_seen: set[int] = set(xi)     # reached from a child (moving up)
+    down_seen: set[int] = set()     # reached from a parent (moving down)
+    up = list(xi)
+    down: list[int] = []
+    while up or down:
+        if up:
+            v = up.pop()
+            if v in inz:
+                continue
+            for p in par[v]:
+                if p not in up_seen:
+                    if p in targets:
+                        return True
+                    up_seen.add(p)
+                    up.append(p)
+            for c in chi[v]:
+                if c not in down_seen:
+                    if c in targets:
+                        return True
+                    down_seen.add(c)
+                    down.append(c)
+        else:
+            v = down.pop()
+            if v not in inz:
+                for c in chi[v]:
+                    if c not in down_seen:
+                        if c in targets:
+                            return True
+                        down_seen.add(c)
+                        down.append(c)
+            if v in anc:
+                for p in par[v]:
+                    if p not in up_seen:
+                        if p in targets:
+                            return True
+                        up_seen.add(p)
+                        up.append(p)
+    return False
+
+
+def _reach_numpy(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
+    """Frontier-at-a-time Bayes-ball; same answer as :func:`_reach_python`."""
+    n = ix.n
+    stamp = np.empty(n, dtype=np.int64)
+    inz = np.zeros(n, dtype=bool)
+    z = np.asarray(zi, dtype=np.int64)
+    inz[z] = True
+    anc = inz.copy()
+    front = z
+    while front.size:
+        p = _gather(ix.p_ptr, ix.p_idx, front)
+        p = p[~anc[p]]
+        p = _dedupe(p, stamp)
+        anc[p] = True
+        front = p
+    target = np.zeros(n, dtype=bool)
+    target[np.asarray(yi, dtype=np.int64)] = True
+    up_seen = np.zeros(n, dtype=bool)
+    down_seen = np.zeros(n, dtype=bool)
+    up = np.asarray(xi, dtype=np.int64)
+    up_seen[up] = True
+    down = up[:0]
+    while up.size or down.size:
+        u = up[~inz[up]]
+        d_pass = down[~inz[down]]
+        d_coll = down[anc[down]]
+        new_up = np.concatenate([_gather(ix.p_ptr, ix.p_idx, u), _gather(ix.p_ptr, ix.p_idx, d_coll)])
+        new_down = np.concatenate([_gather(ix.c_ptr, ix.c_idx, u), _gather(ix.c_ptr, ix.c_idx, d_pass)])
+        new_up = new_up[~up_seen[new_up]]
+        new_down = new_down[~down_seen[new_down]]
+        if target[new_up].any() or target[new_down].any():
+            return True
+        new_up = _dedupe(new_up, stamp)
+        new_down = _dedupe(new_down, stamp)
+        up_seen[new_up] = True
+        down_seen[new_down] = True
+        up, down = new_up, new_down
+    return False
+
+
+# -- minimal separators ------------------------------------------------------
+
+
+def _moral_neighbours(dag: DAG, keep: frozenset) -> dict:
+    """Adjacency of the moral graph of the induced subgraph on `keep`."""
+    g = dag._g
+    nb: dict = {v: set() for v in keep}
+    for v in keep:
+        ps = [p for p in g._pred[v] if p in keep]
+        for p in ps:
+            nb[v].add(p)
+            nb[p].add(v)
+        for i, a in enumerate(ps):
+            for b in ps[i + 1:]:
+                nb[a].add(b)
+                nb[b].add(a)
+    return nb
+
+
+def _reach_undirected(nb: dict, start: Iterable, block: frozenset | set) -> set:
+    """Nodes reachable from `start` where nodes in `block` are reached but not passed."""
+    seen = set(start)
+    stack = [v for v in seen if v not in block]
+    while stack:
+        for w in nb[stack.pop()]:
+            if w not in seen:
+                seen.add(w)
+                if w not in block:
+                    stack.append(w)
+    return seen
+
+
+def minimal_d_separator(dag: DAG, x, y, *, include=None, restrict=None) -> frozenset | None:
+    """A minimal set Z with `include` ⊆ Z ⊆ `restrict` that d-separates `x` and `y`.
+
+    Minimal means no proper subset of Z that still contains `include`
+    separates. The algorithm works on the moral graph of the ancestral set
+    of X ∪ Y ∪ I (van der Zander et al. 2019, FindMinSep) and takes time
+    linear in the size of that moral graph.
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+    include : iterable of nodes, optional
+        Nodes that must be in the separator (I).
+    restrict : iterable of nodes, optional
+        Nodes the separator may use (R). Defaults to the observed nodes, so a
+        latent node is never chosen.
+
+    Returns
+    -------
+    frozenset or None
+        None when no separator within `restrict` exists (e.g. X and Y adjacent).
+    """
+    xs = dag._as_set(x, "node", allow_empty=False)
+    ys = dag._as_set(y, "node", allow_empty=False)
+    inc = dag._as_set(include, "included node")
+    res = frozenset(dag.observed) if restrict is None else dag._as_set(restrict, "restricted node")
+    if xs & ys:
+        raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}")
+    if inc & (xs | ys):
+        raise GraphError(f"included nodes overlap X or Y on {sorted(map(str, inc & (xs | ys)))}")
+    if not inc <= res:
+        raise GraphError(f"included nodes {sorted(map(str, inc - res))} are outside the allowed set")
+    anc = dag.ancestors(xs | ys | inc, include_self=True)
+    nb = _moral_neighbours(dag, anc)
+    cand = frozenset((res & anc) - xs - ys)
+    # Z' itself must separate in the moral ancestral graph, or nothing does.
+    reach_x = _reach_undirected(nb, xs, cand)
+    if reach_x & ys:
+        return None
+    zx = (reach_x & cand) | inc
+    reach_y = _reach_undirected(nb, ys, zx)
+    z = frozenset((reach_y & zx) | inc)
+    return z
+
+
+# -- implied independencies -------------------------------------------------------
+
+
+def implied_independencies(dag: DAG, kind: str = "basis") -> list[Independence]:
+    """Conditional independencies among observed nodes implied by the DAG.
+
+    Parameters
+    ----------
+    kind : {"basis", "local"}
+        ``"basis"`` (default): one statement per non-adjacent pair of observed
+        nodes, the later node (in topological order) separated from the
+        earlier by its parents — the basis dagitty lists, from which every
+        other implied independence follows by the semi-graphoid axioms. When a
+        needed parent is latent, a minimal separator over observed nodes is
+        used instead, and a pair with no observed separator gives no statement.
+        ``"local"``: the local Markov list, each observed node independent of
+        its non-descendants (other than its parents) given its parents.
+
+    Returns
+    -------
+    list of Independence
+    """
+    order = dag.topological_order()
+    rank = {v: i for i, v in enumerate(order)}
+    latent = dag.latent
+    out: list[Independence] = []
+    if kind == "basis":
+        obs = [v for v in order if v not in latent]
+        for j, v in enumerate(obs):
+            pa = frozenset(dag.parents(v))
+            for u in obs[:j]:
+                if dag.is_adjacent(u, v):
+                    continue
+                if pa & latent:
+                    z = minimal_d_separator(dag, u, v)
+                    if z is None:
+                        continue
+                else:
+                    z = pa
+                first, second = (u, v) if rank[u] < rank[v] else (v, u)
+                out.append(Independence(second, first, frozenset(z)))
+        return out
+    if kind == "local":
+        for v in order:
+            if v in latent:
+                continue
+            pa = frozenset(dag.parents(v))
+            if pa & latent:
+                continue
+            nondesc = frozenset(dag.nodes) - dag.descendants(v, include_self=True) - pa - latent
+            for u in sorted(nondesc, key=rank.__getitem__):
+                out.append(Independence(v, u, pa))
+        return out
+    raise GraphError(f"kind must be 'basis' or 'local', got {kind!r}")
