@@ -1,0 +1,515 @@
+"""The ``causalnet`` command.
+
+Sub-commands::
+
+    causalnet tour [--out DIR]                   # a guided report over the gallery
+    causalnet dsep GRAPH X Y [--given Z]         # d-separation
+    causalnet adjust GRAPH X Y                   # backdoor / minimal / front-door sets
+    causalnet draw GRAPH [-o FILE] [--highlight A,B,C] [--do X] ...
+    causalnet gallery                            # list the gallery
+
+GRAPH is a file holding dagitty-like text (see :meth:`causalnet.DAG.parse`)
+or JSON (``{"nodes": [...], "edges": [[u, v], ...], "latent": [...]}``),
+``gallery:NAME``, or graph text given inline (``"A -> B <- C"``). Node lists
+are comma-separated (``X1,X2``).
+
+A user mistake (unknown node, bad file, bad syntax, missing renderer) prints
+one line ``causalnet: error: ...`` on stderr and exits with status 2.
+
+The tour is a list of sections, :data:`TOUR_SECTIONS`; each is a
+``(title, function)`` pair whose function takes a :class:`TourContext`,
+writes its files through it and returns markdown. Later parts of the library
+append their own sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import gallery
+from .dag import DAG
+from .errors import CausalNetError, GraphError, RenderError
+from .io.dot import find_renderer, render, to_dot
+
+__all__ = ["main", "load_graph", "run_tour", "TourContext", "TOUR_SECTIONS"]
+
+_PROG = "causalnet"
+_JSON_KEYS = ("nodes", "edges", "latent")
+_SHOW_SETS = 12  # at most this many adjustment sets are listed per kind
+
+
+class _UsageError(Exception):
+    """Raised instead of argparse's print-usage-and-exit."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: D401 - argparse hook
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# -- graphs from the command line ------------------------------------------------
+
+
+def _dag_from_json(data: Any, source: str) -> DAG:
+    if not isinstance(data, dict):
+        raise GraphError(f"{source}: JSON graph must be an object with keys {list(_JSON_KEYS)}, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(_JSON_KEYS))
+    if unknown:
+        raise GraphError(f"{source}: unknown JSON keys {unknown}; allowed keys are {list(_JSON_KEYS)}")
+    for key in _JSON_KEYS:
+        if not isinstance(data.get(key, []), list):
+            raise GraphError(f"{source}: JSON key {key!r} must be a list, got {type(data[key]).__name__}")
+    return DAG(data.get("edges", []), nodes=data.get("nodes", []), latent=data.get("latent", []))
+
+
+def load_graph(spec: str) -> DAG:
+    """The DAG named by a command-line GRAPH argument.
+
+    Parameters
+    ----------
+    spec : str
+        ``gallery:NAME``; a path to a JSON file (``.json``, or text starting
+        with ``{`` that parses as JSON) or a dagitty-like text file; or graph
+        text such as ``"A -> B; U [latent]"``.
+
+    Raises
+    ------
+    GraphError
+        On an unknown gallery name, bad JSON or bad graph text, or a `spec`
+        that is neither a file nor graph text.
+    OSError
+        If the file cannot be read.
+    """
+    if spec.startswith("gallery:"):
+        return gallery.graph(spec[len("gallery:"):])
+    path = Path(spec)
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        looks_json = path.suffix.lower() == ".json" or text.lstrip().startswith("{")
+        if looks_json:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as e:
+                if path.suffix.lower() == ".json":
+                    raise GraphError(f"{spec}: bad JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+            else:
+                return _dag_from_json(data, spec)
+        try:
+            return DAG.parse(text)
+        except GraphError as e:
+            raise GraphError(f"{spec}: {e}") from None
+    if any(tok in spec for tok in ("->", "<-", ";")):
+        return DAG.parse(spec)
+    hint = f"; did you mean 'gallery:{spec}'?" if spec in gallery.names() else ""
+    raise GraphError(
+        f"no such file {spec!r}{hint} (GRAPH is a file, 'gallery:NAME' with NAME in "
+        f"{gallery.names()}, or graph text like 'A -> B')"
+    )
+
+
+def _node_list(g: DAG, items: Iterable[str] | None, what: str) -> list:
+    """Nodes from comma-separated arguments; a name matches a node by ``str``."""
+    by_str = {str(v): v for v in g.nodes}
+    out: list = []
+    for item in items or ():
+        for name in item.split(","):
+            name = name.strip()
+            if not name:
+                raise GraphError(f"empty name in the {what} list {item!r}")
+            v = name if name in g else by_str.get(name, name)
+            g._check_node(v, what)
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _fmt_set(g: DAG, nodes: Iterable[Hashable] | None) -> str:
+    if nodes is None:
+        return "none"
+    pos = {v: i for i, v in enumerate(g.nodes)}
+    items = sorted(nodes, key=lambda v: pos.get(v, len(pos)))
+    return "{" + ", ".join(map(str, items)) + "}"
+
+
+def _fmt_nodes(g: DAG, nodes: Iterable[Hashable]) -> str:
+    nodes = list(nodes)
+    return str(nodes[0]) if len(nodes) == 1 else _fmt_set(g, nodes)
+
+
+def _fmt_sets(g: DAG, sets: list) -> str:
+    if not sets:
+        return "none"
+    shown = ", ".join(_fmt_set(g, s) for s in sets[:_SHOW_SETS])
+    more = f", ... ({len(sets)} in all)" if len(sets) > _SHOW_SETS else ""
+    return shown + more
+
+
+def _dsep_line(g: DAG, x: list, y: list, given: list) -> str:
+    stmt = f"{_fmt_nodes(g, x)} ⊥ {_fmt_nodes(g, y)}" + (f" | {', '.join(map(str, given))}" if given else "")
+    if g.d_separated(x, y, given=given):
+        return f"{stmt}: yes, d-separated"
+    sep = g.minimal_d_separator(x, y)
+    tail = f"a minimal separator is {_fmt_set(g, sep)}" if sep is not None else "no set of observed nodes separates them"
+    return f"{stmt}: no, d-connected; {tail}"
+
+
+def _adjust_lines(g: DAG, x: list, y: list) -> list[str]:
+    xs = x[0] if len(x) == 1 else x
+    ys = y[0] if len(y) == 1 else y
+    return [
+        f"backdoor adjustment sets: {_fmt_sets(g, g.backdoor_adjustment_sets(xs, ys))}",
+        f"minimal adjustment sets: {_fmt_sets(g, g.minimal_adjustment_sets(xs, ys))}",
+        f"front-door adjustment sets: {_fmt_sets(g, g.frontdoor_adjustment_sets(xs, ys))}",
+    ]
+
+
+# -- sub-commands -----------------------------------------------------------------
+
+
+def _cmd_dsep(args) -> int:
+    g = load_graph(args.graph)
+    x = _node_list(g, [args.x], "node")
+    y = _node_list(g, [args.y], "node")
+    z = _node_list(g, args.given, "conditioning node")
+    print(_dsep_line(g, x, y, z))
+    return 0
+
+
+def _cmd_adjust(args) -> int:
+    g = load_graph(args.graph)
+    x = _node_list(g, [args.x], "treatment")
+    y = _node_list(g, [args.y], "outcome")
+    print(f"effect of {_fmt_nodes(g, x)} on {_fmt_nodes(g, y)}")
+    for line in _adjust_lines(g, x, y):
+        print(f"  {line}")
+    return 0
+
+
+def _cmd_draw(args) -> int:
+    g = load_graph(args.graph)
+    if args.do:
+        g = g.do(_node_list(g, args.do, "intervened node"))
+    options: dict[str, Any] = {"rankdir": args.rankdir, "title": args.title}
+    if args.highlight:
+        options["highlight_path"] = _node_list(g, [args.highlight], "path node")
+    if args.given:
+        options["separating_set"] = _node_list(g, args.given, "separating-set node")
+    if args.clusters:
+        options["clusters"] = "prefix"
+    if args.output is None:
+        if args.format not in (None, "dot"):
+            raise RenderError(f"--format {args.format} needs an output file (-o FILE)")
+        sys.stdout.write(to_dot(g, **options))
+        return 0
+    path = render(g, args.output, format=args.format, renderer=args.renderer, **options)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_gallery(args) -> int:
+    width = max(len(n) for n in gallery.names())
+    for name in gallery.names():
+        print(f"{name:<{width}}  {gallery.kind(name):<6}  {gallery.describe(name)}")
+    return 0
+
+
+def _cmd_tour(args) -> int:
+    report = run_tour(args.out, renderer=args.renderer, echo=print)
+    print(f"\nwrote {report}")
+    return 0
+
+
+# -- the tour ---------------------------------------------------------------------
+
+
+@dataclass
+class TourContext:
+    """What a tour section gets: the output directory and a diagram writer.
+
+    Attributes
+    ----------
+    out : pathlib.Path
+        Directory the section writes into (exists).
+    renderer : str
+        ``"auto"``, ``"dot"``, ``"graphviz-pure"`` or ``"none"`` (DOT only).
+    notes : list of str
+        Problems met while writing (e.g. a renderer that failed); the report
+        lists them.
+    """
+
+    out: Path
+    renderer: str = "auto"
+    notes: list[str] = field(default_factory=list)
+
+    def diagram(self, obj: Any, stem: str, caption: str, **to_dot_options: Any) -> str:
+        """Write ``stem.dot`` and, when a renderer works, ``stem.svg``; return markdown linking them.
+
+        Never raises for lack of a renderer: the DOT file is the fallback.
+        """
+        (self.out / f"{stem}.dot").write_text(to_dot(obj, **to_dot_options), encoding="utf-8")
+        if self.renderer != "none" and find_renderer(self.renderer) is not None:
+            try:
+                render(obj, self.out / f"{stem}.svg", renderer=self.renderer, **to_dot_options)
+            except RenderError as e:
+                self.notes.append(f"{stem}.svg was not rendered: {e}")
+            else:
+                return f"![{caption}]({stem}.svg)\n\n*{caption}* ([DOT source]({stem}.dot))"
+        return f"*{caption}*: [{stem}.dot]({stem}.dot) (DOT text; render it with `dot -Tsvg` or `graphviz-pure -Tsvg`)"
+
+
+@dataclass(frozen=True)
+class _TourGraph:
+    name: str
+    effect: tuple[Hashable, Hashable]
+    queries: tuple  # (where, graph transform or None, x, y, given)
+    diagrams: tuple  # (stem suffix, caption, to_dot options, graph transform or None)
+    remark: str = ""
+
+
+def _bd(nodes):
+    return lambda g: g.backdoor_graph(nodes)
+
+
+def _do(nodes):
+    return lambda g: g.do(nodes)
+
+
+_TOUR_GRAPHS = (
+    _TourGraph(
+        "sprinkler",
+        effect=("Sprinkler", "Wet"),
+        queries=(
+            ("", None, "Sprinkler", "Rain", ()),
+            ("after do(Sprinkler)", _do("Sprinkler"), "Sprinkler", "Rain", ()),
+            ("", None, "Rain", "Wet", ("Sprinkler",)),
+        ),
+        diagrams=(
+            ("", "the backdoor path Sprinkler <- Rain -> Wet", {"highlight_path": ["Sprinkler", "Rain", "Wet"]}, None),
+            ("-do", "after do(Sprinkler): its incoming edge is cut", {}, _do("Sprinkler")),
+        ),
+        remark="Every pair is adjacent, so the graph implies no independence; "
+        "intervening on Sprinkler cuts Rain -> Sprinkler and makes the two independent.",
+    ),
+    _TourGraph(
+        "m-bias",
+        effect=("X", "Y"),
+        queries=(
+            ("", None, "U1", "U2", ()),
+            ("", None, "U1", "U2", ("M",)),
+            ("in the backdoor graph of X", _bd("X"), "X", "Y", ()),
+            ("in the backdoor graph of X", _bd("X"), "X", "Y", ("M",)),
+        ),
+        diagrams=(
+            ("", "conditioning on the collider M opens X <- U1 -> M <- U2 -> Y",
+             {"highlight_path": ["X", "U1", "M", "U2", "Y"], "separating_set": ["M"]}, None),
+        ),
+        remark="M looks like a confounder (it precedes X and Y) but is a collider: "
+        "the empty set is the only adjustment set.",
+    ),
+    _TourGraph(
+        "frontdoor",
+        effect=("Smoking", "Cancer"),
+        queries=(
+            ("", None, "Smoking", "Cancer", ("Tar",)),
+            ("in the backdoor graph of Smoking", _bd("Smoking"), "Smoking", "Tar", ()),
+            ("in the backdoor graph of Tar", _bd("Tar"), "Tar", "Cancer", ("Smoking",)),
+        ),
+        diagrams=(
+            ("", "the front-door path Smoking -> Tar -> Cancer", {"highlight_path": ["Smoking", "Tar", "Cancer"]}, None),
+        ),
+        remark="Genotype is latent, so no backdoor set exists; Tar satisfies the front-door criterion.",
+    ),
+    _TourGraph(
+        "asia",
+        effect=("lung", "dysp"),
+        queries=(
+            ("", None, "tub", "smoke", ()),
+            ("", None, "tub", "smoke", ("either",)),
+            ("", None, "tub", "smoke", ("dysp",)),
+            ("", None, "xray", "dysp", ("either",)),
+            ("", None, "bronc", "lung", ("smoke",)),
+        ),
+        diagrams=(
+            ("", "the backdoor path lung <- smoke -> bronc -> dysp, blocked by {smoke}",
+             {"highlight_path": ["lung", "smoke", "bronc", "dysp"], "separating_set": ["smoke"]}, None),
+        ),
+        remark="tub and smoke are independent until either (a collider) or its descendant dysp is observed.",
+    ),
+)
+
+
+def _graph_section(spec: _TourGraph, ctx: TourContext) -> str:
+    g = gallery.graph(spec.name)
+    lines = [gallery.describe(spec.name), ""]
+    for suffix, caption, options, transform in spec.diagrams:
+        h = transform(g) if transform else g
+        lines += [ctx.diagram(h, f"{spec.name}{suffix}", caption, **options), ""]
+    edges = "; ".join(f"{u} -> {v}" for u, v in g.edges)
+    latent = [str(v) for v in g.nodes if v in g.latent]
+    lines += [f"Graph: `{edges}`" + (f", latent: {', '.join(latent)}" if latent else "") + ".", ""]
+    lines += ["**d-separation**", ""]
+    for where, transform, x, y, given in spec.queries:
+        h = transform(g) if transform else g
+        lines.append(f"- {_dsep_line(h, [x], [y], list(given))}" + (f" ({where})" if where else ""))
+    basis = g.implied_independencies()
+    lines += ["", "**Implied independencies** (basis):", ""]
+    lines += [f"- {s}" for s in basis] if basis else ["- none"]
+    x, y = spec.effect
+    lines += ["", f"**Adjustment** for the effect of {x} on {y}:", ""]
+    lines += [f"- {line}" for line in _adjust_lines(g, [x], [y])]
+    if spec.remark:
+        lines += ["", spec.remark]
+    return "\n".join(lines)
+
+
+def _graph_section_fn(spec: _TourGraph) -> Callable[[TourContext], str]:
+    def section(ctx: TourContext) -> str:
+        return _graph_section(spec, ctx)
+
+    section.__name__ = f"_section_{spec.name.replace('-', '_')}"
+    return section
+
+
+#: The tour's sections, in order: ``(title, function(ctx) -> markdown)``.
+TOUR_SECTIONS: list[tuple[str, Callable[[TourContext], str]]] = [
+    (f"Graph: {spec.name}", _graph_section_fn(spec)) for spec in _TOUR_GRAPHS
+]
+
+
+def _anchor(title: str) -> str:
+    keep = "".join(c for c in title.lower() if c.isalnum() or c in " -_")
+    return keep.replace(" ", "-")
+
+
+def run_tour(out: str | Path = "causalnet-tour", *, renderer: str = "auto", echo: Callable[[str], Any] | None = None) -> Path:
+    """Run every section of :data:`TOUR_SECTIONS`, writing files and ``report.md`` into `out`.
+
+    Parameters
+    ----------
+    out : str or path-like
+        Output directory (created if needed).
+    renderer : {"auto", "dot", "graphviz-pure", "none"}
+        Renderer for SVG diagrams; ``"none"``, or no renderer on ``PATH``,
+        leaves DOT files only.
+    echo : callable, optional
+        Called with each section's markdown as it is produced (the CLI prints).
+
+    Returns
+    -------
+    pathlib.Path
+        The path of ``report.md``.
+    """
+    if renderer != "none":
+        find_renderer(renderer)  # validates the name
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = TourContext(out=out, renderer=renderer)
+    exe = None if renderer == "none" else find_renderer(renderer)
+    if exe is None:
+        how = ("no SVG renderer found: install Graphviz (`apt-get install graphviz`) or "
+               "`pip install causalnet[render]` to get SVGs; DOT files are written instead")
+    else:
+        how = f"diagrams rendered to SVG with `{Path(exe).name}`"
+    parts = []
+    for title, fn in TOUR_SECTIONS:
+        body = fn(ctx)
+        part = f"## {title}\n\n{body.strip()}\n"
+        parts.append(part)
+        if echo is not None:
+            echo(part)
+    toc = "\n".join(f"- [{title}](#{_anchor(title)})" for title, _ in TOUR_SECTIONS)
+    head = (
+        "# causalnet tour\n\n"
+        f"Generated by `causalnet tour`; {how}.\n\n"
+        "`A ⊥ B | C` reads \"A and B are d-separated given C\".\n\n"
+        f"{toc}\n"
+    )
+    notes = "\n## Notes\n\n" + "\n".join(f"- {n}" for n in ctx.notes) + "\n" if ctx.notes else ""
+    report = out / "report.md"
+    report.write_text(head + "\n" + "\n".join(parts) + notes, encoding="utf-8")
+    return report
+
+
+# -- entry point ------------------------------------------------------------------
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog=_PROG, description="Causal DAGs: d-separation, adjustment sets, diagrams.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    graph_help = "a graph file (dagitty-like text or JSON), gallery:NAME, or graph text like 'A -> B'"
+
+    t = sub.add_parser("tour", help="run the guided tour and write a report with diagrams")
+    t.add_argument("--out", default="causalnet-tour", help="output directory (default: ./causalnet-tour)")
+    t.add_argument("--renderer", default="auto", choices=["auto", "dot", "graphviz-pure", "none"])
+    t.set_defaults(func=_cmd_tour)
+
+    d = sub.add_parser("dsep", help="are X and Y d-separated given Z?")
+    d.add_argument("graph", help=graph_help)
+    d.add_argument("x", help="node or comma-separated nodes")
+    d.add_argument("y", help="node or comma-separated nodes")
+    d.add_argument("--given", "-z", action="append", default=[], help="conditioning nodes (comma-separated; repeatable)")
+    d.set_defaults(func=_cmd_dsep)
+
+    a = sub.add_parser("adjust", help="adjustment sets for the effect of X on Y")
+    a.add_argument("graph", help=graph_help)
+    a.add_argument("x", help="treatment node(s)")
+    a.add_argument("y", help="outcome node(s)")
+    a.set_defaults(func=_cmd_adjust)
+
+    w = sub.add_parser("draw", help="draw a graph (SVG/PNG/DOT; DOT on stdout without -o)")
+    w.add_argument("graph", help=graph_help)
+    w.add_argument("-o", "--output", help="output file; the format comes from its suffix (.svg, .png, .dot)")
+    w.add_argument("--format", choices=["svg", "png", "dot"], help="override the format given by the suffix")
+    w.add_argument("--highlight", help="a path to highlight, comma-separated (A,B,C)")
+    w.add_argument("--do", action="append", default=[], help="nodes to intervene on (drawn with incoming edges cut)")
+    w.add_argument("--given", "-z", action="append", default=[], help="nodes to mark as a separating set")
+    w.add_argument("--clusters", action="store_true", help="box nodes by their dotted name prefix")
+    w.add_argument("--title")
+    w.add_argument("--rankdir", default="TB", choices=["TB", "LR", "BT", "RL"])
+    w.add_argument("--renderer", default="auto", choices=["auto", "dot", "graphviz-pure"])
+    w.set_defaults(func=_cmd_draw)
+
+    s = sub.add_parser("gallery", help="list the named graphs and models")
+    s.set_defaults(func=_cmd_gallery)
+    return p
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return " | ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``causalnet`` command; returns the exit status (2 on a user error)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise _UsageError(f"choose a command: tour, dsep, adjust, draw, gallery (see '{_PROG} --help')")
+        return args.func(args)
+    except SystemExit as e:  # --help, --version
+        return e.code if isinstance(e.code, int) else 0
+    except BrokenPipeError:
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except (_UsageError, CausalNetError, OSError) as e:
+        print(f"{_PROG}: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

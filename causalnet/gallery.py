@@ -1,0 +1,172 @@
+"""Ready models and graphs by name.
+
+The gallery is a registry of named builders. Each entry has a *kind*
+(``"graph"`` for a bare :class:`~causalnet.dag.DAG`; models such as discrete
+causal models, HMMs or transformers register their own kinds), a builder
+called on every load (so callers get a fresh object), and a one-line
+description.
+
+:func:`load` returns what the builder makes (a model when the entry is a
+model); :func:`graph` always returns a DAG (a model's ``.dag``).
+
+Graphs
+------
+``sprinkler``
+    Rain -> Sprinkler, Rain -> Wet, Sprinkler -> Wet (the DESIGN's example).
+``m-bias``
+    X <- U1 -> M <- U2 -> Y and X -> Y, with U1 and U2 latent: adjusting for
+    the pre-treatment collider M opens a biasing path.
+``frontdoor``
+    Smoking -> Tar -> Cancer with a latent Genotype -> Smoking, Cancer
+    (Pearl 1995): no backdoor set, but Tar is a front-door set.
+``asia``
+    The "chest clinic" network of Lauritzen & Spiegelhalter (1988), with
+    the lowercase names used by bnlearn and pgmpy.
+
+Adding an entry (for later modules) is one call, e.g.
+``_register("hmm-weather", "hmm", _build_weather_hmm, "two-state weather HMM")``;
+re-registering a name replaces it, so a graph can be upgraded to a full model
+whose ``.dag`` is that graph.
+
+Examples
+--------
+>>> from causalnet import gallery
+>>> gallery.graph("frontdoor").parents("Cancer")
+('Tar', 'Genotype')
+>>> "asia" in gallery.names()
+True
+
+References
+----------
+.. [1] S. L. Lauritzen, D. J. Spiegelhalter, "Local computations with
+       probabilities on graphical structures and their application to expert
+       systems", J. R. Stat. Soc. B 50(2), 1988.
+.. [2] J. Pearl, "Causal diagrams for empirical research", Biometrika 82, 1995.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .dag import DAG
+from .errors import GraphError
+
+__all__ = ["names", "describe", "kind", "load", "graph"]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    kind: str
+    builder: Callable[[], Any]
+    description: str
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def _register(name: str, kind: str, builder: Callable[[], Any], description: str) -> None:
+    """Add or replace a gallery entry (for library modules, not users)."""
+    if not isinstance(name, str) or not name:
+        raise GraphError(f"gallery names are non-empty strings, got {name!r}")
+    _REGISTRY[name] = _Entry(kind, builder, description)
+
+
+def _entry(name: Any) -> _Entry:
+    entry = _REGISTRY.get(name) if isinstance(name, str) else None
+    if entry is None:
+        known = list(_REGISTRY)
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise GraphError(f"no gallery entry {name!r}; {hint}known: {', '.join(known)}")
+    return entry
+
+
+def names(kind: str | None = None) -> list[str]:
+    """Names in the gallery, in registration order; only those of `kind` if given."""
+    return [n for n, e in _REGISTRY.items() if kind is None or e.kind == kind]
+
+
+def describe(name: str) -> str:
+    """The one-line description of entry `name`."""
+    return _entry(name).description
+
+
+def kind(name: str) -> str:
+    """The kind of entry `name` (``"graph"`` for bare DAGs)."""
+    return _entry(name).kind
+
+
+def load(name: str) -> Any:
+    """A fresh copy of entry `name`: a model when the entry is one, else its DAG.
+
+    Raises
+    ------
+    GraphError
+        If `name` is unknown (the message lists the known names).
+    """
+    return _entry(name).builder()
+
+
+def graph(name: str) -> DAG:
+    """The DAG of entry `name` (a model's ``.dag``).
+
+    Raises
+    ------
+    GraphError
+        If `name` is unknown (the message lists the known names).
+    """
+    obj = load(name)
+    if isinstance(obj, DAG):
+        return obj
+    dag = getattr(obj, "dag", None)
+    if not isinstance(dag, DAG):
+        raise GraphError(f"gallery entry {name!r} ({kind(name)}) has no DAG")
+    return dag
+
+
+# -- graphs --------------------------------------------------------------------
+
+
+def _sprinkler() -> DAG:
+    return DAG([("Rain", "Sprinkler"), ("Rain", "Wet"), ("Sprinkler", "Wet")])
+
+
+def _m_bias() -> DAG:
+    return DAG(
+        [("U1", "X"), ("U1", "M"), ("U2", "M"), ("U2", "Y"), ("X", "Y")],
+        nodes=["X", "Y", "M", "U1", "U2"],
+        latent=["U1", "U2"],
+    )
+
+
+def _frontdoor() -> DAG:
+    return DAG(
+        [("Genotype", "Smoking"), ("Genotype", "Cancer"), ("Smoking", "Tar"), ("Tar", "Cancer")],
+        nodes=["Smoking", "Tar", "Cancer", "Genotype"],
+        latent=["Genotype"],
+    )
+
+
+def _asia() -> DAG:
+    return DAG(
+        [
+            ("asia", "tub"),
+            ("smoke", "lung"),
+            ("smoke", "bronc"),
+            ("tub", "either"),
+            ("lung", "either"),
+            ("either", "xray"),
+            ("either", "dysp"),
+            ("bronc", "dysp"),
+        ],
+        nodes=["asia", "tub", "smoke", "lung", "bronc", "either", "xray", "dysp"],
+    )
+
+
+_register("sprinkler", "graph", _sprinkler, "Rain -> Sprinkler -> Wet <- Rain: a confounded effect of Sprinkler on Wet")
+_register("m-bias", "graph", _m_bias, "X <- U1 -> M <- U2 -> Y, X -> Y (U1, U2 latent): adjusting for M adds bias")
+_register("frontdoor", "graph", _frontdoor, "Smoking -> Tar -> Cancer, latent Genotype -> Smoking, Cancer: front-door")
+_register("asia", "graph", _asia, "Lauritzen & Spiegelhalter's chest clinic (8 nodes)")
