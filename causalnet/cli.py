@@ -42,6 +42,7 @@ __all__ = ["main", "load_graph", "run_tour", "TourContext", "TOUR_SECTIONS"]
 _PROG = "causalnet"
 _JSON_KEYS = ("nodes", "edges", "latent")
 _SHOW_SETS = 12  # at most this many adjustment sets are listed per kind
+_MAX_SETS = 1000  # and at most this many are searched for
 
 
 class _UsageError(Exception):
@@ -89,7 +90,11 @@ def load_graph(spec: str) -> DAG:
     if spec.startswith("gallery:"):
         return gallery.graph(spec[len("gallery:"):])
     path = Path(spec)
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError:  # e.g. graph text too long to be a file name
+        exists = False
+    if exists:
         text = path.read_text(encoding="utf-8")
         looks_json = path.suffix.lower() == ".json" or text.lstrip().startswith("{")
         if looks_json:
@@ -146,8 +151,11 @@ def _fmt_sets(g: DAG, sets: list) -> str:
     if not sets:
         return "none"
     shown = ", ".join(_fmt_set(g, s) for s in sets[:_SHOW_SETS])
-    more = f", ... ({len(sets)} in all)" if len(sets) > _SHOW_SETS else ""
-    return shown + more
+    if len(sets) >= _MAX_SETS:
+        return f"{shown}, ... (stopped after {len(sets)})"
+    if len(sets) > _SHOW_SETS:
+        return f"{shown}, ... ({len(sets)} in all)"
+    return shown
 
 
 def _dsep_line(g: DAG, x: list, y: list, given: list) -> str:
@@ -155,7 +163,10 @@ def _dsep_line(g: DAG, x: list, y: list, given: list) -> str:
     if g.d_separated(x, y, given=given):
         return f"{stmt}: yes, d-separated"
     sep = g.minimal_d_separator(x, y)
-    tail = f"a minimal separator is {_fmt_set(g, sep)}" if sep is not None else "no set of observed nodes separates them"
+    if sep is None:
+        tail = "no set of observed nodes separates them"
+    else:
+        tail = f"a minimal separator is {_fmt_set(g, sep) if sep else 'the empty set'}"
     return f"{stmt}: no, d-connected; {tail}"
 
 
@@ -163,9 +174,9 @@ def _adjust_lines(g: DAG, x: list, y: list) -> list[str]:
     xs = x[0] if len(x) == 1 else x
     ys = y[0] if len(y) == 1 else y
     return [
-        f"backdoor adjustment sets: {_fmt_sets(g, g.backdoor_adjustment_sets(xs, ys))}",
-        f"minimal adjustment sets: {_fmt_sets(g, g.minimal_adjustment_sets(xs, ys))}",
-        f"front-door adjustment sets: {_fmt_sets(g, g.frontdoor_adjustment_sets(xs, ys))}",
+        f"backdoor adjustment sets: {_fmt_sets(g, g.backdoor_adjustment_sets(xs, ys, max_sets=_MAX_SETS))}",
+        f"minimal adjustment sets: {_fmt_sets(g, g.minimal_adjustment_sets(xs, ys, max_sets=_MAX_SETS))}",
+        f"front-door adjustment sets: {_fmt_sets(g, g.frontdoor_adjustment_sets(xs, ys, max_sets=_MAX_SETS))}",
     ]
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .dag import DAG
-from .errors import CausalNetWarning, EvidenceError, GraphError, ModelError, ShapeError
+from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, _rng
 from .mechanisms.tabular import state_index
 
@@ -622,6 +622,7 @@ class CausalModel:
         colour = {DISCRETE: "#dbe9f6", REAL: "#e3f1de", TENSOR: "#fbe7c6", "cauchy": "#f6dbe6"}.get(kind)
         if colour:
             attrs["fillcolor"] = colour
+            attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
         return attrs
 
 

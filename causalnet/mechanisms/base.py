@@ -170,6 +170,18 @@ class Mechanism:
         """The noise that makes :meth:`evaluate` return `value` (exact)."""
         raise ModelError(f"node {node!r} ({type(self).__name__}) does not support exact abduction")
 
+    def abduct_sample(self, node: Hashable, value: np.ndarray, parents: Mapping[Hashable, np.ndarray],
+                      spec: Spec, rng: np.random.Generator) -> np.ndarray:
+        """Draw the noise from its posterior given the node's value and parents.
+
+        The default is exact abduction (a point mass) where the mechanism
+        supports it; mechanisms whose noise is not determined by the value
+        (a discrete node's ``u`` lies in an interval) override this.
+        """
+        if self.deterministic:
+            return None
+        return self.abduct(node, value, parents, spec)
+
     # -- serialisation ----------------------------------------------------------------
 
     def to_dict(self) -> dict:

@@ -155,6 +155,22 @@ class _Tabular(Mechanism):
             return np.searchsorted(cdf, u, side="right").astype(np.int64)
         return (u[:, None] >= cdf).sum(axis=-1).astype(np.int64)   # (n,)
 
+    def noise_interval(self, value, parents) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)``: the values of ``u`` that give `value` under the inverse-CDF SCM."""
+        cdf = self._rows(parents, self._cdf)
+        value = np.asarray(value)
+        if cdf.ndim == 1:
+            hi = cdf[value]
+            lo = np.where(value > 0, cdf[np.maximum(value - 1, 0)], 0.0)
+        else:
+            hi = np.take_along_axis(cdf, value[:, None], axis=-1)[:, 0]
+            lo = np.where(value > 0, np.take_along_axis(cdf, np.maximum(value - 1, 0)[:, None], axis=-1)[:, 0], 0.0)
+        return lo, hi
+
+    def abduct_sample(self, node, value, parents, spec, rng):
+        lo, hi = self.noise_interval(value, parents)
+        return lo + (hi - lo) * rng.random(np.shape(lo))
+
     def log_prob(self, node, value, parents, spec):
         rows = self._rows(parents, self._table)            # (n, K) or (K,)
         value = np.asarray(value)

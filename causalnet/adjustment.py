@@ -1,0 +1,861 @@
+r"""Covariate adjustment: backdoor, generalized adjustment and front-door sets.
+
+Terms
+-----
+X are the *treatments* and Y the *outcomes* (disjoint, non-empty node sets).
+A set Z of observed nodes is an *adjustment set* for (X, Y) when
+
+    P(y | do(x)) = sum_z P(y | x, z) P(z)
+
+in every distribution that factorises over the DAG, so the causal effect can be
+estimated from observational data on X, Y and Z alone.
+
+- A *backdoor path* from X is a path that starts with an arrow into X. Pearl's
+  *backdoor criterion*: Z contains no descendant of X and blocks every backdoor
+  path; equivalently Z d-separates X and Y in the graph with the edges out of X
+  removed. It is sufficient, not necessary.
+- A *proper causal path* is a directed path X -> ... -> Y that meets X only at
+  its first node. The *adjustment criterion* (Shpitser, VanderWeele & Robins
+  2010): no node of Z descends from a node (outside X) on a proper causal path,
+  and Z blocks every proper non-causal path. It is sound and complete: Z is an
+  adjustment set exactly when it holds. Constructively (van der Zander et al.
+  2019), Z avoids the forbidden nodes and d-separates X and Y in the *proper
+  back-door graph*, the DAG without the first edge of every proper causal path.
+- The *front-door criterion* (Pearl 1995): Z intercepts every directed path
+  from X to Y, no backdoor path from X to Z is open, and X blocks every
+  backdoor path from Z to Y. Then
+  P(y | do(x)) = sum_z P(z | x) sum_x' P(y | x', z) P(x'), which works even
+  when X and Y share a latent confounder.
+- A valid set is *minimal* when no proper subset of it is valid.
+
+Latent nodes are never chosen, and naming one as a treatment, outcome or
+adjustment node is an error: what is not observed cannot be set or adjusted
+for. Every search returns a list of frozensets sorted by size, then by node
+order; an empty list means that no valid set exists.
+
+The searches enumerate with polynomial delay: the time between two answers is
+polynomial in the size of the graph, whatever the number of answers. All
+backdoor and front-door sets are listed by branching on one node at a time and
+keeping only branches that a polynomial test proves non-empty (van der Zander
+et al. 2019, ListSep; Jeong, Tian & Bareinboim 2022). Minimal adjustment sets
+(and minimal backdoor sets) are the minimal vertex separators of X and Y in a
+moral graph, restricted to the allowed nodes; they are listed by a
+branching over separators "closest to Y", each branch yielding a new one.
+
+Examples
+--------
+M-bias: adjusting for the collider M opens a path that was closed.
+
+>>> import causalnet as cn
+>>> g = cn.DAG.parse("X <- A -> M <- B -> Y; X -> Y")
+>>> g.is_adjustment_set("X", "Y", set()), g.is_adjustment_set("X", "Y", {"M"})
+(True, False)
+>>> g.minimal_adjustment_sets("X", "Y")
+[frozenset()]
+>>> [sorted(z) for z in g.backdoor_adjustment_sets("X", "Y")]
+[[], ['A'], ['B'], ['A', 'M'], ['A', 'B'], ['B', 'M'], ['A', 'B', 'M']]
+
+References
+----------
+.. [1] J. Pearl, "Causality: Models, Reasoning, and Inference", 2nd ed.,
+       Cambridge University Press, 2009 (backdoor: Def. 3.3.1; front-door:
+       Def. 3.3.3).
+.. [2] I. Shpitser, T. VanderWeele, J. M. Robins, "On the validity of
+       covariate adjustment for estimating causal effects", UAI 2010.
+.. [3] E. Perković, J. Textor, M. Kalisch, M. H. Maathuis, "Complete graphical
+       characterization and construction of adjustment sets in Markov
+       equivalence classes of ancestral graphs", JMLR 18(220), 2018.
+.. [4] B. van der Zander, M. Liśkiewicz, J. Textor, "Separators and adjustment
+       sets in causal graphs: complete criteria and an algorithmic framework",
+       Artificial Intelligence 270, 2019.
+.. [5] H. Jeong, J. Tian, E. Bareinboim, "Finding and listing front-door
+       adjustment sets", NeurIPS 2022.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .dag import DAG
+from .errors import GraphError
+from .separation import _index
+
+__all__ = [
+    "is_backdoor_adjustment",
+    "backdoor_adjustment_sets",
+    "is_adjustment_set",
+    "minimal_adjustment_sets",
+    "is_frontdoor_adjustment",
+    "frontdoor_adjustment_sets",
+]
+
+# Internally nodes are the integers of the DAG's index (its node order), and a
+# graph is a pair of adjacency lists ``par[v]`` / ``chi[v]``.
+
+
+# -- validation ------------------------------------------------------------------
+
+
+def _names(dag: DAG, nodes) -> list:
+    return dag._sorted(nodes)
+
+
+def _node_set(dag: DAG, nodes, fn: str, arg: str, role: str, allow_empty: bool) -> frozenset:
+    try:
+        out = dag._as_set(nodes, role, allow_empty=allow_empty)
+    except GraphError as err:
+        raise GraphError(f"{fn}: argument {arg}: {err}") from None
+    hidden = out & dag.latent
+    if hidden:
+        verb = "is" if len(hidden) == 1 else "are"
+        article = "an" if role[0] in "aeiou" else "a"
+        raise GraphError(f"{fn}: argument {arg}: {_names(dag, hidden)} {verb} latent; {article} {role} must be observed")
+    return out
+
+
+def _check_xy(dag: DAG, fn: str, x, y) -> tuple[frozenset, frozenset]:
+    if not isinstance(dag, DAG):
+        raise GraphError(f"{fn}: expects a causalnet DAG, got {type(dag).__name__}")
+    xs = _node_set(dag, x, fn, "x", "treatment", allow_empty=False)
+    ys = _node_set(dag, y, fn, "y", "outcome", allow_empty=False)
+    both = xs & ys
+    if both:
+        raise GraphError(f"{fn}: x and y overlap on {_names(dag, both)}; treatments and outcomes must be disjoint")
+    return xs, ys
+
+
+def _check_xyz(dag: DAG, fn: str, x, y, z) -> tuple[frozenset, frozenset, frozenset]:
+    xs, ys = _check_xy(dag, fn, x, y)
+    zs = _node_set(dag, z, fn, "z", "adjustment node", allow_empty=True)
+    for arg, other, role in (("x", xs, "treatments"), ("y", ys, "outcomes")):
+        both = zs & other
+        if both:
+            raise GraphError(f"{fn}: z overlaps {arg} on {_names(dag, both)}; z cannot contain {role}")
+    return xs, ys, zs
+
+
+def _check_max_sets(fn: str, max_sets) -> None:
+    if max_sets is None:
+        return
+    if isinstance(max_sets, bool) or not isinstance(max_sets, int) or max_sets < 1:
+        raise GraphError(f"{fn}: max_sets must be a positive int or None, got {max_sets!r}")
+
+
+def _ints(dag: DAG, nodes: frozenset) -> frozenset:
+    pos = dag._pos
+    return frozenset(pos[v] for v in nodes)
+
+
+def _observed_ints(dag: DAG) -> frozenset:
+    pos = dag._pos
+    return frozenset(pos[v] for v in dag.observed)
+
+
+def _collect(dag: DAG, sets: Iterator[frozenset], max_sets: int | None) -> list[frozenset]:
+    """Take at most `max_sets` integer sets, sort them, and map them to node names."""
+    out: list[frozenset] = []
+    for s in sets:
+        out.append(s)
+        if max_sets is not None and len(out) >= max_sets:
+            break
+    out.sort(key=lambda s: (len(s), sorted(s)))
+    order = dag._order
+    return [frozenset(order[i] for i in s) for s in out]
+
+
+# -- graph primitives on integer adjacency lists ---------------------------------------
+
+
+def _ancestors(par: list, start) -> set:
+    """`start` and every node with a directed path into it."""
+    seen = set(start)
+    stack = list(seen)
+    while stack:
+        for p in par[stack.pop()]:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return seen
+
+
+def _descendants(chi: list, start) -> set:
+    """`start` and every node reachable from it by a directed path."""
+    return _ancestors(chi, start)
+
+
+def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
+    """Adjacency lists without the edges out of `cut` (Pearl's G with `cut` underlined)."""
+    par2 = list(par)
+    chi2 = list(chi)
+    for u in cut:
+        for c in chi[u]:
+            par2[c] = [p for p in par2[c] if p not in cut]
+        chi2[u] = []
+    return par2, chi2
+
+
+def _reachable(par: list, chi: list, sources, given) -> set:
+    """Nodes with a path from `sources` that is open given `given` (Bayes-ball).
+
+    The result contains the sources; a node of `given` is in it when a path
+    reaches it, but no path passes through it as a non-collider.
+    """
+    given = set(given)
+    anc = _ancestors(par, given)
+    up_seen = set(sources)      # reached from a child, or a source
+    down_seen: set = set()      # reached from a parent
+    up = list(up_seen)
+    down: list = []
+    while up or down:
+        if up:
+            v = up.pop()
+            if v in given:
+                continue
+            for p in par[v]:
+                if p not in up_seen:
+                    up_seen.add(p)
+                    up.append(p)
+            for c in chi[v]:
+                if c not in down_seen:
+                    down_seen.add(c)
+                    down.append(c)
+        else:
+            v = down.pop()
+            if v not in given:
+                for c in chi[v]:
+                    if c not in down_seen:
+                        down_seen.add(c)
+                        down.append(c)
+            if v in anc:
+                for p in par[v]:
+                    if p not in up_seen:
+                        up_seen.add(p)
+                        up.append(p)
+    return up_seen | down_seen
+
+
+def _separated(par: list, chi: list, xs, ys, zs) -> bool:
+    return not (_reachable(par, chi, xs, zs) & ys)
+
+
+def _moral_graph(par: list, keep: set) -> dict:
+    """Moral graph of the subgraph induced by an ancestral set `keep`."""
+    nb: dict = {v: set() for v in keep}
+    for v in keep:
+        ps = par[v]  # every parent of a node of an ancestral set is in it
+        for i, p in enumerate(ps):
+            nb[v].add(p)
+            nb[p].add(v)
+            for q in ps[i + 1:]:
+                nb[p].add(q)
+                nb[q].add(p)
+    return nb
+
+
+# -- minimal vertex separators --------------------------------------------------------
+
+
+def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset) -> Iterator[frozenset]:
+    """All minimal vertex separators of `a` and `b` in `nb` that lie inside `allowed`.
+
+    `a` and `b` act as two contracted vertices. A call (S, M) lists the minimal
+    separators Z with S inside the component of `a` in the graph minus Z and
+    with M ⊆ Z. S is connected and closed: every neighbour of S outside
+    `allowed` is absorbed into S (it cannot be in Z, so it lies on a's side);
+    if b touches S, the call is empty. The minimal separator closest to b
+    with S on a's side is Z0 = N(C_b), C_b the component of b in the graph
+    minus N(S). Any other separator of the call has a first node v_i of
+    Z0 minus M on a's side, and v_1 .. v_(i-1) in Z, so the children
+    (S + v_i, M + {v_1..v_(i-1)}) partition the rest. A call is empty exactly
+    when M is not inside its Z0 (each node of M must touch C_b), so every
+    call that survives that test yields a separator: the delay is polynomial.
+    The search keeps an explicit stack (no recursion limit on large graphs).
+    """
+
+    def close(s: set, new) -> frozenset | None:
+        s = set(s)
+        stack = []
+        for v in new:
+            if v in b:
+                return None
+            if v not in s:
+                s.add(v)
+                stack.append(v)
+        while stack:
+            for w in nb[stack.pop()]:
+                if w in s:
+                    continue
+                if w in b:
+                    return None
+                if w not in allowed:
+                    s.add(w)
+                    stack.append(w)
+        return frozenset(s)
+
+    def closest(s: frozenset) -> frozenset:
+        ns = {w for u in s for w in nb[u] if w not in s}
+        comp = set(b)
+        stack = list(b)
+        while stack:
+            for w in nb[stack.pop()]:
+                if w not in comp and w not in ns:
+                    comp.add(w)
+                    stack.append(w)
+        return frozenset(w for u in comp for w in nb[u] if w not in comp)
+
+    s0 = close(set(), a)
+    if s0 is None:
+        return
+    z0 = closest(s0)
+    yield z0
+    stack = [[s0, frozenset(), sorted(z0), 0]]
+    while stack:
+        frame = stack[-1]
+        s, m, vs, i = frame
+        if i == len(vs):
+            stack.pop()
+            continue
+        frame[3] = i + 1
+        s2 = close(s, (vs[i],))
+        if s2 is None:
+            continue
+        m2 = m.union(vs[:i])
+        z0 = closest(s2)
+        if not m2 <= z0:
+            continue
+        yield z0
+        stack.append([s2, m2, sorted(z0 - m2), 0])
+
+
+def _minimal_d_separators(par: list, xs: frozenset, ys: frozenset, allowed: frozenset) -> Iterator[frozenset]:
+    """Minimal d-separators of `xs` and `ys` inside `allowed` in the graph `par`.
+
+    They lie in An(X ∪ Y), where d-separation is vertex separation in the
+    moral graph of An(X ∪ Y) (Lauritzen et al. 1990; Tian, Paz & Pearl 1998).
+    """
+    anc = _ancestors(par, xs | ys)
+    nb = _moral_graph(par, anc)
+    yield from _minimal_separators(nb, xs, ys, frozenset(allowed & anc))
+
+
+# -- backdoor ------------------------------------------------------------------------
+
+
+def is_backdoor_adjustment(dag: DAG, x, y, z) -> bool:
+    """Whether `z` satisfies Pearl's backdoor criterion relative to (`x`, `y`).
+
+    For sets: no node of Z is a descendant of a node of X, and Z d-separates
+    X and Y in the graph with every edge out of X removed (so Z blocks every
+    path from X to Y that starts with an arrow into X). A set that passes is an
+    adjustment set; the converse fails (see :func:`is_adjustment_set`).
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Treatments and outcomes: non-empty, disjoint, observed.
+    z : node or iterable of nodes
+        The candidate adjustment set (may be empty): observed, disjoint from
+        `x` and `y`.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown or latent, `x` or `y` is empty, or the sets overlap.
+
+    References
+    ----------
+    .. [1] J. Pearl, "Causality", 2nd ed., 2009, Def. 3.3.1 and Thm. 3.3.2.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG.parse("Z -> X -> Y; Z -> Y")
+    >>> is_backdoor_adjustment(g, "X", "Y", {"Z"}), is_backdoor_adjustment(g, "X", "Y", set())
+    (True, False)
+    """
+    xs, ys, zs = _check_xyz(dag, "is_backdoor_adjustment", x, y, z)
+    ix = _index(dag)
+    xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
+    if zi & _descendants(ix.chi, xi):
+        return False
+    par, chi = _cut_out(ix.par, ix.chi, xi)
+    return _separated(par, chi, xi, yi, zi)
+
+
+def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed: frozenset) -> Iterator[frozenset]:
+    """Every Z ⊆ `allowed` that d-separates `xs` and `ys` (ListSep, van der Zander et al. 2019).
+
+    A separator Z with I ⊆ Z ⊆ R exists iff R ∩ An(X ∪ Y ∪ I) is one, so each
+    branch of the search (include or exclude one node of R minus I) is entered
+    only when it holds an answer. Excluding is explored first, so the first
+    answers are small.
+    """
+    xy = xs | ys
+
+    def feasible(inc: frozenset, rng: frozenset) -> bool:
+        cand = _ancestors(par, xy | inc) & rng
+        return _separated(par, chi, xs, ys, cand)
+
+    root = (frozenset(), frozenset(allowed))
+    if not feasible(*root):
+        return
+    stack = [root]
+    while stack:
+        inc, rng = stack.pop()
+        if inc == rng:
+            yield inc
+            continue
+        v = min(rng - inc)
+        with_v = (inc | {v}, rng)
+        without_v = (inc, rng - {v})
+        if feasible(*with_v):
+            stack.append(with_v)
+        if feasible(*without_v):
+            stack.append(without_v)
+
+
+def backdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
+    """All sets of observed nodes that satisfy the backdoor criterion.
+
+    Candidates are the observed nodes other than X, Y and the descendants of
+    X; a candidate set qualifies when it d-separates X and Y in the graph with
+    the edges out of X removed (:func:`is_backdoor_adjustment`).
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Treatments and outcomes: non-empty, disjoint, observed.
+    minimal : bool, default False
+        Only the minimal sets (no proper subset satisfies the criterion).
+    max_sets : int or None, default 1000
+        Return at most this many sets (None: all of them). When the cap is
+        reached, the sets are the first found; the search explores leaving a
+        node out before putting it in, so these lean towards small sets.
+
+    Returns
+    -------
+    list of frozenset
+        Sorted by size, then by node order; ``[]`` when no set qualifies.
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown or latent, `x` or `y` is empty, the sets overlap,
+        or `max_sets` is not a positive int or None.
+
+    Notes
+    -----
+    Polynomial delay: all sets by ListSep [2]_, O(n (n + m)) between answers;
+    minimal sets as minimal vertex separators in the moral graph of the
+    ancestors of X ∪ Y, O(n (n + m)) between answers.
+
+    References
+    ----------
+    .. [1] J. Pearl, "Causality", 2nd ed., 2009, Def. 3.3.1.
+    .. [2] B. van der Zander, M. Liśkiewicz, J. Textor, "Separators and
+           adjustment sets in causal graphs: complete criteria and an
+           algorithmic framework", Artificial Intelligence 270, 2019.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG.parse("A -> X -> Y; A -> B -> Y")
+    >>> [sorted(z) for z in backdoor_adjustment_sets(g, "X", "Y")]
+    [['A'], ['B'], ['A', 'B']]
+    >>> backdoor_adjustment_sets(g, "X", "Y", minimal=True) == [{"A"}, {"B"}]
+    True
+    """
+    fn = "backdoor_adjustment_sets"
+    xs, ys = _check_xy(dag, fn, x, y)
+    _check_max_sets(fn, max_sets)
+    ix = _index(dag)
+    xi, yi = _ints(dag, xs), _ints(dag, ys)
+    allowed = _observed_ints(dag) - yi - _descendants(ix.chi, xi)
+    par, chi = _cut_out(ix.par, ix.chi, xi)
+    if minimal:
+        sets = _minimal_d_separators(par, xi, yi, allowed)
+    else:
+        sets = _all_separators(par, chi, xi, yi, allowed)
+    return _collect(dag, sets, max_sets)
+
+
+# -- the (complete) adjustment criterion ----------------------------------------------
+
+
+def _proper_backdoor(ix, xi: frozenset, yi: frozenset) -> tuple[list, list, set]:
+    """The proper back-door graph and the forbidden nodes for (X, Y).
+
+    PCP: the nodes other than X on proper causal paths, i.e. descendants of X
+    in the graph without edges into X, that are ancestors of Y in the graph
+    without edges out of X. Forbidden: X and the descendants of PCP. The
+    proper back-door graph drops every edge X -> v with v in PCP.
+    """
+    par, chi = ix.par, ix.chi
+    down: set = set()  # De(X) \ X when edges into X are removed
+    stack = list(xi)
+    while stack:
+        for c in chi[stack.pop()]:
+            if c not in down and c not in xi:
+                down.add(c)
+                stack.append(c)
+    up = set(yi)  # An(Y), Y included, when edges out of X are removed
+    stack = list(yi)
+    while stack:
+        for p in par[stack.pop()]:
+            if p not in up and p not in xi:
+                up.add(p)
+                stack.append(p)
+    pcp = down & up
+    forbidden = _descendants(chi, pcp) | xi
+    par2 = list(par)
+    chi2 = list(chi)
+    for u in xi:
+        if any(c in pcp for c in chi[u]):
+            chi2[u] = [c for c in chi[u] if c not in pcp]
+            for c in chi[u]:
+                if c in pcp:
+                    par2[c] = [p for p in par2[c] if p != u]
+    return par2, chi2, forbidden
+
+
+def is_adjustment_set(dag: DAG, x, y, z) -> bool:
+    """Whether `z` is an adjustment set for (`x`, `y`) (complete criterion).
+
+    Z is an adjustment set, ``P(y | do(x)) = sum_z P(y | x, z) P(z)`` for every
+    distribution compatible with the DAG, exactly when (a) no node of Z is a
+    descendant of a node outside X on a proper causal path from X to Y, and
+    (b) Z blocks every proper non-causal path from X to Y (Shpitser et al.
+    2010). It is tested in the constructive form of van der Zander et al.
+    (2019): Z avoids the forbidden nodes and d-separates X and Y in the
+    proper back-door graph. Linear in the size of the graph.
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Treatments and outcomes: non-empty, disjoint, observed.
+    z : node or iterable of nodes
+        The candidate set (may be empty): observed, disjoint from `x`, `y`.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown or latent, `x` or `y` is empty, or the sets overlap.
+
+    References
+    ----------
+    .. [1] I. Shpitser, T. VanderWeele, J. M. Robins, "On the validity of
+           covariate adjustment for estimating causal effects", UAI 2010.
+    .. [2] E. Perković, J. Textor, M. Kalisch, M. H. Maathuis, "Complete
+           graphical characterization and construction of adjustment sets in
+           Markov equivalence classes of ancestral graphs", JMLR 18, 2018.
+    .. [3] B. van der Zander, M. Liśkiewicz, J. Textor, Artificial
+           Intelligence 270, 2019.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG.parse("X -> M -> Y; X -> Y; M -> D")
+    >>> is_adjustment_set(g, "X", "Y", set()), is_adjustment_set(g, "X", "Y", {"D"})
+    (True, False)
+    """
+    xs, ys, zs = _check_xyz(dag, "is_adjustment_set", x, y, z)
+    ix = _index(dag)
+    xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
+    par, chi, forbidden = _proper_backdoor(ix, xi, yi)
+    if zi & forbidden:
+        return False
+    return _separated(par, chi, xi, yi, zi)
+
+
+def minimal_adjustment_sets(dag: DAG, x, y, *, max_sets: int | None = None) -> list[frozenset]:
+    """All minimal adjustment sets for (`x`, `y`) under the complete criterion.
+
+    A minimal adjustment set is one with no proper subset that is also an
+    adjustment set (see :func:`is_adjustment_set`). They are the minimal
+    d-separators of X and Y in the proper back-door graph that avoid the
+    forbidden and latent nodes (van der Zander et al. 2019), and those are
+    the minimal vertex separators of X and Y, each contracted to one vertex,
+    in the moral graph of the ancestors of X ∪ Y, restricted to the allowed
+    nodes. They are enumerated with polynomial delay, O(n (n + m)) between
+    two answers, so graphs of thousands of nodes are fine as long as the
+    number of answers is moderate (it can grow exponentially with the size of
+    the graph; use `max_sets` to cap it).
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Treatments and outcomes: non-empty, disjoint, observed.
+    max_sets : int or None, default None
+        Return at most this many sets (None: all). When the cap is reached
+        the sets are the first found by the enumeration.
+
+    Returns
+    -------
+    list of frozenset
+        Sorted by size, then by node order; ``[]`` when the effect cannot be
+        estimated by covariate adjustment.
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown or latent, `x` or `y` is empty, they overlap, or
+        `max_sets` is not a positive int or None.
+
+    References
+    ----------
+    .. [1] I. Shpitser, T. VanderWeele, J. M. Robins, UAI 2010.
+    .. [2] B. van der Zander, M. Liśkiewicz, J. Textor, "Separators and
+           adjustment sets in causal graphs: complete criteria and an
+           algorithmic framework", Artificial Intelligence 270, 2019.
+    .. [3] K. Takata, "Space-optimal, backtracking algorithms to list the
+           minimal vertex separators of a graph", Discrete Applied
+           Mathematics 158, 2010.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG.parse("A -> X -> Y; A -> B -> Y; C -> B; C -> Y")
+    >>> [sorted(z) for z in minimal_adjustment_sets(g, "X", "Y")]
+    [['A'], ['B', 'C']]
+    """
+    fn = "minimal_adjustment_sets"
+    xs, ys = _check_xy(dag, fn, x, y)
+    _check_max_sets(fn, max_sets)
+    ix = _index(dag)
+    xi, yi = _ints(dag, xs), _ints(dag, ys)
+    par, _, forbidden = _proper_backdoor(ix, xi, yi)
+    allowed = _observed_ints(dag) - yi - forbidden
+    return _collect(dag, _minimal_d_separators(par, xi, yi, allowed), max_sets)
+
+
+# -- front-door ----------------------------------------------------------------------
+
+
+class _FrontDoor:
+    """The three front-door conditions for fixed (X, Y), on integer node sets.
+
+    (i) Z meets every directed path from X to Y; (ii) X and Z are d-separated
+    (given nothing) once the edges out of X are removed; (iii) Z and Y are
+    d-separated given X once the edges out of Z are removed. (ii) holds node
+    by node, so it only trims the candidates. The sets meeting (ii) and (iii)
+    are closed under union (removing edges out of more nodes only closes
+    paths), so within any range R there is a largest one, reached by
+    repeatedly dropping the nodes that violate (iii).
+    """
+
+    def __init__(self, ix, xi: frozenset, yi: frozenset, observed: frozenset) -> None:
+        self.par, self.chi = ix.par, ix.chi
+        self.xi, self.yi = xi, yi
+        par_x, chi_x = _cut_out(self.par, self.chi, xi)
+        self.cand = frozenset(observed - xi - yi - _reachable(par_x, chi_x, xi, ()))
+
+    def intercepts(self, z) -> bool:
+        chi, yi = self.chi, self.yi
+        seen = set(self.xi)
+        stack = list(seen)
+        while stack:
+            for c in chi[stack.pop()]:
+                if c in seen or c in z:
+                    continue
+                if c in yi:
+                    return False
+                seen.add(c)
+                stack.append(c)
+        return True
+
+    def violators(self, z) -> set:
+        """Nodes of Z with an open backdoor path to Y given X (condition iii)."""
+        if not z:
+            return set()
+        par, chi = _cut_out(self.par, self.chi, z)
+        return _reachable(par, chi, self.yi, self.xi) & set(z)
+
+    def largest(self, rng) -> frozenset:
+        """The largest subset of `rng` meeting (ii) and (iii)."""
+        z = set(rng) & self.cand
+        while True:
+            bad = self.violators(z)
+            if not bad:
+                return frozenset(z)
+            z -= bad
+
+    def witness(self, inc: frozenset, rng: frozenset) -> frozenset | None:
+        """The largest valid set Z with inc ⊆ Z ⊆ rng, or None when there is none."""
+        w = self.largest(rng)
+        if inc <= w and self.intercepts(w):
+            return w
+        return None
+
+    def valid(self, z: frozenset) -> bool:
+        return z <= self.cand and self.intercepts(z) and not self.violators(z)
+
+    def has_valid_proper_subset(self, z: frozenset) -> bool:
+        # a valid W ⊊ Z lies inside some Z - {u}, hence inside its largest (ii)+(iii) set
+        return any(self.witness(frozenset(), z - {u}) is not None for u in z)
+
+    def all_sets(self) -> Iterator[frozenset]:
+        """Every valid set, by branching on one node at a time (Jeong et al. 2022)."""
+        w = self.witness(frozenset(), self.cand)
+        if w is None:
+            return
+        stack = [(frozenset(), w)]  # (I, R) with R the largest valid set of the range
+        while stack:
+            inc, rng = stack.pop()
+            if inc == rng:
+                yield inc
+                continue
+            v = min(rng - inc)
+            w_in = self.witness(inc | {v}, rng)
+            w_out = self.witness(inc, rng - {v})
+            if w_in is not None:
+                stack.append((inc | {v}, w_in))
+            if w_out is not None:
+                stack.append((inc, w_out))
+
+    def minimal_sets(self) -> Iterator[frozenset]:
+        """Every inclusion-minimal valid set, by the same branching with pruning.
+
+        A range [I, R] is cut when I itself is valid (only I can be minimal
+        there) or when some valid set is a proper subset of I. Each answer is
+        checked for minimality, so the output is exact; the delay between
+        answers is not proven polynomial.
+        """
+        w = self.witness(frozenset(), self.cand)
+        if w is None:
+            return
+        stack = [(frozenset(), w)]
+        while stack:
+            inc, rng = stack.pop()
+            if self.valid(inc):
+                if not self.has_valid_proper_subset(inc):
+                    yield inc
+                continue
+            v = min(rng - inc)  # rng is valid and inc is not, so rng - inc is not empty
+            with_v = inc | {v}
+            w_out = self.witness(inc, rng - {v})
+            if not self.has_valid_proper_subset(with_v):
+                w_in = self.witness(with_v, rng)
+                if w_in is not None:
+                    stack.append((with_v, w_in))
+            if w_out is not None:
+                stack.append((inc, w_out))
+
+
+def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:
+    """Whether `z` satisfies Pearl's front-door criterion relative to (`x`, `y`).
+
+    For sets (Jeong et al. 2022): (i) every directed path from a node of X
+    to a node of Y passes through Z; (ii) no backdoor path from X to Z is open,
+    i.e. X and Z are d-separated by the empty set once the edges out of X are
+    removed; (iii) X blocks every backdoor path from Z to Y, i.e. Z and Y are
+    d-separated given X once the edges out of Z are removed. Then
+    ``P(y | do(x)) = sum_z P(z | x) sum_x' P(y | x', z) P(x')``.
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Treatments and outcomes: non-empty, disjoint, observed.
+    z : node or iterable of nodes
+        The candidate mediator set: observed, disjoint from `x` and `y`. The
+        empty set qualifies only when no directed path leads from X to Y.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown or latent, `x` or `y` is empty, or the sets overlap.
+
+    References
+    ----------
+    .. [1] J. Pearl, "Causality", 2nd ed., 2009, Def. 3.3.3 and Thm. 3.3.4.
+    .. [2] H. Jeong, J. Tian, E. Bareinboim, "Finding and listing front-door
+           adjustment sets", NeurIPS 2022.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG.parse("U [latent]; U -> Smoking; U -> Cancer; Smoking -> Tar -> Cancer")
+    >>> is_frontdoor_adjustment(g, "Smoking", "Cancer", {"Tar"})
+    True
+    """
+    xs, ys, zs = _check_xyz(dag, "is_frontdoor_adjustment", x, y, z)
+    ix = _index(dag)
+    fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
+    return fd.valid(_ints(dag, zs))
+
+
+def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
+    """All sets of observed nodes that satisfy the front-door criterion.
+
+    Parameters
+    ----------
+    dag : DAG
+    x, y : node or iterable of nodes
+        Treatments and outcomes: non-empty, disjoint, observed.
+    minimal : bool, default False
+        Only the minimal sets (no proper subset satisfies the criterion).
+    max_sets : int or None, default 1000
+        Return at most this many sets (None: all). When the cap is reached the
+        sets are the first found; the search explores leaving a node out
+        before putting it in.
+
+    Returns
+    -------
+    list of frozenset
+        Sorted by size, then by node order; ``[]`` when no set qualifies.
+
+    Raises
+    ------
+    GraphError
+        If a node is unknown or latent, `x` or `y` is empty, they overlap, or
+        `max_sets` is not a positive int or None.
+
+    Notes
+    -----
+    All sets: polynomial delay. Within a range I ⊆ Z ⊆ R the sets meeting
+    conditions (ii) and (iii) of :func:`is_frontdoor_adjustment` have a
+    largest member, found by dropping violators until none is left; the range
+    holds a front-door set iff that member contains I and meets (i) [2]_. The
+    search branches on one node at a time and enters only ranges that hold
+    an answer. The minimal sets come from the same branching, pruned where no
+    minimal set can lie, with every answer checked; that delay is not proven
+    polynomial.
+
+    References
+    ----------
+    .. [1] J. Pearl, "Causality", 2nd ed., 2009, Def. 3.3.3.
+    .. [2] H. Jeong, J. Tian, E. Bareinboim, "Finding and listing front-door
+           adjustment sets", NeurIPS 2022.
+    .. [3] M. Wienöbst, B. van der Zander, M. Liśkiewicz, "Linear-time
+           algorithms for front-door adjustment in causal graphs", AAAI 2024.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG.parse("U [latent]; U -> X; U -> Y; X -> M1 -> M2 -> Y")
+    >>> [sorted(z) for z in frontdoor_adjustment_sets(g, "X", "Y")]
+    [['M1'], ['M2'], ['M1', 'M2']]
+    """
+    fn = "frontdoor_adjustment_sets"
+    xs, ys = _check_xy(dag, fn, x, y)
+    _check_max_sets(fn, max_sets)
+    ix = _index(dag)
+    fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
+    sets = fd.minimal_sets() if minimal else fd.all_sets()
+    return _collect(dag, sets, max_sets)

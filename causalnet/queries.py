@@ -1,0 +1,205 @@
+"""Query strings: ``P(Y | do(X=1), Z=0)`` and counterfactual terms, parsed by a grammar.
+
+Grammar (whitespace is free)::
+
+    query    := "P" "(" terms [ "|" conds ] ")"
+    terms    := term ("," term)*
+    term     := name [ "_{" assigns "}" ] [ "=" value ]     # Y, Y=1, Y_{X=0}=1
+    conds    := cond ("," cond)*
+    cond     := "do" "(" assigns ")" | term                # evidence terms need "=" value
+    assigns  := name "=" value ("," name "=" value)*
+    name     := identifier (letters, digits, _, ., [k] indices) | "quoted"
+    value    := identifier | number | "quoted"
+
+A term with a subscript ``Y_{X=0}`` is the value of Y in the world where X
+was set to 0: a counterfactual term. ``P(Y_{X=0}=1 | X=1, Y=1)`` is the
+probability of necessity. Nothing is ever evaluated as Python.
+
+Examples
+--------
+>>> q = parse_query("P(Y | do(X=1), Z=0)")
+>>> q.targets, q.do, q.evidence
+([Term(name='Y', world=None, value=None)], {'X': 1}, [Term(name='Z', world=None, value=0)])
+>>> parse_query("P(Y_{X=0}=1 | X=1, Y=1)").is_counterfactual
+True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import EvidenceError
+
+__all__ = ["parse_query", "Query", "Term"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One variable of a query: its name, its world (a do-dict) and an optional value."""
+
+    name: str
+    world: tuple | None = None    # sorted ((node, value), ...) of the subscript, None = factual
+    value: Any = None
+
+    @property
+    def world_dict(self) -> dict:
+        return dict(self.world or ())
+
+
+@dataclass
+class Query:
+    """A parsed query string."""
+
+    targets: list[Term]
+    evidence: list[Term] = field(default_factory=list)
+    do: dict = field(default_factory=dict)
+
+    @property
+    def is_counterfactual(self) -> bool:
+        return any(t.world is not None for t in self.targets + self.evidence)
+
+
+_TOKENS = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<sub>_\{)
+  | (?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.]))
+  | (?P<name>[A-Za-z_][\w.]*?(?=_\{)|[A-Za-z_][\w.]*(?:\[\d+\])*)
+  | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+  | (?P<punct>[(),|=}])
+    """,
+    re.VERBOSE,
+)
+
+
+def _tokenize(text: str) -> list[tuple[str, Any, int]]:
+    out = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKENS.match(text, pos)
+        if not m:
+            raise EvidenceError(f"cannot parse query at column {pos + 1}: unexpected {text[pos:pos + 10]!r} in {text!r}")
+        kind = m.lastgroup
+        val: Any = m.group()
+        if kind == "num":
+            val = int(val) if re.fullmatch(r"[-+]?\d+", val) else float(val)
+        elif kind == "str":
+            val = re.sub(r"\\(.)", r"\1", val[1:-1])
+            kind = "name"
+        if kind != "ws":
+            out.append((kind, val, pos))
+        pos = m.end()
+    out.append(("end", None, len(text)))
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = _tokenize(text)
+        self.i = 0
+
+    def peek(self) -> tuple:
+        return self.toks[self.i]
+
+    def take(self, kind: str, value: Any = None) -> Any:
+        k, v, pos = self.toks[self.i]
+        if k != kind or (value is not None and v != value):
+            want = repr(value) if value is not None else kind
+            got = "end of text" if k == "end" else repr(v)
+            raise EvidenceError(f"cannot parse query {self.text!r}: expected {want} at column {pos + 1}, got {got}")
+        self.i += 1
+        return v
+
+    def at(self, kind: str, value: Any = None) -> bool:
+        k, v, _ = self.toks[self.i]
+        return k == kind and (value is None or v == value)
+
+    def value(self) -> Any:
+        if self.at("num"):
+            return self.take("num")
+        return self.take("name")
+
+    def assigns(self) -> dict:
+        out = {}
+        while True:
+            name = self.take("name")
+            self.take("punct", "=")
+            if name in out:
+                raise EvidenceError(f"query {self.text!r} sets {name!r} twice")
+            out[name] = self.value()
+            if not self.at("punct", ","):
+                return out
+            # a comma may separate the next assignment, or end this group
+            k, v, _ = self.toks[self.i + 1]
+            k2, v2, _ = self.toks[self.i + 2] if self.i + 2 < len(self.toks) else ("end", None, 0)
+            if k == "name" and k2 == "punct" and v2 == "=":
+                self.take("punct", ",")
+                continue
+            return out
+
+    def term(self) -> Term:
+        name = self.take("name")
+        world = None
+        if self.at("sub"):
+            self.take("sub")
+            w = self.assigns()
+            self.take("punct", "}")
+            world = tuple(sorted(w.items(), key=lambda kv: str(kv[0])))
+        value = None
+        if self.at("punct", "="):
+            self.take("punct", "=")
+            value = self.value()
+        return Term(name, world, value)
+
+    def parse(self) -> Query:
+        p = self.take("name")
+        if p != "P":
+            raise EvidenceError(f"cannot parse query {self.text!r}: a query starts with 'P(', got {p!r}")
+        self.take("punct", "(")
+        targets = [self.term()]
+        while self.at("punct", ","):
+            self.take("punct", ",")
+            targets.append(self.term())
+        evidence: list[Term] = []
+        do: dict = {}
+        if self.at("punct", "|"):
+            self.take("punct", "|")
+            while True:
+                if self.at("name", "do") and self.toks[self.i + 1][1] == "(":
+                    self.take("name")
+                    self.take("punct", "(")
+                    for k, v in self.assigns().items():
+                        if k in do:
+                            raise EvidenceError(f"query {self.text!r} intervenes on {k!r} twice")
+                        do[k] = v
+                    self.take("punct", ")")
+                else:
+                    t = self.term()
+                    if t.value is None:
+                        raise EvidenceError(f"query {self.text!r}: evidence {t.name!r} needs a value ('{t.name}=...')")
+                    evidence.append(t)
+                if not self.at("punct", ","):
+                    break
+                self.take("punct", ",")
+        self.take("punct", ")")
+        self.take("end")
+        valued = [t.value is not None for t in targets]
+        if any(valued) and not all(valued):
+            raise EvidenceError(f"query {self.text!r}: give a value for every target or for none")
+        return Query(targets, evidence, do)
+
+
+def parse_query(text: str) -> Query:
+    """Parse a query string (see the module docstring for the grammar).
+
+    Raises
+    ------
+    EvidenceError
+        On a syntax error, naming the column and what was expected.
+    """
+    if not isinstance(text, str):
+        raise EvidenceError(f"a query must be a string, got {type(text).__name__}")
+    return _Parser(text).parse()
