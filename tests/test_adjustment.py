@@ -69,31 +69,79 @@ def pearl_fig_3_4() -> cn.DAG:
     )
 
 
-def random_case(rng: np.random.Generator, n_min: int, n_max: int, p_latent: float = 0.2):
-    """A random DAG with latent nodes, plus treatments X and outcomes Y among the observed.
+def random_case(rng: np.random.Generator, n_min: int, n_max: int, p_latent: float = 0.15):
+    """A random DAG with latent nodes, treatments X and outcomes Y among the observed.
 
-    Node names do not follow the topological order.
+    X (one or two nodes) comes from the middle of the causal order and Y (one or
+    two) mostly after it, so that X has ancestors to adjust for; sometimes a
+    latent confounder of X and Y is planted. Names hide the causal order.
     """
     while True:
         n = int(rng.integers(n_min, n_max + 1))
-        p = float(rng.uniform(0.2, 0.6))
+        p = float(rng.uniform(0.2, 0.45))
         topo = rng.permutation(n)
         names = [f"v{i}" for i in range(n)]
         edges = [
             (names[topo[i]], names[topo[j]])
             for i in range(n) for j in range(i + 1, n) if rng.random() < p
         ]
-        latent = [v for v in names if rng.random() < p_latent]
-        observed = [v for v in names if v not in latent]
-        if len(observed) < 2:
+        latent = {v for v in names if rng.random() < p_latent}
+        observed = [names[t] for t in topo if names[t] not in latent]  # in causal order
+        kx = 1 if rng.random() < 0.7 else 2
+        ky = 1 if rng.random() < 0.7 else 2
+        if len(observed) < kx + ky:
             continue
-        kx = int(rng.integers(1, 3)) if len(observed) >= 4 else 1
-        ky = int(rng.integers(1, 3)) if len(observed) >= 4 else 1
-        pick = rng.permutation(len(observed))[: kx + ky]
-        xs = {observed[i] for i in pick[:kx]}
-        ys = {observed[i] for i in pick[kx:]}
-        g = cn.DAG(edges, nodes=names, latent=latent)
-        return g, xs, ys
+        lo = min(len(observed) // 2, len(observed) - ky - kx)
+        xs = [observed[i] for i in sorted(rng.choice(np.arange(lo, len(observed) - ky), size=kx, replace=False))]
+        after = observed[observed.index(xs[-1]) + 1:]
+        rest = [v for v in observed if v not in xs]
+        pool = after if (len(after) >= ky and rng.random() < 0.8) else rest
+        ys = [pool[i] for i in rng.choice(len(pool), size=ky, replace=False)]
+        nodes = list(names)
+        if rng.random() < 0.15:  # a new root, so no cycle
+            nodes.append("u")
+            latent.add("u")
+            edges += [("u", xs[0]), ("u", ys[0])]
+        return cn.DAG(edges, nodes=nodes, latent=latent), set(xs), set(ys)
+
+
+def random_frontdoor_case(rng: np.random.Generator):
+    """Covariates, X, mediators, Y and later nodes in layers; no edge X -> Y.
+
+    A latent U confounds X and Y in most cases, so the effect usually needs the
+    front door; mediators, covariates and later nodes may be latent too.
+    """
+    nc, nm, npost = int(rng.integers(0, 3)), int(rng.integers(1, 4)), int(rng.integers(0, 2))
+    kx = 1 if rng.random() < 0.75 else 2
+    order = ([f"c{i}" for i in range(nc)] + [f"x{i}" for i in range(kx)] + [f"m{i}" for i in range(nm)]
+             + ["y"] + [f"p{i}" for i in range(npost)])
+    xs = {v for v in order if v.startswith("x")}
+    p = float(rng.uniform(0.2, 0.5))
+    edges = []
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            if a in xs and b == "y":
+                continue
+            if a in xs and b.startswith("m"):
+                if rng.random() < 0.7:
+                    edges.append((a, b))
+            elif rng.random() < p:
+                edges.append((a, b))
+    latent = {v for v in order if v[0] in "cmp" and rng.random() < 0.15}
+    nodes = list(order)
+    if rng.random() < 0.75:
+        nodes.append("u")
+        latent.add("u")
+        edges += [("u", sorted(xs)[0]), ("u", "y")]
+    ys = {"y"} if npost == 0 or "p0" in latent or rng.random() < 0.7 else {"y", "p0"}
+    perm = rng.permutation(len(nodes))
+    return cn.DAG(edges, nodes=[nodes[i] for i in perm], latent=latent), xs, ys
+
+
+def mixed_cases(rng: np.random.Generator, k: int, n_min: int = 8, n_max: int = 11):
+    """`k` cases: two thirds general random DAGs, one third front-door layered DAGs."""
+    for i in range(k):
+        yield random_frontdoor_case(rng) if i % 3 == 2 else random_case(rng, n_min, n_max)
 
 
 def nx_graph(g: cn.DAG) -> nx.DiGraph:
@@ -296,8 +344,7 @@ def same(t1: dict, t2: dict) -> bool:
 
 def test_oracles_path_and_cbc_agree(seed):
     rng = np.random.default_rng(seed)
-    for _ in range(60):
-        g, xs, ys = random_case(rng, 3, 7)
+    for g, xs, ys in mixed_cases(rng, 90, 3, 9):
         h = nx_graph(g)
         path = PathOracle(h, xs, ys)
         for zs in subsets(candidates(g, xs, ys)):
@@ -498,8 +545,7 @@ def test_dag_methods_delegate(m_bias, smoking):
 
 def test_is_functions_match_oracles(seed):
     rng = np.random.default_rng(seed + 1)
-    for _ in range(120):
-        g, xs, ys = random_case(rng, 2, 8)
+    for g, xs, ys in mixed_cases(rng, 150, 2, 10):
         h = nx_graph(g)
         path = PathOracle(h, xs, ys)
         for zs in subsets(candidates(g, xs, ys)):
@@ -511,8 +557,7 @@ def test_is_functions_match_oracles(seed):
 
 def test_set_searches_match_brute_force(seed):
     rng = np.random.default_rng(seed + 2)
-    for _ in range(150):
-        g, xs, ys = random_case(rng, 2, 9)
+    for g, xs, ys in mixed_cases(rng, 300):
         h = nx_graph(g)
         key = sort_key(g)
         cand = candidates(g, xs, ys)
@@ -548,8 +593,7 @@ def test_semantics_with_random_discrete_models(seed):
     # backdoor and front-door sets => their formulas give it
     rng = np.random.default_rng(seed + 4)
     checked = {"adjust": 0, "not": 0, "front": 0}
-    for _ in range(25):
-        g, xs, ys = random_case(rng, 3, 6)
+    for g, xs, ys in mixed_cases(rng, 40, 3, 6):
         model = DiscreteModel(g, rng, card=2)
         truth = model.do(xs, ys)
         for zs in subsets(candidates(g, xs, ys)):
@@ -571,8 +615,7 @@ def test_semantics_with_random_discrete_models(seed):
 def test_max_sets_caps_and_sorts(seed):
     rng = np.random.default_rng(seed + 5)
     seen_cap = 0
-    for _ in range(80):
-        g, xs, ys = random_case(rng, 5, 9, p_latent=0.1)
+    for g, xs, ys in mixed_cases(rng, 90, 5, 9):
         for fn, kw in ((backdoor_adjustment_sets, {}), (backdoor_adjustment_sets, {"minimal": True}),
                        (minimal_adjustment_sets, {}), (frontdoor_adjustment_sets, {}),
                        (frontdoor_adjustment_sets, {"minimal": True})):

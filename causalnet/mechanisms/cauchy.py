@@ -249,8 +249,10 @@ class CauchyLinear(Mechanism):
         for p, w in self.linear_terms:
             out = out + apply_weight(w, np.asarray(parents[p], dtype=np.float64))
         out = np.asarray(out, dtype=np.float64)
-        if n is not None and out.ndim == len(spec.shape):
-            out = np.broadcast_to(out, (n, *out.shape)).copy()
+        if n is not None and out.ndim <= len(spec.shape):
+            if any(s is None for s in spec.shape):
+                raise ModelError(f"node {node!r} has free shape {spec.shape} and no parent fixes it; give shape=")
+            out = np.broadcast_to(out, (n, *spec.shape)).copy()
         return out
 
     def noise_scale(self, node, parents: Mapping[Hashable, np.ndarray]) -> np.ndarray:
@@ -281,8 +283,6 @@ class CauchyLinear(Mechanism):
         x = self.center(node, parents, spec, n=n)
         if noise is not None and not self.deterministic:
             x = x + self.noise_scale(node, parents) * np.asarray(noise, dtype=np.float64)
-        if n is not None and x.ndim == len(spec.shape):
-            x = np.broadcast_to(x, (n, *x.shape)).copy()
         return x
 
     def abduct(self, node, value, parents, spec):

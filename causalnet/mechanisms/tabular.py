@@ -38,15 +38,16 @@ def _check_table(table, parents: tuple, what: str) -> np.ndarray:
         raise ModelError(f"{what}: the table has no states")
     if not np.all(np.isfinite(t)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(t))[0])
-        raise ModelError(f"{what}: entry {bad} is {t[bad]}; entries must be finite")
+        raise ModelError(f"{what}: entry {bad} is {float(t[bad])}; entries must be finite")
     if np.any(t < 0):
         bad = tuple(int(i) for i in np.argwhere(t < 0)[0])
-        raise ModelError(f"{what}: entry {bad} is {t[bad]}; probabilities must be >= 0")
+        raise ModelError(f"{what}: entry {bad} is {float(t[bad])}; probabilities must be >= 0")
     sums = t.sum(axis=-1)
     off = np.abs(sums - 1.0) > _TOL
     if np.any(off):
         row = tuple(int(i) for i in np.argwhere(off)[0])
-        raise ModelError(f"{what}: row {row} sums to {sums[row]!r}, expected 1 (tolerance {_TOL:g})")
+        where = f"row {row}" if row else "the probabilities"
+        raise ModelError(f"{what}: {where} sums to {float(sums[row]):.12g}, expected 1 (tolerance {_TOL:g})")
     t.setflags(write=False)
     return t
 

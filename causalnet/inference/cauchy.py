@@ -1,0 +1,672 @@
+"""Exact marginals of linear-Cauchy subgraphs: affine forms over independent sources.
+
+Every :class:`~causalnet.mechanisms.cauchy.CauchyLinear` node with noise is a
+*source*: its noise ``eps ~ Cauchy(0, 1)`` is independent per component and
+of everything else. A node of a linear-Cauchy subgraph is then an affine form
+``x = a + B · eps`` over the sources in its ancestry, and each component is
+exactly ``Cauchy(a, Σ_j |B_j|)`` — the stability of the Cauchy law under
+linear maps of *independent* variables. Summing the scales of the parents
+instead (the independent-sum formula) is wrong as soon as two parents share a
+source: ``X = U + V``, ``Y = U − V`` give ``X + Y = 2U`` with scale ``2γ_U``,
+not ``2γ_U + 2γ_V``.
+
+``B`` is never stored as a dense ``(n, size, sources)`` matrix. Because every
+weight acts on the *last* axis of a value, the coefficient of source node
+``g`` (per-row shape ``s_g``) in a node is the product ``M[out, in] · d[lead, in]``:
+``d`` (shape ``(n, *s_g)``) is the source's own noise scale and ``M`` a small
+operator on its trailing ``r`` axes (a scalar when ``r = 0``). The scale of a
+component is then ``Σ_in |M[out, in]| · |d[lead, in]|``, one ``tensordot`` per
+source — and sources that reach a node through the same operator are summed
+first, so the CausalQwen head's ``scale_S = |W_cls| · (scale_U + |b_noise|)``
+costs one matrix product. That formula is the special case of independent
+components; the engine gives it whenever it applies and the exact answer
+otherwise.
+
+Non-Cauchy nodes may feed the subgraph (a location, a scale, a linear parent)
+when their values are known: observed (evidence) or deterministic functions
+of known values and constant interventions. Evidence on a Cauchy node, or on
+anything downstream of Cauchy noise, has no closed form here: the engine
+raises :class:`NoClosedForm` and the caller falls back to sampling.
+
+Symbols: ``n`` batch, ``r`` contracted trailing source axes.
+
+Examples
+--------
+>>> from causalnet.model import CausalModel
+>>> from causalnet.mechanisms.cauchy import CauchyLinear
+>>> m = CausalModel({
+...     "U": CauchyLinear(scale=1.0), "V": CauchyLinear(scale=3.0),
+...     "X": CauchyLinear(["U", "V"], [1.0, 1.0], scale=0.0),
+...     "Y": CauchyLinear(["U", "V"], [1.0, -1.0], scale=0.0),
+...     "Z": CauchyLinear(["X", "Y"], [1.0, 1.0], loc=5.0, scale=0.0),
+... })
+>>> d = cauchy_marginals(m, ["X", "Z"])
+>>> float(d["X"].scale), float(d["Z"].loc), float(d["Z"].scale)
+(4.0, 5.0, 2.0)
+>>> round(float(d["Z"].prob_greater(5.0)), 3)
+0.5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import EvidenceError, ModelError, ShapeError
+from ..mechanisms.base import _rng
+from ..mechanisms.cauchy import CauchyLinear
+
+__all__ = ["Cauchy", "NoClosedForm", "AffineCauchy", "affine_forms", "cauchy_marginals", "is_cauchy_node", "query_hook",
+           "METHOD"]
+
+METHOD = "cauchy-affine (exact)"
+_LOG_PI = float(np.log(np.pi))
+
+
+class NoClosedForm(ModelError):
+    """The Cauchy engine cannot answer this query exactly (e.g. evidence on a Cauchy node).
+
+    The dispatcher catches it and falls back to sampling, stating so.
+    """
+
+
+# -- the distribution object ---------------------------------------------------------------
+
+
+class Cauchy:
+    """Independent Cauchy marginals ``Cauchy(loc, scale)``, elementwise over arrays.
+
+    Parameters
+    ----------
+    loc : array_like
+        Location (median). Batch first when the query was batched.
+    scale : array_like
+        Scale (half the interquartile range), > 0; broadcast against `loc`.
+    method : str, default "given"
+        Which engine produced the distribution.
+
+    Attributes
+    ----------
+    loc, scale : ndarray
+    method : str
+    node : hashable or None
+        The node this is the marginal of, when it came from a query.
+
+    Raises
+    ------
+    ModelError
+        If a scale is not positive or not finite, or a loc is not finite.
+
+    Examples
+    --------
+    >>> d = Cauchy([0.0, 1.0], 2.0)
+    >>> d.scale
+    array([2., 2.])
+    >>> d.prob_greater(0.0)
+    array([0.5       , 0.64758362])
+    >>> d.ppf(0.75)
+    array([2., 3.])
+    """
+
+    def __init__(self, loc, scale, *, method: str = "given", node: Hashable | None = None) -> None:
+        try:
+            loc = np.asarray(loc, dtype=np.float64)
+            scale = np.asarray(scale, dtype=np.float64)
+            loc, scale = np.broadcast_arrays(loc, scale)
+        except (TypeError, ValueError) as e:
+            raise ModelError(f"Cauchy: loc and scale must be numeric and broadcastable ({e})") from None
+        if not np.all(np.isfinite(loc)):
+            raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: loc must be finite, got NaN or inf")
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            bad = scale[~(np.isfinite(scale) & (scale > 0))].ravel()[0]
+            raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: scale must be finite and > 0, "
+                             f"got {float(bad)!r}")
+        self.loc = loc.copy()
+        self.scale = scale.copy()
+        self.loc.setflags(write=False)
+        self.scale.setflags(write=False)
+        self.method = str(method)
+        self.node = node
+
+    # -- summaries -------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return self.loc.shape
+
+    @property
+    def median(self) -> np.ndarray:
+        """The median (= mode = loc). The mean does not exist."""
+        return self.loc
+
+    @property
+    def mode(self) -> np.ndarray:
+        return self.loc
+
+    @property
+    def iqr(self) -> np.ndarray:
+        """Interquartile range, ``2 * scale``."""
+        return 2.0 * self.scale
+
+    def entropy(self) -> np.ndarray:
+        """Differential entropy ``log(4 π scale)``."""
+        return np.log(4.0 * np.pi * self.scale)
+
+    # -- densities ---------------------------------------------------------------------
+
+    def log_prob(self, x) -> np.ndarray:
+        """Log density ``-log(π scale) - log(1 + ((x - loc)/scale)^2)``, elementwise (broadcast)."""
+        x = np.asarray(x, dtype=np.float64)
+        z = np.abs(x - self.loc) / self.scale
+        with np.errstate(over="ignore"):
+            l1p = np.where(z > 1e150, 2.0 * np.log(np.maximum(z, 1e-300)), np.log1p(z * z))
+        return -_LOG_PI - np.log(self.scale) - l1p
+
+    def prob(self, x) -> np.ndarray:
+        """Density at `x`."""
+        return np.exp(self.log_prob(x))
+
+    def cdf(self, x) -> np.ndarray:
+        """``P(X <= x) = 1/2 + atan((x - loc)/scale)/π`` (computed without cancellation in the tails)."""
+        x = np.asarray(x, dtype=np.float64)
+        return np.arctan2(self.scale, self.loc - x) / np.pi
+
+    def sf(self, x) -> np.ndarray:
+        """``P(X > x)``."""
+        x = np.asarray(x, dtype=np.float64)
+        return np.arctan2(self.scale, x - self.loc) / np.pi
+
+    def prob_greater(self, c) -> np.ndarray:
+        """The one-vs-rest probability ``P(X > c) = 1/2 + atan((loc - c)/scale)/π``.
+
+        `c` broadcasts against `loc` (e.g. per-class thresholds of shape (V,)
+        against scores of shape (n, T, V)).
+        """
+        return self.sf(c)
+
+    def ppf(self, q) -> np.ndarray:
+        """Quantile function ``loc + scale · tan(π (q - 1/2))``; ``q`` in [0, 1] broadcast against loc.
+
+        Raises
+        ------
+        ModelError
+            If some q is outside [0, 1] or NaN.
+        """
+        q = np.asarray(q, dtype=np.float64)
+        if not np.all((q >= 0) & (q <= 1)):
+            raise ModelError(f"Cauchy.ppf: quantile levels must lie in [0, 1], got {q[~((q >= 0) & (q <= 1))].ravel()[0]!r}")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.tan(np.pi * (q - 0.5))
+        t = np.where(q == 0, -np.inf, np.where(q == 1, np.inf, t))
+        return self.loc + self.scale * t
+
+    def quantiles(self, qs: Iterable[float]) -> np.ndarray:
+        """Quantiles at several levels: shape ``(*self.shape, len(qs))``."""
+        qs = np.asarray(list(qs), dtype=np.float64)
+        return self.ppf(qs.reshape((1,) * self.loc.ndim + (-1,)) if self.loc.ndim else qs) \
+            if qs.ndim == 1 else self.ppf(qs)
+
+    def interval(self, p: float) -> tuple[np.ndarray, np.ndarray]:
+        """Central interval holding probability `p`."""
+        return self.ppf(0.5 - p / 2), self.ppf(0.5 + p / 2)
+
+    # -- sampling --------------------------------------------------------------------------
+
+    def sample(self, size: int | tuple = (), seed: Any = None) -> np.ndarray:
+        """Draws of shape ``(*size, *self.shape)`` (draw axes first)."""
+        size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+        rng = _rng(seed)
+        return self.loc + self.scale * rng.standard_cauchy(size + self.loc.shape)
+
+    # -- containers -----------------------------------------------------------------------
+
+    def __getitem__(self, idx) -> Cauchy:
+        return Cauchy(self.loc[idx], self.scale[idx], method=self.method, node=self.node)
+
+    def __len__(self) -> int:
+        if self.loc.ndim == 0:
+            raise TypeError("a scalar Cauchy has no len()")
+        return self.loc.shape[0]
+
+    def __repr__(self) -> str:
+        if self.loc.size == 1:
+            body = f"loc={float(self.loc.ravel()[0]):.6g}, scale={float(self.scale.ravel()[0]):.6g}"
+        else:
+            body = f"shape={self.loc.shape}"
+        name = "" if self.node is None else f"{self.node!r}: "
+        return f"<Cauchy {name}{body}, method={self.method!r}>"
+
+
+# -- affine forms ------------------------------------------------------------------------------
+
+
+class _Term:
+    """Coefficient of one source in one node: ``B[lead, out; lead, in] = M[out, in] · d[lead, in]``.
+
+    ``M`` has shape ``(*out, *in)`` where ``in`` is the last ``r`` axes of the
+    source's shape; ``out_ndim = M.ndim - r``.
+    """
+
+    __slots__ = ("M", "r", "out_ndim")
+
+    def __init__(self, M: np.ndarray, r: int, out_ndim: int) -> None:
+        self.M = M
+        self.r = r
+        self.out_ndim = out_ndim
+
+    def scaled(self, c: float) -> _Term:
+        return self if c == 1 else _Term(c * self.M, self.r, self.out_ndim)
+
+    def apply(self, w: np.ndarray, node_shape: tuple) -> _Term:
+        """The term after weight `w` acts on the node's last axis."""
+        if w.ndim == 0:
+            return self.scaled(float(w))
+        M, r, o = self.M, self.r, self.out_ndim
+        if o >= 1:                                   # the last axis is an output axis of M: contract it
+            if w.ndim == 2:
+                if M.ndim == 0:
+                    return _Term(w * M if M != 1 else w, r, o)
+                M2 = np.moveaxis(np.tensordot(w, M, axes=([1], [o - 1])), 0, o - 1)  # (*out[:-1], k, *in)
+                return _Term(M2, r, o)
+            return _Term(np.tensordot(w, M, axes=([0], [o - 1])), r, o - 1)         # (*out[:-1], *in)
+        # the last axis of the node is a lead axis of the source: it becomes an input axis
+        if M.ndim == 0:
+            if w.ndim == 2:
+                return _Term(w if M == 1 else w * M, r + 1, 1)                       # (k, j)
+            return _Term(w if M == 1 else w * M, r + 1, 0)                           # (j,)
+        if w.ndim == 2:
+            M2 = w.reshape(w.shape + (1,) * M.ndim) * M                              # (k, j, *in)
+            return _Term(M2, r + 1, 1)
+        return _Term(w.reshape(w.shape + (1,) * M.ndim) * M, r + 1, 0)               # (j, *in)
+
+    def lifted(self, src_shape: tuple) -> _Term:
+        """The same coefficients with one more contracted axis (a lead axis turned into in/out)."""
+        lead = src_shape[:len(src_shape) - self.r]
+        t = lead[-1]
+        M, o = self.M, self.out_ndim
+        out_shape, in_shape = M.shape[:o], M.shape[o:]
+        eye = np.eye(t).reshape((t,) + (1,) * o + (t,) + (1,) * self.r)
+        return _Term(eye * M.reshape((1,) + out_shape + (1,) + in_shape), self.r + 1, o + 1)  # (t, *out, t, *in)
+
+    def plus(self, other: _Term, src_shape: tuple) -> _Term:
+        a, b = self, other
+        while a.r < b.r:
+            a = a.lifted(src_shape)
+        while b.r < a.r:
+            b = b.lifted(src_shape)
+        if a.r == 0:
+            return _Term(np.asarray(a.M + b.M), 0, 0)
+        if a.M.ndim == 0 or b.M.ndim == 0:   # a scalar with r > 0 cannot happen; guard anyway
+            raise ModelError("internal: malformed Cauchy affine term")
+        return _Term(a.M + b.M, a.r, a.out_ndim)
+
+
+class AffineCauchy:
+    """A node (or a linear combination of nodes) as ``a + B · eps`` over independent sources.
+
+    Forms support ``+``, ``-`` and multiplication by a scalar, so a linear
+    functional of several nodes that share sources — a difference of two
+    scores, say — has an exact Cauchy law too (:meth:`marginal`).
+
+    Attributes
+    ----------
+    loc : ndarray of shape (n, *shape)
+        The location ``a`` (batch axis always present; ``batched`` says
+        whether it is a real batch or a single query).
+    shape : tuple
+        Per-row shape.
+    batched : bool
+    """
+
+    def __init__(self, loc: np.ndarray, terms: dict, sources: dict, shape: tuple, batched: bool) -> None:
+        self.loc = loc
+        self._terms = terms
+        self._sources = sources
+        self.shape = tuple(shape)
+        self.batched = batched
+
+    @property
+    def sources(self) -> tuple:
+        """The source nodes this form depends on."""
+        return tuple(self._terms)
+
+    def scale_array(self) -> np.ndarray:
+        """``Σ_sources |B|`` per component, shape (n, *shape) — the Cauchy scale."""
+        n = self.loc.shape[0]
+        full = (n, *self.shape)
+        total = np.zeros(full)
+        groups: dict = {}
+        for g, t in self._terms.items():
+            d, sg = self._sources[g]
+            if t.r == 0:
+                total = total + np.abs(t.M) * np.abs(d)
+                continue
+            key = (id(t.M), t.r, sg)
+            if key in groups:
+                groups[key][1] = groups[key][1] + np.abs(d)
+            else:
+                groups[key] = [t, np.abs(d)]
+        for (_, r, sg), (t, acc) in groups.items():
+            acc = np.broadcast_to(acc, (n, *sg))
+            absM = np.abs(t.M)
+            if r == 1 and absM.ndim == 2:
+                c = acc @ absM.T                              # (n, *lead, c) -> (n, *lead, k)
+            elif r == 1 and absM.ndim == 1:
+                c = acc @ absM                                # (n, *lead, c) -> (n, *lead)
+            else:
+                c = np.tensordot(acc, absM, axes=(list(range(acc.ndim - r, acc.ndim)),
+                                                  list(range(t.out_ndim, absM.ndim))))  # (n, *lead, *out)
+            total = total + c
+        return np.broadcast_to(total, full)
+
+    def marginal(self, *, method: str = METHOD, node: Hashable | None = None) -> Cauchy:
+        """The exact componentwise law as a :class:`Cauchy` (batch axis dropped if not batched).
+
+        Raises
+        ------
+        NoClosedForm
+            If some component has zero scale (a point mass, not a Cauchy law).
+        """
+        loc, scale = self.loc, self.scale_array()
+        if not self.batched:
+            loc, scale = loc[0], scale[0]
+        if np.any(scale <= 0):
+            what = f"node {node!r}" if node is not None else "the form"
+            raise NoClosedForm(f"{what} has zero Cauchy scale in some component (no noise reaches it: a point "
+                               f"mass), so it has no Cauchy law")
+        return Cauchy(loc, scale, method=method, node=node)
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray, list]:
+        """Explicit ``(a, B, sources)``: ``B`` of shape (n, *shape, m) over the m scalar sources.
+
+        For checks on small models only (memory ``n · size · m``).
+        """
+        n = self.loc.shape[0]
+        blocks, labels = [], []
+        size = int(np.prod(self.shape, dtype=np.int64))
+        for g, t in self._terms.items():
+            d, sg = self._sources[g]
+            d = np.broadcast_to(d, (n, *sg))
+            lead = sg[:len(sg) - t.r]
+            ins = sg[len(sg) - t.r:]
+            L, Ii = int(np.prod(lead, dtype=np.int64)), int(np.prod(ins, dtype=np.int64))
+            M = np.asarray(t.M)
+            O = int(np.prod(M.shape[:t.out_ndim], dtype=np.int64)) if M.ndim else 1
+            Mr = M.reshape(1, 1, O, 1, Ii)
+            B = np.eye(L).reshape(1, L, 1, L, 1) * Mr * d.reshape(n, 1, 1, L, Ii)   # (n, L, O, L, I)
+            blocks.append(B.reshape(n, size, L * Ii))
+            labels.extend((g, idx) for idx in np.ndindex(*sg))
+        if not blocks:
+            return self.loc, np.zeros((n, *self.shape, 0)), []
+        B = np.concatenate(blocks, axis=-1)
+        return self.loc, B.reshape(n, *self.shape, B.shape[-1]), labels
+
+    # -- algebra ---------------------------------------------------------------------------------
+
+    def __add__(self, other) -> AffineCauchy:
+        if isinstance(other, AffineCauchy):
+            if other.shape != self.shape:
+                raise ShapeError(f"cannot add Cauchy forms of shapes {self.shape} and {other.shape}")
+            if other.loc.shape[0] != self.loc.shape[0] and 1 not in (other.loc.shape[0], self.loc.shape[0]):
+                raise ShapeError(f"cannot add Cauchy forms of batch sizes {self.loc.shape[0]} and "
+                                 f"{other.loc.shape[0]}")
+            terms = dict(self._terms)
+            sources = dict(self._sources)
+            sources.update(other._sources)
+            for g, t in other._terms.items():
+                terms[g] = terms[g].plus(t, sources[g][1]) if g in terms else t
+            return AffineCauchy(self.loc + other.loc, terms, sources, self.shape, self.batched or other.batched)
+        c = np.asarray(other, dtype=np.float64)
+        return AffineCauchy(self.loc + c, dict(self._terms), dict(self._sources), self.shape, self.batched)
+
+    __radd__ = __add__
+
+    def __mul__(self, c) -> AffineCauchy:
+        c = np.asarray(c, dtype=np.float64)
+        if c.ndim:
+            raise ShapeError(f"a Cauchy form can be multiplied by a scalar only, got shape {c.shape}")
+        c = float(c)
+        return AffineCauchy(self.loc * c, {g: t.scaled(c) for g, t in self._terms.items()}, dict(self._sources),
+                            self.shape, self.batched)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> AffineCauchy:
+        return self * -1.0
+
+    def __sub__(self, other) -> AffineCauchy:
+        return self + (-other)
+
+    def __rsub__(self, other) -> AffineCauchy:
+        return (-self) + other
+
+    def __getitem__(self, idx) -> AffineCauchy:
+        """Select per-row components on the last axis, e.g. ``form[..., k]`` (a weight picks them)."""
+        if not (isinstance(idx, tuple) and len(idx) == 2 and idx[0] is Ellipsis):
+            raise ModelError("AffineCauchy supports form[..., k] (a component of the last axis) only")
+        if not self.shape:
+            raise ShapeError("a scalar Cauchy form has no components")
+        j = self.shape[-1]
+        w = np.zeros(j)
+        w[idx[1]] = 1.0
+        terms = {g: t.apply(w, self.shape) for g, t in self._terms.items()}
+        return AffineCauchy(self.loc[..., idx[1]], terms, dict(self._sources), self.shape[:-1], self.batched)
+
+    def __repr__(self) -> str:
+        return f"<AffineCauchy shape={self.shape} over sources {list(self._terms)}>"
+
+
+# -- the engine --------------------------------------------------------------------------------------
+
+
+def is_cauchy_node(model, node: Hashable) -> bool:
+    """Whether `node` has a (non-intervened) :class:`CauchyLinear` mechanism."""
+    return isinstance(model.mechanisms[node], CauchyLinear)
+
+
+def _as_list(targets) -> list:
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
+        return [targets]
+    return list(targets)
+
+
+def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping | None = None) -> dict:
+    """Affine forms ``a + B · eps`` of Cauchy nodes given known non-Cauchy values.
+
+    Parameters
+    ----------
+    model : CausalModel
+    targets : node or list of nodes
+        CauchyLinear nodes.
+    evidence : mapping node -> value, optional
+        Values of non-Cauchy nodes upstream of the targets (e.g. backbone
+        features ``z`` of shape (n, T, H)); arrays with a batch axis answer n
+        queries at once.
+    do : mapping node -> value, optional
+        Interventions (constants or per-row arrays; see
+        :meth:`CausalModel.do`). An intervened Cauchy node is a known value.
+
+    Returns
+    -------
+    dict node -> AffineCauchy
+
+    Raises
+    ------
+    NoClosedForm
+        Evidence on a Cauchy node or downstream of Cauchy noise; a random
+        non-Cauchy ancestor that is not observed; a non-linear function of a
+        Cauchy node upstream of a target; a shift intervention on a Cauchy
+        node; a target that is not a Cauchy node.
+    ModelError, EvidenceError, ShapeError
+        Unknown nodes, bad values.
+    """
+    from ..model import _Intervened
+
+    if do:
+        model = model.do(do)
+    targets = _as_list(targets)
+    for t in targets:
+        model._check_node(t, "target")
+    evidence = dict(evidence or {})
+    ev = {}
+    for k, v in evidence.items():
+        model._check_node(k, "node in evidence", EvidenceError)
+        ev[k] = model._coerce(k, v)
+    mechs, specs, dag = model.mechanisms, model.specs, model.dag
+    per_row = {k: v for k, v in ev.items() if np.ndim(v) == len(specs[k].shape) + 1}
+    for k, m in mechs.items():
+        if isinstance(m, _Intervened) and not m.is_shift:
+            v = np.asarray(m.value)
+            if v.ndim == len(specs[k].shape) + 1:
+                per_row[k] = v
+    nb = model._batch_size(per_row, None, "evidence and do values")
+    batched = nb is not None
+    nb = nb if batched else 1
+
+    cauchy = {k for k, m in mechs.items() if isinstance(m, CauchyLinear)}
+    if cauchy:
+        downstream = dag.descendants(cauchy, include_self=True)
+        bad = [k for k in ev if k in downstream]
+        if bad:
+            raise NoClosedForm(f"evidence on {bad[0]!r}, which depends on Cauchy noise: conditioning a Cauchy "
+                               f"subgraph has no closed form here (use sampling)")
+
+    # nodes whose values or forms are needed, walking back from the targets
+    need: set = set()
+    stack = list(targets)
+    while stack:
+        v = stack.pop()
+        if v in need:
+            continue
+        need.add(v)
+        if v in ev:
+            continue
+        m = mechs[v]
+        if isinstance(m, _Intervened):
+            if not m.is_shift:
+                continue
+            if isinstance(m.natural, CauchyLinear):
+                raise NoClosedForm(f"{v!r} is a Cauchy node under a shift intervention (an arbitrary function of "
+                                   f"its value); no closed form")
+            if not m.natural.deterministic:
+                raise NoClosedForm(f"{v!r} ({type(m.natural).__name__}) is random and not observed; the Cauchy "
+                                   f"engine needs every non-Cauchy input known")
+        elif not (isinstance(m, CauchyLinear) or m.deterministic):
+            raise NoClosedForm(f"{v!r} ({type(m).__name__}) is random, not Cauchy, and not observed; the Cauchy "
+                               f"engine needs every non-Cauchy input known")
+        stack.extend(m.parents)
+
+    values: dict = {}
+    forms: dict = {}
+    sources: dict = {}
+    for v in dag.topological_order():
+        if v not in need:
+            continue
+        spec = specs[v]
+        if v in ev:
+            x = ev[v]
+            values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
+            continue
+        m = mechs[v]
+        if isinstance(m, CauchyLinear):
+            if m.scale_parent is not None and m.scale_parent in forms:
+                raise NoClosedForm(f"the noise scale of {v!r} comes from Cauchy node {m.scale_parent!r}: the "
+                                   f"result is not Cauchy")
+            pa = {p: (forms[p].loc if p in forms else values[p]) for p in m.parents}
+            loc = m.center(v, pa, spec, n=nb)
+            shape = loc.shape[1:]
+            terms: dict = {}
+            for p, w in m.linear_terms:
+                if p not in forms:
+                    continue
+                for g, t in forms[p]._terms.items():
+                    t2 = t.apply(w, forms[p].shape)
+                    terms[g] = terms[g].plus(t2, sources[g][1]) if g in terms else t2
+            if not m.deterministic:
+                d = np.asarray(m.noise_scale(v, pa), dtype=np.float64)
+                sources[v] = (d, tuple(shape))
+                t_own = _Term(np.ones(()), 0, 0)
+                terms[v] = terms[v].plus(t_own, shape) if v in terms else t_own
+            forms[v] = AffineCauchy(loc, terms, sources, shape, batched)
+        else:
+            hit = [p for p in m.parents if p in forms]
+            if hit:
+                raise NoClosedForm(f"{v!r} ({type(m).__name__}) is a non-linear function of Cauchy node {hit[0]!r}"
+                                   f" and feeds a target: no closed form")
+            pa = {p: values[p] for p in m.parents}
+            x = m.evaluate(v, pa, None, spec, n=nb)
+            values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
+    out = {}
+    for t in targets:
+        if t not in forms:
+            why = "observed" if t in ev else ("intervened on" if isinstance(mechs[t], _Intervened)
+                                              else f"a {type(mechs[t]).__name__} node")
+            raise NoClosedForm(f"target {t!r} is {why}, not a Cauchy node; the Cauchy engine answers Cauchy "
+                               f"targets only")
+        f = forms[t]
+        out[t] = AffineCauchy(f.loc, f._terms, {g: sources[g] for g in f._terms}, f.shape, batched)
+    return out
+
+
+def cauchy_marginals(model, targets, *, evidence: Mapping | None = None, do: Mapping | None = None) -> dict:
+    """Exact componentwise marginals of Cauchy nodes: ``{node: Cauchy}``.
+
+    This is what ``model.query(targets, evidence=..., do=..., method="auto")``
+    runs when every target is a :class:`CauchyLinear` node and no evidence is
+    on a Cauchy node (or downstream of Cauchy noise). The result's ``method``
+    is ``"cauchy-affine (exact)"``. Marginals only: nodes that share sources
+    are dependent; use :func:`affine_forms` for linear functionals of several
+    nodes.
+
+    Parameters
+    ----------
+    model : CausalModel
+    targets : node or list of nodes
+    evidence : mapping node -> value, optional
+        Non-Cauchy inputs, e.g. ``{"z": features}``; batch first.
+    do : mapping node -> value, optional
+
+    Returns
+    -------
+    dict node -> Cauchy
+        ``loc``/``scale`` of shape ``(n, *shape)`` when the evidence or the
+        do values are batched, ``shape`` otherwise.
+
+    Raises
+    ------
+    NoClosedForm
+        See :func:`affine_forms`; also a target with zero scale (a point mass).
+    """
+    forms = affine_forms(model, targets, evidence=evidence, do=do)
+    return {t: f.marginal(node=t) for t, f in forms.items()}
+
+
+def query_hook(model, targets, evidence: Mapping | None = None):
+    """The dispatcher's entry point: exact Cauchy marginals, or None when this engine does not apply.
+
+    Parameters
+    ----------
+    model : CausalModel
+        Already intervened on (``model.do(...)``).
+    targets : list of nodes
+    evidence : mapping node -> value, optional
+
+    Returns
+    -------
+    Cauchy, dict node -> Cauchy, or None
+        One target: its :class:`Cauchy`; several: a dict of marginals (the
+        targets are dependent when they share sources). None when some
+        target is not a Cauchy node or the query has no closed form (evidence
+        on a Cauchy node, ...): the caller then samples.
+        :func:`cauchy_marginals` gives the reason instead (``NoClosedForm``).
+    """
+    targets = _as_list(targets)
+    if not targets or not all(t in model and is_cauchy_node(model, t) for t in targets):
+        return None
+    try:
+        res = cauchy_marginals(model, targets, evidence=evidence)
+    except NoClosedForm:
+        return None
+    return res[targets[0]] if len(targets) == 1 else res
