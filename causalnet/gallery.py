@@ -170,3 +170,84 @@ _register("sprinkler", "graph", _sprinkler, "Rain -> Sprinkler -> Wet <- Rain: a
 _register("m-bias", "graph", _m_bias, "X <- U1 -> M <- U2 -> Y, X -> Y (U1, U2 latent): adjusting for M adds bias")
 _register("frontdoor", "graph", _frontdoor, "Smoking -> Tar -> Cancer, latent Genotype -> Smoking, Cancer: front-door")
 _register("asia", "graph", _asia, "Lauritzen & Spiegelhalter's chest clinic (8 nodes)")
+
+
+# -- models ----------------------------------------------------------------------
+# Registered after the graphs: "sprinkler" and "asia" become full discrete models
+# whose .dag is the graph above.
+
+
+def _sprinkler_model():
+    from .mechanisms.tabular import CPT, Categorical
+    from .model import CausalModel
+
+    return CausalModel({
+        "Rain": Categorical([0.8, 0.2], states=["no", "yes"]),
+        "Sprinkler": CPT(["Rain"], [[0.6, 0.4], [0.99, 0.01]], states=["off", "on"]),
+        "Wet": CPT(["Rain", "Sprinkler"], [[[1.0, 0.0], [0.1, 0.9]], [[0.2, 0.8], [0.01, 0.99]]],
+                   states=["dry", "wet"]),
+    })
+
+
+def _asia_model():
+    """The chest-clinic numbers as distributed with bnlearn (states yes/no)."""
+    from .mechanisms.tabular import CPT, Categorical
+    from .model import CausalModel
+
+    yn = ["yes", "no"]
+    return CausalModel({
+        "asia": Categorical([0.01, 0.99], states=yn),
+        "tub": CPT(["asia"], [[0.05, 0.95], [0.01, 0.99]], states=yn),
+        "smoke": Categorical([0.5, 0.5], states=yn),
+        "lung": CPT(["smoke"], [[0.1, 0.9], [0.01, 0.99]], states=yn),
+        "bronc": CPT(["smoke"], [[0.6, 0.4], [0.3, 0.7]], states=yn),
+        "either": CPT(["lung", "tub"], [[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]], states=yn),
+        "xray": CPT(["either"], [[0.98, 0.02], [0.05, 0.95]], states=yn),
+        "dysp": CPT(["bronc", "either"], [[[0.9, 0.1], [0.8, 0.2]], [[0.7, 0.3], [0.1, 0.9]]], states=yn),
+    })
+
+
+def _linear_gaussian_model():
+    """A confounded linear SCM: Ability -> Education -> Income <- Ability, Income -> Savings."""
+    from .mechanisms.gaussian import LinearGaussian
+    from .model import CausalModel
+
+    return CausalModel({
+        "Ability": LinearGaussian(sigma=1.0),
+        "Education": LinearGaussian(["Ability"], [0.8], bias=12.0, sigma=1.5),
+        "Income": LinearGaussian(["Education", "Ability"], [2.0, 3.0], bias=10.0, sigma=4.0),
+        "Savings": LinearGaussian(["Income"], [0.25], bias=-2.0, sigma=2.0),
+    })
+
+
+def _bnlearn_builder(name: str):
+    def build():
+        from .io.bif import bnlearn_path, read_bif
+
+        path = bnlearn_path(name)
+        if path is None:
+            raise GraphError(f"the bnlearn network {name!r} needs pgmpy, which ships it: pip install causalnet[pgmpy]")
+        return read_bif(path)
+
+    return build
+
+
+_register("sprinkler", "discrete", _sprinkler_model,
+          "Rain -> Sprinkler -> Wet <- Rain: a confounded effect of Sprinkler on Wet (discrete model)")
+_register("asia", "discrete", _asia_model, "Lauritzen & Spiegelhalter's chest clinic (8 binary nodes)")
+_register("linear-gaussian", "gaussian", _linear_gaussian_model,
+          "Ability -> Education -> Income <- Ability, Income -> Savings (linear-Gaussian SCM)")
+
+
+def _register_bnlearn() -> None:
+    try:
+        from .io.bif import bnlearn_names
+    except ImportError:  # pragma: no cover - io is part of the package
+        return
+    for name in bnlearn_names():
+        if name not in _REGISTRY:
+            _register(name, "discrete", _bnlearn_builder(name),
+                      f"the bnlearn repository's {name!r} network (read from the BIF file pgmpy ships)")
+
+
+_register_bnlearn()

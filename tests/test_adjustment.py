@@ -106,36 +106,34 @@ def random_case(rng: np.random.Generator, n_min: int, n_max: int, p_latent: floa
 
 
 def random_frontdoor_case(rng: np.random.Generator):
-    """Covariates, X, mediators, Y and later nodes in layers; no edge X -> Y.
+    """Covariates, X, two stages of mediators, Y and later nodes; no edge X -> Y.
 
     A latent U confounds X and Y in most cases, so the effect usually needs the
-    front door; mediators, covariates and later nodes may be latent too.
+    front door; covariates, mediators and later nodes may be latent too.
     """
-    nc, nm, npost = int(rng.integers(0, 3)), int(rng.integers(1, 4)), int(rng.integers(0, 2))
+    nc, npost = int(rng.integers(0, 3)), int(rng.integers(0, 2))
+    n1, n2 = int(rng.integers(1, 3)), int(rng.integers(0, 3))
     kx = 1 if rng.random() < 0.75 else 2
-    order = ([f"c{i}" for i in range(nc)] + [f"x{i}" for i in range(kx)] + [f"m{i}" for i in range(nm)]
-             + ["y"] + [f"p{i}" for i in range(npost)])
-    xs = {v for v in order if v.startswith("x")}
-    p = float(rng.uniform(0.2, 0.5))
-    edges = []
-    for i, a in enumerate(order):
-        for b in order[i + 1:]:
-            if a in xs and b == "y":
-                continue
-            if a in xs and b.startswith("m"):
-                if rng.random() < 0.7:
-                    edges.append((a, b))
-            elif rng.random() < p:
-                edges.append((a, b))
+    cs = [f"c{i}" for i in range(nc)]
+    xs = [f"x{i}" for i in range(kx)]
+    m1 = [f"m{i}" for i in range(n1)]
+    m2 = [f"m{n1 + i}" for i in range(n2)]
+    order = cs + xs + m1 + m2 + ["y"] + [f"p{i}" for i in range(npost)]
+    prob = {("x", "m1"): 0.8, ("m1", "m2"): 0.6, ("m2", "y"): 0.8, ("m1", "y"): 0.4, ("x", "m2"): 0.2, ("x", "y"): 0.0}
+    stage = {**{v: "c" for v in cs}, **{v: "x" for v in xs}, **{v: "m1" for v in m1}, **{v: "m2" for v in m2},
+             "y": "y", **{f"p{i}": "p" for i in range(npost)}}
+    p = float(rng.uniform(0.15, 0.4))
+    edges = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]
+             if rng.random() < prob.get((stage[a], stage[b]), p)]
     latent = {v for v in order if v[0] in "cmp" and rng.random() < 0.15}
     nodes = list(order)
     if rng.random() < 0.75:
         nodes.append("u")
         latent.add("u")
-        edges += [("u", sorted(xs)[0]), ("u", "y")]
+        edges += [("u", xs[0]), ("u", "y")]
     ys = {"y"} if npost == 0 or "p0" in latent or rng.random() < 0.7 else {"y", "p0"}
     perm = rng.permutation(len(nodes))
-    return cn.DAG(edges, nodes=[nodes[i] for i in perm], latent=latent), xs, ys
+    return cn.DAG(edges, nodes=[nodes[i] for i in perm], latent=latent), set(xs), ys
 
 
 def mixed_cases(rng: np.random.Generator, k: int, n_min: int = 8, n_max: int = 11):
