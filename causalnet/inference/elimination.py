@@ -189,15 +189,19 @@ def _greedy_order(adj: dict, card: Mapping, elim: Iterable, method: str, rank: M
         nb = adj.pop(v)
         if cliques is not None:
             cliques.append((v, frozenset(nb)))
+        touched = set(nb)
         for a in nb:
             na = adj[a]
             na.discard(v)
+            if not local:
+                # a fill edge a-b changes the fill score of the common neighbours of a and b
+                for b in nb - na:
+                    if b != a:
+                        touched |= na & adj[b]
+        for a in nb:
+            na = adj[a]
             na |= nb
             na.discard(a)
-        touched = set(nb)
-        if not local:
-            for a in nb:
-                touched |= adj[a]
         for u in touched:
             if u in todo:
                 su = score(u)

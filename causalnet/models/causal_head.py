@@ -1,0 +1,1030 @@
+"""The CausalQwen head: abduction of an individual U, action with exogenous noise.
+
+The head sits on backbone features ``z`` (n, T, H) and follows the
+CausalQwen design:
+
+* **numerical-aware embedding** (before the backbone):
+  ``e = embed[ids] + sign(v) · ln(1 + |v|) · w_num``, with numbers replaced by
+  a ``<NUM>`` token and their values aligned in ``numeric_values``;
+* **abduction**: ``loc_U = W_loc z + b_loc``,
+  ``scale_U = softplus(W_scale z + b_scale)`` — the individual
+  ``U ~ Cauchy(loc_U, scale_U)`` (n, T, C);
+* **action**: exogenous noise ``N ~ Cauchy(0, |b_noise|)`` is added,
+  ``U' = U + N ~ Cauchy(loc_U, scale_U + |b_noise|)``, and linear decisions
+  follow: scores ``S_k = W_cls,k · U' + b_cls,k`` (n, T, V) and a regression
+  ``Y = W_reg · U' + b_reg`` (n, T), each exactly
+  ``Cauchy(W · loc, |W| · (scale_U + |b_noise|))``;
+* **one-vs-rest** probabilities ``P_k = P(S_k > C_k) = 1/2 + atan((loc_S − C_k)/scale_S)/π``
+  with learnable thresholds ``C_k``;
+* **loss**: OvR binary cross-entropy summed over the vocabulary, averaged
+  over ``attention_mask``, plus ``λ`` × the gated Cauchy NLL of ``Y``,
+  ``num_mask · (α + (1 − α) P_<NUM>) · nll``, averaged over ``num_mask``.
+
+Inference modes (``mode=``): ``"standard"`` (analytic), ``"causal"`` (sample
+an individual ``u ~ U`` per position, then ``U' ~ Cauchy(u, |b_noise|)``),
+``"individual"`` (one fixed individual factor ``eps_seed ~ U(0,1)^C`` for a
+whole sequence, ``u_t = loc_U,t + scale_U,t ⊙ tan(π(eps_seed − 1/2))``),
+``"noise"`` (one fixed noise instance ``eps_noise ~ Cauchy(0, 1)^C``,
+``U' ~ Cauchy(loc_U + |b_noise| ⊙ eps_noise, scale_U)``) and ``"softmax"``
+(``loc_S`` as logits with top-k/top-p sampling).
+
+:meth:`CausalHead.to_model` turns the head into a :class:`~causalnet.model.CausalModel`
+whose ``U`` and ``noise`` are exogenous Cauchy nodes and ``S`` and ``Y`` are
+:class:`~causalnet.mechanisms.cauchy.CauchyLinear` nodes, so ``do(U = u)``
+and "same individual, other context" are ordinary queries; the affine-form
+engine (:mod:`causalnet.inference.cauchy`) reproduces the head's formulas.
+
+Symbols: ``n`` batch, ``T`` positions, ``H`` backbone width, ``C`` causal
+width, ``V`` vocabulary (including ``<NUM>``), ``N = n · T`` rows.
+
+References
+----------
+.. [1] CausalQwen mathematical overview (shared/references/causalqwen-math-zh.md).
+.. [2] H. Zhang et al., "Distribution-consistency structural causal models",
+       arXiv:2401.15911.
+
+Examples
+--------
+>>> import numpy as np
+>>> head = CausalHead.initialise(vocab_size=5, hidden=4, num_id=4, seed=0)
+>>> z = np.random.default_rng(0).normal(size=(2, 3, 4))
+>>> out = head.forward(z)
+>>> out.loc_S.shape, out.scale_Y.shape
+((2, 3, 5), (2, 3))
+>>> bool(np.all((out.probs > 0) & (out.probs < 1)))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import expit, softmax
+
+from ..errors import EvidenceError, ModelError, ShapeError
+from ..inference.cauchy import Cauchy
+from ..mechanisms.base import TENSOR, Mechanism, Spec, _rng
+
+__all__ = ["CausalHead", "HeadOutput", "NumberTask", "synthetic_number_task", "gradient_check",
+           "numeric_embedding", "MODES", "PARAMS"]
+
+MODES = ("standard", "causal", "individual", "noise", "softmax")
+#: parameter names and their shapes in terms of V, C, H
+PARAMS = {
+    "W_loc": ("C", "H"), "b_loc": ("C",), "W_scale": ("C", "H"), "b_scale": ("C",), "b_noise": ("C",),
+    "W_cls": ("V", "C"), "b_cls": ("V",), "thresholds": ("V",), "W_reg": ("C",), "b_reg": (),
+}
+_TRAINABLE = tuple(PARAMS)
+_LOG_PI = float(np.log(np.pi))
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """``log(1 + exp(x))`` without overflow."""
+    return np.logaddexp(0.0, x)
+
+
+def numeric_embedding(table: np.ndarray, w_num: np.ndarray, input_ids, numeric_values=None) -> np.ndarray:
+    """Numerical-aware embedding ``table[ids] + sign(v) · ln(1 + |v|) · w_num``.
+
+    Parameters
+    ----------
+    table : ndarray of shape (V, H)
+    w_num : ndarray of shape (H,)
+    input_ids : int array of shape (n, T)
+    numeric_values : array of shape (n, T), optional
+        The value at ``<NUM>`` positions, 0 elsewhere (``φ(0) = 0``).
+
+    Returns
+    -------
+    ndarray of shape (n, T, H)
+    """
+    ids = np.asarray(input_ids)
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise ShapeError(f"input_ids must be integer token ids, got {ids.dtype}")
+    if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
+        raise EvidenceError(f"token ids must lie in 0..{table.shape[0] - 1}, got [{ids.min()}, {ids.max()}]")
+    e = table[ids]                                                   # (n, T, H)
+    if numeric_values is not None:
+        v = np.asarray(numeric_values, dtype=np.float64)
+        if v.shape != ids.shape:
+            raise ShapeError(f"numeric_values has shape {v.shape}; input_ids has {ids.shape}")
+        if not np.all(np.isfinite(v)):
+            raise EvidenceError("numeric_values contains NaN or inf")
+        e = e + (np.sign(v) * np.log1p(np.abs(v)))[..., None] * w_num   # (n, T, H)
+    return e
+
+
+# -- outputs -------------------------------------------------------------------------------
+
+
+@dataclass
+class HeadOutput:
+    """Decision distributions of one forward pass.
+
+    Attributes
+    ----------
+    loc_U, scale_U : ndarray of shape (n, T, C)
+        The abducted individual ``U ~ Cauchy(loc_U, scale_U)``.
+    loc_S, scale_S : ndarray of shape (n, T, V)
+        Class scores ``S_k ~ Cauchy(loc_S, scale_S)``.
+    loc_Y, scale_Y : ndarray of shape (n, T)
+        Regression ``Y ~ Cauchy(loc_Y, scale_Y)``.
+    thresholds : ndarray of shape (V,)
+    mode : str
+    u : ndarray of shape (n, T, C) or None
+        The individual used (causal / individual modes).
+    """
+
+    loc_U: np.ndarray
+    scale_U: np.ndarray
+    loc_S: np.ndarray
+    scale_S: np.ndarray
+    loc_Y: np.ndarray
+    scale_Y: np.ndarray
+    thresholds: np.ndarray
+    mode: str
+    u: np.ndarray | None = None
+    _probs: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def probs(self) -> np.ndarray:
+        """``(n, T, V)``: OvR probabilities ``P(S_k > C_k)``; softmax of ``loc_S`` in softmax mode."""
+        if self._probs is None:
+            if self.mode == "softmax":
+                self._probs = softmax(self.loc_S, axis=-1)
+            else:
+                self._probs = ovr_probs(self.loc_S, self.scale_S, self.thresholds)
+        return self._probs
+
+    @property
+    def S(self) -> Cauchy:
+        return Cauchy(self.loc_S, self.scale_S, method=f"causal head ({self.mode})")
+
+    @property
+    def Y(self) -> Cauchy:
+        return Cauchy(self.loc_Y, self.scale_Y, method=f"causal head ({self.mode})")
+
+    @property
+    def U(self) -> Cauchy:
+        return Cauchy(self.loc_U, self.scale_U, method="causal head (abduction)")
+
+    def predict(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(tokens (n, T), values (n, T))``: argmax of :attr:`probs` and the median ``loc_Y``."""
+        return np.argmax(self.probs, axis=-1), self.loc_Y
+
+    def ovr_prob_sum(self) -> np.ndarray:
+        """``(n, T)`` sum of the OvR probabilities (a calibration diagnostic; 1 is ideal)."""
+        return ovr_probs(self.loc_S, self.scale_S, self.thresholds).sum(axis=-1)
+
+
+def ovr_probs(loc_S: np.ndarray, scale_S: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """``P(S > C) = 1/2 + atan((loc − C)/scale)/π``, as ``atan2(scale, C − loc)/π`` (no tail cancellation)."""
+    return np.arctan2(scale_S, thresholds - loc_S) / np.pi
+
+
+# -- the head -------------------------------------------------------------------------------
+
+
+class CausalHead:
+    """The CausalQwen abduction/action head on backbone features.
+
+    Parameters
+    ----------
+    params : mapping name -> array
+        ``W_loc (C, H)``, ``b_loc (C,)``, ``W_scale (C, H)``, ``b_scale (C,)``,
+        ``b_noise (C,)``, ``W_cls (V, C)``, ``b_cls (V,)``, ``thresholds (V,)``,
+        ``W_reg (C,)``, ``b_reg ()``; optionally ``embed (V, H)`` and
+        ``w_num (H,)`` for the numerical-aware embedding.
+    num_id : int
+        Id of the ``<NUM>`` token.
+    alpha : float, default 0
+        Gate floor of the regression loss (``α = 1``: ungated).
+    lam : float, default 1
+        Weight ``λ`` of the regression loss.
+
+    Raises
+    ------
+    ShapeError
+        A parameter of the wrong shape (thresholds that do not match the
+        vocabulary, ...).
+    ModelError
+        Missing or non-finite parameters, `num_id` outside the vocabulary,
+        `alpha` outside [0, 1].
+
+    See Also
+    --------
+    CausalHead.initialise : the CausalQwen initialisation.
+    """
+
+    def __init__(self, params: Mapping[str, Any], *, num_id: int, alpha: float = 0.0, lam: float = 1.0) -> None:
+        p = {}
+        missing = [k for k in PARAMS if k not in params]
+        if missing:
+            raise ModelError(f"CausalHead: missing parameters {missing}")
+        unknown = [k for k in params if k not in PARAMS and k not in ("embed", "w_num")]
+        if unknown:
+            raise ModelError(f"CausalHead: unknown parameters {unknown}; expected {list(PARAMS)} (+ embed, w_num)")
+        for k, v in params.items():
+            try:
+                a = np.array(v, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ModelError(f"CausalHead: parameter {k!r} is not numeric") from None
+            if not np.all(np.isfinite(a)):
+                raise ModelError(f"CausalHead: parameter {k!r} contains NaN or inf")
+            p[k] = a
+        V, C = p["W_cls"].shape if p["W_cls"].ndim == 2 else (None, None)
+        if V is None:
+            raise ShapeError(f"CausalHead: W_cls must be (V, C), got {p['W_cls'].shape}")
+        if p["W_loc"].ndim != 2:
+            raise ShapeError(f"CausalHead: W_loc must be (C, H), got {p['W_loc'].shape}")
+        H = p["W_loc"].shape[1]
+        dims = {"V": V, "C": C, "H": H}
+        for k, sym in PARAMS.items():
+            want = tuple(dims[s] for s in sym)
+            if p[k].shape != want:
+                raise ShapeError(f"CausalHead: {k} has shape {p[k].shape}, expected {want} "
+                                 f"({', '.join(sym) or 'a scalar'} with V={V}, C={C}, H={H})")
+        if ("embed" in p) != ("w_num" in p):
+            raise ModelError("CausalHead: give both embed and w_num, or neither")
+        if "embed" in p and (p["embed"].shape != (V, H) or p["w_num"].shape != (H,)):
+            raise ShapeError(f"CausalHead: embed must be ({V}, {H}) and w_num ({H},), got {p['embed'].shape} and "
+                             f"{p['w_num'].shape}")
+        if not isinstance(num_id, (int, np.integer)) or not 0 <= num_id < V:
+            raise ModelError(f"CausalHead: num_id must be a token id in 0..{V - 1}, got {num_id!r}")
+        if not 0.0 <= float(alpha) <= 1.0:
+            raise ModelError(f"CausalHead: alpha must lie in [0, 1], got {alpha!r}")
+        if not np.isfinite(lam) or lam < 0:
+            raise ModelError(f"CausalHead: lam must be finite and >= 0, got {lam!r}")
+        self._p = p
+        self.num_id = int(num_id)
+        self.alpha = float(alpha)
+        self.lam = float(lam)
+        self.history_: dict = {}
+        self._abs_cache: tuple | None = None
+
+    @classmethod
+    def initialise(cls, vocab_size: int, hidden: int, *, num_id: int, causal_dim: int | None = None,
+                   lm_head: np.ndarray | None = None, embed: np.ndarray | None = None,
+                   w_num: np.ndarray | None = None, scale_init: float = 1.0, noise_init: float = 0.1,
+                   alpha: float = 0.0, lam: float = 1.0, seed: Any = None) -> CausalHead:
+        """The CausalQwen initialisation (knowledge transfer from a base LM head).
+
+        ``W_loc = I``, ``b_loc = 0`` (so ``loc_U = z``); ``W_scale = 0``,
+        ``b_scale = scale_init`` (a constant scale ``softplus(scale_init)``);
+        ``W_cls = lm_head`` (or ``N(0, 1/C)`` entries), ``b_cls = 0``; ``W_reg``
+        Xavier-normal, ``b_reg = 0``; thresholds 0; ``b_noise = noise_init``;
+        ``w_num ~ N(0, 1/H)`` and ``embed ~ N(0, 1/H)`` unless given.
+
+        Parameters
+        ----------
+        vocab_size, hidden : int
+            V (including ``<NUM>``) and H.
+        num_id : int
+        causal_dim : int, optional
+            C; default H (the identity initialisation needs C = H; otherwise
+            ``W_loc`` is the rectangular identity).
+        lm_head : ndarray of shape (V, C), optional
+        embed : ndarray of shape (V, H), optional
+        w_num : ndarray of shape (H,), optional
+        scale_init, noise_init : float
+        alpha, lam : float
+        seed : int or Generator, optional
+        """
+        rng = _rng(seed)
+        V, H = int(vocab_size), int(hidden)
+        C = H if causal_dim is None else int(causal_dim)
+        p = {
+            "W_loc": np.eye(C, H), "b_loc": np.zeros(C),
+            "W_scale": np.zeros((C, H)), "b_scale": np.full(C, float(scale_init)),
+            "b_noise": np.full(C, float(noise_init)),
+            "W_cls": rng.normal(0.0, 1.0 / np.sqrt(C), size=(V, C)) if lm_head is None else np.array(lm_head),
+            "b_cls": np.zeros(V), "thresholds": np.zeros(V),
+            "W_reg": rng.normal(0.0, np.sqrt(2.0 / (C + 1)), size=C), "b_reg": np.zeros(()),
+            "embed": rng.normal(0.0, 1.0 / np.sqrt(H), size=(V, H)) if embed is None else np.array(embed),
+            "w_num": rng.normal(0.0, 1.0 / np.sqrt(H), size=H) if w_num is None else np.array(w_num),
+        }
+        return cls(p, num_id=num_id, alpha=alpha, lam=lam)
+
+    # -- parameters ---------------------------------------------------------------------------
+
+    @property
+    def params(self) -> dict:
+        """Copies of the parameters (name -> array)."""
+        return {k: v.copy() for k, v in self._p.items()}
+
+    def set_params(self, **params) -> CausalHead:
+        """Replace some parameters (validated like the constructor); returns self."""
+        new = {**self._p, **params}
+        other = CausalHead(new, num_id=self.num_id, alpha=self.alpha, lam=self.lam)
+        self._p = other._p
+        self._abs_cache = None
+        return self
+
+    @property
+    def dims(self) -> dict:
+        """``{"V": ..., "C": ..., "H": ...}``."""
+        V, C = self._p["W_cls"].shape
+        return {"V": V, "C": C, "H": self._p["W_loc"].shape[1]}
+
+    def _abs_W(self) -> tuple[np.ndarray, np.ndarray]:
+        W, w = self._p["W_cls"], self._p["W_reg"]
+        c = self._abs_cache
+        if c is None or c[0] is not W or c[1] is not w:
+            c = self._abs_cache = (W, w, np.abs(W), np.abs(w))
+        return c[2], c[3]
+
+    # -- the pipeline ----------------------------------------------------------------------------
+
+    def embed(self, input_ids, numeric_values=None) -> np.ndarray:
+        """Numerical-aware embedding ``(n, T, H)`` (needs the ``embed`` and ``w_num`` parameters)."""
+        if "embed" not in self._p:
+            raise ModelError("this CausalHead has no embedding table; give embed and w_num")
+        return numeric_embedding(self._p["embed"], self._p["w_num"], input_ids, numeric_values)
+
+    def _check_z(self, z) -> np.ndarray:
+        z = np.asarray(z, dtype=np.float64)
+        H = self._p["W_loc"].shape[1]
+        if z.ndim < 2 or z.shape[-1] != H:
+            raise ShapeError(f"the head expects features z of shape (n, T, {H}), got {z.shape}")
+        if not np.all(np.isfinite(z)):
+            raise EvidenceError("features z contain NaN or inf")
+        return z
+
+    def abduct(self, z) -> tuple[np.ndarray, np.ndarray]:
+        """``(loc_U, scale_U)``, each ``(n, T, C)``, from features ``z`` (n, T, H)."""
+        z = self._check_z(z)
+        p = self._p
+        loc = z @ p["W_loc"].T + p["b_loc"]                              # (n, T, C)
+        scale = softplus(z @ p["W_scale"].T + p["b_scale"])              # (n, T, C)
+        return loc, scale
+
+    def action(self, loc_in: np.ndarray, scale_in: np.ndarray) -> tuple:
+        """Decision laws from ``U' ~ Cauchy(loc_in, scale_in)``.
+
+        Parameters
+        ----------
+        loc_in : ndarray of shape (n, T, C)
+        scale_in : ndarray of shape (n, T, C) or (C,)
+            A ``(C,)`` scale (causal modes) gives ``(V,)`` / scalar scales,
+            broadcast (read-only views) to the output shapes.
+
+        Returns
+        -------
+        loc_S (n, T, V), scale_S (n, T, V), loc_Y (n, T), scale_Y (n, T)
+        """
+        p = self._p
+        aW, aw = self._abs_W()
+        loc_S = loc_in @ p["W_cls"].T + p["b_cls"]                       # (n, T, V)
+        loc_Y = loc_in @ p["W_reg"] + p["b_reg"]                         # (n, T)
+        scale_S = scale_in @ aW.T                                        # (n, T, V) or (V,)
+        scale_Y = scale_in @ aw                                          # (n, T) or ()
+        if np.ndim(scale_in) == 1:
+            scale_S = np.broadcast_to(scale_S, loc_S.shape)
+            scale_Y = np.broadcast_to(scale_Y, loc_Y.shape)
+        return loc_S, scale_S, loc_Y, scale_Y
+
+    def forward(self, z, *, mode: str = "standard", seed: Any = None, u=None, eps_seed=None,
+                eps_noise=None) -> HeadOutput:
+        """Decision distributions for features `z` under an inference mode.
+
+        Parameters
+        ----------
+        z : ndarray of shape (n, T, H)
+        mode : {"standard", "causal", "individual", "noise", "softmax"}
+            See the module docstring.
+        seed : int or Generator, optional
+            Draws ``u`` (causal), ``eps_seed`` (individual) or ``eps_noise``
+            (noise) when they are not given.
+        u : ndarray of shape (n, T, C), optional
+            A given individual (causal mode): ``U' ~ Cauchy(u, |b_noise|)``.
+        eps_seed : ndarray of shape (C,) or (n, C), optional
+            Individual factor in (0, 1) shared by all positions (individual mode).
+        eps_noise : ndarray of shape (C,) or (n, C), optional
+            Standard-Cauchy noise instance shared by all positions (noise mode).
+
+        Returns
+        -------
+        HeadOutput
+        """
+        if mode not in MODES:
+            raise ModelError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        loc_U, scale_U = self.abduct(z)
+        n, C = loc_U.shape[0], loc_U.shape[-1]
+        absb = np.abs(self._p["b_noise"])
+        used_u = None
+        if mode in ("standard", "softmax"):
+            loc_in, scale_in = loc_U, scale_U + absb
+        elif mode == "causal":
+            if u is None:
+                u = loc_U + scale_U * _rng(seed).standard_cauchy(loc_U.shape)
+            u = np.asarray(u, dtype=np.float64)
+            if u.shape != loc_U.shape:
+                raise ShapeError(f"u must have shape {loc_U.shape}, got {u.shape}")
+            loc_in, scale_in, used_u = u, absb, u
+        elif mode == "individual":
+            if eps_seed is None:
+                eps_seed = _rng(seed).uniform(size=(n, C))
+            e = self._per_row(eps_seed, n, C, "eps_seed")
+            if np.any((e <= 0) | (e >= 1)):
+                raise ModelError("eps_seed must lie strictly between 0 and 1")
+            t = np.tan(np.pi * (e - 0.5))                                # (n, C)
+            used_u = loc_U + scale_U * t.reshape((n,) + (1,) * (loc_U.ndim - 2) + (C,))
+            loc_in, scale_in = used_u, absb
+        else:  # noise
+            if eps_noise is None:
+                eps_noise = _rng(seed).standard_cauchy((n, C))
+            e = self._per_row(eps_noise, n, C, "eps_noise")
+            loc_in = loc_U + (absb * e).reshape((n,) + (1,) * (loc_U.ndim - 2) + (C,))
+            scale_in = scale_U
+        loc_S, scale_S, loc_Y, scale_Y = self.action(loc_in, scale_in)
+        return HeadOutput(loc_U, scale_U, loc_S, scale_S, loc_Y, scale_Y, self._p["thresholds"], mode, used_u)
+
+    @staticmethod
+    def _per_row(e, n: int, C: int, what: str) -> np.ndarray:
+        e = np.asarray(e, dtype=np.float64)
+        if e.shape == (C,):
+            e = np.broadcast_to(e, (n, C))
+        if e.shape != (n, C):
+            raise ShapeError(f"{what} must have shape ({C},) or ({n}, {C}), got {e.shape}")
+        if not np.all(np.isfinite(e)):
+            raise ModelError(f"{what} contains NaN or inf")
+        return e
+
+    def predict(self, z, *, mode: str = "standard", seed: Any = None, **kw) -> tuple[np.ndarray, np.ndarray]:
+        """``(tokens (n, T), values (n, T))`` under `mode` (argmax of the OvR or softmax probabilities, loc_Y)."""
+        return self.forward(z, mode=mode, seed=seed, **kw).predict()
+
+    # -- loss and gradients ------------------------------------------------------------------------
+
+    def _batch(self, z, labels, targets, attention_mask):
+        z = self._check_z(z)
+        lead = z.shape[:-1]
+        labels = np.asarray(labels)
+        if labels.shape != lead or not np.issubdtype(labels.dtype, np.integer):
+            raise ShapeError(f"labels must be integer ids of shape {lead}, got {labels.dtype} {labels.shape}")
+        targets = np.zeros(lead) if targets is None else np.asarray(targets, dtype=np.float64)
+        if targets.shape != lead:
+            raise ShapeError(f"numeric targets must have shape {lead}, got {targets.shape}")
+        mask = np.ones(lead, dtype=bool) if attention_mask is None else np.asarray(attention_mask).astype(bool)
+        if mask.shape != lead:
+            raise ShapeError(f"attention_mask must have shape {lead}, got {mask.shape}")
+        V = self._p["W_cls"].shape[0]
+        lab = np.where(mask, labels, 0)
+        if lab.size and (lab.min() < 0 or lab.max() >= V):
+            raise EvidenceError(f"labels must be token ids in 0..{V - 1} where attention_mask is set")
+        num = mask & (lab == self.num_id)
+        if not np.all(np.isfinite(np.where(num, targets, 0.0))):
+            raise EvidenceError("numeric targets contain NaN or inf at <NUM> positions")
+        H = z.shape[-1]
+        return (z.reshape(-1, H), lab.reshape(-1), np.where(num, targets, 0.0).reshape(-1), mask.reshape(-1),
+                num.reshape(-1))
+
+    def loss(self, z, labels, targets=None, attention_mask=None) -> tuple[float, dict]:
+        """Total loss and its parts (``cls``, ``reg``) on a batch.
+
+        Parameters
+        ----------
+        z : ndarray of shape (n, T, H)
+        labels : int array of shape (n, T)
+            Next-token ids (``num_id`` where the next token is a number).
+        targets : array of shape (n, T), optional
+            True numbers at ``<NUM>`` labels (ignored elsewhere).
+        attention_mask : bool array of shape (n, T), optional
+
+        Returns
+        -------
+        total : float
+        parts : dict with ``cls`` (mean classification loss), ``reg``
+            (effective regression loss), ``n_cls``, ``n_num``
+        """
+        total, _, parts = self._loss(*self._batch(z, labels, targets, attention_mask), grad=False)
+        return total, parts
+
+    def loss_and_grad(self, z, labels, targets=None, attention_mask=None) -> tuple[float, dict, dict]:
+        """Total loss, analytic gradients (name -> array, parameter shapes) and loss parts."""
+        return self._loss(*self._batch(z, labels, targets, attention_mask), grad=True)
+
+    def _loss(self, z, lab, y, mask, num, *, grad: bool):
+        p = self._p
+        N = z.shape[0]
+        V = p["W_cls"].shape[0]
+        n_cls = max(int(mask.sum()), 1)
+        n_num = int(num.sum())
+        aW, aw = self._abs_W()
+        absb = np.abs(p["b_noise"])
+        locU = z @ p["W_loc"].T + p["b_loc"]                             # (N, C)
+        pre = z @ p["W_scale"].T + p["b_scale"]                          # (N, C)
+        g = softplus(pre) + absb                                         # (N, C) scale of U'
+        locS = locU @ p["W_cls"].T + p["b_cls"]                          # (N, V)
+        sS = g @ aW.T                                                    # (N, V)
+        delta = locS - p["thresholds"]                                   # (N, V)
+        P = np.arctan2(sS, -delta) / np.pi                               # (N, V) P(S > C)
+        Q = np.arctan2(sS, delta) / np.pi                                # (N, V) 1 - P
+        onehot = np.zeros((N, V), dtype=bool)
+        onehot[np.arange(N), lab] = True
+        tiny = np.finfo(np.float64).tiny
+        bce = -np.where(onehot, np.log(np.maximum(P, tiny)), np.log(np.maximum(Q, tiny)))   # (N, V)
+        wc = mask / n_cls                                                # (N,)
+        cls_loss = float(bce.sum(axis=1) @ wc)
+        locY = locU @ p["W_reg"] + p["b_reg"]                            # (N,)
+        sY = g @ aw                                                      # (N,)
+        r = (y - locY) / sY
+        nll = _LOG_PI + np.log(sY) + np.log1p(r * r)                     # (N,)
+        Pn = P[:, self.num_id]
+        gate = num * (self.alpha + (1.0 - self.alpha) * Pn)              # (N,)
+        reg_loss = float(gate @ nll) / n_num if n_num else 0.0
+        total = cls_loss + self.lam * reg_loss
+        parts = {"cls": cls_loss, "reg": reg_loss, "n_cls": int(mask.sum()), "n_num": n_num}
+        if not grad:
+            return total, None, parts
+        # d total / d P: BCE terms, and the gate through P_<NUM>
+        dP = np.where(onehot, -1.0 / np.maximum(P, tiny), 1.0 / np.maximum(Q, tiny)) * wc[:, None]   # (N, V)
+        wr = self.lam / n_num if n_num else 0.0
+        dP[:, self.num_id] += wr * (1.0 - self.alpha) * num * nll
+        den = np.pi * (sS * sS + delta * delta)                          # (N, V)
+        g_locS = dP * (sS / den)                                         # (N, V)
+        g_sS = dP * (-delta / den)                                       # (N, V)
+        # regression
+        q = 1.0 + r * r
+        g_locY = wr * gate * (-2.0 * r / (sY * q))                       # (N,)
+        g_sY = wr * gate * ((1.0 - r * r) / (sY * q))                    # (N,)
+        grads = {
+            "W_cls": g_locS.T @ locU + (g_sS.T @ g) * np.sign(p["W_cls"]),
+            "b_cls": g_locS.sum(axis=0),
+            "thresholds": -g_locS.sum(axis=0),
+            "W_reg": g_locY @ locU + (g_sY @ g) * np.sign(p["W_reg"]),
+            "b_reg": np.asarray(g_locY.sum()),
+        }
+        g_locU = g_locS @ p["W_cls"] + g_locY[:, None] * p["W_reg"]     # (N, C)
+        g_g = g_sS @ aW + g_sY[:, None] * aw                             # (N, C)
+        grads["b_noise"] = g_g.sum(axis=0) * np.sign(p["b_noise"])
+        g_pre = g_g * expit(pre)                                         # (N, C)
+        grads["W_scale"] = g_pre.T @ z
+        grads["b_scale"] = g_pre.sum(axis=0)
+        grads["W_loc"] = g_locU.T @ z
+        grads["b_loc"] = g_locU.sum(axis=0)
+        return total, grads, parts
+
+    # -- training -----------------------------------------------------------------------------------
+
+    def fit(self, z, labels, targets=None, attention_mask=None, *, steps: int = 300, lr: float = 0.01,
+            batch_size: int | None = None, betas: tuple = (0.9, 0.999), weight_decay: float = 0.0,
+            trainable=None, seed: Any = None, callback: Callable | None = None, progress: bool = False) -> CausalHead:
+        """Train the head on frozen features with Adam and the analytic gradients.
+
+        Parameters
+        ----------
+        z : ndarray of shape (n, T, H)
+            Frozen backbone features.
+        labels, targets, attention_mask : see :meth:`loss`
+        steps : int
+        lr : float
+        batch_size : int, optional
+            Sequences per step (default: all).
+        betas : (float, float)
+        weight_decay : float
+            Decoupled (AdamW) decay on the weight matrices.
+        trainable : iterable of parameter names, optional
+            Default: every head parameter (not the embedding).
+        seed : int or Generator, optional
+            Mini-batch order.
+        callback : callable, optional
+            ``callback(step, loss, parts)`` after every step; returning
+            ``False`` stops training.
+        progress : bool
+            Show a tqdm bar when tqdm is installed (nothing otherwise).
+
+        Returns
+        -------
+        self
+            With ``history_`` = ``{"loss": [...], "cls": [...], "reg": [...]}``.
+        """
+        rows = self._batch(z, labels, targets, attention_mask)
+        n, T = np.asarray(labels).shape[:2] if np.ndim(labels) >= 2 else (np.shape(labels)[0], 1)
+        names = tuple(_TRAINABLE if trainable is None else trainable)
+        bad = [k for k in names if k not in PARAMS]
+        if bad:
+            raise ModelError(f"unknown trainable parameters {bad}; expected some of {list(PARAMS)}")
+        if steps < 0 or not lr > 0:
+            raise ModelError(f"steps must be >= 0 and lr > 0, got steps={steps!r}, lr={lr!r}")
+        rng = _rng(seed)
+        b1, b2 = betas
+        m1 = {k: np.zeros_like(self._p[k]) for k in names}
+        m2 = {k: np.zeros_like(self._p[k]) for k in names}
+        hist: dict = {"loss": [], "cls": [], "reg": []}
+        it = range(steps)
+        if progress:
+            try:
+                from tqdm.auto import tqdm
+
+                it = tqdm(it, desc="CausalHead.fit")
+            except ImportError:
+                pass
+        per_seq = rows[0].shape[0] // max(n, 1)
+        for step in it:
+            if batch_size is None or batch_size >= n:
+                batch = rows
+            else:
+                seqs = rng.choice(n, size=batch_size, replace=False)
+                idx = (seqs[:, None] * per_seq + np.arange(per_seq)).reshape(-1)
+                batch = tuple(a[idx] for a in rows)
+            loss, grads, parts = self._loss(*batch, grad=True)
+            t = step + 1
+            for k in names:
+                gk = grads[k]
+                m1[k] = b1 * m1[k] + (1 - b1) * gk
+                m2[k] = b2 * m2[k] + (1 - b2) * gk * gk
+                upd = lr * (m1[k] / (1 - b1 ** t)) / (np.sqrt(m2[k] / (1 - b2 ** t)) + 1e-8)
+                new = self._p[k] - upd
+                if weight_decay and new.ndim == 2:
+                    new = new - lr * weight_decay * self._p[k]
+                self._p[k] = new
+            self._abs_cache = None
+            hist["loss"].append(loss)
+            hist["cls"].append(parts["cls"])
+            hist["reg"].append(parts["reg"])
+            if progress and hasattr(it, "set_postfix"):
+                it.set_postfix(loss=f"{loss:.4f}")
+            if callback is not None and callback(step, loss, parts) is False:
+                break
+        self.history_ = hist
+        return self
+
+    # -- evaluation ---------------------------------------------------------------------------------
+
+    def evaluate(self, z, labels, targets=None, attention_mask=None, *, mode: str = "standard",
+                 seed: Any = None) -> dict:
+        """Metrics under `mode` (standard by default, i.e. deterministic).
+
+        Returns
+        -------
+        dict
+            ``accuracy`` (over attention_mask), ``num_precision``,
+            ``num_recall``, ``num_f1`` (of predicting ``<NUM>``), ``reg_mae``
+            and ``reg_mdae`` (|loc_Y − target| at true ``<NUM>`` positions),
+            ``loss``, ``cls_loss``, ``reg_loss``, ``ovr_prob_sum_median``.
+        """
+        zz, lab, y, mask, num = self._batch(z, labels, targets, attention_mask)
+        out = self.forward(np.asarray(z, dtype=np.float64), mode=mode, seed=seed)
+        pred, val = out.predict()
+        pred, val = pred.reshape(-1), val.reshape(-1)
+        pnum = mask & (pred == self.num_id)
+        tp = int((pnum & num).sum())
+        prec = tp / int(pnum.sum()) if pnum.any() else float("nan")
+        rec = tp / int(num.sum()) if num.any() else float("nan")
+        err = np.abs(val[num] - y[num])
+        total, _, parts = self._loss(zz, lab, y, mask, num, grad=False)
+        sums = out.ovr_prob_sum().reshape(-1)[mask]
+        return {
+            "accuracy": float((pred[mask] == lab[mask]).mean()) if mask.any() else float("nan"),
+            "num_precision": prec, "num_recall": rec,
+            "num_f1": 2 * prec * rec / (prec + rec) if prec + rec > 0 else float("nan"),
+            "reg_mae": float(err.mean()) if err.size else float("nan"),
+            "reg_mdae": float(np.median(err)) if err.size else float("nan"),
+            "loss": total, "cls_loss": parts["cls"], "reg_loss": parts["reg"],
+            "ovr_prob_sum_median": float(np.median(sums)) if sums.size else float("nan"),
+        }
+
+    # -- generation ---------------------------------------------------------------------------------
+
+    def generate(self, backbone: Callable, input_ids, numeric_values=None, *, max_new_tokens: int = 16,
+                 mode: str = "standard", seed: Any = None, eos_id: int | None = None, top_k: int | None = None,
+                 top_p: float | None = None, temperature: float = 1.0, eps_seed=None,
+                 eps_noise=None) -> tuple[np.ndarray, np.ndarray]:
+        """Autoregressive generation; numbers come from the regression channel.
+
+        At each step the backbone maps the sequence so far to features, the
+        head decides the next token under `mode`, and when ``<NUM>`` wins its
+        value is ``loc_Y`` (appended to ``numeric_values``, 0 elsewhere).
+
+        Parameters
+        ----------
+        backbone : callable
+            ``backbone(input_ids (n, t), numeric_values (n, t)) -> z (n, t, H)``
+            (causal: position t sees positions <= t).
+        input_ids : int array of shape (n, T0)
+        numeric_values : array of shape (n, T0), optional
+        max_new_tokens : int
+        mode : {"standard", "causal", "individual", "noise", "softmax"}
+            ``individual`` and ``noise`` fix ``eps_seed`` / ``eps_noise`` once
+            for the whole sequence (drawn with `seed` unless given); ``causal``
+            draws a new individual every step; ``softmax`` samples from
+            ``softmax(loc_S / temperature)`` restricted by `top_k` / `top_p`.
+        seed : int or Generator, optional
+        eos_id : int, optional
+            Rows that emit it stop (later positions repeat it with value 0).
+
+        Returns
+        -------
+        ids : int array of shape (n, T0 + max_new_tokens)
+        values : array of shape (n, T0 + max_new_tokens)
+        """
+        if mode not in MODES:
+            raise ModelError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        ids = np.asarray(input_ids)
+        if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
+            raise ShapeError(f"input_ids must be an (n, T0) integer array, got {ids.dtype} {ids.shape}")
+        vals = np.zeros(ids.shape) if numeric_values is None else np.asarray(numeric_values, dtype=np.float64)
+        if vals.shape != ids.shape:
+            raise ShapeError(f"numeric_values has shape {vals.shape}; input_ids has {ids.shape}")
+        rng = _rng(seed)
+        n = ids.shape[0]
+        C = self._p["W_loc"].shape[0]
+        if mode == "individual" and eps_seed is None:
+            eps_seed = rng.uniform(size=(n, C))
+        if mode == "noise" and eps_noise is None:
+            eps_noise = rng.standard_cauchy((n, C))
+        done = np.zeros(n, dtype=bool)
+        for _ in range(int(max_new_tokens)):
+            z = np.asarray(backbone(ids, vals), dtype=np.float64)
+            if z.ndim != 3 or z.shape[:2] != ids.shape:
+                raise ShapeError(f"the backbone returned {z.shape}; expected ({n}, {ids.shape[1]}, H)")
+            out = self.forward(z[:, -1:], mode=mode, seed=rng, eps_seed=eps_seed, eps_noise=eps_noise)
+            if mode == "softmax":
+                tok = _sample_logits(out.loc_S[:, 0], rng, top_k, top_p, temperature)
+            else:
+                tok = np.argmax(out.probs[:, 0], axis=-1)
+            val = np.where(tok == self.num_id, out.loc_Y[:, 0], 0.0)
+            if eos_id is not None:
+                tok = np.where(done, eos_id, tok)
+                val = np.where(done, 0.0, val)
+                done |= tok == eos_id
+            ids = np.concatenate([ids, tok[:, None].astype(ids.dtype)], axis=1)
+            vals = np.concatenate([vals, val[:, None]], axis=1)
+        return ids, vals
+
+    # -- as a causal model ------------------------------------------------------------------------------
+
+    def to_model(self, T: int):
+        """The head as a :class:`~causalnet.model.CausalModel` over T positions.
+
+        Nodes (per-row shapes): ``z`` (T, H) input features; ``loc_U`` and
+        ``scale_U`` (T, C) deterministic (the abduction network); ``U``
+        (T, C) = ``loc_U + scale_U ⊙ eps``, the individual (exogenous Cauchy
+        noise); ``noise`` (T, C) ``~ Cauchy(0, |b_noise|)``; ``U_in`` (T, C) =
+        ``U + noise``; ``S`` (T, V) = ``W_cls · U_in + b_cls``; ``Y`` (T,) =
+        ``W_reg · U_in + b_reg``. ``U``, ``noise`` and ``U_in`` are latent.
+
+        The parameters are copied: later training does not change the model.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from causalnet.inference.cauchy import cauchy_marginals
+        >>> head = CausalHead.initialise(vocab_size=5, hidden=4, num_id=4, seed=0)
+        >>> z = np.random.default_rng(1).normal(size=(2, 3, 4))
+        >>> d = cauchy_marginals(head.to_model(3), ["S"], evidence={"z": z})["S"]
+        >>> bool(np.allclose(d.scale, head.forward(z).scale_S))
+        True
+        """
+        from ..mechanisms.cauchy import CauchyLinear
+        from ..mechanisms.function import Deterministic
+        from ..model import CausalModel
+
+        T = int(T)
+        p = self.params
+        C, H = p["W_loc"].shape
+        W_loc, b_loc, W_scale, b_scale = p["W_loc"], p["b_loc"], p["W_scale"], p["b_scale"]
+        mechs = {
+            "z": _Input((T, H)),
+            "loc_U": Deterministic(["z"], lambda z: z @ W_loc.T + b_loc, shape=(T, C)),
+            "scale_U": Deterministic(["z"], lambda z: softplus(z @ W_scale.T + b_scale), shape=(T, C)),
+            "U": CauchyLinear(loc_parent="loc_U", scale_parent="scale_U", shape=(T, C)),
+            "noise": CauchyLinear(scale=np.abs(p["b_noise"]), shape=(T, C)),
+            "U_in": CauchyLinear(["U", "noise"], [1.0, 1.0], scale=0.0),
+            "S": CauchyLinear(["U_in"], [p["W_cls"]], loc=p["b_cls"], scale=0.0),
+            "Y": CauchyLinear(["U_in"], [p["W_reg"]], loc=p["b_reg"], scale=0.0),
+        }
+        return CausalModel(mechs, latent=["U", "noise", "U_in"])
+
+    def __repr__(self) -> str:
+        d = self.dims
+        return f"CausalHead(V={d['V']}, C={d['C']}, H={d['H']}, num_id={self.num_id}, alpha={self.alpha}, lam={self.lam})"
+
+
+class _Input(Mechanism):
+    """An input node: its value must be given (forward values or evidence)."""
+
+    kind = TENSOR
+    deterministic = True
+
+    def __init__(self, shape: tuple) -> None:
+        super().__init__(())
+        self.shape = tuple(shape)
+
+    def spec(self, node, parent_specs) -> Spec:
+        return Spec(TENSOR, shape=self.shape)
+
+    def evaluate(self, node, parents, noise, spec, *, n=None):
+        raise ModelError(f"node {node!r} is an input of shape (n, {', '.join(map(str, self.shape))}): give its "
+                         f"value (forward(values={{{node!r}: ...}}) or evidence)")
+
+    def __repr__(self) -> str:
+        return f"Input(shape={self.shape})"
+
+
+def _sample_logits(logits: np.ndarray, rng: np.random.Generator, top_k: int | None, top_p: float | None,
+                   temperature: float) -> np.ndarray:
+    """One draw per row from ``softmax(logits / temperature)`` restricted to the top-k / top-p set."""
+    if not temperature > 0:
+        raise ModelError(f"temperature must be > 0, got {temperature!r}")
+    x = logits / temperature                                             # (n, V)
+    n, V = x.shape
+    order = np.argsort(-x, axis=1)                                       # (n, V)
+    xs = np.take_along_axis(x, order, axis=1)
+    keep = np.ones((n, V), dtype=bool)
+    if top_k is not None:
+        if not 1 <= int(top_k):
+            raise ModelError(f"top_k must be >= 1, got {top_k!r}")
+        keep[:, int(top_k):] = False
+    if top_p is not None:
+        if not 0 < top_p <= 1:
+            raise ModelError(f"top_p must lie in (0, 1], got {top_p!r}")
+        ps = softmax(xs, axis=1)
+        before = np.cumsum(ps, axis=1) - ps                              # mass strictly before each token
+        keep &= before < top_p
+    xs = np.where(keep, xs, -np.inf)
+    ps = softmax(xs, axis=1)
+    u = rng.uniform(size=(n, 1))
+    pick = np.minimum((np.cumsum(ps, axis=1) < u).sum(axis=1), V - 1)   # (n,)
+    return order[np.arange(n), pick]
+
+
+# -- gradient check ------------------------------------------------------------------------------------
+
+
+def gradient_check(head: CausalHead, z, labels, targets=None, attention_mask=None, *, eps: float = 1e-6,
+                   n_coords: int = 8, seed: Any = 0) -> dict:
+    """Compare the analytic gradients with central finite differences.
+
+    Parameters
+    ----------
+    head : CausalHead
+    z, labels, targets, attention_mask : see :meth:`CausalHead.loss`
+    eps : float
+        Finite-difference step.
+    n_coords : int
+        Random coordinates checked per parameter.
+    seed : int or Generator
+
+    Returns
+    -------
+    dict name -> float
+        Largest ``|analytic − numeric| / max(1e-8, |analytic| + |numeric|)`` per parameter.
+    """
+    rng = _rng(seed)
+    _, grads, _ = head.loss_and_grad(z, labels, targets, attention_mask)
+    saved = head._p
+    out = {}
+    try:
+        for k in PARAMS:
+            base = saved[k]
+            worst = 0.0
+            for _ in range(n_coords):
+                idx = tuple(int(rng.integers(s)) for s in base.shape)
+                vals = []
+                for sgn in (1.0, -1.0):
+                    q = base.copy()
+                    q[idx] += sgn * eps
+                    head._p = {**saved, k: q}
+                    head._abs_cache = None
+                    vals.append(head.loss(z, labels, targets, attention_mask)[0])
+                num = (vals[0] - vals[1]) / (2 * eps)
+                ana = float(grads[k][idx])
+                worst = max(worst, abs(ana - num) / max(1e-8, abs(ana) + abs(num)))
+            out[k] = worst
+    finally:
+        head._p = saved
+        head._abs_cache = None
+    return out
+
+
+# -- a synthetic task ------------------------------------------------------------------------------------
+
+
+@dataclass
+class NumberTask:
+    """Token sequences with numbers and a frozen stand-in backbone.
+
+    Sentences are clauses ``item verb <NUM> ;`` after ``<bos>``; the number
+    after ``item costs`` is that item's price and after ``item weighs`` its
+    weight (each times a small log-normal jitter). Next-token labels are the
+    inputs shifted by one; ``targets`` holds the next number where the label
+    is ``<NUM>``. Sequences have random lengths (padding masked out).
+
+    Attributes
+    ----------
+    input_ids, numeric_values : arrays of shape (n, T)
+    labels, targets : arrays of shape (n, T)
+    attention_mask : bool array of shape (n, T)
+    vocab : tuple of str
+    num_id, pad_id, bos_id, sep_id : int
+    values : ndarray of shape (items, 2)
+        Price and weight of every item.
+    embed : ndarray of shape (V, H)
+    w_num : ndarray of shape (H,)
+    """
+
+    input_ids: np.ndarray
+    numeric_values: np.ndarray
+    labels: np.ndarray
+    targets: np.ndarray
+    attention_mask: np.ndarray
+    vocab: tuple
+    num_id: int
+    pad_id: int
+    bos_id: int
+    sep_id: int
+    values: np.ndarray
+    embed: np.ndarray
+    w_num: np.ndarray
+    _A: np.ndarray = field(repr=False)
+    _B: np.ndarray = field(repr=False)
+
+    @property
+    def hidden(self) -> int:
+        return self.embed.shape[1]
+
+    def features(self, input_ids, numeric_values=None) -> np.ndarray:
+        """The frozen backbone: ``z_t = tanh(e_t A + e_{t-1} B)`` on numerical-aware embeddings, (n, T, H)."""
+        e = numeric_embedding(self.embed, self.w_num, input_ids, numeric_values)   # (n, T, H)
+        prev = np.concatenate([np.zeros_like(e[:, :1]), e[:, :-1]], axis=1)      # (n, T, H)
+        return np.tanh(e @ self._A + prev @ self._B)
+
+    def z(self) -> np.ndarray:
+        """Features of the task's own inputs, (n, T, H)."""
+        return self.features(self.input_ids, self.numeric_values)
+
+    def oracle_accuracy(self) -> float:
+        """Accuracy of the Bayes-optimal next-token predictor on this sample (its expected value)."""
+        items = len(self.vocab) - 6
+        lab, m, inp = self.labels, self.attention_mask, self.input_ids
+        item_ids = np.arange(6, len(self.vocab))
+        after_item = np.isin(inp, item_ids)                 # next is a verb: 1/2
+        after_sep = (inp == self.sep_id) | (inp == self.bos_id)  # next is an item: 1/items
+        acc = np.where(after_item, 0.5, np.where(after_sep, 1.0 / items, 1.0))
+        return float(acc[m].mean())
+
+
+def synthetic_number_task(n: int = 256, T: int = 32, seed: Any = 0, *, items: int = 6,
+                          hidden: int = 32) -> NumberTask:
+    """A small seeded next-token task with numbers, for training and testing the head.
+
+    Parameters
+    ----------
+    n : int
+        Sequences.
+    T : int
+        Positions per sequence (>= 4).
+    seed : int or Generator
+    items : int
+        Number of item tokens.
+    hidden : int
+        Width H of the frozen backbone's features.
+
+    Returns
+    -------
+    NumberTask
+
+    Examples
+    --------
+    >>> task = synthetic_number_task(4, 12, seed=0)
+    >>> task.z().shape, task.vocab[task.num_id]
+    ((4, 12, 32), '<NUM>')
+    """
+    if n < 1 or T < 4 or items < 1 or hidden < 1:
+        raise ModelError(f"need n >= 1, T >= 4, items >= 1, hidden >= 1; got n={n}, T={T}, items={items}, "
+                         f"hidden={hidden}")
+    rng = _rng(seed)
+    vocab = ("<pad>", "<bos>", "<NUM>", ";", "costs", "weighs") + tuple(f"item{i}" for i in range(items))
+    pad, bos, num, sep, costs = 0, 1, 2, 3, 4
+    V, H = len(vocab), int(hidden)
+    values = np.stack([np.exp(rng.uniform(np.log(2.0), np.log(200.0), items)),
+                       np.exp(rng.uniform(np.log(0.5), np.log(50.0), items))], axis=1)     # (items, 2)
+    L = T + 1
+    n_cl = (L - 1) // 4 + 1
+    it = rng.integers(items, size=(n, n_cl))
+    vb = rng.integers(2, size=(n, n_cl))
+    jitter = np.exp(0.02 * rng.standard_normal((n, n_cl)))
+    clause = np.stack([6 + it, costs + vb, np.full_like(it, num), np.full_like(it, sep)], axis=2)  # (n, n_cl, 4)
+    ids = np.concatenate([np.full((n, 1), bos), clause.reshape(n, -1)], axis=1)[:, :L]       # (n, L)
+    vals_cl = np.zeros((n, n_cl, 4))
+    vals_cl[:, :, 2] = np.round(values[it, vb] * jitter, 2)
+    vals = np.concatenate([np.zeros((n, 1)), vals_cl.reshape(n, -1)], axis=1)[:, :L]         # (n, L)
+    length = rng.integers(max(4, L // 2), L + 1, size=n)                                    # tokens kept
+    keep = np.arange(L)[None, :] < length[:, None]
+    ids = np.where(keep, ids, pad)
+    vals = np.where(keep, vals, 0.0)
+    embed = rng.normal(0.0, 1.0, size=(V, H))
+    w_num = rng.normal(0.0, 1.0 / np.sqrt(H), size=H)
+    A = rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H))
+    B = rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H))
+    lab = ids[:, 1:]
+    return NumberTask(
+        input_ids=ids[:, :-1], numeric_values=vals[:, :-1], labels=lab,
+        targets=np.where(lab == num, vals[:, 1:], 0.0), attention_mask=keep[:, 1:],
+        vocab=vocab, num_id=num, pad_id=pad, bos_id=bos, sep_id=sep, values=values, embed=embed, w_num=w_num,
+        _A=A, _B=B)
