@@ -449,6 +449,12 @@ class _Builder:
         out = tuple(out)
         if len(ins) == 1 and self.labels[ins[0]] == out:
             return ins[0]
+        while len(ins) > MAX_EINSUM_OPERANDS:
+            # one op per chunk of operands, so rescaling can act between chunks
+            head, ins = ins[:MAX_EINSUM_OPERANDS], ins[MAX_EINSUM_OPERANDS:]
+            need = set(out).union(*(self.labels[s] for s in ins))
+            lab = tuple(dict.fromkeys(v for s in head for v in self.labels[s] if v in need))
+            ins.append(self.emit(head, lab, path=path))
         bat = any(self.batched[s] for s in ins)
         fin = [self._full(s) for s in ins]
         fout = (BATCH, *out) if bat else out

@@ -214,6 +214,19 @@ _WORD = re.compile(r'"([^"]*)"|((?:[^\s{}()\[\];|,"/]|/(?![/*]))+)')
 _PROPERTY = re.compile(r'(?:"[^"]*"|[^;"{}])*')
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _NUMBER_TOKEN = re.compile(r"[^\s,]+")
+_NUMBERS = re.compile(r"[\d.eE+\-,\s]*\Z")            # plain numbers only: no nan, inf, 1_0, comments
+_ROW = re.compile(r"\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);")   # a row with no quotes or comments
+
+
+def _plain_numbers(seg: str) -> list[float] | None:
+    """Floats of a comma/blank separated list of plain numbers; None if one is malformed or negative."""
+    try:
+        vals = [float(t) for t in seg.replace(",", " ").split()]
+    except ValueError:
+        return None
+    if "-" in seg and vals and min(vals) < 0:
+        return None
+    return vals
 
 
 class _Block:
@@ -226,9 +239,9 @@ class _Block:
         self.child = None
         self.child_pos = pos
         self.parents: list[tuple[str, int]] = []
-        self.table: tuple[np.ndarray, int] | None = None
-        self.default: tuple[np.ndarray, int] | None = None
-        self.rows: list[tuple[list[str], int, np.ndarray, int]] = []
+        self.table: tuple[list[float], int] | None = None
+        self.default: tuple[list[float], int] | None = None
+        self.rows: list[tuple[list[str], int, list[float], int]] = []
 
 
 class _BifParser:
@@ -294,7 +307,7 @@ class _BifParser:
             start = self.pos
             out.append((self.word(f"{what} or {close!r}"), start))
 
-    def numbers(self, what: str) -> tuple[np.ndarray, int]:
+    def numbers(self, what: str) -> tuple[list[float], int]:
         """Probabilities up to ``;`` (consumed), separated by commas or blanks."""
         self.skip()
         start = self.pos
@@ -302,35 +315,32 @@ class _BifParser:
         if end < 0:
             self.fail(start, f"expected the probabilities of {what} ending with ';', reached the end of the file")
         seg = self.text[start:end]
+        vals = _plain_numbers(seg) if _NUMBERS.match(seg) else None
+        if vals is None:
+            vals = self._slow_numbers(seg, start, what)
+        if not vals:
+            self.fail(start, f"expected the probabilities of {what}, got {self.describe()}")
+        self.pos = end + 1
+        return vals, start
+
+    def _slow_numbers(self, seg: str, start: int, what: str) -> list[float]:
+        """Like :meth:`numbers` on a segment with comments or bad tokens: find the culprit."""
         if "/" in seg:
             seg = _COMMENT.sub(lambda m: " " * len(m.group(0)), seg)
         for ch in "{}()":
             k = seg.find(ch)
             if k >= 0:
                 self.fail(start + k, f"expected a number or ';' in the probabilities of {what}, got {ch!r}")
-        try:
-            if "_" in seg:
-                raise ValueError
-            vals = np.array([float(t) for t in seg.replace(",", " ").split()], dtype=np.float64)
-            if not np.all(np.isfinite(vals)):
-                raise ValueError
-        except ValueError:
-            for m in _NUMBER_TOKEN.finditer(seg):
-                tok = m.group(0)
-                try:
-                    ok = "_" not in tok and math.isfinite(float(tok))
-                except ValueError:
-                    ok = False
-                if not ok:
-                    self.fail(start + m.start(), f"expected a probability (a finite number) in {what}, got {tok!r}")
-            raise  # pragma: no cover - a failing token is always found
-        if vals.size == 0:
-            self.fail(start, f"expected the probabilities of {what}, got {self.describe()}")
-        neg = np.flatnonzero(vals < 0)
-        if neg.size:
-            self.fail(start, f"probability {vals[neg[0]]!r} of {what} is negative")
-        self.pos = end + 1
-        return vals, start
+        vals = []
+        for m in _NUMBER_TOKEN.finditer(seg):
+            tok = m.group(0)
+            v = float(tok) if _NUMBERS.match(tok) and _is_float(tok) else math.nan
+            if not math.isfinite(v):
+                self.fail(start + m.start(), f"expected a probability (a finite number) in {what}, got {tok!r}")
+            if v < 0:
+                self.fail(start + m.start(), f"probability {tok} in {what} is negative")
+            vals.append(v)
+        return vals
 
     def property_text(self) -> str:
         self.skip()
@@ -441,6 +451,13 @@ class _BifParser:
                 break
             p = self.pos
             if c == "(":
+                m = _ROW.match(self.text, p)
+                vals = _plain_numbers(m.group(2)) if m else None
+                if vals:
+                    cfg = m.group(1).replace(",", " ").replace("|", " ").split()
+                    block.rows.append((cfg, p, vals, m.start(2)))
+                    self.pos = m.end()
+                    continue
                 self.pos += 1
                 cfg = self.words_until(")", "a parent state")
                 vals, vp = self.numbers(f"{what} given ({', '.join(s for s, _ in cfg)})")
@@ -505,11 +522,11 @@ class _BifParser:
                 self.fail(b.table[1], f"the probability block of {child!r} has both a 'table' and "
                                       f"{'rows' if b.rows else 'a default row'}; expected one or the other")
             vals, vp = b.table
-            if vals.size != n_cfg * k:
-                self.fail(vp, f"the table of {child!r} has {vals.size} numbers; {child!r} has {k} states"
+            if len(vals) != n_cfg * k:
+                self.fail(vp, f"the table of {child!r} has {len(vals)} numbers; {child!r} has {k} states"
                               + (f" and its parents {pnames} have {n_cfg} configurations, so expected {n_cfg * k}"
                                  if pnames else f", so expected {k}"))
-            table = np.moveaxis(vals.reshape(k, *pcards), 0, -1)                   # (*pcards, k)
+            table = np.moveaxis(np.array(vals).reshape(k, *pcards), 0, -1)                  # (*pcards, k)
             table = np.ascontiguousarray(table)
             default_pos = vp
         elif not pnames:
@@ -518,17 +535,17 @@ class _BifParser:
             if b.default is None:
                 self.fail(b.pos, f"the probability block of {child!r} has no 'table'")
             vals, default_pos = b.default
-            if vals.size != k:
-                self.fail(default_pos, f"the default row of {child!r} has {vals.size} numbers; expected {k}")
-            table = vals
+            if len(vals) != k:
+                self.fail(default_pos, f"the default row of {child!r} has {len(vals)} numbers; expected {k}")
+            table = np.array(vals)
         else:
             table = np.empty((*pcards, k))                                         # (*pcards, k)
             filled = np.zeros(pcards, dtype=bool)
             default_pos = b.pos
             if b.default is not None:
                 vals, default_pos = b.default
-                if vals.size != k:
-                    self.fail(default_pos, f"the default row of {child!r} has {vals.size} numbers; "
+                if len(vals) != k:
+                    self.fail(default_pos, f"the default row of {child!r} has {len(vals)} numbers; "
                                            f"{child!r} has {k} states {states}")
                 table[...] = vals
             lookups = [{s: i for i, s in enumerate(self.states[pa])} for pa in pnames]
@@ -546,8 +563,8 @@ class _BifParser:
                 idx = tuple(idx)
                 if filled[idx]:
                     self.fail(cp, f"row ({', '.join(cfg)}) of {child!r} is given twice")
-                if vals.size != k:
-                    self.fail(vp, f"row ({', '.join(cfg)}) of {child!r} has {vals.size} numbers; "
+                if len(vals) != k:
+                    self.fail(vp, f"row ({', '.join(cfg)}) of {child!r} has {len(vals)} numbers; "
                                   f"{child!r} has {k} states {states}")
                 table[idx] = vals
                 filled[idx] = True

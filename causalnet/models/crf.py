@@ -414,7 +414,8 @@ class _Progress:
         """Record iteration; return True to stop."""
         k = len(self.history) + 1
         xnorm = float(np.sqrt(theta @ theta))
-        nll = self.obj.last[3] if self.obj.last is not None and self.obj.last[0] is theta else None
+        last = self.obj.last
+        nll = last[3] if last is not None and (last[0] is theta or np.array_equal(last[0], theta)) else None
         entry = {
             "iteration": k,
             "loss": f,
