@@ -19,7 +19,8 @@ GRAPHS = ["sprinkler", "m-bias", "frontdoor", "asia"]
 
 def test_names_and_kinds():
     assert gallery.names()[:4] == GRAPHS
-    assert set(GRAPHS) <= set(gallery.names("graph"))
+    assert {"m-bias", "frontdoor"} <= set(gallery.names("graph"))
+    assert {"sprinkler", "asia", "linear-gaussian"} <= set(gallery.names("discrete") + gallery.names("gaussian"))
     assert gallery.names("no-such-kind") == []
     for name in GRAPHS:
         assert isinstance(gallery.kind(name), str)  # "graph" now; a model kind once upgraded
@@ -97,7 +98,8 @@ def test_textbook_facts():
 
 def test_load_returns_fresh_equal_objects():
     a, b = gallery.load("asia"), gallery.load("asia")
-    assert a == b
+    assert a is not b and a.dag == b.dag
+    assert all((a.mechanisms[v].table == b.mechanisms[v].table).all() for v in a.nodes)
 
 
 def test_unknown_name_lists_known_and_suggests():

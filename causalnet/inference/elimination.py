@@ -484,6 +484,9 @@ class _Builder:
     def emit_max(self, ins: Sequence[int], z: int) -> tuple[int, int]:
         """Slots for ``max over z of prod(ins)`` and the maximizing state of z."""
         ins = list(ins)
+        while len(ins) > MAX_EINSUM_OPERANDS:
+            head, ins = ins[:MAX_EINSUM_OPERANDS], ins[MAX_EINSUM_OPERANDS:]
+            ins.append(self.emit(head, tuple(dict.fromkeys(v for s in head for v in self.labels[s]))))
         bat = any(self.batched[s] for s in ins)
         union = tuple(dict.fromkeys(v for s in ins for v in self.labels[s]))
         out = tuple(v for v in union if v != z)

@@ -63,6 +63,7 @@ from __future__ import annotations
 import numbers
 import operator
 import time
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from itertools import chain as _iter_chain
 from itertools import repeat
@@ -481,7 +482,9 @@ def _wolfe(obj, x, q, f, g):
         last = obj.last
         return last[2] if np.array_equal(last[0], z) else obj(z)[1]
 
-    step = line_search(fun, jac, x, q, g, f, c1=1e-4, c2=0.9, maxiter=20)[0]
+    with warnings.catch_warnings():  # a failed search returns None; we handle it
+        warnings.filterwarnings("ignore", message="The line search algorithm", category=RuntimeWarning)
+        step = line_search(fun, jac, x, q, g, f, c1=1e-4, c2=0.9, maxiter=20)[0]
     if step is None:
         return None
     xn = x + step * q
@@ -525,20 +528,20 @@ def _quasi_newton(obj, x, c1, max_iter, m, max_ls, progress):
             q = -pg
         if not S:  # first step has length 1
             q = q / np.sqrt(q @ q)
-        if l1:
+        found = None if l1 else _wolfe(obj, x, q, f, g)
+        if found is None:  # backtracking (always with L1; after a failed Wolfe search otherwise)
             orthant = np.where(x != 0, np.sign(x), -np.sign(pg))
-            step, found = 1.0, None
+            step = 1.0
             for _ in range(max_ls):
                 xn = x + step * q
-                xn[np.sign(xn) != orthant] = 0.0  # project onto the orthant
+                if l1:
+                    xn[np.sign(xn) != orthant] = 0.0  # project onto the orthant
                 fn, gn = obj(xn)
-                Fn = fn + c1 * np.abs(xn).sum()
+                Fn = fn + c1 * np.abs(xn).sum() if l1 else fn
                 if Fn <= F + 1e-4 * float(pg @ (xn - x)):
                     found = xn, fn, gn
                     break
                 step *= 0.5
-        else:
-            found = _wolfe(obj, x, q, f, g)
         if found is None:
             break
         xn, fn, gn = found
