@@ -21,7 +21,7 @@ from scipy import stats
 
 from .errors import EvidenceError, ModelError
 
-__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution"]
+__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture"]
 
 
 class DiscreteDistribution:
@@ -280,3 +280,51 @@ class EmpiricalDistribution:
 
     def __repr__(self) -> str:
         return f"<EmpiricalDistribution over {list(self.variables)}, method={self.method!r}>"
+
+
+class GaussianMixture:
+    """A finite mixture of Gaussians (e.g. an HMM's predictive law of an unobserved X[t]).
+
+    Attributes
+    ----------
+    weights : ndarray of shape (K,) or (n, K)
+    means : ndarray of shape (K, d)
+    covs : ndarray of shape (K, d, d)
+    method : str
+    """
+
+    def __init__(self, variables, weights, means, covs, *, batched: bool = False, method: str = "exact",
+                 scm: str | None = None) -> None:
+        self.variables = tuple(variables)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.means = np.asarray(means, dtype=np.float64)
+        self.covs = np.asarray(covs, dtype=np.float64)
+        self.batched = batched
+        self.method = method
+        self.scm = scm
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mixture mean, shape (d,) or (n, d)."""
+        return self.weights @ self.means
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Mixture covariance (law of total variance), shape (d, d) or (n, d, d)."""
+        mu = self.mean
+        second = np.einsum("...k,kij->...ij", self.weights, self.covs + np.einsum("ki,kj->kij", self.means,
+                                                                                   self.means))
+        return second - np.einsum("...i,...j->...ij", mu, mu)
+
+    def log_prob(self, x) -> np.ndarray:
+        """Log density at `x` of shape (d,) or (m, d) (unbatched)."""
+        x = np.asarray(x, dtype=np.float64)
+        comps = np.stack([stats.multivariate_normal.logpdf(x, self.means[k], self.covs[k], allow_singular=True)
+                          for k in range(len(self.means))], axis=-1)
+        with np.errstate(divide="ignore"):
+            from scipy.special import logsumexp
+
+            return logsumexp(comps + np.log(self.weights), axis=-1)
+
+    def __repr__(self) -> str:
+        return f"<GaussianMixture over {list(self.variables)} with {len(self.means)} components, method={self.method!r}>"

@@ -251,14 +251,15 @@ def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
     if len(n_ev_rows) > 1:
         raise EvidenceError(f"evidence rows disagree: {sorted(n_ev_rows)}")
     tnames = [names[t] for t in targets]
-    if len(set(tnames)) != len(tnames):
-        # a target unchanged by the intervention is asked in both worlds: answer on one copy
-        uniq = list(dict.fromkeys(tnames))
-        probs, _ = DiscreteBN(twin, cpts, tcards).query(uniq, evidence, joint=True)
-        batched = bool(n_ev_rows)
-        probs = _expand_duplicates(probs, tnames, uniq, [cards[v] for _, v in targets], batched)
+    tcards_t = [cards[v] for _, v in targets]
+    batched = bool(n_ev_rows)
+    free = [t for t in dict.fromkeys(tnames) if t not in evidence]
+    if free:
+        pf, _ = DiscreteBN(twin, cpts, tcards).query(free, evidence, joint=True)
     else:
-        probs, _ = DiscreteBN(twin, cpts, tcards).query(tnames, evidence, joint=True)
+        DiscreteBN(twin, cpts, tcards).query([next(iter(tables))], evidence, joint=True)   # checks P(e) > 0
+        pf = np.ones((next(iter(n_ev_rows)),) if batched else ())
+    probs = _assemble(pf, free, tnames, evidence, tcards_t, batched)
     return DiscreteDistribution(_names(targets), probs, [model.specs[v].states for _, v in targets],
                                 batched=bool(n_ev_rows), method="exact (twin network, variable elimination)",
                                 scm=SCM_DISCRETE)
@@ -275,16 +276,35 @@ def _shift_map(v, mech, K) -> np.ndarray:
     return f.astype(np.int64)
 
 
-def _expand_duplicates(probs, tnames, uniq, cards, batched):
-    """A joint over repeated variables: the mass sits where the copies agree."""
-    ucards = [cards[tnames.index(t)] for t in uniq]
-    out = np.zeros(((probs.shape[0],) if batched else ()) + tuple(cards))
-    for idx in np.ndindex(*ucards):
-        full = tuple(idx[uniq.index(t)] for t in tnames)
+def _assemble(pf, free, tnames, evidence, cards, batched):
+    """The joint over `tnames` from the joint over the `free` ones.
+
+    A target may be observed (a counterfactual copy identical to an observed
+    factual node: a point mass at the evidence) or repeated (the same node
+    asked in both worlds: the mass sits where the copies agree).
+    """
+    n = pf.shape[0] if batched else None
+    out = np.zeros(((n,) if batched else ()) + tuple(cards))
+    for full in np.ndindex(*cards):
+        val = dict()
+        ok = True
+        for name, k in zip(tnames, full):
+            if name in val and val[name] != k:
+                ok = False
+                break
+            val[name] = k
+        if not ok:
+            continue
+        idx = tuple(val[f] for f in free)
+        p = pf[(slice(None), *idx)] if batched else pf[idx]
+        for name in set(tnames) - set(free):
+            e = evidence[name]
+            hit = (np.asarray(e) == val[name]).astype(np.float64)
+            p = p * hit
         if batched:
-            out[(slice(None), *full)] = probs[(slice(None), *idx)]
+            out[(slice(None), *full)] = p
         else:
-            out[full] = probs[idx]
+            out[full] = p
     return out
 
 
