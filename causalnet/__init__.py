@@ -18,7 +18,10 @@ from .errors import (
     ShapeError,
 )
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
+from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
+from .io.json import from_json, load_json, save_json, to_json
+from .io.pgmpy import from_pgmpy, to_pgmpy
 from .mechanisms.base import Mechanism, Spec
 from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
@@ -51,6 +54,16 @@ __all__ = [
     "tian_pearl_bounds",
     "render",
     "to_dot",
+    "save_json",
+    "load_json",
+    "to_json",
+    "from_json",
+    "read_bif",
+    "write_bif",
+    "read_xmlbif",
+    "write_xmlbif",
+    "from_pgmpy",
+    "to_pgmpy",
     "gallery",
     "CausalNetError",
     "CausalNetWarning",

@@ -74,7 +74,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import GraphError, ModelError
 from ..mechanisms.tabular import _TOL, CPT, Categorical
 from ..model import CausalModel
 
@@ -172,7 +172,7 @@ def _discrete_parts(model: CausalModel, fmt: str) -> list[tuple[str, tuple, list
     from ..model import _Intervened
 
     if not isinstance(model, CausalModel):
-        raise ModelError(f"write_{fmt.lower()} expects a CausalModel, got {type(model).__name__}")
+        raise ModelError(f"expected a CausalModel to convert to {fmt}, got {type(model).__name__}")
     out = []
     names: dict[str, Hashable] = {}
     for node, mech in model.mechanisms.items():
@@ -193,14 +193,22 @@ def _discrete_parts(model: CausalModel, fmt: str) -> list[tuple[str, tuple, list
     return out
 
 
-def _build(order: list[str], states: dict, parents: dict, tables: dict, latent: list[str]) -> CausalModel:
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _build(order: list[str], states: dict, parents: dict, tables: dict, latent: list[str],
+           source: str) -> CausalModel:
     mechs = {}
     for name in order:
         if parents[name]:
             mechs[name] = CPT(parents[name], tables[name], states=states[name])
         else:
             mechs[name] = Categorical(tables[name], states=states[name])
-    return CausalModel(mechs, latent=latent)
+    try:
+        return CausalModel(mechs, latent=latent)
+    except GraphError as e:
+        raise ModelError(f"{source}: the parents form a cycle: {e}") from None
 
 
 _LATENT_PROPERTY = re.compile(r"\s*latent\s*=\s*(?:true|yes|1)\s*\Z", re.I)
@@ -275,6 +283,11 @@ class _BifParser:
         m = _WORD.match(self.text, self.pos)
         tok = m.group(0) if m else self.text[self.pos]
         return repr(tok if len(tok) <= 30 else tok[:27] + "...")
+
+    def here(self) -> int:
+        """Position of the next token."""
+        self.skip()
+        return self.pos
 
     def peek(self) -> str:
         self.skip()
@@ -375,14 +388,14 @@ class _BifParser:
         while self.peek() != "}":
             if not self.pos < len(self.text):
                 self.fail(self.pos, "expected '}' closing the network block, reached the end of the file")
-            p = self.pos
+            p = self.here()
             if self.word("'property' or '}'") != "property":
                 self.fail(p, "expected 'property' or '}' in the network block")
             self.property_text()
         self.pos += 1
 
     def _variable(self, start: int) -> None:
-        p = self.pos
+        p = self.here()
         name = self.word("a variable name")
         if name in self.states:
             self.fail(p, f"variable {name!r} is declared twice (first on line "
@@ -390,7 +403,7 @@ class _BifParser:
         self.expect("{", f"opening the block of variable {name!r}")
         states = None
         while self.peek() != "}":
-            p = self.pos
+            p = self.here()
             kw = self.word(f"'type', 'property' or '}}' in the block of variable {name!r}")
             if kw == "type":
                 if states is not None:
@@ -409,18 +422,18 @@ class _BifParser:
         self.var_pos[name] = start
 
     def _type(self, name: str) -> list[str]:
-        p = self.pos
+        p = self.here()
         kind = self.word("a variable type")
         if kind != "discrete":
             self.fail(p, f"variable {name!r} has type {kind!r}; only 'discrete' variables are supported")
         self.expect("[", f"before the number of states of {name!r}")
-        p = self.pos
+        p = self.here()
         k = self.word(f"the number of states of {name!r}")
         if not k.isdigit() or int(k) < 1:
             self.fail(p, f"expected the number of states of {name!r} (a positive integer), got {k!r}")
         self.expect("]", f"after the number of states of {name!r}")
         self.expect("{", f"opening the states of {name!r}")
-        p = self.pos
+        p = self.here()
         states = self.words_until("}", f"a state name of {name!r}")
         names = [s for s, _ in states]
         if len(names) != int(k):
@@ -437,7 +450,7 @@ class _BifParser:
     def _probability(self, start: int) -> None:
         block = _Block(start)
         self.expect("(", "after 'probability'")
-        p = self.pos
+        p = self.here()
         names = self.words_until(")", "a variable name")
         if not names:
             self.fail(p, "expected a variable name in 'probability ( ... )'")
@@ -449,7 +462,7 @@ class _BifParser:
             if c == "}":
                 self.pos += 1
                 break
-            p = self.pos
+            p = self.here()
             if c == "(":
                 m = _ROW.match(self.text, p)
                 vals = _plain_numbers(m.group(2)) if m else None
@@ -507,7 +520,7 @@ class _BifParser:
         for name in self.order:
             if name not in parents:
                 self.fail(self.var_pos[name], f"variable {name!r} has no probability block")
-        return _build(self.order, self.states, parents, tables, self.latent)
+        return _build(self.order, self.states, parents, tables, self.latent, self.source)
 
     def _table(self, b: _Block) -> np.ndarray:
         child = b.child
@@ -523,7 +536,7 @@ class _BifParser:
                                       f"{'rows' if b.rows else 'a default row'}; expected one or the other")
             vals, vp = b.table
             if len(vals) != n_cfg * k:
-                self.fail(vp, f"the table of {child!r} has {len(vals)} numbers; {child!r} has {k} states"
+                self.fail(vp, f"the table of {child!r} has {_plural(len(vals), 'number')}; {child!r} has {k} states"
                               + (f" and its parents {pnames} have {n_cfg} configurations, so expected {n_cfg * k}"
                                  if pnames else f", so expected {k}"))
             table = np.moveaxis(np.array(vals).reshape(k, *pcards), 0, -1)                  # (*pcards, k)
@@ -536,7 +549,7 @@ class _BifParser:
                 self.fail(b.pos, f"the probability block of {child!r} has no 'table'")
             vals, default_pos = b.default
             if len(vals) != k:
-                self.fail(default_pos, f"the default row of {child!r} has {len(vals)} numbers; expected {k}")
+                self.fail(default_pos, f"the default row of {child!r} has {_plural(len(vals), 'number')}; expected {k}")
             table = np.array(vals)
         else:
             table = np.empty((*pcards, k))                                         # (*pcards, k)
@@ -545,13 +558,13 @@ class _BifParser:
             if b.default is not None:
                 vals, default_pos = b.default
                 if len(vals) != k:
-                    self.fail(default_pos, f"the default row of {child!r} has {len(vals)} numbers; "
+                    self.fail(default_pos, f"the default row of {child!r} has {_plural(len(vals), 'number')}; "
                                            f"{child!r} has {k} states {states}")
                 table[...] = vals
             lookups = [{s: i for i, s in enumerate(self.states[pa])} for pa in pnames]
             for cfg, cp, vals, vp in b.rows:
                 if len(cfg) != len(pnames):
-                    self.fail(cp, f"row ({', '.join(cfg)}) of {child!r} names {len(cfg)} states; "
+                    self.fail(cp, f"row ({', '.join(cfg)}) of {child!r} names {_plural(len(cfg), 'state')}; "
                                   f"expected one for each parent {pnames}")
                 idx = []
                 for s, lk, pa in zip(cfg, lookups, pnames):
@@ -564,7 +577,7 @@ class _BifParser:
                 if filled[idx]:
                     self.fail(cp, f"row ({', '.join(cfg)}) of {child!r} is given twice")
                 if len(vals) != k:
-                    self.fail(vp, f"row ({', '.join(cfg)}) of {child!r} has {len(vals)} numbers; "
+                    self.fail(vp, f"row ({', '.join(cfg)}) of {child!r} has {_plural(len(vals), 'number')}; "
                                   f"{child!r} has {k} states {states}")
                 table[idx] = vals
                 filled[idx] = True
@@ -612,9 +625,8 @@ def read_bif(source: str | Path | bytes, *, tol: float = _DEFAULT_TOL) -> Causal
     ModelError
         On any syntax or consistency error, naming the line and column and
         what was expected (an unknown parent or state, a row of the wrong
-        length, a missing row, a negative probability, ...).
-    GraphError
-        If the parents form a cycle.
+        length, a missing row, a negative probability, parents that form a
+        cycle, ...).
     """
     tol = _check_tol(tol)
     text, name = _read_source(source, _looks_like_bif)
@@ -767,9 +779,7 @@ def read_xmlbif(source: str | Path | bytes, *, tol: float = _DEFAULT_TOL) -> Cau
     ModelError
         Malformed XML (with line and column), a missing or repeated element,
         an unknown variable or a table of the wrong length (with the line of
-        the element), rows that do not sum to 1.
-    GraphError
-        If the parents form a cycle.
+        the element), rows that do not sum to 1, parents that form a cycle.
 
     Notes
     -----
@@ -856,13 +866,13 @@ def read_xmlbif(source: str | Path | bytes, *, tol: float = _DEFAULT_TOL) -> Cau
             bad = next(t for t in toks if "_" in t or not _is_float(t))
             fail(tnode, f"the <TABLE> of {child!r} holds {bad!r}, which is not a number")
         if not np.all(np.isfinite(vals)) or np.any(vals < 0):
-            bad = vals[~(np.isfinite(vals) & (vals >= 0))][0]
+            bad = float(vals[~(np.isfinite(vals) & (vals >= 0))][0])
             fail(tnode, f"the <TABLE> of {child!r} holds {bad!r}; probabilities must be finite and >= 0")
         pcards = [len(states[p]) for p in pas]
         k = len(states[child])
         want = math.prod(pcards) * k
         if vals.size != want:
-            fail(tnode, f"the <TABLE> of {child!r} has {vals.size} numbers; {child!r} has {k} states"
+            fail(tnode, f"the <TABLE> of {child!r} has {_plural(vals.size, 'number')}; {child!r} has {k} states"
                         + (f" and its parents {pas} have {want // k} configurations, so expected {want}"
                            if pas else f", so expected {k}"))
         table = vals.reshape(*pcards, k)                                           # (*pcards, k)
@@ -877,7 +887,7 @@ def read_xmlbif(source: str | Path | bytes, *, tol: float = _DEFAULT_TOL) -> Cau
     for name in order:
         if name not in parents:
             fail(var_node[name], f"variable {name!r} has no <DEFINITION>")
-    return _build(order, states, parents, tables, latent)
+    return _build(order, states, parents, tables, latent, src)
 
 
 def _is_float(t: str) -> bool:
