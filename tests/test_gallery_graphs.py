@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from causalnet import DAG, gallery
@@ -133,3 +134,19 @@ def test_register_replaces(monkeypatch):
     assert gallery.names()[0] == "sprinkler" and gallery.kind("sprinkler") == "model"
     with pytest.raises(GraphError, match="non-empty strings"):
         gallery._register("", "graph", DAG, "empty")
+
+
+def test_asia_model_matches_bnlearn_file():
+    from causalnet.io.bif import bnlearn_path, read_bif
+
+    path = bnlearn_path("asia")
+    if path is None:
+        pytest.skip("pgmpy (which ships the bnlearn files) is not installed")
+    ours, ref = gallery.load("asia"), read_bif(path)
+    assert set(ours.nodes) == set(ref.nodes)
+    for v in ours.nodes:
+        assert set(ours.mechanisms[v].parents) == set(ref.mechanisms[v].parents)
+        a, b = ours.mechanisms[v], ref.mechanisms[v]
+        perm = [list(b.parents).index(p) for p in a.parents] + [len(a.parents)]
+        assert a.states == b.states
+        np.testing.assert_allclose(a.table, np.transpose(b.table, perm), atol=1e-12)
