@@ -79,13 +79,13 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         g.d_separated(qs[0][0], qs[0][1], qs[0][2])   # builds the cached index
         t_index = time.perf_counter() - t0
-        cn_ms, cn_ans = median_ms(lambda x, y, z: g.d_separated(x, y, z), qs)
+        cn_ms, cn_ans = median_ms(lambda x, y, z, g=g: g.d_separated(x, y, z), qs)
         cn_amort = cn_ms + 1e3 * t_index / len(qs)
         print(f"{n:>8} {len(edges):>8} {'causalnet':>10} {t_dag + t_index:>8.2f} {cn_amort:>9.3f} {1.0:>7.1f}  "
               f"{sum(cn_ans)} separated / {len(cn_ans)} (index {t_index:.2f}s)")
         nq = len(qs) if n < 100_000 else min(args.peer_queries, len(qs))
         G = nx.DiGraph(edges)
-        nx_ms, nx_ans = median_ms(lambda x, y, z: nx.is_d_separator(G, x, y, z), qs[:nq])
+        nx_ms, nx_ans = median_ms(lambda x, y, z, G=G: nx.is_d_separator(G, x, y, z), qs[:nq])
         same = nx_ans == cn_ans[:nq]
         print(f"{n:>8} {len(edges):>8} {'networkx':>10} {0.0:>8.2f} {nx_ms:>9.3f} {nx_ms / cn_amort:>7.1f}  "
               f"identical={same} on {nq}")
@@ -97,7 +97,7 @@ def main(argv=None) -> None:
             t0 = time.perf_counter()
             P = PDAG(edges)
             t_build = time.perf_counter() - t0
-            pg_ms, pg_ans = median_ms(lambda x, y, z: not P.is_dconnected(x, y, observed=list(z)), qs[:nq])
+            pg_ms, pg_ans = median_ms(lambda x, y, z, P=P: not P.is_dconnected(x, y, observed=list(z)), qs[:nq])
             same = pg_ans == cn_ans[:nq]
             print(f"{n:>8} {len(edges):>8} {'pgmpy':>10} {t_build:>8.2f} {pg_ms:>9.3f} {pg_ms / cn_amort:>7.1f}  "
                   f"identical={same} on {nq}")

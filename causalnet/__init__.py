@@ -17,16 +17,20 @@ from .errors import (
     RenderError,
     ShapeError,
 )
+from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
 from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
 from .io.json import from_json, load_json, save_json, to_json
 from .io.pgmpy import from_pgmpy, to_pgmpy
+from .mechanisms import tensor
 from .mechanisms.base import Mechanism, Spec
+from .mechanisms.cauchy import CauchyLinear
 from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
+from .models import causal_head, transformer
 from .queries import parse_query
 from .separation import Independence
 
@@ -65,6 +69,11 @@ __all__ = [
     "from_pgmpy",
     "to_pgmpy",
     "gallery",
+    "tensor",
+    "transformer",
+    "causal_head",
+    "Cauchy",
+    "CauchyLinear",
     "CausalNetError",
     "CausalNetWarning",
     "EvidenceError",

@@ -660,6 +660,7 @@ class _FrontDoor:
         self.xi, self.yi = xi, yi
         par_x, chi_x = _cut_out(self.par, self.chi, xi)
         self.cand = frozenset(observed - xi - yi - _reachable(par_x, chi_x, xi, ()))
+        self.anx = frozenset(_ancestors(self.par, xi))  # no candidate is in here
 
     def intercepts(self, z) -> bool:
         chi, yi = self.chi, self.yi
@@ -724,33 +725,110 @@ class _FrontDoor:
             if w_out is not None:
                 stack.append((inc, w_out))
 
-    def minimal_sets(self) -> Iterator[frozenset]:
-        """Every inclusion-minimal valid set, by the same branching with pruning.
+    def closest_to_y(self, q: frozenset) -> tuple[set, set, set]:
+        """Bayes-ball from Y given X that stops at candidates reached only from a child.
 
-        A range [I, R] is cut when I itself is valid (only I can be minimal
-        there) or when some valid set is a proper subset of I. Each answer is
-        checked for minimality, so the output is exact; the delay between
-        answers is not proven polynomial.
+        Nodes of `q`, nodes outside the candidates and nodes reached from a
+        parent let the ball through; a candidate reached from a child and not
+        in `q` stops it (it would be a front-door node that Y sees only
+        through its children). Returns the stopping nodes and the nodes
+        reached from a child (`up`) and from a parent (`down`).
         """
-        w = self.witness(frozenset(), self.cand)
-        if w is None:
-            return
-        stack = [(frozenset(), w)]
+        par, chi, xi, cand, anx = self.par, self.chi, self.xi, self.cand, self.anx
+        up = set(self.yi)
+        down: set = set()
+        stop: set = set()
+        stack = [(y, True) for y in self.yi]  # (node, reached from a child)
         while stack:
-            inc, rng = stack.pop()
-            if self.valid(inc):
-                if not self.has_valid_proper_subset(inc):
-                    yield inc
+            v, from_child = stack.pop()
+            if from_child:
+                if v in xi:
+                    continue  # a conditioned non-collider
+                if v in cand and v not in q and v not in down:
+                    stop.add(v)
+                    continue
+                for p in par[v]:
+                    if p not in up:
+                        up.add(p)
+                        stack.append((p, True))
+                for c in chi[v]:
+                    if c not in down:
+                        down.add(c)
+                        stack.append((c, False))
+            else:
+                if v in stop:  # reached from a parent after all: it cannot stop the ball
+                    stop.discard(v)
+                    stack.append((v, True))
+                if v not in xi:
+                    for c in chi[v]:
+                        if c not in down:
+                            down.add(c)
+                            stack.append((c, False))
+                if v in anx:  # an open collider
+                    for p in par[v]:
+                        if p not in up:
+                            up.add(p)
+                            stack.append((p, True))
+        return stop, up, down
+
+    def minimal_sets(self) -> Iterator[frozenset]:
+        """Every inclusion-minimal valid set.
+
+        With X the conditioning set, condition (iii) says that the ball of
+        Bayes-ball from Y, run in the graph without Z, reaches no node of Z
+        from a parent ((ii) keeps Z out of An(X), so cutting the edges out of Z
+        changes no collider). If Z is valid, so is the part of Z that the ball
+        reaches (from a child), so a minimal Z is exactly that part. A call
+        (Q, M) lists such sets Z with the nodes of Q let through and M ⊆ Z.
+        The ball that stops as early as it can (:meth:`closest_to_y`) gives
+        the set whose region is smallest; every other set of the call lets
+        through a first node v_i of it (the earlier ones stay in Z), so the
+        children (Q + v_i, M + {v_1..v_(i-1)}) partition the rest, and each
+        call either fails at once or yields its own set. A stopping node whose
+        passage would reach nothing new (and that has no parent in X) is
+        redundant in every set of the call, so it is let through at once.
+        Each answer is checked for minimality.
+        """
+        if self.intercepts(frozenset()):
+            yield frozenset()  # no directed path from X to Y: the empty set is the only minimal one
+            return
+        par, chi, xi = self.par, self.chi, self.xi
+
+        def enter(q: frozenset, m: frozenset):
+            stop, up, down = self.closest_to_y(q)
+            free = {
+                s for s in stop
+                if not any(p in xi or p not in up for p in par[s]) and all(c in down for c in chi[s])
+            }
+            if free & m:
+                return None
+            w = frozenset(stop - free)
+            if not m <= w or not self.intercepts(w):
+                return None
+            return q | free, w
+
+        root = enter(frozenset(), frozenset())
+        if root is None:
+            return
+        q, w = root
+        if not self.has_valid_proper_subset(w):
+            yield w
+        stack = [[q, frozenset(), sorted(w), 0]]
+        while stack:
+            frame = stack[-1]
+            q, m, vs, i = frame
+            if i == len(vs):
+                stack.pop()
                 continue
-            v = min(rng - inc)  # rng is valid and inc is not, so rng - inc is not empty
-            with_v = inc | {v}
-            w_out = self.witness(inc, rng - {v})
-            if not self.has_valid_proper_subset(with_v):
-                w_in = self.witness(with_v, rng)
-                if w_in is not None:
-                    stack.append((with_v, w_in))
-            if w_out is not None:
-                stack.append((inc, w_out))
+            frame[3] = i + 1
+            m2 = m.union(vs[:i])
+            got = enter(q | {vs[i]}, m2)
+            if got is None:
+                continue
+            q2, w2 = got
+            if not self.has_valid_proper_subset(w2):
+                yield w2
+            stack.append([q2, m2, sorted(w2 - m2), 0])
 
 
 def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:

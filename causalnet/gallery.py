@@ -251,3 +251,13 @@ def _register_bnlearn() -> None:
 
 
 _register_bnlearn()
+
+
+def _number_task():
+    from .models.causal_head import synthetic_number_task
+
+    return synthetic_number_task()
+
+
+_register("number-task", "dataset", _number_task,
+          "token sequences with numbers (frozen backbone features) for training the CausalQwen head")

@@ -321,9 +321,12 @@ class CausalModel:
             except EvidenceError as e:
                 raise exc(str(e)) from None
         try:
-            arr = np.asarray(value, dtype=spec.dtype if spec.kind != DISCRETE else np.float64)
+            raw = np.asarray(value)
+            arr = np.asarray(value, dtype=spec.dtype)
         except (TypeError, ValueError):
             raise exc(f"value for {node!r} is not numeric: {value!r}") from None
+        if np.issubdtype(arr.dtype, np.integer) and raw.dtype.kind == "f" and not np.all(raw == np.round(raw)):
+            raise exc(f"node {node!r} holds integers, got non-integral values")
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise exc(f"value for {node!r} contains NaN or inf")
         if arr.ndim not in (len(spec.shape), len(spec.shape) + 1):
@@ -414,7 +417,8 @@ class CausalModel:
             spec = self._specs[node]
             if node in given:
                 v = given[node]
-                out[node] = v if np.ndim(v) == len(spec.shape) + 1 else np.broadcast_to(v, (nb, *v.shape)).copy()
+                v = v if np.ndim(v) == len(spec.shape) + 1 else np.broadcast_to(v, (nb, *v.shape)).copy()
+                out[node] = spec.check_value(node, v, n=nb)
             else:
                 mech = self._mechs[node]
                 if node in nz:

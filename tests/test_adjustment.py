@@ -448,6 +448,34 @@ def test_front_door_chain_of_mediators():
     assert frontdoor_adjustment_sets(g2, "X", "Y") == [{"M1"}]
 
 
+def test_backdoor_list_needs_ancestors_of_included_nodes():
+    # D (first in node order) opens the collider D between K and E; only K, an ancestor of D
+    # alone, closes that path again: {D} fails, {D, K} works
+    g = cn.DAG.parse("D; A [latent]; E [latent]; A -> X -> Y; A -> K -> D <- E -> Y")
+    assert not is_backdoor_adjustment(g, "X", "Y", {"D"})
+    assert is_backdoor_adjustment(g, "X", "Y", {"D", "K"})
+    assert backdoor_adjustment_sets(g, "X", "Y") == [frozenset(), {"K"}, {"D", "K"}]
+
+
+def test_front_door_violations_cascade():
+    # Z2 violates (iii) through the latent W; without Z2 in the set, its edge Z2 -> Z1
+    # is back and Z1 violates (iii) too, so no front-door set exists
+    g = cn.DAG.parse("U [latent]; W [latent]; U -> X; U -> Y; X -> Z1 -> Y; Z2 -> Z1; W -> Z2; W -> Y")
+    assert not is_frontdoor_adjustment(g, "X", "Y", {"Z1"})
+    assert not is_frontdoor_adjustment(g, "X", "Y", {"Z1", "Z2"})
+    assert frontdoor_adjustment_sets(g, "X", "Y") == []
+    assert frontdoor_adjustment_sets(g, "X", "Y", minimal=True) == []
+    # observing W gives the front door {W, Z1}: once the edges out of W are cut, Z2 -> Z1 is harmless
+    seen = g.with_latent({"U"})
+    assert frontdoor_adjustment_sets(seen, "X", "Y") == [{"W", "Z1"}, {"W", "Z1", "Z2"}]
+    assert frontdoor_adjustment_sets(seen, "X", "Y", minimal=True) == [{"W", "Z1"}]
+    assert oracle_frontdoor(nx_graph(seen), {"X"}, {"Y"}, {"W", "Z1"})
+    # three levels: dropping Z3 makes Z2 violate, dropping Z2 makes Z1 violate
+    deep = cn.DAG.parse("Z1; U [latent]; W [latent]; U -> X; U -> Y; X -> Z1 -> Y; Z3 -> Z2 -> Z1; W -> Z3; W -> Y")
+    assert frontdoor_adjustment_sets(deep, "X", "Y") == []
+    assert frontdoor_adjustment_sets(deep, "X", "Y", minimal=True) == []
+
+
 def test_front_door_empty_set_without_causal_path():
     g = cn.DAG.parse("U [latent]; U -> X; U -> Y; Y -> W")
     assert is_frontdoor_adjustment(g, "X", "Y", set())

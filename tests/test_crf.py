@@ -101,8 +101,7 @@ def _objective(crf, X, y, c2, all_states=True):
 
     lengths, feats = mod._parse_X(X, None)
     y_idx, labels = crf._encode_labels(y, lengths, None)
-    F = feats[1].shape[1]
-    Xd = mod._design(feats, None, F, int(lengths.sum()))
+    Xd = mod._design(feats, mod._Vocab(range(feats[1].shape[1])), lengths)
     crf.all_possible_states = all_states
     crf.all_possible_transitions = all_states
     si, ti = crf._active(Xd, y_idx, lengths, len(labels))
@@ -142,10 +141,10 @@ def test_gradient_matches_finite_differences(rng, all_states):
 def test_gradient_vanishes_at_optimum(small_task):
     Xtr, ytr, _, _ = small_task
     # stops by CRFsuite's epsilon test, not by a failed line search or the cap
-    crf = CRF(c2=1.0, epsilon=1e-6, delta=0.0, max_iterations=2000).fit(Xtr, ytr)
+    crf = CRF(c2=1.0, epsilon=1e-5, delta=0.0, max_iterations=2000).fit(Xtr, ytr)
     last = crf.training_log_[-1]
     assert crf.n_iter_ < 2000
-    assert last["grad_norm"] / max(1.0, last["weight_norm"]) < 1e-6
+    assert last["grad_norm"] / max(1.0, last["weight_norm"]) < 1e-5
 
 
 # ---------------------------------------------------------------------------
@@ -181,7 +180,10 @@ def test_converged_weights_equal_crfsuite(small_task):
     kw = {"c1": 0.0, "c2": 1.0, "max_iterations": 1000, "epsilon": 1e-7, "delta": 1e-9}
     ref = sklearn_crfsuite.CRF(algorithm="lbfgs", **kw).fit(Xtr, ytr)
     ours = CRF(**kw).fit(Xtr, ytr)
-    for mine, theirs in ((ours.state_features_, ref.state_features_), (ours.transition_features_, ref.transition_features_)):
+    for mine, theirs in (
+        (ours.state_features_, ref.state_features_),
+        (ours.transition_features_, ref.transition_features_),
+    ):
         keys = sorted(set(mine) | set(theirs))
         assert len(keys) == len(theirs)
         assert_allclose([mine.get(k, 0.0) for k in keys], [theirs.get(k, 0.0) for k in keys], rtol=0, atol=1e-4)
@@ -230,6 +232,54 @@ def test_item_formats_follow_pycrfsuite():
     off = [[{"w": d["w"], "bias": False} for d in seq] for seq in X]
     assert_allclose(crf._unary(off)[0][0], crf._unary([[{"w": d["w"]} for d in X[0]]])[0][0], rtol=0, atol=1e-12)
     assert crf.predict(X) == y
+
+
+_values = st.one_of(
+    st.sampled_from(["x", "y", "z:w", ""]),
+    st.booleans(),
+    st.floats(-3, 3, allow_nan=False),
+    st.integers(-3, 3),
+)
+_items = st.dictionaries(st.sampled_from(["a", "b", "c:d", "e"]), _values, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(X=st.lists(st.lists(_items, min_size=1, max_size=5), min_size=1, max_size=6), irregular=st.booleans())
+def test_vectorised_features_follow_pycrfsuite_rules(X, irregular):
+    # the column-wise fast path builds the same design matrix as the item-by-item rules
+    from causalnet.models import crf as mod
+
+    if irregular:  # enough distinct key sets to take the key-id grouping path
+        X = X + [[{f"k{i}": 1.0}] for i in range(40)]
+    lengths, feats = mod._parse_X(X, None)
+    vocab = mod._Vocab()
+    got = mod._design(feats, vocab, lengths, grow=True)
+    names, values, counts = mod._item_names(X, int(lengths.sum()))
+    assert set(vocab.names) == set(names)
+    rows = np.repeat(np.arange(int(lengths.sum())), counts)
+    want = np.zeros(got.shape)
+    np.add.at(want, (rows, [vocab.index[a] for a in names]), values)
+    assert_allclose(got.toarray(), want, rtol=0, atol=0)
+    again = mod._design(mod._parse_X(X, None)[1], vocab, lengths)  # prediction: no growth
+    assert_allclose(again.toarray(), want, rtol=0, atol=0)
+
+
+def test_mixed_and_exotic_feature_values():
+    from causalnet.models import crf as mod
+
+    X = [
+        [{"a": "x", "n": np.float32(0.5)}, {"a": 2.0, "n": np.int64(3)}, {"a": np.str_("y"), "n": True}],
+        [{"a": b"x", "nest": {"p": "q", "r": 1.5}}, {"lst": ["u", "v"]}],
+    ]
+    lengths, feats = mod._parse_X(X, None)
+    vocab = mod._Vocab()
+    Xd = mod._design(feats, vocab, lengths, grow=True).toarray()
+    col = vocab.index
+    assert Xd[0, col["a:x"]] == 1 and Xd[1, col["a"]] == 2.0 and Xd[2, col["a:y"]] == 1
+    assert Xd[0, col["n"]] == 0.5 and Xd[1, col["n"]] == 3 and Xd[2, col["n"]] == 1
+    assert Xd[3, col["a:x"]] == 1 and Xd[3, col["nest:p:q"]] == 1 and Xd[3, col["nest:r"]] == 1.5
+    assert Xd[4, col["lst:u"]] == 1 and Xd[4, col["lst:v"]] == 1
+    assert Xd.sum() == 1 + 0.5 + 2 + 3 + 1 + 1 + 1 + 1 + 1.5 + 1 + 1
 
 
 def test_dense_input_array_with_mask_equals_list(rng):
@@ -293,7 +343,16 @@ def test_callback_gets_each_iteration_and_can_stop():
     seen = []
     CRF(c2=0.01, max_iterations=7, epsilon=0.0, delta=0.0, callback=seen.append).fit(X, y)
     assert [d["iteration"] for d in seen] == list(range(1, 8))
-    assert {"iteration", "loss", "log_likelihood", "grad_norm", "weight_norm", "active_features", "n_evals", "seconds"} <= set(seen[0])
+    assert {
+        "iteration",
+        "loss",
+        "log_likelihood",
+        "grad_norm",
+        "weight_norm",
+        "active_features",
+        "n_evals",
+        "seconds",
+    } <= set(seen[0])
     assert seen[-1]["loss"] < seen[0]["loss"]
     crf = CRF(c2=0.01, max_iterations=50, callback=lambda d: d["iteration"] == 3).fit(X, y)
     assert crf.n_iter_ == 3
@@ -330,9 +389,12 @@ def test_errors_on_bad_sequences():
         CRF().fit(X, [y[0], ["D"], y[2]])
     with pytest.raises(ShapeError, match="sequence 1 of X is empty"):
         CRF().fit([X[0], [], X[2]], [y[0], [], y[2]])
+    with pytest.raises(ShapeError, match="X has no sequences"):
+        CRF().fit([], [])
     crf = CRF(c2=0.1, max_iterations=5).fit(X, y)
     with pytest.raises(ShapeError, match="sequence 0 of X is empty"):
         crf.predict([[]])
+    assert crf.predict([]) == [] and crf.predict_marginals([]) == []
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), np.float64("-inf")])
@@ -361,6 +423,16 @@ def test_errors_on_bad_values_and_dense_input(rng):
         crf.predict(np.zeros((2, 3, 2)), mask=np.array([[1, 1, 0], [0, 1, 1]], bool))
     with pytest.raises(ShapeError, match=r"shape \(F, 2\)"):
         CRF.from_weights(np.zeros((2, 3)), np.zeros((2, 2)), ["a", "b"])
+
+
+def test_scikit_learn_clone_and_params():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    crf = CRF(c1=0.2, c2=0.3, max_iterations=7)
+    twin = sklearn_base.clone(crf)
+    assert twin.get_params() == crf.get_params() and twin is not crf
+    assert crf.set_params(c2=1.5).c2 == 1.5
+    with pytest.raises(ModelError, match="no parameter 'c3'"):
+        crf.set_params(c3=1)
 
 
 def test_errors_on_parameters_and_unfitted():

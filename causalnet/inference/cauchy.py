@@ -86,6 +86,10 @@ class Cauchy:
         Scale (half the interquartile range), > 0; broadcast against `loc`.
     method : str, default "given"
         Which engine produced the distribution.
+    node : hashable, optional
+    copy : bool, default True
+        Copy `loc` and `scale` (False: keep read-only views, for engines that
+        own the arrays).
 
     Attributes
     ----------
@@ -110,7 +114,8 @@ class Cauchy:
     array([2., 3.])
     """
 
-    def __init__(self, loc, scale, *, method: str = "given", node: Hashable | None = None) -> None:
+    def __init__(self, loc, scale, *, method: str = "given", node: Hashable | None = None,
+                 copy: bool = True) -> None:
         try:
             loc = np.asarray(loc, dtype=np.float64)
             scale = np.asarray(scale, dtype=np.float64)
@@ -123,8 +128,8 @@ class Cauchy:
             bad = scale[~(np.isfinite(scale) & (scale > 0))].ravel()[0]
             raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: scale must be finite and > 0, "
                              f"got {float(bad)!r}")
-        self.loc = loc.copy()
-        self.scale = scale.copy()
+        self.loc = loc.copy() if copy else loc.view()
+        self.scale = scale.copy() if copy else scale.view()
         self.loc.setflags(write=False)
         self.scale.setflags(write=False)
         self.method = str(method)
@@ -175,8 +180,12 @@ class Cauchy:
 
     def sf(self, x) -> np.ndarray:
         """``P(X > x)``."""
-        x = np.asarray(x, dtype=np.float64)
-        return np.arctan2(self.scale, x - self.loc) / np.pi
+        t = np.asarray(x, dtype=np.float64) - self.loc
+        if not isinstance(t, np.ndarray) or t.ndim == 0 or t.shape != np.broadcast_shapes(t.shape, self.scale.shape):
+            return np.arctan2(self.scale, t) / np.pi
+        np.arctan2(self.scale, t, out=t)
+        t *= 1.0 / np.pi
+        return t
 
     def prob_greater(self, c) -> np.ndarray:
         """The one-vs-rest probability ``P(X > c) = 1/2 + atan((loc - c)/scale)/π``.
@@ -204,9 +213,9 @@ class Cauchy:
 
     def quantiles(self, qs: Iterable[float]) -> np.ndarray:
         """Quantiles at several levels: shape ``(*self.shape, len(qs))``."""
-        qs = np.asarray(list(qs), dtype=np.float64)
-        return self.ppf(qs.reshape((1,) * self.loc.ndim + (-1,)) if self.loc.ndim else qs) \
-            if qs.ndim == 1 else self.ppf(qs)
+        qs = np.asarray(list(qs), dtype=np.float64).reshape(-1)
+        q = self.ppf(qs.reshape((-1,) + (1,) * self.loc.ndim))               # (len(qs), *shape)
+        return np.moveaxis(q, 0, -1)                                         # (*shape, len(qs))
 
     def interval(self, p: float) -> tuple[np.ndarray, np.ndarray]:
         """Central interval holding probability `p`."""
@@ -336,12 +345,21 @@ class AffineCauchy:
         """``Σ_sources |B|`` per component, shape (n, *shape) — the Cauchy scale."""
         n = self.loc.shape[0]
         full = (n, *self.shape)
-        total = np.zeros(full)
+        total = None
+
+        def add(total, c):
+            if total is None:
+                if isinstance(c, np.ndarray) and c.shape == full and c.flags.owndata and c.dtype == np.float64:
+                    return c
+                return np.array(np.broadcast_to(c, full), dtype=np.float64)
+            total += c
+            return total
+
         groups: dict = {}
         for g, t in self._terms.items():
             d, sg = self._sources[g]
             if t.r == 0:
-                total = total + np.abs(t.M) * np.abs(d)
+                total = add(total, np.abs(t.M) * np.abs(d))
                 continue
             key = (id(t.M), t.r, sg)
             if key in groups:
@@ -358,8 +376,8 @@ class AffineCauchy:
             else:
                 c = np.tensordot(acc, absM, axes=(list(range(acc.ndim - r, acc.ndim)),
                                                   list(range(t.out_ndim, absM.ndim))))  # (n, *lead, *out)
-            total = total + c
-        return np.broadcast_to(total, full)
+            total = add(total, c)
+        return np.zeros(full) if total is None else total
 
     def marginal(self, *, method: str = METHOD, node: Hashable | None = None) -> Cauchy:
         """The exact componentwise law as a :class:`Cauchy` (batch axis dropped if not batched).
@@ -376,7 +394,7 @@ class AffineCauchy:
             what = f"node {node!r}" if node is not None else "the form"
             raise NoClosedForm(f"{what} has zero Cauchy scale in some component (no noise reaches it: a point "
                                f"mass), so it has no Cauchy law")
-        return Cauchy(loc, scale, method=method, node=node)
+        return Cauchy(loc, scale, method=method, node=node, copy=False)
 
     def dense(self) -> tuple[np.ndarray, np.ndarray, list]:
         """Explicit ``(a, B, sources)``: ``B`` of shape (n, *shape, m) over the m scalar sources.
@@ -393,9 +411,9 @@ class AffineCauchy:
             ins = sg[len(sg) - t.r:]
             L, Ii = int(np.prod(lead, dtype=np.int64)), int(np.prod(ins, dtype=np.int64))
             M = np.asarray(t.M)
-            O = int(np.prod(M.shape[:t.out_ndim], dtype=np.int64)) if M.ndim else 1
-            Mr = M.reshape(1, 1, O, 1, Ii)
-            B = np.eye(L).reshape(1, L, 1, L, 1) * Mr * d.reshape(n, 1, 1, L, Ii)   # (n, L, O, L, I)
+            n_out = int(np.prod(M.shape[:t.out_ndim], dtype=np.int64)) if M.ndim else 1
+            Mr = M.reshape(1, 1, n_out, 1, Ii)
+            B = np.eye(L).reshape(1, L, 1, L, 1) * Mr * d.reshape(n, 1, 1, L, Ii)   # (n, L, out, L, in)
             blocks.append(B.reshape(n, size, L * Ii))
             labels.extend((g, idx) for idx in np.ndindex(*sg))
         if not blocks:
@@ -526,6 +544,12 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
     nb = nb if batched else 1
 
     cauchy = {k for k, m in mechs.items() if isinstance(m, CauchyLinear)}
+    for t in targets:
+        if t not in cauchy:
+            why = "observed" if t in ev else ("intervened on" if isinstance(mechs[t], _Intervened)
+                                              else f"a {type(mechs[t]).__name__} node")
+            raise NoClosedForm(f"target {t!r} is {why}, not a Cauchy node; the Cauchy engine answers Cauchy "
+                               f"targets only")
     if cauchy:
         downstream = dag.descendants(cauchy, include_self=True)
         bad = [k for k in ev if k in downstream]
@@ -600,11 +624,6 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
             values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
     out = {}
     for t in targets:
-        if t not in forms:
-            why = "observed" if t in ev else ("intervened on" if isinstance(mechs[t], _Intervened)
-                                              else f"a {type(mechs[t]).__name__} node")
-            raise NoClosedForm(f"target {t!r} is {why}, not a Cauchy node; the Cauchy engine answers Cauchy "
-                               f"targets only")
         f = forms[t]
         out[t] = AffineCauchy(f.loc, f._terms, {g: sources[g] for g in f._terms}, f.shape, batched)
     return out

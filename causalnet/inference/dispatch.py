@@ -250,6 +250,14 @@ def _answer(m, names, ev, n_rows, method, n_samples, seed):
             if res is not None:
                 return res
         if method == "exact":
+            from .cauchy import NoClosedForm, cauchy_marginals, is_cauchy_node
+
+            if all(is_cauchy_node(m, t) for t in names):
+                try:
+                    cauchy_marginals(m, names, evidence=ev)
+                except NoClosedForm as e:
+                    raise ModelError(f"no exact answer for this Cauchy query: {e}; use method='sampling' "
+                                     f"or 'auto'") from None
             kinds = ", ".join(sorted(m.kinds))
             raise ModelError(f"no exact engine answers this query on a model with {kinds} nodes "
                              f"(exact engines: discrete, linear-Gaussian, linear-Cauchy); use method='sampling' "

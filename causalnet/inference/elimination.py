@@ -33,8 +33,13 @@ How a query runs
    *slots*: the evidence-reduced CPTs (filled in per query by one numpy index
    each), constants, and intermediate factors. Every step whose inputs do not
    depend on the evidence values is run once, at compile time (constant
-   folding). Large steps are split along a contraction path computed once by
-   :func:`numpy.einsum_path`. No einsum call has more than 32 axes.
+   folding). A step over a large table (or a batched step) is split so that
+   no einsum iterates over many small axes: along a pairwise path fixed at
+   compile time, each pair's axes are grouped by role and merged (transpose +
+   reshape) into at most four long axes, then contracted by ``matmul`` when
+   the summed group is wide, else by einsum. Batched arrays keep the batch as
+   their last, contiguous axis, so it is the inner loop. No einsum call has
+   more than 32 axes.
 4. *Caching.* Programs are cached per (targets, evidence variables, batched
    evidence variables, order), so later queries of the same shape only index
    the CPTs and run the einsum calls.
@@ -75,7 +80,6 @@ References
 
 from __future__ import annotations
 
-import difflib
 import heapq
 import math
 import operator
@@ -113,7 +117,7 @@ __all__ = [
 ORDER_METHODS = ("weighted-min-fill", "min-fill", "min-degree", "min-weight")
 
 _TINY = 1e-280            # below this P(e) is recomputed with rescaling
-_PATH_MIN_SIZE = 1 << 12  # steps touching at least this many entries follow an einsum path
+_BIG = 1 << 13            # steps iterating over this many entries go pairwise on grouped axes
 _MAX_PLANS = 4096         # compiled programs kept per network
 
 
@@ -352,6 +356,150 @@ def _contract_fn(in_labels, out_labels, *arrays):
     return contract(arrays, in_labels, out_labels, optimize=False)
 
 
+class _Pair:
+    """Contract two arrays after grouping their axes by role.
+
+    Axes only in one operand and not kept are summed first. The rest are
+    transposed into groups (shared kept K, own kept P / Q, shared summed C) and
+    each group merged into one axis, so the contraction is ``(K, P, C) x
+    (K, C, Q) -> (K, P, Q)``: a ``matmul`` (BLAS) when the summed group is
+    wide (C >= 8), else one einsum over these long axes, where an einsum over
+    many small axes would crawl (its inner loop would have length 2). A batched
+    operand goes second, so the batch is in the innermost group; when both are
+    batched the shared group holding the batch is innermost (einsum).
+    """
+
+    __slots__ = ("swap", "a_sum", "b_sum", "perm_a", "perm_b", "na", "nb", "nc", "mode", "perm_out")
+
+    def __init__(self, la: tuple, lb: tuple, out: tuple, card) -> None:
+        self.swap = BATCH in la and BATCH not in lb
+        if self.swap:
+            la, lb = lb, la
+        both = BATCH in la and BATCH in lb
+        sa, sb, keep = set(la), set(lb), set(out)
+        self.a_sum = tuple(i for i, v in enumerate(la) if v not in sb and v not in keep)
+        self.b_sum = tuple(i for i, v in enumerate(lb) if v not in sa and v not in keep)
+        la2 = [v for i, v in enumerate(la) if i not in self.a_sum]
+        lb2 = [v for i, v in enumerate(lb) if i not in self.b_sum]
+        ck = [v for v in la2 if v in sb and v in keep]
+        cs = [v for v in la2 if v in sb and v not in keep]
+        ak = [v for v in la2 if v not in sb]
+        bk = [v for v in lb2 if v not in sa]
+        wide = math.prod(card[v] for v in cs) >= 8
+        if both:        # (P, C, K) x (C, Q, K) -> (P, Q, K): K holds the batch, innermost
+            ga, gb, res = (ak, cs, ck), (cs, bk, ck), ak + bk + ck
+            self.mode = "pck,cqk->pqk"
+        else:           # (K, P, C) x (K, C, Q) -> (K, P, Q)
+            ga, gb, res = (ck, ak, cs), (ck, cs, bk), ck + ak + bk
+            self.mode = "matmul" if wide else "kpc,kcq->kpq"
+        self.perm_a = tuple(la2.index(v) for g in ga for v in g)
+        self.perm_b = tuple(lb2.index(v) for g in gb for v in g)
+        self.na = tuple(len(g) for g in ga)
+        self.nb = tuple(len(g) for g in gb)
+        self.perm_out = tuple(res.index(v) for v in out)
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if self.swap:
+            a, b = b, a
+        if self.a_sum:
+            a = a.sum(axis=self.a_sum)
+        if self.b_sum:
+            b = b.sum(axis=self.b_sum)
+        a = np.transpose(a, self.perm_a)
+        b = np.transpose(b, self.perm_b)
+        i, j = self.na[0], self.na[0] + self.na[1]
+        ga = (a.shape[:i], a.shape[i:j], a.shape[j:])
+        i, j = self.nb[0], self.nb[0] + self.nb[1]
+        gb = (b.shape[:i], b.shape[i:j], b.shape[j:])
+        a3 = a.reshape([math.prod(g) for g in ga])
+        b3 = b.reshape([math.prod(g) for g in gb])
+        if self.mode == "matmul":
+            r = np.matmul(a3, b3)                                      # (K, P, Q)
+            shape = ga[0] + ga[1] + gb[2]
+        elif self.mode == "kpc,kcq->kpq":
+            r = np.einsum(self.mode, a3, b3)                           # (K, P, Q)
+            shape = ga[0] + ga[1] + gb[2]
+        else:
+            r = np.einsum(self.mode, a3, b3)                           # (P, Q, K)
+            shape = ga[0] + gb[1] + ga[2]
+        return np.transpose(r.reshape(shape), self.perm_out)
+
+
+class _Single:
+    """Sum one array over the axes not kept, then order the rest as `out`."""
+
+    __slots__ = ("axes", "perm")
+
+    def __init__(self, la: tuple, out: tuple) -> None:
+        keep = set(out)
+        self.axes = tuple(i for i, v in enumerate(la) if v not in keep)
+        rest = [v for v in la if v in keep]
+        self.perm = tuple(rest.index(v) for v in out)
+
+    def __call__(self, a: np.ndarray, _=None) -> np.ndarray:
+        if self.axes:
+            a = a.sum(axis=self.axes)
+        return np.transpose(a, self.perm)
+
+
+class _Contraction:
+    """``sum over labels not in out of prod(arrays)``, compiled once.
+
+    Small problems (fewer than ``_BIG`` entries in the iteration space, counting
+    the batch) are one einsum call. Large ones follow a greedy pairwise path,
+    fixed at compile time, each pair a :class:`_Pair` (grouped axes).
+    """
+
+    __slots__ = ("subs", "size", "bidx", "steps", "k")
+
+    def __init__(self, fin: list, fout: tuple, card) -> None:
+        self.subs = _subscripts(fin, fout)
+        union = {v for lab in fin for v in lab}
+        self.size = math.prod(card[v] for v in union if v is not BATCH)
+        self.bidx = next((i for i, lab in enumerate(fin) if BATCH in lab), -1)
+        self.k = len(fin)
+        labels = {i: tuple(lab) for i, lab in enumerate(fin)}
+        steps = []
+        nxt = len(fin)
+
+        def cost(lab):
+            return math.prod(card[v] for v in lab if v is not BATCH)
+
+        while len(labels) > 1:
+            best = None
+            ids = list(labels)
+            for x in range(len(ids)):
+                for y in range(x + 1, len(ids)):
+                    i, j = ids[x], ids[y]
+                    need = set(fout).union(*(labels[m] for m in ids if m != i and m != j))
+                    kept = tuple(dict.fromkeys(v for v in labels[i] + labels[j] if v in need))
+                    c = (cost(kept), cost(labels[i]) + cost(labels[j]))
+                    if best is None or c < best[0]:
+                        best = (c, i, j, kept)
+            _, i, j, kept = best
+            if len(labels) == 2:
+                kept = tuple(fout)
+            steps.append((i, j, _Pair(labels[i], labels[j], kept, card)))
+            del labels[i], labels[j]
+            labels[nxt] = kept
+            nxt += 1
+        (last, lab), = labels.items()
+        if lab != tuple(fout):
+            steps.append((last, None, _Single(lab, tuple(fout))))
+        self.steps = steps
+
+    def __call__(self, *arrays):
+        size = self.size
+        if self.bidx >= 0:
+            size *= arrays[self.bidx].shape[-1]
+        if size < _BIG:
+            return np.einsum(self.subs, *arrays)
+        vals = list(arrays)
+        for i, j, fn in self.steps:
+            vals.append(fn(vals[i], None if j is None else vals[j]))
+        return vals[-1]
+
+
 def _max_fn(product, axis, *arrays):
     p = product(*arrays)
     return p.max(axis=axis), p.argmax(axis=axis)
@@ -369,8 +517,14 @@ class _Program:
         op's output is then divided by its maximum, per row when batched).
         """
         slots = self.template.copy()
-        for slot, table, pos in self.inputs:
-            slots[slot] = table[tuple([values[p] for p in pos])]
+        for slot, table, pos, flat, mults in self.inputs:
+            if flat is None:                                   # scalar evidence: a view
+                slots[slot] = table[(Ellipsis, *[values[p] for p in pos])]
+            else:                                              # batched: (*rest, n), contiguous
+                idx = 0
+                for p, m in zip(pos, mults):
+                    idx = idx + values[p] * m
+                slots[slot] = flat.take(idx, axis=-1)
         if not scaled:
             for fn, ins, out, _ in self.ops:
                 slots[out] = fn(*[slots[i] for i in ins])
@@ -385,9 +539,9 @@ class _Program:
                     ls = ls + logs[i]
                 if norm and r.size:
                     if batched[out]:
-                        m = r.reshape(r.shape[0], -1).max(axis=1)                       # (n,)
+                        m = r.max(axis=tuple(range(r.ndim - 1)))                  # (n,), batch last
                         safe = np.where(m > 0, m, 1.0)
-                        r = r / safe.reshape(-1, *([1] * (r.ndim - 1)))
+                        r = r / safe
                     else:
                         m = r.max()
                         safe = m if m > 0 else 1.0
@@ -398,35 +552,79 @@ class _Program:
         return slots, logs
 
 
+class _FoldCache:
+    """Constant-folded tables shared by the programs of one network.
+
+    A folded slot made only of CPTs (no evidence, no maximization) equals the
+    sum, over every variable of its CPTs not among its labels, of the product
+    of those CPTs: it is determined by (its CPT nodes, its labels), whichever
+    query produced it. Bounded by total size.
+    """
+
+    __slots__ = ("tables", "nbytes", "limit")
+
+    def __init__(self, limit: int = 256 * 2**20) -> None:
+        self.tables: dict = {}
+        self.nbytes = 0
+        self.limit = limit
+
+    def get(self, key):
+        return self.tables.get(key)
+
+    def put(self, key, value: np.ndarray) -> None:
+        size = np.asarray(value).nbytes
+        if self.nbytes + size > self.limit:
+            self.tables.clear()
+            self.nbytes = 0
+        self.tables[key] = value
+        self.nbytes += size
+
+
 class _Builder:
     """Builds a :class:`_Program`, folding every step whose inputs are constant.
 
-    A slot holds an array with one axis per label (node ints), after a leading
+    A slot holds an array with one axis per label (node ints), then a trailing
     batch axis when the slot is batched. Input slots are filled per query by
     indexing a table with evidence values; constant slots are known now.
+    Constants made of CPTs only carry their CPT nodes (``src``), so that their
+    folds can be shared through a :class:`_FoldCache`.
     """
 
-    def __init__(self, card: Sequence[int], ev_order: Sequence[int]) -> None:
+    def __init__(self, card: Sequence[int], ev_order: Sequence[int], folds: _FoldCache | None = None) -> None:
         self.card = card
         self.pos = {u: i for i, u in enumerate(ev_order)}
+        self.folds = folds
         self.template: list = []
         self.labels: list = []
         self.batched: list = []
+        self.src: list = []
         self.inputs: list = []
         self.ops: list = []
 
-    def _new(self, labels, batched, value=None) -> int:
+    def _new(self, labels, batched, value=None, src=None) -> int:
         self.template.append(value)
         self.labels.append(tuple(labels))
         self.batched.append(bool(batched))
+        self.src.append(src)
         return len(self.template) - 1
 
-    def const(self, arr: np.ndarray, labels) -> int:
-        return self._new(labels, False, arr)
+    def const(self, arr: np.ndarray, labels, src: frozenset | None = None) -> int:
+        return self._new(labels, False, arr, src)
 
     def input(self, table: np.ndarray, evs: Sequence[int], labels, batched: bool) -> int:
+        """A slot filled per query: `table` (evidence axes last) indexed by the values of `evs`.
+
+        Batched slots index a copy of `table` with the evidence axes flattened,
+        so that the result is a contiguous ``(*rest, n)`` array.
+        """
         slot = self._new(labels, batched)
-        self.inputs.append((slot, table, tuple(self.pos[u] for u in evs)))
+        pos = tuple(self.pos[u] for u in evs)
+        flat = mults = None
+        if batched:
+            ev_shape = table.shape[len(table.shape) - len(evs):]
+            flat = np.ascontiguousarray(table.reshape(*table.shape[: table.ndim - len(evs)], -1))
+            mults = tuple(int(np.prod(ev_shape[i + 1:], dtype=np.int64)) for i in range(len(evs)))
+        self.inputs.append((slot, table, pos, flat, mults))
         return slot
 
     def is_const(self, slot: int) -> bool:
@@ -441,45 +639,71 @@ class _Builder:
         return slot
 
     def _full(self, slot):
-        return (BATCH, *self.labels[slot]) if self.batched[slot] else self.labels[slot]
+        """Axis labels of a slot's array: the batch axis, when there is one, is last."""
+        return (*self.labels[slot], BATCH) if self.batched[slot] else self.labels[slot]
 
-    def emit(self, ins: Sequence[int], out: Sequence[int], *, path: bool = True) -> int:
+    def emit(self, ins: Sequence[int], out: Sequence[int]) -> int:
         """Slot for ``sum over labels not in out of prod(ins)``, axes ``out``."""
         ins = list(ins)
         out = tuple(out)
         if len(ins) == 1 and self.labels[ins[0]] == out:
             return ins[0]
+        key = None
+        if self.folds is not None and all(self.src[s] is not None for s in ins):
+            key = (frozenset().union(*(self.src[s] for s in ins)), out)
+            got = self.folds.get(key)
+            if got is not None:
+                return self._new(out, False, got, key[0])
+            slot = self._emit(ins, out)
+            self.src[slot] = key[0]
+            self.folds.put(key, self.template[slot])
+            return slot
+        return self._emit(ins, out)
+
+    def _emit(self, ins: list, out: tuple) -> int:
         while len(ins) > MAX_EINSUM_OPERANDS:
             # one op per chunk of operands, so rescaling can act between chunks
             head, ins = ins[:MAX_EINSUM_OPERANDS], ins[MAX_EINSUM_OPERANDS:]
             need = set(out).union(*(self.labels[s] for s in ins))
             lab = tuple(dict.fromkeys(v for s in head for v in self.labels[s] if v in need))
-            ins.append(self.emit(head, lab, path=path))
+            ins.append(self.emit(head, lab))
         bat = any(self.batched[s] for s in ins)
         fin = [self._full(s) for s in ins]
-        fout = (BATCH, *out) if bat else out
+        fout = (*out, BATCH) if bat else out
         union = {lab for s in ins for lab in self.labels[s]}
-        if len(union) + bat > MAX_EINSUM_AXES or len(ins) > MAX_EINSUM_OPERANDS:
+        if len(union) + bat > MAX_EINSUM_AXES:
             return self.op(partial(_contract_fn, fin, fout), ins, out, bat)
-        if path and len(ins) >= 3 and math.prod(self.card[v] for v in union) >= _PATH_MIN_SIZE:
-            steps = self._path(ins, out)
-            if len(steps) > 1:
-                cur = list(ins)
-                for step in steps[:-1]:
-                    take = [cur[i] for i in step]
-                    rest = [s for i, s in enumerate(cur) if i not in step]
-                    need = set(out).union(*(self.labels[s] for s in rest))
-                    lab = tuple(dict.fromkeys(v for s in take for v in self.labels[s] if v in need))
-                    cur = [*rest, self.emit(take, lab, path=False)]
-                return self.emit(cur, out, path=False)
+        if bat:
+            return self._emit_batched(ins, out)
+        if math.prod(self.card[v] for v in union) >= _BIG:
+            return self.op(_Contraction(fin, fout, self.card), ins, out, bat)
         return self.op(partial(np.einsum, _subscripts(fin, fout)), ins, out, bat)
 
-    def _path(self, ins, out) -> list:
-        """numpy's greedy contraction path for these operands (shapes only)."""
-        labs = [self.labels[s] for s in ins]
-        dummies = [np.broadcast_to(np.zeros(()), [self.card[v] for v in lab]) for lab in labs]
-        path, _ = np.einsum_path(_subscripts(labs, out), *dummies, optimize="greedy")
-        return path[1:]
+    def _emit_batched(self, ins: list, out: tuple) -> int:
+        """A batched step as (unbatched operands folded into one) x (batched ones multiplied).
+
+        The unbatched operands are mostly constants, so their product is folded
+        at compile time; the batched ones are multiplied by one einsum whose
+        inner loop runs over the batch (the last, contiguous axis); the two
+        meet in one contraction (on grouped axes, the batch innermost, when the
+        problem is large).
+        """
+        un = [s for s in ins if not self.batched[s]]
+        bs = [s for s in ins if self.batched[s]]
+        lab_b = {v for s in bs for v in self.labels[s]}
+
+        if un:
+            need = set(out) | lab_b
+            u_lab = tuple(dict.fromkeys(v for s in un for v in self.labels[s] if v in need))
+            un = [self.emit(un, u_lab)]
+        if len(bs) > 1 and un:
+            need = set(out) | set(self.labels[un[0]])
+            b_lab = tuple(dict.fromkeys(v for s in bs for v in self.labels[s] if v in need))
+            fin = [self._full(s) for s in bs]
+            bs = [self.op(_Contraction(fin, (*b_lab, BATCH), self.card), bs, b_lab, True)]
+        ins = un + bs
+        fin = [self._full(s) for s in ins]
+        return self.op(_Contraction(fin, (*out, BATCH), self.card), ins, out, True)
 
     def emit_max(self, ins: Sequence[int], z: int) -> tuple[int, int]:
         """Slots for ``max over z of prod(ins)`` and the maximizing state of z."""
@@ -491,11 +715,13 @@ class _Builder:
         union = tuple(dict.fromkeys(v for s in ins for v in self.labels[s]))
         out = tuple(v for v in union if v != z)
         fin = [self._full(s) for s in ins]
-        fu = (BATCH, *union) if bat else union
-        if len(union) + bat > MAX_EINSUM_AXES or len(ins) > MAX_EINSUM_OPERANDS:
+        fu = (*union, BATCH) if bat else union
+        if len(union) + bat > MAX_EINSUM_AXES:
             product = partial(_contract_fn, fin, fu)
-        else:
+        elif bat:
             product = partial(np.einsum, _subscripts(fin, fu))
+        else:
+            product = _Contraction(fin, fu, self.card)
         pair = self.op(partial(_max_fn, product, fu.index(z)), ins, (), bat, norm=False)
         val = self.op(operator.itemgetter(0), [pair], out, bat)
         arg = self.op(operator.itemgetter(1), [pair], out, bat, norm=False)
@@ -530,7 +756,9 @@ class DiscreteBN:
     cpts : mapping of node -> array_like
         ``cpts[v]`` has shape ``(*[cards[p] for p in dag.parents(v)], cards[v])``
         with the parents in ``dag.parents(v)`` order; nonnegative, rows summing
-        to 1 (within 1e-6) on the last axis. Copied.
+        to 1 (within 1e-6) on the last axis. Copied, and each row divided by
+        its sum so that it sums to 1 to round-off: then barren and d-separated
+        nodes drop out exactly, and every engine and pruning agree.
     cards : mapping of node -> int
         Number of states of each node (at least 1).
 
@@ -590,6 +818,7 @@ class DiscreteBN:
                     f"CPT for {v!r}: the row for parent states {row} sums to {float(sums[row]):.6g}; "
                     f"every row must sum to 1 on the last axis"
                 )
+            t /= sums[..., None]              # exactly 1, so pruning never changes an answer
             t.flags.writeable = False
             tables.append(t)
         self._dag = dag
@@ -603,6 +832,7 @@ class DiscreteBN:
         self._eyes: dict = {}
         self._tables: dict = {}
         self._plans: dict = {}
+        self._folds = _FoldCache()
         self._jts: dict = {}
 
     # -- views -----------------------------------------------------------------
@@ -732,13 +962,13 @@ class DiscreteBN:
         return frozenset(self._names[v] for v in nodes if fam_free[v] and fam_free[v][0] in comp)
 
     def _table(self, v: int, evs: tuple[int, ...]) -> np.ndarray:
-        """CPT of `v` with the axes of `evs` moved first (contiguous, cached)."""
+        """CPT of `v` with the axes of `evs` moved last (contiguous, cached)."""
         key = (v, evs)
         t = self._tables.get(key)
         if t is None:
             fam = self._family[v]
-            first = [fam.index(u) for u in evs]
-            perm = first + [j for j in range(len(fam)) if j not in first]
+            last = [fam.index(u) for u in evs]
+            perm = [j for j in range(len(fam)) if j not in last] + last
             t = np.ascontiguousarray(np.transpose(self._cpt[v], perm))
             self._tables[key] = t
         return t
@@ -753,7 +983,7 @@ class DiscreteBN:
         fam = self._family[v]
         evs = tuple(u for u in fam if u in ev)
         if not evs:
-            return b.const(self._cpt[v], fam)
+            return b.const(self._cpt[v], fam, frozenset((v,)))
         labels = tuple(u for u in fam if u not in ev)
         return b.input(self._table(v, evs), evs, labels, any(u in batched for u in evs))
 
@@ -787,7 +1017,7 @@ class DiscreteBN:
             else:
                 nodes = self._ancestral(set(tidx) | ev)
         fam_free, adj = self._reduced(sorted(nodes), ev)
-        b = _Builder(self._card, sorted(ev))
+        b = _Builder(self._card, sorted(ev), self._folds)
         pool = [self._factor_slot(b, v, ev, batched) for v in sorted(nodes)]
         tset = set(tidx)
         order = self._order(adj, [v for v in adj if v not in tset], method)
@@ -932,24 +1162,23 @@ class DiscreteBN:
                 zr = 1.0
             else:
                 table = slots[t]
-                zr = table.reshape(table.shape[0], -1).sum(axis=1) if bat[t] else table.sum()
+                zr = table.sum(axis=tuple(range(table.ndim - 1))) if bat[t] else table.sum()   # (n,) or ()
             zs = 1.0 if s is None else slots[s]
             z = zr * zs
             with np.errstate(divide="ignore", invalid="ignore"):
                 log_ev = np.log(zr) + np.log(zs)
                 if logs is not None:
                     log_ev = log_ev + (0.0 if t is None else logs[t]) + (0.0 if s is None else logs[s])
+                probs = table / zr                    # batch last: (n,) broadcasts
                 if t is not None and bat[t]:
-                    probs = table / zr.reshape(-1, *([1] * len(tidx)))
-                else:
-                    probs = table / zr
+                    probs = np.moveaxis(probs, -1, 0)  # (n, *target_cards)
             return (probs, log_ev), z
 
         probs, log_ev = self._run(plan, ev, n, read)
         if n is not None:
-            probs = np.broadcast_to(probs, (n, *tshape))
-            log_ev = np.broadcast_to(log_ev, (n,))
-            probs, log_ev = np.array(probs), np.array(log_ev, dtype=np.float64)
+            if probs.shape != (n, *tshape):
+                probs = np.array(np.broadcast_to(probs, (n, *tshape)))
+            log_ev = np.array(np.broadcast_to(log_ev, (n,)), dtype=np.float64)
         else:
             probs, log_ev = np.asarray(probs, dtype=np.float64), float(log_ev)
         return probs, log_ev
@@ -997,7 +1226,7 @@ class DiscreteBN:
         for z, arg, labels in plan.trace:
             idx = tuple(assign[u] for u in labels)
             if bat[arg]:
-                idx = (rows, *idx)
+                idx = (*idx, rows)
             x = slots[arg][idx]
             assign[z] = x
         out: dict = {}

@@ -63,7 +63,20 @@ BATCH = _Batch()
 
 
 def _subscripts(in_labels: Sequence[Sequence[Hashable]], out_labels: Sequence[Hashable]) -> str:
-    """An einsum subscript string, one letter per distinct label."""
+    """An einsum subscript string, one letter per distinct label (memoized)."""
+    key = (tuple(map(tuple, in_labels)), tuple(out_labels))
+    got = _SUBSCRIPTS.get(key)
+    if got is None:
+        if len(_SUBSCRIPTS) > 100_000:
+            _SUBSCRIPTS.clear()
+        got = _SUBSCRIPTS[key] = _make_subscripts(*key)
+    return got
+
+
+_SUBSCRIPTS: dict = {}
+
+
+def _make_subscripts(in_labels, out_labels) -> str:
     letters: dict = {}
     for labs in in_labels:
         for lab in labs:
@@ -186,6 +199,12 @@ def _contract_grouped(a, la, b, lb, out_labels):
 
 
 # -- Factor -----------------------------------------------------------------------
+
+
+def _own(x) -> np.ndarray:
+    """A C-contiguous array (0-d stays 0-d, unlike ``np.ascontiguousarray``)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy()
 
 
 def _as_index(node: Hashable, value, card: int):
@@ -332,14 +351,14 @@ class Factor:
         pos = {v: i for i, v in enumerate(self._vars)}
         b = int(self._batched)
         perm = ([0] if b else []) + [pos[v] + b for v in vs]
-        return Factor._make(vs, np.ascontiguousarray(np.transpose(self._values, perm)), self._batched)
+        return Factor._make(vs, _own(np.transpose(self._values, perm)), self._batched)
 
     def marginalize(self, vars: Iterable[Hashable]) -> Factor:
         """Sum out `vars` (each must be a variable of the factor)."""
         drop = set(self._check_vars(vars, "sum out"))
         keep = tuple(v for v in self._vars if v not in drop)
         out = (BATCH, *keep) if self._batched else keep
-        return Factor._make(keep, contract([self._values], [self._labels()], out), self._batched)
+        return Factor._make(keep, _own(contract([self._values], [self._labels()], out)), self._batched)
 
     def max_marginalize(self, vars: Iterable[Hashable]) -> tuple[Factor, dict[Hashable, np.ndarray]]:
         """Maximize out `vars`, with the maximizing states.
@@ -363,7 +382,7 @@ class Factor:
         idx = np.argmax(flat, axis=-1) if flat.shape[-1] else np.zeros(lead, dtype=np.intp)
         best = np.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
         states = np.unravel_index(idx, [self._values.shape[pos[v]] for v in drop])
-        return Factor._make(keep, best, self._batched), dict(zip(drop, states))
+        return Factor._make(keep, _own(best), self._batched), dict(zip(drop, states))
 
     def reduce(self, evidence: Mapping[Hashable, int | np.ndarray]) -> Factor:
         """Fix variables to observed states and drop their axes.
@@ -404,12 +423,12 @@ class Factor:
         if b:
             idx.insert(0, np.arange(n) if arrays else slice(None))
         out = arr[tuple(idx)]                               # (n?, *rest_cards)
-        return Factor._make(rest, np.ascontiguousarray(out), b or bool(arrays))
+        return Factor._make(rest, _own(out), bool(b) or bool(arrays))
 
     def total(self) -> float | np.ndarray:
         """The sum of all entries: a float, or shape (n,) when batched."""
         if self._batched:
-            return self._values.reshape(self._values.shape[0], -1).sum(axis=1)
+            return self._values.sum(axis=tuple(range(1, self._values.ndim)))
         return float(self._values.sum())
 
     def normalize(self) -> tuple[Factor, float | np.ndarray]:
@@ -485,4 +504,4 @@ def factor_product(factors: Sequence[Factor], keep: Iterable[Hashable] | None = 
     batched = n is not None
     out_l = (BATCH, *out) if batched else out
     vals = contract([f.values for f in factors], [f._labels() for f in factors], out_l)
-    return Factor._make(out, np.ascontiguousarray(vals), batched)
+    return Factor._make(out, _own(vals), batched)

@@ -188,7 +188,7 @@ class JunctionTree:
         self._size = size
         self._programs: dict = {}
         self._prior = None
-        b0 = _Builder(card, sorted(S))
+        b0 = _Builder(card, sorted(S), bn._folds)
         _, up, down = self._messages(b0, frozenset(), frozenset())
         self._prior = (
             {c: b0.template[s] for c, s in up.items() if b0.is_const(s)},
@@ -283,7 +283,7 @@ class JunctionTree:
             return got
         bn = self._bn
         ev_order = tuple(sorted(self._S | ind))
-        b = _Builder(bn._card, ev_order)
+        b = _Builder(bn._card, ev_order, bn._folds)
         fac, up, down = self._messages(b, ind, batched)
         marg: dict[int, int] = {}
         for h, vs in self._homed.items():
@@ -352,7 +352,7 @@ class JunctionTree:
             zmin = None
             for v in self._tree_rep.values():
                 s = marg[v]
-                z = slots[s].sum(axis=-1)
+                z = slots[s].sum(axis=0)                  # (K,) or (K, n): batch last
                 zmin = z if zmin is None else np.minimum(zmin, z)
                 with np.errstate(divide="ignore"):
                     log_z = log_z + np.log(z) + (0.0 if logs is None else logs[s])
@@ -370,16 +370,31 @@ class JunctionTree:
             log_z, zmin = totals(slots, logs)
             if not np.all(zmin > 0):
                 bn._impossible(ev, zmin, n)
-        out: dict = {}
         names = bn._names
+        card = bn._card
+        free = [v for v in range(len(names)) if v not in self._S]
+        post: dict = {}
+        if free and n is None:
+            # many small tables: normalize them at once (stack, segment sums, divide, split)
+            ks = [card[v] for v in free]
+            stack = np.concatenate([slots[marg[v]] for v in free])         # (sum K,)
+            starts = np.cumsum([0, *ks[:-1]])
+            stack = stack / np.repeat(np.add.reduceat(stack, starts), ks)
+            for v, a, k in zip(free, starts, ks):
+                post[v] = stack[a:a + k]                                   # (K,)
+        else:
+            for v in free:
+                m = slots[marg[v]]                                         # (K, n) or (K,)
+                p = m / m.sum(axis=0)
+                post[v] = p.T if p.ndim == 2 else np.broadcast_to(p, (n, card[v])).copy()   # (n, K)
+        out: dict = {}
         for v in range(len(names)):
             if v in self._S:
                 p = bn._eye(v)[ev[v]]
+                if n is not None and p.ndim == 1:
+                    p = np.broadcast_to(p, (n, card[v])).copy()
             else:
-                m = slots[marg[v]]
-                p = m / m.sum(axis=-1, keepdims=True)
-            if n is not None and p.ndim == 1:
-                p = np.broadcast_to(p, (n, p.shape[-1])).copy()
+                p = post[v]
             out[names[v]] = p
         if not return_log_evidence:
             return out

@@ -262,10 +262,30 @@ def _load_linear_gaussian(d: dict) -> Mechanism:
     return _build("", LinearGaussian, parents, weights, bias=bias, sigma=sigma)
 
 
+def _load_cauchy_linear(d: dict) -> Mechanism:
+    from ..mechanisms.cauchy import CauchyLinear
+
+    _only(d, ("type", "parents", "weights", "loc", "scale", "loc_parent", "scale_parent", "shape"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+    raw_w = _need(d, "weights", "")
+    if not isinstance(raw_w, list) or len(raw_w) != len(parents):
+        raise _FieldError("weights", f"one weight array per parent ({len(parents)}) expected")
+    weights = [np.asarray(w, dtype=np.float64) for w in raw_w]
+    for i, w in enumerate(weights):
+        if not np.all(np.isfinite(w)):
+            raise _FieldError(f"weights[{i}]", "weights must be finite")
+    loc = np.asarray(_need(d, "loc", ""), dtype=np.float64)
+    scale = np.asarray(_need(d, "scale", ""), dtype=np.float64)
+    shape = d.get("shape")
+    return _build("", CauchyLinear, parents, weights, loc=loc, scale=scale, loc_parent=d.get("loc_parent"),
+                  scale_parent=d.get("scale_parent"), shape=None if shape is None else tuple(shape))
+
+
 _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
     "Categorical": _load_categorical,
     "CPT": _load_cpt,
     "LinearGaussian": _load_linear_gaussian,
+    "CauchyLinear": _load_cauchy_linear,
 }
 
 

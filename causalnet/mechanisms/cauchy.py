@@ -58,8 +58,9 @@ _ONE = np.ones(())
 _ONE.setflags(write=False)
 
 
-def _fmt(shape) -> str:
-    return "(" + ", ".join("?" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+def _rows(shape) -> str:
+    """Batch-first shape text: ``(n,)``, ``(n, 3)``, ``(n, ?, 4)``."""
+    return "(n" + "".join(", ?" if s is None else f", {s}" for s in shape) + ("," if not shape else "") + ")"
 
 
 def _as_weight(w, who: str) -> np.ndarray:
@@ -214,7 +215,7 @@ class CauchyLinear(Mechanism):
             out = weight_out_shape(w, ps)
             if out is None:
                 raise ShapeError(f"CauchyLinear {node!r}: weight of shape {w.shape} does not fit parent {p!r} of "
-                                 f"shape (n, {_fmt(ps)[1:]}; it acts on the last axis")
+                                 f"shape {_rows(ps)}; it acts on the last axis")
             cands.append((f"parent {p!r} through its weight", out))
         if self.scale_parent is not None:
             cands.append((f"scale parent {self.scale_parent!r}", tuple(parent_specs[self.scale_parent].shape)))
@@ -224,8 +225,8 @@ class CauchyLinear(Mechanism):
             shape = list(cands[0][1])
             for what, s in cands[1:]:
                 if len(s) != len(shape) or any(a is not None and b is not None and a != b for a, b in zip(s, shape)):
-                    raise ShapeError(f"CauchyLinear {node!r}: {cands[0][0]} gives shape (n, {_fmt(cands[0][1])[1:]} "
-                                     f"but {what} gives (n, {_fmt(s)[1:]}")
+                    raise ShapeError(f"CauchyLinear {node!r}: {cands[0][0]} gives shape {_rows(cands[0][1])} "
+                                     f"but {what} gives {_rows(s)}")
                 shape = [a if a is not None else b for a, b in zip(shape, s)]
             shape = tuple(shape)
         else:
@@ -238,16 +239,21 @@ class CauchyLinear(Mechanism):
                 ok = False
             if not ok:
                 raise ShapeError(f"CauchyLinear {node!r}: {name} of shape {arr.shape} does not broadcast to the "
-                                 f"node's shape (n, {_fmt(shape)[1:]}")
+                                 f"node's shape {_rows(shape)}")
         return Spec(REAL if shape == () else TENSOR, shape=shape)
 
     # -- values ------------------------------------------------------------------------------
 
     def center(self, node, parents: Mapping[Hashable, np.ndarray], spec: Spec, *, n: int | None = None) -> np.ndarray:
         """The node's median given its parents: ``loc + [loc_parent] + Σ W_p · p``, shape (n, ...)."""
-        out = self.loc
+        out = None
         for p, w in self.linear_terms:
-            out = out + apply_weight(w, np.asarray(parents[p], dtype=np.float64))
+            c = apply_weight(w, np.asarray(parents[p], dtype=np.float64))
+            out = c if out is None else out + c                 # c is a fresh array: add in place below
+        if out is None or np.broadcast_shapes(out.shape, self.loc.shape) != out.shape:
+            out = self.loc if out is None else out + self.loc
+        elif self.loc.any():
+            out += self.loc
         out = np.asarray(out, dtype=np.float64)
         if n is not None and out.ndim <= len(spec.shape):
             if any(s is None for s in spec.shape):

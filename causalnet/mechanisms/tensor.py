@@ -540,10 +540,20 @@ class PositionalEncoding(TensorOp):
 # -- attention --------------------------------------------------------------------------
 
 
-def _split_heads(x: np.ndarray, heads: int) -> np.ndarray:
-    """``(n, T, D) -> (n, h, T, D/h)`` as a view."""
+def _split_heads(x: np.ndarray, heads: int, scale: float | None = None) -> np.ndarray:
+    """``(n, T, D) -> (n, h, T, D/h)``, C-contiguous (optionally scaled, in the same pass).
+
+    Contiguous heads matter: numpy's stacked matmul leaves BLAS for strided
+    operands and gets ~1000x slower.
+    """
     n, t, dd = x.shape
-    return x.reshape(n, t, heads, dd // heads).transpose(0, 2, 1, 3)
+    view = x.reshape(n, t, heads, dd // heads).transpose(0, 2, 1, 3)     # (n, h, T, d) strided
+    out = np.empty(view.shape, dtype=x.dtype)
+    if scale is None:
+        np.copyto(out, view)
+    else:
+        np.multiply(view, np.asarray(scale, dtype=x.dtype), out=out)
+    return out
 
 
 def _merge_heads(x: np.ndarray) -> np.ndarray:
@@ -671,9 +681,9 @@ class AttentionWeights(_Masked):
         d = q.shape[-1] // h
         scale = self.scale if self.scale is not None else 1.0 / math.sqrt(d)
         if self.heads is None:
-            s = (q * scale) @ k.transpose(0, 2, 1)                               # (n, T, S)
+            s = (q * scale) @ np.ascontiguousarray(k).transpose(0, 2, 1)       # (n, T, S)
         else:
-            s = _split_heads(q * scale, h) @ _split_heads(k, h).transpose(0, 1, 3, 2)   # (n, h, T, S)
+            s = _split_heads(q, h, scale) @ _split_heads(k, h).transpose(0, 1, 3, 2)   # (n, h, T, S)
         bias = self._bias(q.shape[1], k.shape[1], pad, self.dtype)
         if bias is not None:
             s += bias if self.heads is None or bias.ndim == 2 else bias[:, None]  # broadcasts over heads
@@ -736,7 +746,7 @@ class Attention(TensorOp):
         p = _as(p, self.dtype)
         v = _as(v, self.dtype)
         if self.heads is None:
-            return p @ v                                                            # (n, T, D)
+            return p @ np.ascontiguousarray(v)                                      # (n, T, D)
         return _merge_heads(p @ _split_heads(v, self.heads))                         # (n, T, D)
 
     def __repr__(self) -> str:
@@ -768,7 +778,7 @@ class Scores(TensorOp):
         q = _as(q, self.dtype)
         k = _as(k, self.dtype)
         if self.heads is None:
-            return q @ k.transpose(0, 2, 1)                                          # (n, T, S)
+            return np.ascontiguousarray(q) @ np.ascontiguousarray(k).transpose(0, 2, 1)   # (n, T, S)
         return _split_heads(q, self.heads) @ _split_heads(k, self.heads).transpose(0, 1, 3, 2)  # (n, h, T, S)
 
 
@@ -948,7 +958,7 @@ class MultiHeadAttention(_Masked):
                 kv += b[d:]
             k, v = kv[..., :d], kv[..., d:]
         scale = 1.0 / math.sqrt(d // h)
-        sc = _split_heads(q * scale, h) @ _split_heads(k, h).transpose(0, 1, 3, 2)   # (n, h, T, S)
+        sc = _split_heads(q, h, scale) @ _split_heads(k, h).transpose(0, 1, 3, 2)    # (n, h, T, S)
         bias = self._bias(t, k.shape[1], pad, self.dtype)
         if bias is not None:
             sc += bias if bias.ndim == 2 else bias[:, None]
@@ -1016,11 +1026,15 @@ class LayerNorm(TensorOp):
     def _run(self, *xs):
         x = _as(xs[0], self.dtype)
         if len(xs) > 1:
-            x = x + _as(xs[1], self.dtype)
+            x = x + _as(xs[1], self.dtype)                         # a fresh array: normalised in place
             for y in xs[2:]:
                 x += _as(y, self.dtype)
         mu = x.mean(axis=-1, keepdims=True)                       # (n, ..., 1)
-        xc = x - mu                                                # (n, ..., d)
+        if len(xs) > 1:
+            x -= mu
+            xc = x                                                 # (n, ..., d)
+        else:
+            xc = x - mu                                            # (n, ..., d)
         var = np.einsum("...i,...i->...", xc, xc)[..., None]       # (n, ..., 1)
         var /= xc.shape[-1]
         var += self.eps

@@ -57,7 +57,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,7 @@ from scipy.special import expit, softmax
 
 from ..errors import EvidenceError, ModelError, ShapeError
 from ..inference.cauchy import Cauchy
-from ..mechanisms.base import TENSOR, Mechanism, Spec, _rng
+from ..mechanisms.base import _rng
 
 __all__ = ["CausalHead", "HeadOutput", "NumberTask", "synthetic_number_task", "gradient_check",
            "numeric_embedding", "MODES", "PARAMS"]
@@ -182,7 +183,10 @@ class HeadOutput:
 
 def ovr_probs(loc_S: np.ndarray, scale_S: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """``P(S > C) = 1/2 + atan((loc − C)/scale)/π``, as ``atan2(scale, C − loc)/π`` (no tail cancellation)."""
-    return np.arctan2(scale_S, thresholds - loc_S) / np.pi
+    t = thresholds - loc_S                                               # (n, T, V), the only allocation
+    np.arctan2(scale_S, t, out=t)
+    t *= 1.0 / np.pi
+    return t
 
 
 # -- the head -------------------------------------------------------------------------------
@@ -204,6 +208,11 @@ class CausalHead:
         Gate floor of the regression loss (``α = 1``: ungated).
     lam : float, default 1
         Weight ``λ`` of the regression loss.
+    detach_gate : bool, default False
+        When True the gate ``α + (1 − α) P_<NUM>`` is a weight only: no
+        gradient flows from the regression loss into ``P_<NUM>`` (otherwise
+        the exact gradient of the stated loss, which also lowers
+        ``P_<NUM>`` wherever the NLL is positive).
 
     Raises
     ------
@@ -219,7 +228,8 @@ class CausalHead:
     CausalHead.initialise : the CausalQwen initialisation.
     """
 
-    def __init__(self, params: Mapping[str, Any], *, num_id: int, alpha: float = 0.0, lam: float = 1.0) -> None:
+    def __init__(self, params: Mapping[str, Any], *, num_id: int, alpha: float = 0.0, lam: float = 1.0,
+                 detach_gate: bool = False) -> None:
         p = {}
         missing = [k for k in PARAMS if k not in params]
         if missing:
@@ -261,6 +271,7 @@ class CausalHead:
         self._p = p
         self.num_id = int(num_id)
         self.alpha = float(alpha)
+        self.detach_gate = bool(detach_gate)
         self.lam = float(lam)
         self.history_: dict = {}
         self._abs_cache: tuple | None = None
@@ -269,7 +280,8 @@ class CausalHead:
     def initialise(cls, vocab_size: int, hidden: int, *, num_id: int, causal_dim: int | None = None,
                    lm_head: np.ndarray | None = None, embed: np.ndarray | None = None,
                    w_num: np.ndarray | None = None, scale_init: float = 1.0, noise_init: float = 0.1,
-                   alpha: float = 0.0, lam: float = 1.0, seed: Any = None) -> CausalHead:
+                   alpha: float = 0.0, lam: float = 1.0, detach_gate: bool = False,
+                   seed: Any = None) -> CausalHead:
         """The CausalQwen initialisation (knowledge transfer from a base LM head).
 
         ``W_loc = I``, ``b_loc = 0`` (so ``loc_U = z``); ``W_scale = 0``,
@@ -290,7 +302,7 @@ class CausalHead:
         embed : ndarray of shape (V, H), optional
         w_num : ndarray of shape (H,), optional
         scale_init, noise_init : float
-        alpha, lam : float
+        alpha, lam, detach_gate : see the class
         seed : int or Generator, optional
         """
         rng = _rng(seed)
@@ -306,7 +318,7 @@ class CausalHead:
             "embed": rng.normal(0.0, 1.0 / np.sqrt(H), size=(V, H)) if embed is None else np.array(embed),
             "w_num": rng.normal(0.0, 1.0 / np.sqrt(H), size=H) if w_num is None else np.array(w_num),
         }
-        return cls(p, num_id=num_id, alpha=alpha, lam=lam)
+        return cls(p, num_id=num_id, alpha=alpha, lam=lam, detach_gate=detach_gate)
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -318,7 +330,7 @@ class CausalHead:
     def set_params(self, **params) -> CausalHead:
         """Replace some parameters (validated like the constructor); returns self."""
         new = {**self._p, **params}
-        other = CausalHead(new, num_id=self.num_id, alpha=self.alpha, lam=self.lam)
+        other = CausalHead(new, num_id=self.num_id, alpha=self.alpha, lam=self.lam, detach_gate=self.detach_gate)
         self._p = other._p
         self._abs_cache = None
         return self
@@ -377,7 +389,8 @@ class CausalHead:
         """
         p = self._p
         aW, aw = self._abs_W()
-        loc_S = loc_in @ p["W_cls"].T + p["b_cls"]                       # (n, T, V)
+        loc_S = loc_in @ p["W_cls"].T                                    # (n, T, V)
+        loc_S += p["b_cls"]
         loc_Y = loc_in @ p["W_reg"] + p["b_reg"]                         # (n, T)
         scale_S = scale_in @ aW.T                                        # (n, T, V) or (V,)
         scale_Y = scale_in @ aw                                          # (n, T) or ()
@@ -543,7 +556,8 @@ class CausalHead:
         # d total / d P: BCE terms, and the gate through P_<NUM>
         dP = np.where(onehot, -1.0 / np.maximum(P, tiny), 1.0 / np.maximum(Q, tiny)) * wc[:, None]   # (N, V)
         wr = self.lam / n_num if n_num else 0.0
-        dP[:, self.num_id] += wr * (1.0 - self.alpha) * num * nll
+        if not self.detach_gate:
+            dP[:, self.num_id] += wr * (1.0 - self.alpha) * num * nll
         den = np.pi * (sS * sS + delta * delta)                          # (N, V)
         g_locS = dP * (sS / den)                                         # (N, V)
         g_sS = dP * (-delta / den)                                       # (N, V)
@@ -603,7 +617,7 @@ class CausalHead:
             With ``history_`` = ``{"loss": [...], "cls": [...], "reg": [...]}``.
         """
         rows = self._batch(z, labels, targets, attention_mask)
-        n, T = np.asarray(labels).shape[:2] if np.ndim(labels) >= 2 else (np.shape(labels)[0], 1)
+        n = np.shape(labels)[0]
         names = tuple(_TRAINABLE if trainable is None else trainable)
         bad = [k for k in names if k not in PARAMS]
         if bad:
@@ -611,9 +625,6 @@ class CausalHead:
         if steps < 0 or not lr > 0:
             raise ModelError(f"steps must be >= 0 and lr > 0, got steps={steps!r}, lr={lr!r}")
         rng = _rng(seed)
-        b1, b2 = betas
-        m1 = {k: np.zeros_like(self._p[k]) for k in names}
-        m2 = {k: np.zeros_like(self._p[k]) for k in names}
         hist: dict = {"loss": [], "cls": [], "reg": []}
         it = range(steps)
         if progress:
@@ -624,6 +635,18 @@ class CausalHead:
             except ImportError:
                 pass
         per_seq = rows[0].shape[0] // max(n, 1)
+        rows_per_step = per_seq * (n if batch_size is None else min(batch_size, n))
+        with _small_blas(rows_per_step * max(self._p["W_cls"].shape)):
+            self._adam(rows, names, it, n, per_seq, batch_size, rng, betas, lr, weight_decay, hist, progress,
+                       callback)
+        self.history_ = hist
+        return self
+
+    def _adam(self, rows, names, it, n, per_seq, batch_size, rng, betas, lr, weight_decay, hist, progress,
+              callback) -> None:
+        b1, b2 = betas
+        m1 = {k: np.zeros_like(self._p[k]) for k in names}
+        m2 = {k: np.zeros_like(self._p[k]) for k in names}
         for step in it:
             if batch_size is None or batch_size >= n:
                 batch = rows
@@ -650,8 +673,6 @@ class CausalHead:
                 it.set_postfix(loss=f"{loss:.4f}")
             if callback is not None and callback(step, loss, parts) is False:
                 break
-        self.history_ = hist
-        return self
 
     # -- evaluation ---------------------------------------------------------------------------------
 
@@ -780,50 +801,114 @@ class CausalHead:
         >>> bool(np.allclose(d.scale, head.forward(z).scale_S))
         True
         """
-        from ..mechanisms.cauchy import CauchyLinear
-        from ..mechanisms.function import Deterministic
+        from ..mechanisms.tensor import Input
         from ..model import CausalModel
 
         T = int(T)
-        p = self.params
-        C, H = p["W_loc"].shape
-        W_loc, b_loc, W_scale, b_scale = p["W_loc"], p["b_loc"], p["W_scale"], p["b_scale"]
-        mechs = {
-            "z": _Input((T, H)),
-            "loc_U": Deterministic(["z"], lambda z: z @ W_loc.T + b_loc, shape=(T, C)),
-            "scale_U": Deterministic(["z"], lambda z: softplus(z @ W_scale.T + b_scale), shape=(T, C)),
-            "U": CauchyLinear(loc_parent="loc_U", scale_parent="scale_U", shape=(T, C)),
-            "noise": CauchyLinear(scale=np.abs(p["b_noise"]), shape=(T, C)),
-            "U_in": CauchyLinear(["U", "noise"], [1.0, 1.0], scale=0.0),
-            "S": CauchyLinear(["U_in"], [p["W_cls"]], loc=p["b_cls"], scale=0.0),
-            "Y": CauchyLinear(["U_in"], [p["W_reg"]], loc=p["b_reg"], scale=0.0),
-        }
+        H = self._p["W_loc"].shape[1]
+        mechs = {"z": Input((T, H))}
+        mechs.update(self._head_mechanisms(T, "z", ""))
         return CausalModel(mechs, latent=["U", "noise", "U_in"])
+
+    def _head_mechanisms(self, T: int, z: str, prefix: str) -> dict:
+        from ..mechanisms.cauchy import CauchyLinear
+        from ..mechanisms.function import Deterministic
+
+        p = self.params
+        C = p["W_loc"].shape[0]
+        W_loc, b_loc, W_scale, b_scale = p["W_loc"], p["b_loc"], p["W_scale"], p["b_scale"]
+        n = {k: prefix + k for k in ("loc_U", "scale_U", "U", "noise", "U_in", "S", "Y")}
+        return {
+            n["loc_U"]: Deterministic([z], lambda x: x @ W_loc.T + b_loc, shape=(T, C)),
+            n["scale_U"]: Deterministic([z], lambda x: softplus(x @ W_scale.T + b_scale), shape=(T, C)),
+            n["U"]: CauchyLinear(loc_parent=n["loc_U"], scale_parent=n["scale_U"], shape=(T, C)),
+            n["noise"]: CauchyLinear(scale=np.abs(p["b_noise"]), shape=(T, C)),
+            n["U_in"]: CauchyLinear([n["U"], n["noise"]], [1.0, 1.0], scale=0.0),
+            n["S"]: CauchyLinear([n["U_in"]], [p["W_cls"]], loc=p["b_cls"], scale=0.0),
+            n["Y"]: CauchyLinear([n["U_in"]], [p["W_reg"]], loc=p["b_reg"], scale=0.0),
+        }
+
+    def stack(self, decoder, T: int, *, prefix: str = "head.", features: str = "Y"):
+        """The head on top of a transformer decoder: one CausalModel from tokens to decisions.
+
+        Parameters
+        ----------
+        decoder : CausalModel
+            From :func:`causalnet.models.transformer.decoder` (decoder-only).
+            Its LM head (``I``, ``P``) is dropped. When its root is ``e``
+            (no embedding table) and this head has ``embed``/``w_num``, ``e``
+            becomes the numerical-aware embedding of two new inputs ``ids``
+            (T,) and ``values`` (T,); a decoder with its own embedding keeps
+            its token input ``x`` (numbers then reach it only as ``<NUM>``).
+        T : int
+            Positions (the Cauchy nodes have fixed shapes).
+        prefix : str
+            Prefix of the head's nodes (the decoder already has a ``Y``).
+        features : str
+            The decoder node read as ``z`` (default its output ``Y``).
+
+        Returns
+        -------
+        CausalModel
+            Decoder nodes, then ``{prefix}loc_U`` ... ``{prefix}S``, ``{prefix}Y``.
+        """
+        from ..mechanisms.function import Deterministic
+        from ..mechanisms.tensor import Input
+        from ..model import CausalModel
+
+        T = int(T)
+        decoder._check_node(features, "features node")
+        H = self._p["W_loc"].shape[1]
+        fshape = decoder.specs[features].shape
+        if len(fshape) != 2 or fshape[-1] != H:
+            raise ShapeError(f"decoder node {features!r} has per-row shape {fshape}; the head expects (T, {H})")
+        mechs = {k: m for k, m in decoder.mechanisms.items() if k not in ("I", "P")}
+        if "e" in mechs and isinstance(mechs["e"], Input) and "embed" in self._p:
+            table, w_num = self._p["embed"].copy(), self._p["w_num"].copy()
+            mechs["ids"] = Input((T,), np.int64)
+            mechs["values"] = Input((T,))
+            mechs["e"] = Deterministic(["ids", "values"], lambda i, v: numeric_embedding(table, w_num, i, v),
+                                       shape=(T, H))
+        mechs.update(self._head_mechanisms(T, features, prefix))
+        return CausalModel(mechs, latent=[prefix + k for k in ("U", "noise", "U_in")])
+
+    @staticmethod
+    def backbone(decoder, *, features: str = "Y", embed: Callable | None = None) -> Callable:
+        """A ``backbone(ids, values) -> z`` callable for :meth:`generate` from a decoder model.
+
+        Parameters
+        ----------
+        decoder : CausalModel
+            A decoder-only transformer model.
+        features : str
+            The node read as features.
+        embed : callable, optional
+            ``embed(ids, values) -> e`` (e.g. ``head.embed``) for a decoder
+            whose root is ``e``; a decoder with a token input ``x`` gets the ids.
+        """
+        def run(ids, values):
+            if "e" in decoder and embed is not None:
+                vals = {"e": embed(ids, values)}
+            else:
+                vals = {"x": np.asarray(ids)}
+            return decoder.forward(vals, keep=[features])[features]
+        return run
 
     def __repr__(self) -> str:
         d = self.dims
         return f"CausalHead(V={d['V']}, C={d['C']}, H={d['H']}, num_id={self.num_id}, alpha={self.alpha}, lam={self.lam})"
 
 
-class _Input(Mechanism):
-    """An input node: its value must be given (forward values or evidence)."""
+def _small_blas(work: int):
+    """One BLAS thread for small training problems (threads only contend there), when threadpoolctl exists."""
+    if work < 20_000_000:
+        try:
+            from threadpoolctl import threadpool_limits
 
-    kind = TENSOR
-    deterministic = True
-
-    def __init__(self, shape: tuple) -> None:
-        super().__init__(())
-        self.shape = tuple(shape)
-
-    def spec(self, node, parent_specs) -> Spec:
-        return Spec(TENSOR, shape=self.shape)
-
-    def evaluate(self, node, parents, noise, spec, *, n=None):
-        raise ModelError(f"node {node!r} is an input of shape (n, {', '.join(map(str, self.shape))}): give its "
-                         f"value (forward(values={{{node!r}: ...}}) or evidence)")
-
-    def __repr__(self) -> str:
-        return f"Input(shape={self.shape})"
+            return threadpool_limits(1, user_api="blas")
+        except ImportError:
+            pass
+    return contextlib.nullcontext()
 
 
 def _sample_logits(logits: np.ndarray, rng: np.random.Generator, top_k: int | None, top_p: float | None,
@@ -876,6 +961,8 @@ def gradient_check(head: CausalHead, z, labels, targets=None, attention_mask=Non
         Largest ``|analytic − numeric| / max(1e-8, |analytic| + |numeric|)`` per parameter.
     """
     rng = _rng(seed)
+    if head.detach_gate:   # the update direction is then not the loss gradient by design: check the exact one
+        head = CausalHead(head._p, num_id=head.num_id, alpha=head.alpha, lam=head.lam)
     _, grads, _ = head.loss_and_grad(z, labels, targets, attention_mask)
     saved = head._p
     out = {}
@@ -958,10 +1045,16 @@ class NumberTask:
         """Features of the task's own inputs, (n, T, H)."""
         return self.features(self.input_ids, self.numeric_values)
 
+    def resample(self, n: int, T: int | None = None, seed: Any = None) -> NumberTask:
+        """Fresh sequences from the same world (items, values, backbone): a test set."""
+        world = {k: getattr(self, k) for k in ("vocab", "num_id", "pad_id", "bos_id", "sep_id", "values", "embed",
+                                                 "w_num", "_A", "_B")}
+        return _task_sequences(world, int(n), self.input_ids.shape[1] if T is None else int(T), _rng(seed))
+
     def oracle_accuracy(self) -> float:
         """Accuracy of the Bayes-optimal next-token predictor on this sample (its expected value)."""
         items = len(self.vocab) - 6
-        lab, m, inp = self.labels, self.attention_mask, self.input_ids
+        m, inp = self.attention_mask, self.input_ids
         item_ids = np.arange(6, len(self.vocab))
         after_item = np.isin(inp, item_ids)                 # next is a verb: 1/2
         after_sep = (inp == self.sep_id) | (inp == self.bos_id)  # next is an item: 1/items
@@ -972,6 +1065,10 @@ class NumberTask:
 def synthetic_number_task(n: int = 256, T: int = 32, seed: Any = 0, *, items: int = 6,
                           hidden: int = 32) -> NumberTask:
     """A small seeded next-token task with numbers, for training and testing the head.
+
+    The "world" (item prices and weights, embeddings, the frozen backbone) and
+    the sequences are drawn from `seed`; :meth:`NumberTask.resample` draws
+    fresh sequences from the same world (a test set).
 
     Parameters
     ----------
@@ -994,16 +1091,29 @@ def synthetic_number_task(n: int = 256, T: int = 32, seed: Any = 0, *, items: in
     >>> task = synthetic_number_task(4, 12, seed=0)
     >>> task.z().shape, task.vocab[task.num_id]
     ((4, 12, 32), '<NUM>')
+    >>> task.resample(3, seed=1).input_ids.shape
+    (3, 12)
     """
-    if n < 1 or T < 4 or items < 1 or hidden < 1:
-        raise ModelError(f"need n >= 1, T >= 4, items >= 1, hidden >= 1; got n={n}, T={T}, items={items}, "
-                         f"hidden={hidden}")
+    if items < 1 or hidden < 1:
+        raise ModelError(f"need items >= 1 and hidden >= 1; got items={items}, hidden={hidden}")
     rng = _rng(seed)
     vocab = ("<pad>", "<bos>", "<NUM>", ";", "costs", "weighs") + tuple(f"item{i}" for i in range(items))
-    pad, bos, num, sep, costs = 0, 1, 2, 3, 4
     V, H = len(vocab), int(hidden)
-    values = np.stack([np.exp(rng.uniform(np.log(2.0), np.log(200.0), items)),
-                       np.exp(rng.uniform(np.log(0.5), np.log(50.0), items))], axis=1)     # (items, 2)
+    values = np.stack([np.exp(rng.uniform(np.log(1.0), np.log(20.0), items)),
+                       np.exp(rng.uniform(np.log(0.5), np.log(10.0), items))], axis=1)     # (items, 2)
+    world = dict(vocab=vocab, num_id=2, pad_id=0, bos_id=1, sep_id=3, values=values,
+                 embed=rng.normal(0.0, 1.0, size=(V, H)), w_num=rng.normal(0.0, 1.0 / np.sqrt(H), size=H),
+                 _A=rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H)),
+                 _B=rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H)))
+    return _task_sequences(world, n, T, rng)
+
+
+def _task_sequences(world: dict, n: int, T: int, rng: np.random.Generator) -> NumberTask:
+    if n < 1 or T < 4:
+        raise ModelError(f"need n >= 1 and T >= 4; got n={n}, T={T}")
+    values = world["values"]
+    items = values.shape[0]
+    pad, bos, num, sep, costs = 0, 1, 2, 3, 4
     L = T + 1
     n_cl = (L - 1) // 4 + 1
     it = rng.integers(items, size=(n, n_cl))
@@ -1018,13 +1128,6 @@ def synthetic_number_task(n: int = 256, T: int = 32, seed: Any = 0, *, items: in
     keep = np.arange(L)[None, :] < length[:, None]
     ids = np.where(keep, ids, pad)
     vals = np.where(keep, vals, 0.0)
-    embed = rng.normal(0.0, 1.0, size=(V, H))
-    w_num = rng.normal(0.0, 1.0 / np.sqrt(H), size=H)
-    A = rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H))
-    B = rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H))
     lab = ids[:, 1:]
-    return NumberTask(
-        input_ids=ids[:, :-1], numeric_values=vals[:, :-1], labels=lab,
-        targets=np.where(lab == num, vals[:, 1:], 0.0), attention_mask=keep[:, 1:],
-        vocab=vocab, num_id=num, pad_id=pad, bos_id=bos, sep_id=sep, values=values, embed=embed, w_num=w_num,
-        _A=A, _B=B)
+    return NumberTask(input_ids=ids[:, :-1], numeric_values=vals[:, :-1], labels=lab,
+                      targets=np.where(lab == num, vals[:, 1:], 0.0), attention_mask=keep[:, 1:], **world)

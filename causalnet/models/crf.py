@@ -28,12 +28,20 @@ Training minimises CRFsuite's objective (``train_lbfgs.c``)::
     L(w) = sum_i -log p(y_i | x_i; w) + c1 * ||w||_1 + c2 * ||w||_2^2
 
 (note: ``c2`` multiplies the squared norm itself, not half of it, so the
-gradient of the penalty is ``2 * c2 * w``). With ``c1 == 0`` the optimiser is
-scipy's L-BFGS-B; with ``c1 > 0`` it is OWL-QN (Andrew & Gao 2007), the
-method CRFsuite switches to for L1, implemented here in numpy with the same
-backtracking line search on the pseudo-gradient. The stopping tests are
-CRFsuite's: ``max_iterations``, ``||g|| / max(1, ||w||) < epsilon``, and a
-relative improvement below ``delta`` over the last ``period`` iterations.
+gradient of the penalty is ``2 * c2 * w``). The gradient is the expected
+minus the empirical feature counts: ``X^T (marginals - onehot(y))`` for the
+state weights (one sparse product) and the expected minus observed
+transition counts for ``A``.
+
+The optimiser is a limited-memory quasi-Newton method written here in numpy:
+L-BFGS with a strong-Wolfe line search when ``c1 == 0``, and OWL-QN (Andrew &
+Gao 2007) -- what CRFsuite switches to for L1 -- when ``c1 > 0``, with the
+same backtracking search on the pseudo-gradient as liblbfgs (its iterates
+reproduce CRFsuite's to about 1e-9). ``solver="scipy"`` uses
+``scipy.optimize.minimize(method="L-BFGS-B")`` instead (L2 only; its
+More-Thuente search reproduces CRFsuite's L2 iterates). The stopping tests
+are CRFsuite's: ``max_iterations``, ``||g|| / max(1, ||w||) < epsilon``, and
+a relative improvement below ``delta`` over the last ``period`` iterations.
 
 Examples
 --------
@@ -60,17 +68,16 @@ References
 
 from __future__ import annotations
 
+import inspect
 import numbers
-import operator
 import time
-import warnings
 from collections.abc import Callable, Hashable, Sequence
 from itertools import chain as _iter_chain
 from itertools import repeat
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import line_search, minimize
+from scipy.optimize import minimize
 
 from ..errors import EvidenceError, ModelError, ShapeError
 from ..inference import chain as _chain
@@ -78,15 +85,6 @@ from ..inference import chain as _chain
 __all__ = ["CRF"]
 
 # Symbols: n sequences, T steps (padded), K labels, F attributes, N tokens.
-
-# Value types handled by the vectorised feature path; anything else (nested
-# dicts/lists, bytes, str subclasses, None, ...) goes through `_item_pairs`.
-_FAST_VALUE_TYPES = frozenset({str, float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_})
-
-# Sequences are grouped into buckets of similar length, each padded to its own
-# maximum; a bucket costs about T_b * (_BUCKET_OVERHEAD + n_b) "sequence steps"
-# (the overhead is the per-step cost of a numpy call, in sequences).
-_BUCKET_OVERHEAD = 48
 
 
 # ---------------------------------------------------------------------------
@@ -142,41 +140,54 @@ def _locate(counts, lengths, entry):
 
 
 def _flatten_dicts(X, lengths):
-    """Feature names, values and per-token counts of dict/list-of-str sequences.
+    """Token features of dict/list-of-str sequences, flattened.
 
     Returns
     -------
-    names : list of str, length nnz
-    values : ndarray of shape (nnz,)
-    counts : ndarray of int, shape (N,)
+    ("cols", (columns, vals, counts, X))
+        Fast path, when every item is a dict with str keys: ``vals`` holds the
+        nnz raw values (object array, token-major), ``columns`` maps each key
+        to the positions of its values in ``vals``, ``counts`` (N,) is the
+        number of features of each token. ``X`` is kept for the slow path.
+    ("names", (names, values, counts))
+        Anything else, resolved to attribute names by pycrfsuite's rules.
     """
     items = list(_iter_chain.from_iterable(X))
+    N = len(items)
     if set(map(type, items)) <= {dict}:
-        keys = list(_iter_chain.from_iterable(items))  # nnz
-        vals = list(_iter_chain.from_iterable(map(dict.values, items)))  # nnz
-        types = list(map(type, vals))
-        if set(types) <= _FAST_VALUE_TYPES:
-            counts = np.fromiter(map(len, items), np.intp, len(items))  # (N,)
-            try:
-                names = [k + ":" + v if c is str else k for k, v, c in zip(keys, vals, types)]
-            except TypeError:  # a non-str key with a str value: let the slow path name it
-                names = None
-            if names is not None:
-                values = np.ones(len(vals))  # (nnz,)
-                numeric = np.fromiter(map(operator.is_not, types, repeat(str)), bool, len(types))
-                if numeric.any():
-                    values[numeric] = np.array(vals, dtype=object)[numeric].astype(float)
-                    bad = ~np.isfinite(values)
-                    if bad.any():
-                        e = int(np.flatnonzero(bad)[0])
-                        s, t = _locate(counts, lengths, e)
-                        raise EvidenceError(
-                            f"feature {keys[e]!r} of item {t} in sequence {s} is {values[e]}; "
-                            "numeric feature values must be finite"
-                        )
-                return names, values, counts
-    # slow path: nested values, lists of attribute strings, bytes, odd types
-    names, vals, counts = [], [], np.empty(len(items), np.intp)
+        counts = np.fromiter(map(len, items), np.intp, N)  # (N,)
+        offsets = np.cumsum(counts) - counts  # (N,) first entry of each token
+        nnz = int(counts.sum())
+        groups = {}  # key signature -> tokens having it
+        for t, sig in enumerate(map(tuple, items)):
+            g = groups.get(sig)
+            if g is None:
+                groups[sig] = [t]
+            else:
+                g.append(t)
+        if len(groups) <= max(16, N // 8):
+            parts = {}
+            for sig, toks in groups.items():
+                off = offsets[toks]
+                for j, k in enumerate(sig):
+                    parts.setdefault(k, []).append(off + j)
+            columns = {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in parts.items()}
+        else:  # irregular items: group the entries by key id
+            keys = list(_iter_chain.from_iterable(items))
+            kid = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+            ids = np.fromiter(map(kid.__getitem__, keys), np.intp, nnz)
+            order = np.argsort(ids, kind="stable")
+            ends = np.cumsum(np.bincount(ids, minlength=len(kid)))
+            columns = {k: order[e - c : e] for (k, i), e, c in zip(kid.items(), ends, np.diff(ends, prepend=0))}
+        if all(type(k) is str for k in columns):
+            vals = np.fromiter(_iter_chain.from_iterable(map(dict.values, items)), object, nnz)  # (nnz,)
+            return "cols", (columns, vals, counts, X)
+    return "names", _item_names(X, N)
+
+
+def _item_names(X, N):
+    """Slow path: (names, values, counts) item by item; raises on bad values."""
+    names, vals, counts = [], [], np.empty(N, np.intp)
     j = 0
     for s, seq in enumerate(X):
         for t, item in enumerate(seq):
@@ -189,13 +200,126 @@ def _flatten_dicts(X, lengths):
     return names, np.asarray(vals, dtype=float), counts
 
 
+class _Irregular(Exception):
+    """A feature column the vectorised path does not handle; use the slow path."""
+
+
+def _is_real_type(t):
+    return issubclass(t, (numbers.Real, np.bool_)) and not issubclass(t, (str, bytes))
+
+
+class _Vocab:
+    """Attribute names and the lookups that map raw features to their columns.
+
+    ``index`` maps a name to its column; ``by_key[key][value]`` maps a string
+    feature ``{key: value}`` straight to the column of ``"key:value"``, so the
+    name never has to be built (nor hashed) at prediction time. A numeric
+    feature ``{key: x}`` is the attribute named ``key``.
+    """
+
+    __slots__ = ("names", "index", "by_key")
+
+    def __init__(self, names=()):
+        self.names = list(names)
+        self.index = {a: i for i, a in enumerate(self.names)}
+        by_key = {}
+        for i, name in enumerate(self.names):  # every split of every name at a ':'
+            if type(name) is str:
+                p = name.find(":")
+                while p >= 0:
+                    by_key.setdefault(name[:p], {})[name[p + 1 :]] = i
+                    p = name.find(":", p + 1)
+        self.by_key = by_key
+
+    def add(self, name):
+        i = self.index.get(name)
+        if i is None:
+            i = self.index[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+    def string_column(self, key, col, grow):
+        """Columns of the string features ``{key: v}`` for v in `col` (-1: unknown)."""
+        d = self.by_key.get(key)
+        if d is None:
+            if not grow:
+                if not all(issubclass(t, str) for t in set(map(type, col))):
+                    raise _Irregular
+                return np.full(col.size, -1, np.intp)
+            d = self.by_key[key] = {}
+        if grow:
+            try:
+                new = [v for v in dict.fromkeys(col) if v not in d]
+            except TypeError as err:  # unhashable values
+                raise _Irregular from err
+            if not all(map(isinstance, new, repeat(str))):
+                raise _Irregular
+            names = [key + ":" + v for v in new]
+            if any(map(self.index.__contains__, names)):  # a name also reachable another way
+                for v, name in zip(new, names):
+                    d[v] = self.add(name)
+            else:
+                ids = range(len(self.names), len(self.names) + len(names))
+                self.names.extend(names)
+                self.index.update(zip(names, ids))
+                d.update(zip(new, ids))
+        try:
+            cols = np.fromiter(map(d.get, col, repeat(-1)), np.intp, col.size)
+        except TypeError as err:
+            raise _Irregular from err
+        miss = cols < 0
+        if miss.any() and not all(issubclass(t, str) for t in set(map(type, col[miss]))):
+            raise _Irregular
+        return cols
+
+
+def _encode_columns(data, vocab, grow, lengths):
+    """Attribute columns and values (nnz,) of the fast-path features.
+
+    Raises
+    ------
+    _Irregular
+        If a column mixes value kinds or holds values of other types.
+    EvidenceError
+        If a numeric value is not finite.
+    """
+    columns, vals, counts = data[:3]
+    cols = np.empty(vals.size, np.intp)  # (nnz,)
+    values = np.ones(vals.size)  # (nnz,)
+    for key, pos in columns.items():
+        col = vals[pos]
+        if isinstance(col[0], str):
+            try:
+                cols[pos] = vocab.string_column(key, col, grow)
+                continue
+            except _Irregular:  # mixed: split into strings and the rest
+                is_s = np.fromiter(map(isinstance, col, repeat(str)), bool, col.size)
+                cols[pos[is_s]] = vocab.string_column(key, col[is_s], grow)
+                pos, col = pos[~is_s], col[~is_s]
+                if not col.size:
+                    continue
+        if not all(map(_is_real_type, set(map(type, col)))):
+            raise _Irregular
+        v = col.astype(float)
+        bad = ~np.isfinite(v)
+        if bad.any():
+            e = int(pos[np.flatnonzero(bad)[0]])
+            s, t = _locate(counts, lengths, e)
+            raise EvidenceError(
+                f"feature {key!r} of item {t} in sequence {s} is {vals[e]}; numeric feature values must be finite"
+            )
+        values[pos] = v
+        cols[pos] = vocab.add(key) if grow else vocab.index.get(key, -1)
+    return cols, values
+
+
 def _parse_X(X, mask):
     """Split input into per-sequence lengths and token features.
 
     Returns
     -------
     lengths : ndarray of int, shape (n,)
-    feats : ("dense", ndarray (N, F)) or ("names", (names, values, counts))
+    feats : ("dense", ndarray (N, F)), or the output of `_flatten_dicts`
     """
     if isinstance(X, np.ndarray) and X.dtype != object:
         if X.ndim != 3:
@@ -239,7 +363,7 @@ def _parse_X(X, mask):
     for s, x in enumerate(X):
         if isinstance(x, (str, dict, np.ndarray)):
             raise EvidenceError(f"sequence {s} of X is a {type(x).__name__}; expected a list of feature dicts")
-    return lengths, ("names", _flatten_dicts(X, lengths))
+    return lengths, _flatten_dicts(X, lengths)
 
 
 def _check_lengths(lengths):
@@ -254,18 +378,36 @@ def _check_finite_dense(dense, lengths):
         token, col = (int(v) for v in np.argwhere(bad)[0])
         s = int(np.searchsorted(np.cumsum(lengths), token, side="right"))
         t = token - int(lengths[:s].sum())
-        raise EvidenceError(f"feature column {col} of item {t} in sequence {s} is {dense[token, col]}; values must be finite")
+        raise EvidenceError(
+            f"feature column {col} of item {t} in sequence {s} is {dense[token, col]}; values must be finite"
+        )
 
 
-def _design(feats, vocab, n_attributes, n_tokens):
-    """Sparse design matrix (N, F); attributes missing from `vocab` are dropped."""
+def _design(feats, vocab, lengths, *, grow=False):
+    """Sparse design matrix (N, F) of parsed features.
+
+    Attributes missing from `vocab` are dropped, unless `grow`, when they are
+    added to it (training).
+    """
     kind, data = feats
+    n_tokens = int(lengths.sum())
     if kind == "dense":
-        if data.shape[1] != n_attributes:
-            raise ShapeError(f"dense X has {data.shape[1]} feature columns; the model has {n_attributes} attributes")
+        F = len(vocab.names)
+        if data.shape[1] != F:
+            raise ShapeError(f"dense X has {data.shape[1]} feature columns; the model has {F} attributes")
         return sp.csr_matrix(data)  # (N, F)
-    names, values, counts = data
-    cols = np.fromiter(map(vocab.get, names, repeat(-1)), np.intp, len(names))  # (nnz,)
+    if kind == "cols":
+        try:
+            cols, values = _encode_columns(data, vocab, grow, lengths)
+            counts = data[2]
+        except _Irregular:
+            kind, data = "names", _item_names(data[3], n_tokens)
+    if kind == "names":
+        names, values, counts = data
+        if grow:
+            for name in dict.fromkeys(names):
+                vocab.add(name)
+        cols = np.fromiter(map(vocab.index.get, names, repeat(-1)), np.intp, len(names))  # (nnz,)
     keep = cols >= 0
     if not keep.all():
         rows = np.repeat(np.arange(n_tokens), counts)  # (nnz,)
@@ -273,64 +415,43 @@ def _design(feats, vocab, n_attributes, n_tokens):
         cols, values = cols[keep], values[keep]
     indptr = np.zeros(n_tokens + 1, np.intp)
     np.cumsum(counts, out=indptr[1:])
-    return sp.csr_matrix((values, cols, indptr), shape=(n_tokens, n_attributes))  # (N, F)
+    return sp.csr_matrix((values, cols, indptr), shape=(n_tokens, len(vocab.names)))  # (N, F)
 
 
 # ---------------------------------------------------------------------------
-# layout: ragged sequences -> length buckets for the chain engine
+# layout: ragged sequences -> one padded batch for the chain engine
 # ---------------------------------------------------------------------------
 
 
 class _Layout:
-    """Buckets of similar-length sequences, each padded to its own length.
+    """Tokens of ragged sequences placed in a padded (n, T) batch.
 
-    ``rows[i]`` is the padded row (over all buckets, bucket-major, then
-    sequence, then step) of token ``i`` in input order.
+    Padded row ``r`` holds sequence ``order[r]``, longest first (the order
+    the chain engine works in, so it need not reorder), and ``rows[i]`` is
+    the flat padded position of token ``i`` (in input order).
     """
 
-    __slots__ = ("buckets", "rows", "n_rows", "lengths")
+    __slots__ = ("lengths", "T", "mask", "rows", "_buf")
 
     def __init__(self, lengths):
         n = lengths.size
-        order = np.argsort(lengths, kind="stable")  # (n,)
-        sl = lengths[order]
-        distinct, first = np.unique(sl, return_index=True)  # (D,)
-        upto = np.append(first[1:], n)  # sequences with length <= distinct[j]
-        D = distinct.size
-        best = np.zeros(D + 1)
-        cut = np.zeros(D, np.intp)
-        for j in range(D):
-            i = np.arange(j + 1)  # bucket covers distinct lengths i..j
-            c = best[i] + distinct[j] * (_BUCKET_OVERHEAD + upto[j] - np.append(0, upto[:-1])[i])
-            cut[j] = int(np.argmin(c))
-            best[j + 1] = c[cut[j]]
-        spans = []
-        j = D - 1
-        while j >= 0:
-            spans.append((cut[j], j))
-            j = cut[j] - 1
-        self.buckets = []
-        base = np.empty(n, np.intp)  # padded row of each sequence's first token
-        off = 0
-        for i, j in reversed(spans):
-            lo = 0 if i == 0 else upto[i - 1]
-            seqs = order[lo : upto[j]]
-            T_b = int(distinct[j])
-            base[seqs] = off + np.arange(seqs.size) * T_b
-            blen = lengths[seqs]
-            self.buckets.append((seqs, off, T_b, np.arange(T_b) < blen[:, None]))
-            off += seqs.size * T_b
-        starts = np.cumsum(lengths) - lengths  # (n,)
-        self.rows = np.repeat(base - starts, lengths) + np.arange(int(lengths.sum()))  # (N,)
-        self.n_rows = off
         self.lengths = lengths
+        self.T = int(lengths.max()) if n else 0
+        order = np.argsort(-lengths, kind="stable")  # (n,)
+        self.mask = np.arange(self.T) < lengths[order][:, None]  # (n, T)
+        base = np.empty(n, np.intp)
+        base[order] = np.arange(n) * self.T  # padded position of each sequence's first token
+        starts = np.cumsum(lengths) - lengths
+        self.rows = np.repeat(base - starts, lengths) + np.arange(int(lengths.sum()))  # (N,)
+        self._buf = None
 
     def pad(self, tok):
-        """(N, K) token array -> list of per-bucket (n_b, T_b, K) arrays."""
+        """(N, K) token values -> (n, T, K), zero on padding (a reused buffer)."""
         K = tok.shape[-1]
-        full = np.zeros((self.n_rows, K))  # (R, K)
-        full[self.rows] = tok
-        return [full[off : off + seqs.size * T_b].reshape(seqs.size, T_b, K) for seqs, off, T_b, _ in self.buckets]
+        if self._buf is None or self._buf.shape[1] != K:
+            self._buf = np.zeros((self.lengths.size * self.T, K))  # (n*T, K); padding rows stay 0
+        self._buf[self.rows] = tok
+        return self._buf.reshape(self.lengths.size, self.T, K)  # (n, T, K)
 
 
 # ---------------------------------------------------------------------------
@@ -363,15 +484,18 @@ class _Objective:
         self.emp = np.concatenate([emp_w[state_idx], emp_a[trans_idx]])  # (P,)
         self.n_evals = 0
         self.last = None  # (theta, f, g, nll)
+        self._W = None
 
     def unpack(self, theta):
+        """Weights (F, K) and (K, K) of packed `theta`; W may be a reused buffer."""
         F, K = self.F, self.K
         if self.dense_states:
             W = theta[: self.S].reshape(F, K)  # (F, K)
         else:
-            W = np.zeros(F * K)
-            W[self.state_idx] = theta[: self.S]
-            W = W.reshape(F, K)  # (F, K)
+            if self._W is None:
+                self._W = np.zeros(F * K)  # entries outside state_idx stay 0
+            self._W[self.state_idx] = theta[: self.S]
+            W = self._W.reshape(F, K)  # (F, K)
         A = np.zeros(K * K)
         A[self.trans_idx] = theta[self.S :]
         return W, A.reshape(K, K)
@@ -381,19 +505,19 @@ class _Objective:
         K = self.K
         lay = self.layout
         U = self.X @ W  # (N, K)
-        log_z = 0.0
-        M = np.empty((lay.n_rows, K))  # (R, K) marginals, padded rows
-        E = np.zeros((K, K))
-        for (seqs, off, T_b, mask), u in zip(lay.buckets, lay.pad(U)):
-            post = _chain.forward_backward(u, A, mask, edges=True)
-            log_z += float(post.log_z.sum())
-            M[off : off + seqs.size * T_b] = post.marginals.reshape(-1, K)
-            E += post.edge_counts
-        G = self.XT @ M[lay.rows]  # (F, K) expected state-feature counts
+        try:
+            post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
+        except (ModelError, EvidenceError):
+            if np.isfinite(U).all() and np.isfinite(A).all():
+                raise
+            return np.inf, np.full_like(theta, np.nan)  # overflow at a trial point: the line search backs off
+        log_z = float(post.log_z.sum())
+        E = post.edge_counts  # (K, K) expected transition counts
+        G = self.XT @ post.marginals.reshape(-1, K)[lay.rows]  # (F, K) expected state-feature counts
         Gf = G.ravel() if self.dense_states else G.ravel()[self.state_idx]
         grad = np.concatenate([Gf, E.ravel()[self.trans_idx]]) - self.emp  # (P,)
-        nll = log_z - float(theta @ self.emp)
-        f = nll + self.c2 * float(theta @ theta)
+        nll = log_z - _dot(theta, self.emp)
+        f = nll + self.c2 * _dot(theta, theta)
         grad += 2.0 * self.c2 * theta
         self.n_evals += 1
         self.last = (theta, f, grad, nll)
@@ -403,8 +527,8 @@ class _Objective:
 class _Progress:
     """Per-iteration bookkeeping, CRFsuite's stopping tests and the user hook."""
 
-    def __init__(self, obj, c1, epsilon, period, delta, callback):
-        self.obj, self.c1 = obj, c1
+    def __init__(self, obj, epsilon, period, delta, callback):
+        self.obj = obj
         self.epsilon, self.period, self.delta = epsilon, period, delta
         self.callback = callback
         self.history = []  # objective values
@@ -414,7 +538,7 @@ class _Progress:
     def __call__(self, theta, f, gnorm):
         """Record iteration; return True to stop."""
         k = len(self.history) + 1
-        xnorm = float(np.sqrt(theta @ theta))
+        xnorm = float(np.sqrt(_dot(theta, theta)))
         last = self.obj.last
         nll = last[3] if last is not None and (last[0] is theta or np.array_equal(last[0], theta)) else None
         entry = {
@@ -448,7 +572,7 @@ def _lbfgs_scipy(obj, theta0, max_iter, m, max_ls, progress):
             obj.last = (x, f, g, last[3])
         else:  # L-BFGS-B's accepted point is normally the last one evaluated
             f, g = obj(x)
-        if progress(obj.last[0], float(f), float(np.sqrt(g @ g))):
+        if progress(obj.last[0], float(f), float(np.sqrt(_dot(g, g)))):
             raise StopIteration
 
     res = minimize(
@@ -462,75 +586,127 @@ def _lbfgs_scipy(obj, theta0, max_iter, m, max_ls, progress):
     return res.x
 
 
+def _dot(a, b):
+    """Inner product of two long vectors without BLAS.
+
+    A threaded BLAS ``ddot`` on ~10^5 elements was measured 25-200x slower
+    than a single-threaded loop when the cores are shared with other work.
+    """
+    return float(np.einsum("i,i->", a, b))
+
+
 def _pseudo_gradient(x, g, c1):
     """OWL-QN pseudo-gradient of f(x) + c1 |x|_1 (Andrew & Gao, eq. 4)."""
-    pg = np.where(x > 0, g + c1, np.where(x < 0, g - c1, 0.0))
-    at0 = x == 0
-    right, left = g + c1, g - c1
-    pg[at0] = np.where(right[at0] < 0, right[at0], np.where(left[at0] > 0, left[at0], 0.0))
-    return pg
+    soft = np.sign(g) * np.maximum(np.abs(g) - c1, 0.0)  # at x == 0: the one-sided slope that descends
+    return np.where(x != 0, g + c1 * np.sign(x), soft)
 
 
-def _wolfe(obj, x, q, f, g):
-    """Strong-Wolfe step along `q` (scipy's line_search), reusing cached evaluations."""
-
-    def fun(z):
-        last = obj.last
-        return last[1] if np.array_equal(last[0], z) else obj(z)[0]
-
-    def jac(z):
-        last = obj.last
-        return last[2] if np.array_equal(last[0], z) else obj(z)[1]
-
-    with warnings.catch_warnings():  # a failed search returns None; we handle it
-        warnings.filterwarnings("ignore", message="The line search algorithm", category=RuntimeWarning)
-        step = line_search(fun, jac, x, q, g, f, c1=1e-4, c2=0.9, maxiter=20)[0]
-    if step is None:
+def _cubic_min(a, fa, da, b, fb, db):
+    """Minimiser of the cubic through (a, fa, da) and (b, fb, db), or None."""
+    d1 = da + db - 3.0 * (fa - fb) / (a - b)
+    rad = d1 * d1 - da * db
+    if not rad >= 0:
         return None
-    xn = x + step * q
-    fn, gn = fun(xn), jac(xn)
-    return xn, fn, gn
+    d2 = np.copysign(np.sqrt(rad), b - a)
+    den = db - da + 2.0 * d2
+    if den == 0:
+        return None
+    x = b - (b - a) * (db + d2 - d1) / den
+    return x if np.isfinite(x) else None
+
+
+def _wolfe(obj, x, q, f0, g0, max_ls, c1=1e-4, c2=0.9):
+    """Step along `q` meeting the strong Wolfe conditions (Nocedal & Wright, Alg. 3.5-3.6).
+
+    Returns ``(x_new, f_new, g_new)`` or None when no such step was found
+    within `max_ls` evaluations.
+    """
+    d0 = _dot(g0, q)
+    trials = []
+
+    def phi(step):
+        xn = x + step * q
+        fn, gn = obj(xn)
+        trials.append((fn, xn, gn))
+        return fn, _dot(gn, q)
+
+    def done():
+        fn, xn, gn = trials[-1]
+        return xn, fn, gn
+
+    def zoom(lo, flo, dlo, hi, fhi, dhi, budget):
+        for _ in range(budget):
+            step = _cubic_min(lo, flo, dlo, hi, fhi, dhi)
+            width = hi - lo
+            if step is None or not (min(lo, hi) + 0.1 * abs(width) <= step <= max(lo, hi) - 0.1 * abs(width)):
+                step = lo + 0.5 * width
+            fs, ds = phi(step)
+            if fs > f0 + c1 * step * d0 or fs >= flo:
+                hi, fhi, dhi = step, fs, ds
+            else:
+                if abs(ds) <= -c2 * d0:
+                    return done()
+                if ds * (hi - lo) >= 0:
+                    hi, fhi, dhi = lo, flo, dlo
+                lo, flo, dlo = step, fs, ds
+        return None
+
+    prev, fprev, dprev = 0.0, f0, d0
+    step = 1.0
+    for i in range(max_ls):
+        fs, ds = phi(step)
+        if not np.isfinite(fs):
+            return None
+        if fs > f0 + c1 * step * d0 or (i > 0 and fs >= fprev):
+            return zoom(prev, fprev, dprev, step, fs, ds, max_ls - i - 1)
+        if abs(ds) <= -c2 * d0:
+            return done()
+        if ds >= 0:
+            return zoom(step, fs, ds, prev, fprev, dprev, max_ls - i - 1)
+        prev, fprev, dprev = step, fs, ds
+        step *= 2.0
+    return None
 
 
 def _quasi_newton(obj, x, c1, max_iter, m, max_ls, progress):
     """L-BFGS, or OWL-QN when ``c1 > 0``.
 
     The two-loop recursion runs on the gradient (pseudo-gradient for L1).
-    Without L1 the step satisfies the strong Wolfe conditions (scipy's
-    ``line_search``, c1=1e-4, c2=0.9, as CRFsuite's More-Thuente search).
-    With L1 the direction is constrained to descend on every coordinate, each
-    trial point is projected onto the orthant of the iterate, and the step is
-    found by backtracking with Armijo's test on the pseudo-gradient (Andrew &
-    Gao 2007; liblbfgs does the same).
+    Without L1 the step satisfies the strong Wolfe conditions (c1=1e-4,
+    c2=0.9, as CRFsuite's More-Thuente search). With L1 the direction is
+    constrained to descend on every coordinate, each trial point is projected
+    onto the orthant of the iterate, and the step is found by backtracking
+    with Armijo's test on the pseudo-gradient (Andrew & Gao 2007; liblbfgs
+    does the same).
     """
     l1 = c1 > 0
     f, g = obj(x)
     F = f + c1 * np.abs(x).sum() if l1 else f
     pg = _pseudo_gradient(x, g, c1) if l1 else g
     S, Y, rho = [], [], []
-    if np.sqrt(pg @ pg) / max(1.0, np.sqrt(x @ x)) < progress.epsilon:
+    if np.sqrt(_dot(pg, pg)) / max(1.0, np.sqrt(_dot(x, x))) < progress.epsilon:
         return x
     for _ in range(max_iter):
         q = -pg  # two-loop recursion: q = -H pg
         alphas = []
         for s, yv, r in zip(reversed(S), reversed(Y), reversed(rho)):
-            a = r * (s @ q)
+            a = r * _dot(s, q)
             alphas.append(a)
             q -= a * yv
         if S:
-            q *= (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
+            q *= _dot(S[-1], Y[-1]) / _dot(Y[-1], Y[-1])
         for s, yv, r, a in zip(S, Y, rho, reversed(alphas)):
-            q += (a - r * (yv @ q)) * s
+            q += (a - r * _dot(yv, q)) * s
         if l1:
             q[q * pg >= 0] = 0.0  # keep only components that descend
-        if not float(pg @ q) < 0:  # not a descent direction: restart from steepest descent
+        if not _dot(pg, q) < 0:  # not a descent direction: restart from steepest descent
             S, Y, rho = [], [], []
             q = -pg
         if not S:  # first step has length 1
-            q = q / np.sqrt(q @ q)
-        found = None if l1 else _wolfe(obj, x, q, f, g)
+            q /= np.sqrt(_dot(q, q))
+        found = None if l1 else _wolfe(obj, x, q, f, g, max_ls)
         if found is None:  # backtracking (always with L1; after a failed Wolfe search otherwise)
-            orthant = np.where(x != 0, np.sign(x), -np.sign(pg))
+            orthant = np.where(x != 0, np.sign(x), -np.sign(pg)) if l1 else None
             step = 1.0
             for _ in range(max_ls):
                 xn = x + step * q
@@ -538,7 +714,7 @@ def _quasi_newton(obj, x, c1, max_iter, m, max_ls, progress):
                     xn[np.sign(xn) != orthant] = 0.0  # project onto the orthant
                 fn, gn = obj(xn)
                 Fn = fn + c1 * np.abs(xn).sum() if l1 else fn
-                if Fn <= F + 1e-4 * float(pg @ (xn - x)):
+                if Fn <= F + 1e-4 * _dot(pg, xn - x):
                     found = xn, fn, gn
                     break
                 step *= 0.5
@@ -547,7 +723,7 @@ def _quasi_newton(obj, x, c1, max_iter, m, max_ls, progress):
         xn, fn, gn = found
         Fn = fn + c1 * np.abs(xn).sum() if l1 else fn
         s, yv = xn - x, gn - g
-        ys = float(yv @ s)
+        ys = _dot(yv, s)
         if ys > 0:
             S.append(s)
             Y.append(yv)
@@ -556,7 +732,7 @@ def _quasi_newton(obj, x, c1, max_iter, m, max_ls, progress):
                 del S[0], Y[0], rho[0]
         x, f, g, F = xn, fn, gn, Fn
         pg = _pseudo_gradient(x, g, c1) if l1 else g
-        if progress(x, float(F), float(np.sqrt(pg @ pg))):
+        if progress(x, F, np.sqrt(_dot(pg, pg))):
             break
     return x
 
@@ -600,9 +776,10 @@ class CRF:
     solver : {"lbfgs", "scipy"}, default "lbfgs"
         ``"lbfgs"``: this module's numpy L-BFGS, which becomes OWL-QN when
         ``c1 > 0``. ``"scipy"``: ``scipy.optimize.minimize(method="L-BFGS-B")``
-        (L2 only, ``c1`` must be 0); same objective and stopping tests, but
-        its per-iteration bookkeeping costs about 20 ms at 10^5 weights, a
-        third of a whole objective evaluation on the benchmark.
+        (L2 only, ``c1`` must be 0), same objective and stopping tests; its
+        own bookkeeping was measured at 15 ms per iteration at 1.3e5 weights
+        (180 ms with a multi-threaded BLAS on busy shared cores), about a
+        whole objective evaluation on the benchmark.
     callback : callable, optional
         Called after every iteration with a dict (``iteration``, ``loss``,
         ``log_likelihood``, ``grad_norm``, ``weight_norm``,
@@ -672,6 +849,23 @@ class CRF:
         self.solver = solver
         self.callback = callback
 
+    # -- scikit-learn protocol ------------------------------------------------
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (scikit-learn's estimator protocol)."""
+        return {
+            name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"
+        }
+
+    def set_params(self, **params) -> CRF:
+        """Set constructor parameters (scikit-learn's estimator protocol)."""
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ModelError(f"CRF has no parameter {name!r}; parameters: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
+
     # -- construction ---------------------------------------------------
 
     @classmethod
@@ -716,20 +910,22 @@ class CRF:
             raise ShapeError(f"{len(attributes)} attributes given for state_weights with {W.shape[0]} rows")
         if len(set(labels)) != K:
             raise ModelError(f"labels must be distinct; got {labels}")
+        if len(set(attributes)) != len(attributes):
+            raise ModelError("attribute names must be distinct")
         if not (np.isfinite(W).all() and np.isfinite(A).all()):
             raise ModelError("state_weights and transition_weights must be finite")
         crf = cls()
-        crf._set_fitted(W, A, labels, attributes)
+        crf._set_fitted(W, A, labels, _Vocab(attributes))
         crf.training_log_ = []
         crf.n_iter_ = 0
         return crf
 
-    def _set_fitted(self, W, A, labels, attributes):
+    def _set_fitted(self, W, A, labels, vocab):
         self.state_weights_ = W
         self.transition_weights_ = A
         self.classes_ = labels
-        self.attributes_ = attributes
-        self._vocab = {a: i for i, a in enumerate(attributes)}
+        self.attributes_ = vocab.names
+        self._vocab = vocab
         self._labels = np.empty(len(labels), dtype=object)
         self._labels[:] = labels
 
@@ -750,7 +946,9 @@ class CRF:
         if self.solver not in ("lbfgs", "scipy"):
             raise ModelError(f"CRF parameter solver must be 'lbfgs' or 'scipy'; got {self.solver!r}")
         if self.solver == "scipy" and self.c1 > 0:
-            raise ModelError(f"solver='scipy' (L-BFGS-B) handles the L2 penalty only; got c1={self.c1}, use solver='lbfgs'")
+            raise ModelError(
+                f"solver='scipy' (L-BFGS-B) handles the L2 penalty only; got c1={self.c1}, use solver='lbfgs'"
+            )
         if self.callback is not None and not callable(self.callback):
             raise ModelError(f"CRF parameter callback must be callable; got {type(self.callback).__name__}")
 
@@ -781,31 +979,27 @@ class CRF:
         """
         self._check_params()
         lengths, feats = _parse_X(X, mask)
+        if lengths.size == 0:
+            raise ShapeError("X has no sequences; fit needs at least one labelled sequence")
         y_idx, labels = self._encode_labels(y, lengths, index=None)
         K = len(labels)
-        N = int(lengths.sum())
-        kind, data = feats
-        if kind == "dense":
-            attributes = list(range(data.shape[1]))
-            vocab = None
-        else:
-            attributes = list(dict.fromkeys(data[0]))
-            vocab = {a: i for i, a in enumerate(attributes)}
-        F = len(attributes)
-        Xd = _design(feats, vocab, F, N)  # (N, F)
+        vocab = _Vocab(range(feats[1].shape[1])) if feats[0] == "dense" else _Vocab()
+        Xd = _design(feats, vocab, lengths, grow=True)  # (N, F)
         state_idx, trans_idx = self._active(Xd, y_idx, lengths, K)
         layout = _Layout(lengths)
         obj = _Objective(Xd, y_idx, layout, state_idx, trans_idx, K, float(self.c2))
-        progress = _Progress(obj, self.c1, self.epsilon, self.period, self.delta, self.callback)
+        progress = _Progress(obj, self.epsilon, self.period, self.delta, self.callback)
         theta = np.zeros(state_idx.size + trans_idx.size)
         max_iter = 2**31 - 1 if self.max_iterations is None else int(self.max_iterations)
         if max_iter > 0 and theta.size:
             if self.solver == "lbfgs":
-                theta = _quasi_newton(obj, theta, float(self.c1), max_iter, self.num_memories, self.max_linesearch, progress)
+                theta = _quasi_newton(
+                    obj, theta, float(self.c1), max_iter, self.num_memories, self.max_linesearch, progress
+                )
             else:
                 theta = _lbfgs_scipy(obj, theta, max_iter, self.num_memories, self.max_linesearch, progress)
         W, A = obj.unpack(theta)
-        self._set_fitted(np.array(W), A, labels, attributes)
+        self._set_fitted(W.copy(), A, labels, vocab)
         self.training_log_ = progress.log
         self.n_iter_ = len(progress.log)
         return self
@@ -863,7 +1057,7 @@ class CRF:
         """Lengths (n,) and token unary potentials (N, K)."""
         self._check_fitted()
         lengths, feats = _parse_X(X, mask)
-        Xd = _design(feats, self._vocab, len(self.attributes_), int(lengths.sum()))  # (N, F)
+        Xd = _design(feats, self._vocab, lengths)  # (N, F)
         return lengths, Xd @ self.state_weights_  # (N, K)
 
     def _unary(self, X, mask=None):
@@ -901,11 +1095,8 @@ class CRF:
         """
         lengths, U = self._token_unary(X, mask)
         lay = _Layout(lengths)
-        best = np.empty(lay.n_rows, np.intp)  # (R,)
-        for (seqs, off, T_b, m), u in zip(lay.buckets, lay.pad(U)):
-            paths, _ = _chain.viterbi(u, self.transition_weights_, m)
-            best[off : off + seqs.size * T_b] = paths.ravel()
-        flat = self._labels[best[lay.rows]].tolist()
+        paths, _ = _chain.viterbi(lay.pad(U), self.transition_weights_, lay.mask)  # (n, T)
+        flat = self._labels[paths.ravel()[lay.rows]].tolist()
         return _split(flat, lengths)
 
     def predict_single(self, xseq) -> list:
@@ -930,11 +1121,8 @@ class CRF:
     def _marginals(self, X, mask):
         lengths, U = self._token_unary(X, mask)
         lay = _Layout(lengths)
-        K = U.shape[1]
-        M = np.empty((lay.n_rows, K))  # (R, K)
-        for (seqs, off, T_b, m), u in zip(lay.buckets, lay.pad(U)):
-            M[off : off + seqs.size * T_b] = _chain.forward_backward(u, self.transition_weights_, m).marginals.reshape(-1, K)
-        return lengths, M[lay.rows]  # (N, K)
+        M = _chain.forward_backward(lay.pad(U), self.transition_weights_, lay.mask).marginals  # (n, T, K)
+        return lengths, M.reshape(-1, U.shape[1])[lay.rows]  # (N, K)
 
     def score(self, X, y, *, mask=None) -> float:
         """Token accuracy of `predict(X)` against `y` (labels unknown to the model count as errors)."""

@@ -1,0 +1,109 @@
+"""causalnet.HMM vs hmmlearn (CategoricalHMM, implementation="scaling"), one process.
+
+Same data and parameters for both: K hidden states, 32 symbols, 200 sequences
+of 500 steps sampled from a random HMM (Dirichlet(1) rows). Times score,
+decode (Viterbi), predict_proba and 10 Baum-Welch iterations (tol=-inf so both
+run all 10), interleaving the two libraries and taking the median of a few
+repeats; prints the ratio hmmlearn / causalnet (> 1 means causalnet is faster).
+Before timing, it checks that both give the same answers.
+
+Run::
+
+    python benchmarks/hmm.py            # K = 16 and 64, 5 repeats
+    python benchmarks/hmm.py --quick    # smaller data, 3 repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def _sample_data(rng, K, S, n, T):
+    start = rng.dirichlet(np.ones(K))
+    trans = rng.dirichlet(np.ones(K), size=K)
+    emis = rng.dirichlet(np.ones(S), size=K)
+    X = np.empty((n, T), dtype=np.int64)
+    z = np.array([rng.choice(K, p=start) for _ in range(n)])
+    tcdf = np.cumsum(trans, axis=1)
+    ecdf = np.cumsum(emis, axis=1)
+    for t in range(T):
+        X[:, t] = np.minimum((ecdf[z] < rng.random((n, 1))).sum(1), S - 1)
+        z = np.minimum((tcdf[z] < rng.random((n, 1))).sum(1), K - 1)
+    return X.reshape(-1), np.full(n, T), (start, trans, emis)
+
+
+def _median_times(fns, repeats):
+    """Run the functions round-robin ``repeats`` times; median seconds of each."""
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, f in enumerate(fns):
+            t0 = time.perf_counter()
+            f()
+            times[i].append(time.perf_counter() - t0)
+    return [float(np.median(t)) for t in times]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="60 sequences x 200 steps, 3 repeats")
+    ap.add_argument("--states", type=int, nargs="*", default=[16, 64])
+    ap.add_argument("--repeats", type=int, default=None)
+    args = ap.parse_args(argv)
+
+    n, T, S = (60, 200, 32) if args.quick else (200, 500, 32)
+    repeats = args.repeats or (3 if args.quick else 5)
+    rng = np.random.default_rng(0)
+    print(f"{n} sequences x {T} steps, {S} symbols, median of {repeats}; ratio = hmmlearn / causalnet")
+    print(f"{'K':>3} {'operation':<14} {'hmmlearn s':>11} {'causalnet s':>12} {'ratio':>7}")
+    for K in args.states:
+        for name, t_h, t_c in _bench(rng, K, S, n, T, repeats):
+            print(f"{K:>3} {name:<14} {t_h:>11.4f} {t_c:>12.4f} {t_h / t_c:>7.2f}", flush=True)
+
+
+def _bench(rng, K, S, n, T, repeats):
+    """Check agreement, then time each operation; yields (name, hmmlearn s, causalnet s)."""
+    from hmmlearn import hmm as hl
+
+    from causalnet.models.hmm import HMM
+
+    X, lengths, (start, trans, emis) = _sample_data(rng, K, S, n, T)
+    X2 = X[:, None]
+
+    def theirs(n_iter=10):
+        m = hl.CategoricalHMM(
+            n_components=K, n_features=S, implementation="scaling",
+            init_params="", params="ste", n_iter=n_iter, tol=-np.inf,
+        )
+        m.startprob_, m.transmat_, m.emissionprob_ = start.copy(), trans.copy(), emis.copy()
+        return m
+
+    def ours(n_iter=10):
+        return HMM(K, "categorical", n_symbols=S, startprob=start, transmat=trans,
+                   emissionprob=emis, n_iter=n_iter, tol=-np.inf)
+
+    h, c = theirs(), ours()
+    # same answers first
+    assert np.isclose(h.score(X2, lengths), c.score(X, lengths), rtol=1e-10, atol=0)
+    assert np.allclose(h.predict_proba(X2, lengths), c.predict_proba(X, lengths), rtol=0, atol=1e-10)
+    lp_h, z_h = h.decode(X2, lengths)
+    lp_c, z_c = c.decode(X, lengths)
+    assert np.isclose(lp_h, lp_c, rtol=1e-10, atol=0) and (z_h == z_c).mean() > 0.99  # exact ties may differ
+    hf, cf = theirs(3).fit(X2, lengths), ours(3).fit(X, lengths)
+    assert np.allclose(hf.transmat_, cf.transmat_, rtol=0, atol=1e-9)
+
+    ops = [
+        ("score", lambda: h.score(X2, lengths), lambda: c.score(X, lengths)),
+        ("decode", lambda: h.decode(X2, lengths), lambda: c.decode(X, lengths)),
+        ("predict_proba", lambda: h.predict_proba(X2, lengths), lambda: c.predict_proba(X, lengths)),
+        ("fit 10 iter", lambda: theirs().fit(X2, lengths), lambda: ours().fit(X, lengths)),
+    ]
+    for name, f_h, f_c in ops:
+        t_h, t_c = _median_times([f_h, f_c], repeats)
+        yield name, t_h, t_c
+
+
+if __name__ == "__main__":
+    main()
