@@ -31,6 +31,7 @@ from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
 from .models import causal_head, transformer
+from .models.crf import CRF
 from .queries import parse_query
 from .separation import Independence
 
@@ -72,6 +73,7 @@ __all__ = [
     "tensor",
     "transformer",
     "causal_head",
+    "CRF",
     "Cauchy",
     "CauchyLinear",
     "CausalNetError",

@@ -303,6 +303,56 @@ def test_long_chain_scaled_matches_log(rng):
     assert_allclose(chain._scaled_log_z(ch, c), ref, rtol=1e-12, atol=0)
 
 
+def _sequential(unary, pairwise, mask, **kw):
+    ch = chain._Chain.from_batch(unary, pairwise, mask)
+    ch.allow_time_chunks = False
+    return chain._posterior(ch, **kw), ch
+
+
+@pytest.mark.parametrize("n, T, K", [(1, 3000, 4), (3, 2500, 3), (2, 1500, 8)])
+def test_time_chunked_sweep_equals_sequential(rng, n, T, K):
+    # long, narrow batches are swept in time chunks; same answers as step by step
+    unary = np.log(rng.dirichlet(np.ones(K), size=(n, T)))
+    pairwise = np.log(rng.dirichlet(np.ones(K), size=K))
+    pairwise[0, 1] = -np.inf  # a structural zero
+    lengths = rng.integers(T // 2, T + 1, size=n)
+    lengths[0] = T
+    mask = np.arange(T)[None, :] < lengths[:, None]
+    ch = chain._Chain.from_batch(unary, pairwise, mask)
+    assert chain._use_time_chunks(ch)
+    g1, z1, _, e1 = chain._posterior(ch, counts=True)
+    assert ch._tc is not None
+    (g2, z2, _, e2), ch2 = _sequential(unary, pairwise, mask, counts=True)
+    assert ch2._tc is None
+    assert_allclose(z1, z2, rtol=1e-13, atol=0)
+    assert_allclose(g1, g2, rtol=0, atol=1e-12)
+    assert_allclose(e1, e2, rtol=1e-11, atol=0)
+    assert_allclose(log_partition(unary, pairwise, mask), chain._Chain.from_batch(unary, pairwise, mask).rows_to_batch(z2))
+    # messages too
+    la, lb = chain._log_messages(chain._Chain.from_batch(unary, pairwise, mask))
+    post = forward_backward(unary, pairwise, mask)
+    r = 1 if n > 1 else 0
+    L = lengths[r]
+    lam = forward_messages(unary, pairwise, mask)[r, :L]
+    lbm = backward_messages(unary, pairwise, mask)[r, :L]
+    assert_allclose(np.exp(lam + lbm - post.log_z[r]), post.marginals[r, :L], rtol=0, atol=1e-9)
+
+
+def test_time_chunks_fall_back_when_boundaries_disagree(rng):
+    # near-zero potentials make chunk products underflow: the boundary check must
+    # catch it and the rows be redone (step by step, then in log space)
+    unary, pairwise = _tiny_chain(rng, 2, 3000, 4)
+    ch = chain._Chain.from_batch(unary, pairwise, None)
+    assert chain._use_time_chunks(ch)
+    _, _, bad = chain._scaled_forward(ch)
+    assert bad.all()
+    ref = chain._log_forward(chain._Chain.from_batch(unary, pairwise, None))[1].sum(axis=0)
+    assert_allclose(log_partition(unary, pairwise), ref, rtol=1e-12, atol=0)
+    post = forward_backward(unary, pairwise, counts=True)
+    assert_allclose(post.log_z, ref, rtol=1e-12, atol=0)
+    assert_allclose(post.edge_counts.sum(), 2 * 2999, rtol=1e-9)
+
+
 # ---------------------------------------------------------------------------
 # edge cases and errors
 # ---------------------------------------------------------------------------

@@ -545,15 +545,24 @@ class _TimeChunks:
 
 
 def _normalise_rows(Q, rs):
-    """Q (k, K, K) rows to sum 1 in place; add the log row sums to rs (k, K) (-inf for empty rows)."""
-    K = Q.shape[-1]
-    rsum = Q @ np.ones((K, 1))  # (k, K, 1)
-    empty = rsum[..., 0] == 0
-    rsum[empty] = 1.0
-    Q /= rsum
+    """Q (k, K, K) rows to sum 1 in place; add the log row sums to rs (k, K) (-inf for empty rows).
+
+    Entries below ``_SCALE_FLOOR`` are flushed to 0: subnormal operands make
+    every later product crawl, and mass that small can only matter if the
+    boundary check fails (then the row is redone without chunks).
+    """
+    k, K, _ = Q.shape
+    rsum = Q.reshape(k * K, K) @ np.ones(K)  # (k*K,)
+    rsum = rsum.reshape(k, K)
+    empty = rsum == 0
+    if empty.any():
+        rsum[empty] = 1.0
+    Q /= rsum[:, :, None]
     with np.errstate(divide="ignore"):
-        rs += np.log(rsum[..., 0])
-    rs[empty] = -np.inf
+        rs += np.log(rsum)
+    if empty.any():
+        rs[empty] = -np.inf
+    np.copyto(Q, 0.0, where=Q < _SCALE_FLOOR)
 
 
 def _row_weights(rs):

@@ -1099,6 +1099,26 @@ class CRF:
         flat = self._labels[paths.ravel()[lay.rows]].tolist()
         return _split(flat, lengths)
 
+    # -- as a causal model ---------------------------------------------------------
+
+    def to_model(self, T=None, X=None):
+        """The CRF as a DAG of label, token and factor nodes (one sequence); see
+        :func:`causalnet.models._crf_causal.to_model`. Conditioning on every factor node
+        being true (``_crf_causal.factor_evidence(model)``) gives the CRF's posterior."""
+        from . import _crf_causal
+
+        return _crf_causal.to_model(self, T, X)
+
+    def query(self, targets, X, *, evidence=None, do=None):
+        """Label marginals of one sequence given observed labels and token interventions.
+
+        ``crf.query("y[3]", seq, do={"x[4]": {"word": "Paris"}})`` answers what label 3 would be had
+        token 4 been different. See :func:`causalnet.models._crf_causal.query`.
+        """
+        from . import _crf_causal
+
+        return _crf_causal.query(self, targets, X, evidence=evidence, do=do)
+
     def predict_single(self, xseq) -> list:
         """Labels of one sequence (a list of items)."""
         return self.predict([xseq])[0]

@@ -1,0 +1,83 @@
+"""CRFs as causal models: the factor-node network (generic engine) equals the chain engine;
+interventions on tokens."""
+
+import itertools
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from causalnet import EvidenceError
+from causalnet.models import _crf_causal as cc
+from causalnet.models.crf import CRF
+
+
+@pytest.fixture
+def crf(rng):
+    F, K = 6, 3
+    attrs = [f"a{i}" for i in range(F)]
+    return CRF.from_weights(rng.normal(size=(F, K)), rng.normal(size=(K, K)), ["A", "B", "C"], attrs)
+
+
+def seq(rng, T, F=6):
+    return [{f"a{j}": 1.0 for j in rng.choice(F, size=2, replace=False)} for _ in range(T)]
+
+
+def brute_marginals(U, W):
+    T, K = U.shape
+    P = np.zeros((K,) * T)
+    for path in itertools.product(range(K), repeat=T):
+        P[path] = np.exp(sum(U[t, path[t]] for t in range(T)) + sum(W[path[t], path[t + 1]] for t in range(T - 1)))
+    P /= P.sum()
+    return [P.sum(axis=tuple(a for a in range(T) if a != t)) for t in range(T)]
+
+
+@pytest.mark.parametrize("T", [1, 2, 4, 5])
+def test_factor_network_equals_chain_engine(crf, rng, T):
+    X = seq(rng, T)
+    m = crf.to_model(X=X)
+    ev = cc.factor_evidence(m)
+    U = cc._one(crf, X)
+    ref = brute_marginals(U, np.asarray(crf.transition_weights_))
+    for t in range(T):
+        fast = crf.query(f"y[{t}]", X)
+        generic = m.query(f"y[{t}]", evidence=ev)
+        assert_allclose(fast.probs, generic.probs, atol=1e-12)
+        assert_allclose(fast.probs, ref[t], atol=1e-12)
+
+
+def test_do_on_a_token_changes_labels_downstream(crf, rng):
+    X = seq(rng, 5)
+    new = {"a0": 5.0}
+    a = crf.query(["y[3]", "y[4]"], X, do={"x[4]": new})
+    X2 = list(X)
+    X2[4] = new
+    b = crf.query(["y[3]", "y[4]"], X2)
+    for k in a:
+        assert_allclose(a[k].probs, b[k].probs, atol=1e-14)
+    assert not np.allclose(a["y[4]"].probs, crf.query("y[4]", X).probs)
+    # the factor network with the new token baked in agrees
+    m = crf.to_model(X=X2)
+    assert_allclose(m.query("y[3]", evidence=cc.factor_evidence(m)).probs, a["y[3]"].probs, atol=1e-12)
+
+
+def test_label_evidence_clamps(crf, rng):
+    X = seq(rng, 4)
+    m = crf.to_model(X=X)
+    ev = cc.factor_evidence(m) | {"y[1]": "B"}
+    assert_allclose(crf.query("y[2]", X, evidence={"y[1]": "B"}).probs, m.query("y[2]", evidence=ev).probs,
+                    atol=1e-12)
+
+
+def test_structure_and_errors(crf, rng):
+    g = crf.to_model(T=4).dag
+    assert g.parents("f[2]") == ("x[2]", "y[2]") and g.parents("g[1]") == ("y[1]", "y[2]")
+    assert g.d_separated("y[0]", "y[3]")                 # independent until the factors are observed
+    assert not g.d_separated("y[0]", "y[3]", given={"g[0]", "g[1]", "g[2]"})
+    X = seq(rng, 3)
+    with pytest.raises(EvidenceError, match="beyond the sequence"):
+        crf.query("y[5]", X)
+    with pytest.raises(EvidenceError, match="no label 'Z'"):
+        crf.query("y[1]", X, evidence={"y[0]": "Z"})
+    with pytest.raises(EvidenceError, match="do applies to tokens"):
+        crf.query("y[1]", X, do={"y[0]": "A"})
