@@ -32,6 +32,7 @@ from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
 from .models import causal_head, transformer
 from .models.crf import CRF
+from .models.hmm import HMM
 from .queries import parse_query
 from .separation import Independence
 
@@ -74,6 +75,7 @@ __all__ = [
     "transformer",
     "causal_head",
     "CRF",
+    "HMM",
     "Cauchy",
     "CauchyLinear",
     "CausalNetError",

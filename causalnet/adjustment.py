@@ -34,13 +34,18 @@ for. Every search returns a list of frozensets sorted by size, then by node
 order; an empty list means that no valid set exists.
 
 The searches enumerate with polynomial delay: the time between two answers is
-polynomial in the size of the graph, whatever the number of answers. All
-backdoor and front-door sets are listed by branching on one node at a time and
-keeping only branches that a polynomial test proves non-empty (van der Zander
-et al. 2019, ListSep; Jeong, Tian & Bareinboim 2022). Minimal adjustment sets
-(and minimal backdoor sets) are the minimal vertex separators of X and Y in a
-moral graph, restricted to the allowed nodes; they are listed by a
-branching over separators "closest to Y", each branch yielding a new one.
+polynomial in the size of the graph, whatever the number of answers (which
+can grow exponentially with the graph; `max_sets` caps it). All backdoor and
+front-door sets are listed by branching on one node at a time and keeping
+only branches that a polynomial test proves non-empty (van der Zander et al.
+2019, ListSep; Jeong, Tian & Bareinboim 2022). Minimal adjustment sets (and
+minimal backdoor sets) are the minimal vertex separators of X and Y in a
+moral graph, restricted to the allowed nodes; they are listed by a branching
+over separators "closest to Y", each branch yielding a new one. The one
+exception is ``frontdoor_adjustment_sets(..., minimal=True)``: it lists with
+polynomial delay the front-door sets that Y's side of the graph "touches" in
+full, a family that holds every minimal set, and keeps the minimal ones; on
+large graphs that family can be much larger than the answer.
 
 Examples
 --------
@@ -178,6 +183,21 @@ def _ancestors(par: list, start) -> set:
     return seen
 
 
+def _extend_ancestral(par: list, anc: set, v) -> set:
+    """The ancestral set `anc` together with An(v) (a new set)."""
+    out = set(anc)
+    if v in out:
+        return out
+    out.add(v)
+    stack = [v]
+    while stack:
+        for p in par[stack.pop()]:
+            if p not in out:  # a node of `anc` brings its ancestors along already
+                out.add(p)
+                stack.append(p)
+    return out
+
+
 def _descendants(chi: list, start) -> set:
     """`start` and every node reachable from it by a directed path."""
     return _ancestors(chi, start)
@@ -195,13 +215,22 @@ def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
 
 
 def _reachable(par: list, chi: list, sources, given) -> set:
-    """Nodes with a path from `sources` that is open given `given` (Bayes-ball).
+    """Nodes with a path from `sources` that is open given `given` (Bayes-ball); see :func:`_reachable_states`."""
+    up_seen, down_seen = _reachable_states(par, chi, sources, given)
+    return up_seen | down_seen
 
-    The result contains the sources; a node of `given` is in it when a path
-    reaches it, but no path passes through it as a non-collider.
+
+def _reachable_states(par: list, chi: list, sources, given) -> tuple[set, set]:
+    """Bayes-ball from `sources` given `given`: the states it reaches.
+
+    Returns the nodes reached from a child (the sources included) and the
+    nodes reached from a parent. A node of `given` is reached when a path
+    ends there, but no path passes through it as a non-collider. A ball that
+    reaches a node of `given` from a parent bounces back to all its parents
+    (Shachter 1998), which opens exactly the colliders with a descendant in
+    `given`, so no ancestor set is needed.
     """
     given = set(given)
-    anc = _ancestors(par, given)
     up_seen = set(sources)      # reached from a child, or a source
     down_seen: set = set()      # reached from a parent
     up = list(up_seen)
@@ -226,16 +255,63 @@ def _reachable(par: list, chi: list, sources, given) -> set:
                     if c not in down_seen:
                         down_seen.add(c)
                         down.append(c)
-            if v in anc:
+            if v in given:  # bounce: the colliders above it open
                 for p in par[v]:
                     if p not in up_seen:
                         up_seen.add(p)
                         up.append(p)
-    return up_seen | down_seen
+    return up_seen, down_seen
 
 
 def _separated(par: list, chi: list, xs, ys, zs) -> bool:
     return not (_reachable(par, chi, xs, zs) & ys)
+
+
+def _separated_within(par: list, chi: list, xs, ys, zs, keep: set) -> bool:
+    """d-separation when X, Y and Z lie in the ancestral set `keep`.
+
+    Only An(X ∪ Y ∪ Z) matters then: a path that leaves it never comes back
+    to Y open. The ball is kept inside `keep`.
+    """
+    given = set(zs)
+    up_seen = set(xs)
+    down_seen: set = set()
+    up = list(up_seen)
+    down: list = []
+    while up or down:
+        if up:
+            v = up.pop()
+            if v in given:
+                continue
+            for p in par[v]:
+                if p not in up_seen:
+                    if p in ys:
+                        return False
+                    up_seen.add(p)
+                    up.append(p)
+            for c in chi[v]:
+                if c in keep and c not in down_seen:
+                    if c in ys:
+                        return False
+                    down_seen.add(c)
+                    down.append(c)
+        else:
+            v = down.pop()
+            if v not in given:
+                for c in chi[v]:
+                    if c in keep and c not in down_seen:
+                        if c in ys:
+                            return False
+                        down_seen.add(c)
+                        down.append(c)
+            if v in given:  # bounce: the colliders above it open
+                for p in par[v]:
+                    if p not in up_seen:
+                        if p in ys:
+                            return False
+                        up_seen.add(p)
+                        up.append(p)
+    return True
 
 
 def _moral_graph(par: list, keep: set) -> dict:
@@ -391,31 +467,41 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
     """Every Z ⊆ `allowed` that d-separates `xs` and `ys` (ListSep, van der Zander et al. 2019).
 
     A separator Z with I ⊆ Z ⊆ R exists iff R ∩ An(X ∪ Y ∪ I) is one, so each
-    branch of the search (include or exclude one node of R minus I) is entered
-    only when it holds an answer. Excluding is explored first, so the first
-    answers are small.
+    branch of the search (include or exclude one node v of R minus I) is
+    entered only when it holds an answer. One of the two tests is free: when
+    v is in An(X ∪ Y ∪ I), including it leaves that candidate unchanged;
+    otherwise excluding it does. Excluding is explored first, so the first
+    answer is a minimal separator and the early ones are small.
     """
     xy = xs | ys
 
-    def feasible(inc: frozenset, rng: frozenset) -> bool:
-        cand = _ancestors(par, xy | inc) & rng
-        return _separated(par, chi, xs, ys, cand)
+    def separates(anc: set, rng: frozenset) -> bool:
+        # the candidate lies in `anc`, an ancestral set holding X and Y, so the search can stay inside it
+        return _separated_within(par, chi, xs, ys, anc & rng, anc)
 
-    root = (frozenset(), frozenset(allowed))
-    if not feasible(*root):
+    anc0 = _ancestors(par, xy)
+    rng0 = frozenset(allowed)
+    if not separates(anc0, rng0):
         return
-    stack = [root]
+    stack = [(frozenset(), rng0, anc0)]  # every frame holds an answer
     while stack:
-        inc, rng = stack.pop()
+        inc, rng, anc = stack.pop()
         if inc == rng:
             yield inc
             continue
         v = min(rng - inc)
-        with_v = (inc | {v}, rng)
-        without_v = (inc, rng - {v})
-        if feasible(*with_v):
+        if v in anc:
+            with_v = (inc | {v}, rng, anc)
+            without_v = (inc, rng - {v}, anc)
+            ok_with, ok_without = True, separates(anc, rng - {v})
+        else:
+            anc_v = _extend_ancestral(par, anc, v)
+            with_v = (inc | {v}, rng, anc_v)
+            without_v = (inc, rng - {v}, anc)
+            ok_with, ok_without = separates(anc_v, rng), True
+        if ok_with:
             stack.append(with_v)
-        if feasible(*without_v):
+        if ok_without:
             stack.append(without_v)
 
 
@@ -725,16 +811,30 @@ class _FrontDoor:
             if w_out is not None:
                 stack.append((inc, w_out))
 
-    def closest_to_y(self, q: frozenset) -> tuple[set, set, set]:
+    def relevant(self) -> frozenset:
+        """Candidates that can belong to a minimal set (see :meth:`minimal_sets`)."""
+        par, chi, xi = self.par, self.chi, self.xi
+        pool = self.cand & _ancestors(par, self.yi)
+        rel = set(pool & _descendants(chi, xi))
+        guards = pool - rel
+        hits = {g: _reachable_states(par, chi, (g,), xi)[1] & pool for g in guards}
+        grown = True
+        while grown:
+            new = {g for g in guards if g not in rel and hits[g] & rel}
+            rel |= new
+            grown = bool(new)
+        return frozenset(rel)
+
+    def closest_to_y(self, q: frozenset, stoppable: frozenset) -> tuple[set, set, set]:
         """Bayes-ball from Y given X that stops at candidates reached only from a child.
 
-        Nodes of `q`, nodes outside the candidates and nodes reached from a
-        parent let the ball through; a candidate reached from a child and not
-        in `q` stops it (it would be a front-door node that Y sees only
+        Nodes of `q`, nodes outside `stoppable` (candidates) and nodes reached
+        from a parent let the ball through; a candidate reached from a child
+        and not in `q` stops it (it would be a front-door node that Y sees only
         through its children). Returns the stopping nodes and the nodes
         reached from a child (`up`) and from a parent (`down`).
         """
-        par, chi, xi, cand, anx = self.par, self.chi, self.xi, self.cand, self.anx
+        par, chi, xi, cand, anx = self.par, self.chi, self.xi, stoppable, self.anx
         up = set(self.yi)
         down: set = set()
         stop: set = set()
@@ -784,18 +884,25 @@ class _FrontDoor:
         the set whose region is smallest; every other set of the call lets
         through a first node v_i of it (the earlier ones stay in Z), so the
         children (Q + v_i, M + {v_1..v_(i-1)}) partition the rest, and each
-        call either fails at once or yields its own set. A stopping node whose
-        passage would reach nothing new (and that has no parent in X) is
-        redundant in every set of the call, so it is let through at once.
-        Each answer is checked for minimality.
+        call either fails at once or has its own set, yielded when minimal.
+
+        Two reductions keep the search near the minimal sets. A node of a
+        minimal set is an ancestor of Y; it is on a directed path from X, or
+        it guards another one: from it, Bayes-ball (given X) reaches a node of
+        the set from a parent. Guards that can reach no such relevant node
+        even with every node let through are never needed, so only relevant
+        nodes may stop the ball. And a stopping node whose passage would
+        reach nothing new (and that has no parent in X) is redundant in every
+        set of the call, so it is let through at once.
         """
         if self.intercepts(frozenset()):
             yield frozenset()  # no directed path from X to Y: the empty set is the only minimal one
             return
         par, chi, xi = self.par, self.chi, self.xi
+        stoppable = self.relevant()
 
         def enter(q: frozenset, m: frozenset):
-            stop, up, down = self.closest_to_y(q)
+            stop, up, down = self.closest_to_y(q, stoppable)
             free = {
                 s for s in stop
                 if not any(p in xi or p not in up for p in par[s]) and all(c in down for c in chi[s])
@@ -911,9 +1018,18 @@ def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets
     largest member, found by dropping violators until none is left; the range
     holds a front-door set iff that member contains I and meets (i) [2]_. The
     search branches on one node at a time and enters only ranges that hold
-    an answer. The minimal sets come from the same branching, pruned where no
-    minimal set can lie, with every answer checked; that delay is not proven
-    polynomial.
+    an answer.
+
+    Minimal sets: with X given, (iii) says that Bayes-ball from Y in the graph
+    without Z reaches no node of Z from a parent, so the part of a front-door
+    set that this ball reaches (from a child) is itself a front-door set, and
+    a minimal set is all reached. Such "Y-closed" sets are listed with
+    polynomial delay by a branching like the one for minimal separators (the
+    set whose ball stops as early as it can, then sets that let one more of
+    its nodes through), and the minimal ones are kept. There can be many more
+    Y-closed sets than minimal ones, so on graphs of hundreds of nodes this
+    can take seconds to minutes; no polynomial-delay algorithm for minimal
+    front-door sets is known to us.
 
     References
     ----------

@@ -69,7 +69,7 @@ def pearl_fig_3_4() -> cn.DAG:
     )
 
 
-def random_case(rng: np.random.Generator, n_min: int, n_max: int, p_latent: float = 0.15):
+def random_case(rng: np.random.Generator, n_min: int, n_max: int, p_latent: float = 0.15, density=(0.2, 0.45)):
     """A random DAG with latent nodes, treatments X and outcomes Y among the observed.
 
     X (one or two nodes) comes from the middle of the causal order and Y (one or
@@ -78,7 +78,7 @@ def random_case(rng: np.random.Generator, n_min: int, n_max: int, p_latent: floa
     """
     while True:
         n = int(rng.integers(n_min, n_max + 1))
-        p = float(rng.uniform(0.2, 0.45))
+        p = float(rng.uniform(*density))
         topo = rng.permutation(n)
         names = [f"v{i}" for i in range(n)]
         edges = [
@@ -599,19 +599,28 @@ def test_set_searches_match_brute_force(seed):
         assert frontdoor_adjustment_sets(g, xs, ys, minimal=True, max_sets=None) == sorted(minimal_only(front), key=key), info
 
 
-def test_minimal_adjustment_sets_medium_graphs(seed):
-    # 12-16 nodes: brute force over every subset of the (at most 11) candidates with the CBC oracle
+def test_minimal_sets_medium_graphs(seed):
+    # 12-16 nodes: brute force over every subset of the (at most 12) candidates, with the
+    # CBC oracle for adjustment and the front-door oracle
     rng = np.random.default_rng(seed + 3)
     done = 0
-    while done < 12:
-        g, xs, ys = random_case(rng, 12, 16, p_latent=0.3)
+    while done < 24:
+        g, xs, ys = random_case(rng, 12, 16, p_latent=0.25, density=(0.12, 0.3))
+        x, y = sorted(xs)[0], sorted(ys)[0]
+        if done % 2 and x not in g.descendants(y):  # plant a front door X -> M -> Y, latent U -> X, Y
+            m, u = "m_planted", "u_planted"
+            g = g.add_edges([(x, m), (m, y), (u, x), (u, y)]).with_latent(set(g.latent) | {u})
         cand = candidates(g, xs, ys)
-        if len(cand) > 11:
+        if len(cand) > 12:
             continue
         done += 1
         h = nx_graph(g)
-        valid = [z for z in subsets(cand) if oracle_adjustment_cbc(h, xs, ys, z)]
-        assert minimal_adjustment_sets(g, xs, ys) == sorted(minimal_only(valid), key=sort_key(g)), (g.edges, xs, ys)
+        key = sort_key(g)
+        info = (g.edges, sorted(g.latent), xs, ys)
+        adjust = [z for z in subsets(cand) if oracle_adjustment_cbc(h, xs, ys, z)]
+        assert minimal_adjustment_sets(g, xs, ys) == sorted(minimal_only(adjust), key=key), info
+        front = [z for z in subsets(cand) if oracle_frontdoor(h, xs, ys, z)]
+        assert frontdoor_adjustment_sets(g, xs, ys, minimal=True, max_sets=None) == sorted(minimal_only(front), key=key), info
 
 
 def test_semantics_with_random_discrete_models(seed):

@@ -96,20 +96,24 @@ def test_matches_brute_force(rng, shared, ragged, trial):
     assert_allclose(counts_only.edge_counts, post.edge_counts, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("shared", [True, False])
-def test_structural_zeros_match_brute_force(rng, shared):
+@pytest.mark.parametrize("shared, zero_pairs", [(True, False), (True, True), (False, True)])
+def test_structural_zeros_match_brute_force(rng, shared, zero_pairs):
+    # -inf unaries (and pairwise entries): the Viterbi sweeps take their -inf-safe paths
     for _ in range(6):
         unary, pairwise, mask, lengths = _random_chain(rng, 3, 5, 3, shared, True, neg_inf=0.25)
-        if not shared:
+        if zero_pairs:
             pairwise[rng.random(pairwise.shape) < 0.3] = -np.inf
         lz = log_partition(unary, pairwise, mask)
-        for r in range(3):
-            assert_allclose(lz[r], _brute(unary[r], _row_pairwise(pairwise, r), lengths[r])[0], rtol=1e-12)
+        ref = [_brute(unary[r], _row_pairwise(pairwise, r), lengths[r]) for r in range(3)]
+        assert_allclose(lz, [b[0] for b in ref], rtol=1e-12)
         if np.isfinite(lz).all():
             post = forward_backward(unary, pairwise, mask)
+            paths, scores = viterbi(unary, pairwise, mask)
             for r in range(3):
-                marg = _brute(unary[r], _row_pairwise(pairwise, r), lengths[r])[1]
-                assert_allclose(post.marginals[r, : lengths[r]], marg, rtol=0, atol=1e-12)
+                L = lengths[r]
+                assert_allclose(post.marginals[r, :L], ref[r][1], rtol=0, atol=1e-12)
+                assert tuple(paths[r, :L]) == ref[r][3]
+                assert_allclose(scores[r], ref[r][4], rtol=1e-12)
 
 
 def test_extreme_potentials_match_brute_force(rng):
@@ -336,6 +340,32 @@ def test_time_chunked_sweep_equals_sequential(rng, n, T, K):
     lam = forward_messages(unary, pairwise, mask)[r, :L]
     lbm = backward_messages(unary, pairwise, mask)[r, :L]
     assert_allclose(np.exp(lam + lbm - post.log_z[r]), post.marginals[r, :L], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("n, T, K, zero", [(1, 3000, 4, True), (3, 2500, 3, True), (1, 1500, 8, True), (2, 1500, 12, False)])
+def test_time_chunked_viterbi_equals_sequential(rng, n, T, K, zero):
+    # with a structural zero the chunks' transfer matrices take the broadcast
+    # max-plus step; with finite potentials the fused (Chebyshev) one
+    unary = np.log(rng.dirichlet(np.ones(K), size=(n, T)))
+    pairwise = np.log(rng.dirichlet(np.ones(K), size=K))
+    if zero:
+        pairwise[1, 0] = -np.inf
+    lengths = rng.integers(T // 2, T + 1, size=n)
+    lengths[0] = T
+    mask = np.arange(T)[None, :] < lengths[:, None]
+    ch = chain._Chain.from_batch(unary, pairwise, mask)
+    assert chain._use_time_chunks(ch, chain._TC_MAX_NK3_VITERBI if zero else chain._TC_MAX_NK3)
+    z1, s1 = chain._viterbi(ch)
+    ch2 = chain._Chain.from_batch(unary, pairwise, mask)
+    ch2.allow_time_chunks = False
+    z2, s2 = chain._viterbi(ch2)
+    assert_array_equal(z1, z2)
+    assert_allclose(s1, s2, rtol=1e-12, atol=0)
+    paths, scores = viterbi(unary, pairwise, mask)
+    r = np.arange(n)[:, None]
+    own = np.where(mask, unary[r, np.arange(T), np.maximum(paths, 0)], 0).sum(1)
+    own += np.where(mask[:, 1:], pairwise[np.maximum(paths[:, :-1], 0), np.maximum(paths[:, 1:], 0)], 0).sum(1)
+    assert_allclose(scores, own, rtol=1e-12, atol=0)
 
 
 def test_time_chunks_fall_back_when_boundaries_disagree(rng):

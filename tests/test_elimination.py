@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
 from causalnet.inference import elimination as E
+from causalnet.inference import junction_tree as J
 from causalnet.inference.elimination import (
     ORDER_METHODS,
     DiscreteBN,
@@ -153,11 +154,16 @@ def sprinkler():
 # -- brute force --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", ["prior tree", "compiled"])
 @pytest.mark.parametrize("trial", range(12))
-def test_query_matches_brute_force(seed, trial):
+def test_query_matches_brute_force(seed, trial, engine):
     rng = np.random.default_rng([seed, trial])
     dag, cpts, card = random_network(rng, int(rng.integers(3, 9)))
     bn = DiscreteBN(dag, cpts, card)
+    if engine == "compiled":
+        bn._prior_tree = False                           # variable elimination for every query
+    else:
+        assert bn._make_prior_tree(now=True)
     joint, names = brute_joint(dag, cpts, card)
     for _ in range(6):
         perm = [names[i] for i in rng.permutation(len(names))]
@@ -174,6 +180,33 @@ def test_query_matches_brute_force(seed, trial):
         for i, t in enumerate(ts):
             assert_allclose(margs[i], brute_query(joint, names, [t], ev)[0], rtol=0, atol=1e-12)
         assert log_e2 == pytest.approx(log_e, abs=1e-12)
+    if engine == "compiled":                             # from the second plan on: the global order
+        assert bn._grank is not None and sorted(bn._grank) == list(range(len(names)))
+
+
+def test_global_order_or_greedy_search(seed, monkeypatch):
+    # the global order restricted to a query, or (its tables too large) the greedy search
+    rng = np.random.default_rng(seed)
+    dag, cpts, card = random_network(rng, 14, max_parents=3)
+    joint, names = brute_joint(dag, cpts, card)
+    calls = []
+    greedy = E._greedy_order
+    monkeypatch.setattr(E, "_greedy_order", lambda *a, **k: calls.append(a[3]) or greedy(*a, **k))
+    for limit in (1 << 30, 0):
+        monkeypatch.setattr(E, "_GLOBAL_ORDER_MAX", limit)
+        bn = DiscreteBN(dag, cpts, card)
+        bn._prior_tree = False
+        calls.clear()
+        for r in range(6):
+            perm = [names[i] for i in rng.permutation(len(names))]
+            ev = {v: np.array([0, card[v] - 1]) if r % 2 else 0 for v in perm[:3]}
+            got, _ = bn.query(perm[3:5], ev)
+            for row in range(2):
+                e = {v: (x if isinstance(x, int) else int(x[row])) for v, x in ev.items()}
+                assert_allclose(got if r % 2 == 0 else got[row], brute_query(joint, names, perm[3:5], e)[0],
+                                rtol=0, atol=1e-12)
+        # one greedy search for the first plan, one for the global order, then greedy only when refused
+        assert len(calls) == (2 if limit else 7)
 
 
 @pytest.mark.parametrize("trial", range(8))
@@ -368,6 +401,204 @@ def test_junction_tree_needs_its_evidence(sprinkler):
     assert_allclose(jt.log_evidence({"Wet": 1}), sprinkler.query([], {"Wet": 1})[1], rtol=0, atol=1e-12)
 
 
+# -- the calibrated prior tree (scalar evidence) ----------------------------------------------
+
+
+def _no_compile(bn):
+    """Make the compiled engine unreachable, so an answer must come from the prior tree."""
+    def boom(*args, **kwargs):
+        raise AssertionError("the compiled engine ran")
+
+    bn._compile = boom
+
+
+def _einsum_only(pt):
+    """Drop every precomputed matrix of a prior tree: each step is then a contraction."""
+    for store in (pt._pass, pt._leaf, pt._group, pt._sel, pt._bel):
+        store.clear()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_networks(), st.integers(2, 9), st.booleans(), st.booleans())
+def test_prior_tree_matches_brute_force(rng, n_nodes, zeros, matrices):
+    # random forests (nodes may have no parents), cards 1..4, some impossible states
+    dag, cpts, card = random_network(rng, n_nodes, max_parents=3, cards=(1, 4), zeros=zeros)
+    bn = DiscreteBN(dag, cpts, card)
+    pt = bn._make_prior_tree(now=True)
+    assert pt and bn._prior_tree is pt
+    if not matrices:
+        _einsum_only(pt)
+    joint, names = brute_joint(dag, cpts, card)
+    jt = bn.junction_tree()
+    for _ in range(4):
+        perm = [names[i] for i in rng.permutation(n_nodes)]
+        k = int(rng.integers(0, min(3, n_nodes - 1) + 1))
+        ev = {v: int(rng.integers(card[v])) for v in perm[:k]}
+        t = perm[k]
+        pe = joint[tuple(ev.get(v, slice(None)) for v in names)].sum()
+        if pe == 0:
+            with pytest.raises(EvidenceError, match="probability zero"):
+                bn.query([t], ev)
+            with pytest.raises(EvidenceError, match="probability zero"):
+                jt.marginals(ev)
+            continue
+        compile_ = bn._compile
+        _no_compile(bn)                                    # one target: always a clique of its own
+        want, _ = brute_query(joint, names, [t], ev)
+        got, log_e = bn.query([t], ev)
+        assert_allclose(got, want, rtol=0, atol=1e-10)
+        assert log_e == pytest.approx(np.log(pe), abs=1e-10)
+        got, log_e = bn.query([], ev)                      # P(e) only
+        assert got.shape == () and log_e == pytest.approx(np.log(pe), abs=1e-10)
+        marg, log_e = jt.marginals(ev, return_log_evidence=True)
+        assert log_e == pytest.approx(np.log(pe), abs=1e-10)
+        for v in names:
+            want_v = np.eye(card[v])[ev[v]] if v in ev else brute_query(joint, names, [v], ev)[0]
+            assert_allclose(marg[v], want_v, rtol=0, atol=1e-10)
+        bn._compile = compile_
+        ts = perm[k:k + 2]                                 # a pair: one clique, or the compiled engine
+        want, _ = brute_query(joint, names, ts, ev)
+        got, log_e = bn.query(ts, ev)
+        assert_allclose(got, want, rtol=0, atol=1e-10)
+        each, log_e2 = bn.query(ts, ev, joint=False)
+        for v, p in zip(ts, each):
+            assert_allclose(p, brute_query(joint, names, [v], ev)[0], rtol=0, atol=1e-10)
+        assert log_e == pytest.approx(log_e2, abs=1e-10)
+
+
+def test_prior_tree_answers_pairs_in_one_clique(sprinkler):
+    # Sprinkler and Rain share a clique with Cloudy (their common parent) or Wet (their child)
+    bn = sprinkler
+    bn._make_prior_tree(now=True)
+    _no_compile(bn)
+    names = list(bn.nodes)
+    joint, _ = brute_joint(bn.dag, bn.cpts, bn.cards)
+    want, pe = brute_query(joint, names, ["Rain", "Sprinkler"], {"Wet": 1})
+    got, log_e = bn.query(["Rain", "Sprinkler"], {"Wet": 1})
+    assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert log_e == pytest.approx(np.log(pe), abs=1e-12)
+    got, _ = bn.query(["Sprinkler", "Rain"], {"Wet": 1})   # axes in the order asked
+    assert_allclose(got, want.T, rtol=0, atol=1e-12)
+
+
+def test_prior_tree_evidence_in_another_tree():
+    # two components: evidence on D leaves A's posterior at its prior but enters P(e)
+    g = cn.DAG.parse("A -> B; C -> D")
+    cpts = {"A": np.array([0.3, 0.7]), "B": np.array([[0.9, 0.1], [0.4, 0.6]]),
+            "C": np.array([0.2, 0.8]), "D": np.array([[0.5, 0.5], [0.1, 0.9]])}
+    bn = DiscreteBN(g, cpts, {v: 2 for v in "ABCD"})
+    bn._make_prior_tree(now=True)
+    _no_compile(bn)
+    p_d1 = 0.2 * 0.5 + 0.8 * 0.9
+    p, log_e = bn.query(["A"], {"D": 1})
+    assert_allclose(p, [0.3, 0.7], rtol=0, atol=1e-15)
+    assert log_e == pytest.approx(np.log(p_d1), abs=1e-15)
+    p, log_e = bn.query(["A"], {"D": 1, "B": 0})
+    p_b0 = 0.3 * 0.9 + 0.7 * 0.4
+    assert_allclose(p, [0.3 * 0.9 / p_b0, 0.7 * 0.4 / p_b0], rtol=0, atol=1e-15)
+    assert log_e == pytest.approx(np.log(p_d1 * p_b0), abs=1e-15)
+    m, log_e = bn.junction_tree().marginals({"D": 1}, return_log_evidence=True)
+    assert_allclose(m["A"], [0.3, 0.7], rtol=0, atol=1e-15)
+    assert_allclose(m["C"], [0.2 * 0.5 / p_d1, 0.8 * 0.9 / p_d1], rtol=0, atol=1e-15)
+    assert_array_equal(m["D"], [0.0, 1.0])
+    assert log_e == pytest.approx(np.log(p_d1), abs=1e-15)
+
+
+def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
+    bn = sprinkler
+    p1, _ = bn.query(["Rain"], {"Wet": 1})
+    assert bn._prior_tree is None                          # a one-query network never pays for it
+    bn.query(["Rain"], {"Wet": np.array([0, 1])})          # batched: the compiled engine
+    assert bn._prior_tree is None
+    p2, _ = bn.query(["Rain"], {"Wet": 1})
+    assert bn._prior_tree
+    assert_allclose(p1, p2, rtol=0, atol=1e-15)
+    # an explicit order always runs variable elimination with it
+    seen = []
+    compile_ = bn._compile
+    monkeypatch.setattr(bn, "_compile", lambda *a: seen.append(a) or compile_(*a))
+    bn.query(["Rain"], {"Wet": 1}, order="min-degree")
+    assert seen
+    # too large a tree: never built, the compiled engine answers
+    monkeypatch.setattr(E, "_MAX_PRIOR_CLIQUE", 2)
+    g = cn.DAG.parse("A -> B")
+    small = DiscreteBN(g, {"A": [0.5, 0.5], "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
+    for _ in range(3):
+        p, _ = small.query(["A"], {"B": 0})
+    assert small._prior_tree is False
+    assert_allclose(p, [0.45 / 0.55, 0.1 / 0.55], rtol=0, atol=1e-15)
+
+
+def test_prior_tree_matrix_budget(seed, monkeypatch):
+    # with no room for matrices every step contracts; answers do not change
+    rng = np.random.default_rng(seed)
+    dag, cpts, card = random_network(rng, 25, max_parents=3)
+    full = DiscreteBN(dag, cpts, card)
+    assert full._make_prior_tree(now=True)._pass
+    monkeypatch.setattr(J, "_MIN_BUDGET", 0)
+    monkeypatch.setattr(J, "_REDUCE_FROM", 1)              # and every clique is pre-summed
+    lean = DiscreteBN(dag, cpts, card)
+    pt = lean._make_prior_tree(now=True)
+    monkeypatch.setattr(pt, "_budget", 0)
+    assert len(pt._pass) < len(full._prior_tree._pass)
+    names = list(dag.nodes)
+    sample = forward_sample(dag, cpts, card, 10, rng)
+    for r in range(10):
+        perm = [names[i] for i in rng.permutation(len(names))]
+        ev = {v: int(sample[v][r]) for v in perm[:4]}
+        a, la = full.query([perm[4]], ev)
+        b, lb = lean.query([perm[4]], ev)
+        assert_allclose(a, b, rtol=0, atol=1e-12)
+        assert la == pytest.approx(lb, abs=1e-12)
+        ma, mb = full.junction_tree().marginals(ev), lean.junction_tree().marginals(ev)
+        for v in names:
+            assert_allclose(ma[v], mb[v], rtol=0, atol=1e-12)
+
+
+def test_marginals_are_fresh_arrays(sprinkler):
+    # writing into a result must not corrupt the tree's tables
+    jt = sprinkler.junction_tree()
+    first = jt.marginals({"Wet": 1})
+    for evidence in ({"Wet": 1}, {}):
+        m = jt.marginals(evidence)
+        for p in m.values():
+            p[:] = -1.0
+    again = jt.marginals({"Wet": 1})
+    for v in sprinkler.nodes:
+        assert_allclose(again[v], first[v], rtol=0, atol=0)
+    assert_array_equal(again["Wet"], [0.0, 1.0])
+
+
+def test_model_query_plain_lane_equals_general_path():
+    # CausalModel.query answers node targets with scalar evidence without building a Query;
+    # the result must equal the query-string path, and bad input still gets the full checks
+    m = cn.gallery.load("asia")
+    a = m.query("lung", evidence={"smoke": "yes", "xray": "yes"})
+    b = m.query("P(lung | smoke=yes, xray=yes)")
+    assert a.variables == b.variables and a.states == b.states and a.method == b.method
+    assert_allclose(a.probs, b.probs, rtol=0, atol=1e-15)
+    assert a.log_evidence == pytest.approx(b.log_evidence, abs=1e-15)
+    c = m.query(["lung"], evidence={"smoke": 0, "xray": np.int64(0)})   # indices, numpy ints
+    assert_allclose(c.probs, a.probs, rtol=0, atol=1e-15)
+    d = m.query(("lung", "tub"), evidence={"smoke": "yes"})
+    e = m.query(["lung", "tub"], evidence={"smoke": np.array(["yes"])})   # batched: general path
+    assert_allclose(d.probs, e.probs[0], rtol=0, atol=1e-15)
+    with pytest.raises(EvidenceError, match="unknown evidence node 'smok'; did you mean 'smoke'"):
+        m.query("lung", evidence={"smok": "yes"})
+    with pytest.raises(EvidenceError, match="'smoke' has no state 'maybe'"):
+        m.query("lung", evidence={"smoke": "maybe"})
+    with pytest.raises(EvidenceError, match="'smoke' has no state True"):
+        m.query("lung", evidence={"smoke": True})
+    with pytest.raises(EvidenceError, match="'smoke' has no state 2"):
+        m.query("lung", evidence={"smoke": 2})
+    with pytest.raises(EvidenceError, match="unknown target 'lugn'"):
+        m.query("lugn", evidence={"smoke": "yes"})
+    with pytest.raises(EvidenceError, match="both targets and evidence"):
+        m.query("lung", evidence={"lung": "yes"})
+    with pytest.raises(EvidenceError, match="listed twice"):
+        m.query(["lung", "lung"])
+
+
 # -- pgmpy ----------------------------------------------------------------------------------
 
 
@@ -555,6 +786,20 @@ def test_more_than_32_axes_never_reach_einsum(wide, monkeypatch):
     assert lp == pytest.approx(np.log(sub.max()), abs=1e-12)
     m = bn.junction_tree().marginals({"Z": 1})
     assert_allclose(m["Y"], want, rtol=0, atol=1e-12)
+    # the prior tree with contractions only: its 44-node clique goes through contract()
+    pt = bn._make_prior_tree(now=True) if bn._prior_tree is None else bn._prior_tree
+    assert pt and max(len(c) for c in pt._vars) > MAX_EINSUM_AXES
+    _einsum_only(pt)
+    _no_compile(bn)
+    for t, ev in (("Y", {"Z": 1}), ("A", {"Z": 0, "C": 1}), ("Z", {"Y": 2})):
+        p, le = bn.query([t], ev)
+        w, pe = brute_query(joint, names, [t], ev)
+        assert_allclose(p, w, rtol=0, atol=1e-12)
+        assert le == pytest.approx(np.log(pe), abs=1e-12)
+        m = bn.junction_tree().marginals(ev)
+        for v in ("A", "B", "C", "Y", "Z"):
+            if v not in ev:
+                assert_allclose(m[v], brute_query(joint, names, [v], ev)[0], rtol=0, atol=1e-12)
     assert seen and max(seen) <= MAX_EINSUM_AXES
 
 

@@ -25,13 +25,20 @@ Sums run in probability space with per-step normalisers ("scaling", Rabiner
 1989): each step is one batched ``alpha @ A`` product over the whole batch, so
 Python loops only over time. Every row whose normalisers underflow (or whose
 forward and backward passes disagree, the sign of silently lost mass) is
-recomputed in log space with log-sum-exp, so the answer is finite wherever the
-exact answer is. Maxima (Viterbi) run in log space, batch-last, with the path
-recovered by re-deriving each back-pointer from the stored max-marginals (no
-``(n, T, K)`` back-pointer table is built during the forward sweep).
+recomputed in log space with log-sum-exp (itself normalised per step, so
+nothing is lost to rounding over 10^5 steps), so the answer is finite wherever
+the exact answer is. Maxima (Viterbi) run in log space; with a shared finite
+pairwise each step's max-plus product ``max_i (d_i + P_ij)`` is one compiled
+pass (shifted to be non-negative, it is a Chebyshev distance, so
+``scipy.spatial.distance.cdist`` does it for the whole batch), otherwise a
+broadcast-and-reduce. The path is recovered by re-deriving each back-pointer
+from the stored max-marginals, ``O(n K)`` per step (no back-pointer table).
 
 Rows are internally sorted by length (longest first), so at step ``t`` only a
-prefix of the batch is live and padding costs nothing.
+prefix of the batch is live and padding costs nothing. Long and narrow batches
+(say one sequence of 10^5 steps) are cut into ~sqrt(T) chunks that are swept
+side by side, joined by the chunks' transfer matrices; chunk boundaries are
+checked against each other and a row that disagrees is redone step by step.
 
 Legend: ``n`` batch rows, ``T`` steps, ``K`` states.
 
@@ -61,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
 from ..errors import EvidenceError, ModelError, ShapeError
 
@@ -87,9 +95,34 @@ _CHUNK_ELEMS = 1 << 22
 # steps instead of 2 T, for K-fold more arithmetic.
 _TC_MIN_T = 1024
 _TC_MAX_NK3 = 1 << 15
+_TC_MAX_NK3_VITERBI = 1 << 10  # max-product chunks with -inf pairwise need a K**3 temporary per chunk
 # Chunk-boundary messages computed two ways must agree to this (max-abs, on
 # normalised vectors); a row that disagrees is recomputed without chunks.
 _TC_TOL = 1e-8
+# Matrix products are cut into row blocks of at most this many multiply-adds:
+# OpenBLAS runs smaller ones on one thread, and the per-step products are far
+# too small to gain from threads, which thrash (10x slower) on a busy machine.
+_BLAS_MNK = 1 << 18
+
+
+def _mm(a, b, out):
+    """``out = a @ b`` for 2-D operands, in row blocks of at most ``_BLAS_MNK`` multiply-adds."""
+    M, K = a.shape
+    step = max(1, _BLAS_MNK // max(1, K * b.shape[1]))
+    if M <= step:
+        return np.matmul(a, b, out=out)
+    for i in range(0, M, step):
+        np.matmul(a[i : i + step], b, out=out[i : i + step])
+    return out
+
+
+def _atb_into(a, b, acc):
+    """``acc += a.T @ b`` for a (R, K), b (R, N), in blocks of rows."""
+    R, K = a.shape
+    step = max(1, _BLAS_MNK // max(1, K * b.shape[1]))
+    for i in range(0, R, step):
+        acc += a[i : i + step].T @ b[i : i + step]
+    return acc
 
 
 @dataclass(frozen=True)
@@ -342,12 +375,18 @@ def _check_finite(x, name, real):
 # ---------------------------------------------------------------------------
 
 
-def _scaled_forward(ch):
+def _scaled_forward(ch, keep=True):
     """Normalised forward messages.
+
+    Parameters
+    ----------
+    keep : bool
+        Keep every step's messages; with False only the normalisers are kept
+        (enough for ``log Z``; saves allocating ``(T, n, K)``).
 
     Returns
     -------
-    alpha : ndarray of shape (T, n, K)
+    alpha : ndarray of shape (T, n, K), or None without ``keep``
         ``alpha[t]`` sums to 1 over states on real steps, 0 on padding.
     c : ndarray of shape (T, n, 1)
         Per-step normalisers (1 on padding).
@@ -361,7 +400,10 @@ def _scaled_forward(ch):
     T, n, K = B.shape
     cnt = ch.counts
     full = not ch.ragged
-    alpha = np.empty((T, n, K)) if full else np.zeros((T, n, K))
+    if keep:
+        alpha = np.empty((T, n, K)) if full else np.zeros((T, n, K))
+    else:
+        alpha = _Rolling(np.zeros((2, n, K)))  # step t lives in slot t % 2
     c = np.ones((T, n, 1))
     ones = np.ones((K, 1))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
@@ -372,15 +414,16 @@ def _scaled_forward(ch):
         # per step: one batched product, one multiply, the normaliser (as a
         # product with ones: cheaper than a reduction), one divide
         if ch.shared:
+            mm = _mm if n * K * K > _BLAS_MNK else np.matmul
             for t in range(1, T):
                 if full:
                     at, ct = alpha[t], c[t]
-                    np.matmul(alpha[t - 1], A, out=at)
+                    mm(alpha[t - 1], A, out=at)
                     at *= B[t]
                 else:
                     k = cnt[t]
                     at, ct = alpha[t, :k], c[t, :k]  # (k, K), (k, 1)
-                    np.matmul(alpha[t - 1, :k], A, out=at)
+                    mm(alpha[t - 1, :k], A, out=at)
                     at *= B[t, :k]
                 np.matmul(at, ones, out=ct)
                 at /= ct
@@ -393,10 +436,24 @@ def _scaled_forward(ch):
                 np.matmul(at, ones, out=ct)
                 at /= ct
         bad = ~(c[..., 0] > _SCALE_FLOOR).all(axis=0)  # NaN compares False -> bad
-    return alpha, c, bad
+    return (alpha if keep else None), c, bad
 
 
-def _scaled_backward(ch, c, alpha=None, bad=None, counts=False):
+class _Rolling:
+    """A (2, n, K) buffer indexed like a (T, n, K) array: step t lives in slot t % 2."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            return self.buf[(key[0] % 2,) + key[1:]]
+        return self.buf[key % 2]
+
+
+def _scaled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True):
     """Normalised backward messages and the "emission-weighted" messages.
 
     Parameters
@@ -411,6 +468,9 @@ def _scaled_backward(ch, c, alpha=None, bad=None, counts=False):
     counts : bool
         Also accumulate ``S = sum_t alpha[t-1].T @ g[t]`` (shared pairwise), so
         that the expected transition counts are ``A * S``.
+    keep_g : bool
+        Keep every step's ``g`` (else two rolling buffers, and ``g`` is returned
+        as None). Ignored after a time-chunked forward.
 
     Returns
     -------
@@ -434,33 +494,44 @@ def _scaled_backward(ch, c, alpha=None, bad=None, counts=False):
         if alpha is not None:
             alpha[:, bad] = 0.0
     beta = np.empty((T, n, K)) if full else np.zeros((T, n, K))
-    g = np.empty((T, n, K)) if full else np.zeros((T, n, K))
-    g[0] = 0.0
+    if keep_g:
+        g = np.empty((T, n, K)) if full else np.zeros((T, n, K))
+        g[0] = 0.0
+    else:
+        g = _Rolling(np.zeros((2, n, K)))
     beta[T - 1, : cnt[T - 1]] = 1.0
     S = np.zeros((K, K)) if (counts and ch.shared) else None
     St = np.empty((K, K))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         if ch.shared:
             AT = np.ascontiguousarray(A.T)
+            big = n * K * K > _BLAS_MNK
+            mm = _mm if big else np.matmul
             for t in range(T - 1, 0, -1):
                 if full:
                     gt = g[t]
                     np.multiply(B[t], beta[t], out=gt)
                     gt /= c[t]
-                    np.matmul(gt, AT, out=beta[t - 1])
+                    mm(gt, AT, out=beta[t - 1])
                     if S is not None:
-                        np.matmul(alpha[t - 1].T, gt, out=St)  # (K, K)
-                        S += St
+                        if big:
+                            _atb_into(alpha[t - 1], gt, S)
+                        else:
+                            np.matmul(alpha[t - 1].T, gt, out=St)  # (K, K)
+                            S += St
                 else:
                     k = cnt[t]
                     gt = g[t, :k]  # (k, K)
                     np.multiply(B[t, :k], beta[t, :k], out=gt)
                     gt /= c[t, :k]
-                    np.matmul(gt, AT, out=beta[t - 1, :k])
+                    mm(gt, AT, out=beta[t - 1, :k])
                     beta[t - 1, k : cnt[t - 1]] = 1.0  # rows whose last step is t-1
                     if S is not None:
-                        np.matmul(alpha[t - 1, :k].T, gt, out=St)
-                        S += St
+                        if big:
+                            _atb_into(alpha[t - 1, :k], gt, S)
+                        else:
+                            np.matmul(alpha[t - 1, :k].T, gt, out=St)
+                            S += St
         else:
             for t in range(T - 1, 0, -1):
                 k = cnt[t]
@@ -469,7 +540,7 @@ def _scaled_backward(ch, c, alpha=None, bad=None, counts=False):
                 gt /= c[t, :k]
                 np.matmul(A[t - 1, :k], gt[:, :, None], out=beta[t - 1, :k, :, None])  # (k, K, 1)
                 beta[t - 1, k : cnt[t - 1]] = 1.0
-    return beta, g, S
+    return beta, (g if keep_g else None), S
 
 
 # ---------------------------------------------------------------------------
@@ -477,13 +548,8 @@ def _scaled_backward(ch, c, alpha=None, bad=None, counts=False):
 # ---------------------------------------------------------------------------
 
 
-def _use_time_chunks(ch):
-    return (
-        ch.allow_time_chunks
-        and ch.shared
-        and ch.T >= _TC_MIN_T
-        and ch.n * ch.K**3 <= _TC_MAX_NK3
-    )
+def _use_time_chunks(ch, max_nk3=_TC_MAX_NK3):
+    return ch.allow_time_chunks and ch.shared and ch.T >= _TC_MIN_T and ch.n * ch.K**3 <= max_nk3
 
 
 class _TimeChunks:
@@ -552,7 +618,7 @@ def _normalise_rows(Q, rs):
     boundary check fails (then the row is redone without chunks).
     """
     k, K, _ = Q.shape
-    rsum = Q.reshape(k * K, K) @ np.ones(K)  # (k*K,)
+    rsum = _mm(Q.reshape(k * K, K), np.ones((K, 1)), out=np.empty((k * K, 1)))  # (k*K, 1)
     rsum = rsum.reshape(k, K)
     empty = rsum == 0
     if empty.any():
@@ -601,7 +667,7 @@ def _chunked_forward(ch):
             k = cc[tau]
             if k == 0:
                 break
-            np.matmul(Q[:k].reshape(k * K, K), A, out=Q2[:k].reshape(k * K, K))
+            _mm(Q[:k].reshape(k * K, K), A, out=Q2[:k].reshape(k * K, K))
             np.multiply(Q2[:k], Bc[tau, :k, None, :], out=Q[:k])
             _normalise_rows(Q[:k], rs[:k])
         # 2. boundary messages
@@ -628,7 +694,7 @@ def _chunked_forward(ch):
             if k == 0:
                 break
             at, ct = ac[tau, :k], c_c[tau, :k]
-            np.matmul(prev[:k], A, out=at)
+            _mm(prev[:k], A, out=at)
             at *= Bc[tau, :k]
             np.matmul(at, ones, out=ct)
             at /= ct
@@ -689,7 +755,7 @@ def _chunked_backward(ch, alpha, bad, counts):
             if k == 0:
                 continue
             if k1:
-                np.matmul(gc[tau + 1, :k1], AT, out=bc[tau, :k1])
+                _mm(gc[tau + 1, :k1], AT, out=bc[tau, :k1])
             bc[tau, k1:k] = exit_[k1:k]  # chunks whose last step is tau
             gt = gc[tau, :k]
             np.multiply(Bc[tau, :k], bc[tau, :k], out=gt)
@@ -731,7 +797,7 @@ def _chunked_backward(ch, alpha, bad, counts):
         step = max(1, _CHUNK_ELEMS // max(1, n * K))
         for t0 in range(1, T, step):
             t1 = min(T, t0 + step)
-            S += alpha[t0 - 1 : t1 - 1].reshape(-1, K).T @ g[t0:t1].reshape(-1, K)
+            _atb_into(alpha[t0 - 1 : t1 - 1].reshape(-1, K), g[t0:t1].reshape(-1, K), S)
     return beta, g, S
 
 
@@ -744,7 +810,7 @@ def _scaled_edge_sum(ch, alpha, g):
         S = np.zeros((K, K))
         for t in range(1, ch.T):
             k = cnt[t]
-            S += alpha[t - 1, :k].T @ g[t, :k]
+            _atb_into(alpha[t - 1, :k], g[t, :k], S)
         return A * S
     E = np.zeros((K, K))
     step = max(1, _CHUNK_ELEMS // max(1, ch.n * K * K))
@@ -895,10 +961,12 @@ def _posterior(ch, edges=False, counts=False):
     alpha, c, bad = _scaled_forward(ch)
     log_z = _scaled_log_z(ch, c)
     early = bad.copy()
-    beta, g, S = _scaled_backward(ch, c, alpha, bad, counts=(edges or counts))
+    keep_g = edges or (counts and not ch.shared)
+    beta, g, S = _scaled_backward(ch, c, alpha, bad, counts=(edges or counts), keep_g=keep_g)
     with np.errstate(invalid="ignore", over="ignore"):
-        gamma = alpha * beta  # (T, n, K); 0 on bad rows, replaced below
-        s = gamma.sum(axis=-1)  # (T, n)
+        gamma = np.multiply(alpha, beta, out=beta)  # (T, n, K); 0 on bad rows, replaced below
+        s = _mm(gamma.reshape(-1, ch.K), np.ones((ch.K, 1)), out=np.empty((ch.T * ch.n, 1)))
+        s = s.reshape(ch.T, ch.n)  # row sums
     real = ch.real() if ch.ragged else None
     if real is not None:
         s[~real] = 1.0
@@ -914,8 +982,11 @@ def _posterior(ch, edges=False, counts=False):
         A, _ = ch.scaled_pairwise()
         if late.any():
             alpha[:, late] = 0.0
-            g[:, late] = 0.0
-            S = None
+            if g is not None:
+                g[:, late] = 0.0
+                S = None
+            else:  # one more backward sweep, with the late rows zeroed too
+                _, _, S = _scaled_backward(ch, c, alpha, bad.copy(), counts=True, keep_g=False)
         if edges:
             xi = alpha[:-1, :, :, None] * A * g[1:, :, None, :]  # (T-1, n, K, K)
             E = xi.sum(axis=(0, 1))
@@ -947,7 +1018,7 @@ def _posterior(ch, edges=False, counts=False):
 
 def _log_z(ch):
     """Log-partition per row (internal order), scaled with log-space fallback."""
-    _, c, bad = _scaled_forward(ch)
+    _, c, bad = _scaled_forward(ch, keep=False)
     log_z = _scaled_log_z(ch, c)
     if bad.any():
         rows = np.flatnonzero(bad)
@@ -997,7 +1068,7 @@ def _log_messages(ch):
 # ---------------------------------------------------------------------------
 
 
-def _viterbi(ch, uKT=None):
+def _viterbi(ch, uKT=None, consume_u=False):
     """Max-product sweep and backtrack (internal order).
 
     The max-marginals of step ``t`` are stored batch-last and contiguous,
@@ -1008,14 +1079,20 @@ def _viterbi(ch, uKT=None):
     Parameters
     ----------
     uKT : ndarray of shape (K, T, n), optional
-        The unary potentials state-first, when the caller has them (any strides;
-        by default a view of ``ch.u``).
+        The unary potentials state-first, for the broadcast sweep, when the
+        caller has them (any strides; by default a view of ``ch.u``).
+    consume_u : bool
+        The fused sweep may work in ``ch.u``'s memory (the caller owns it).
 
     Returns
     -------
     z : ndarray of int, shape (T, n), -1 on padding
     score : ndarray of shape (n,)
     """
+    if _use_time_chunks(ch, _TC_MAX_NK3 if np.isfinite(ch.pw).all() else _TC_MAX_NK3_VITERBI):
+        return _viterbi_chunked(ch)
+    if ch.shared and np.isfinite(ch.pw).all():
+        return _viterbi_fused(ch, consume_u)
     T, n, K = ch.T, ch.n, ch.K
     cnt = ch.counts
     if uKT is None:
@@ -1064,6 +1141,174 @@ def _viterbi(ch, uKT=None):
             ck = cand[:k]
             np.add(D[t][:, :k].T, ch.pw[t, rows[:k], :, z[t + 1, :k]], out=ck)
             z[t, :k] = ck.argmax(axis=1)
+    return z, score
+
+
+def _viterbi_fused(ch, consume_u=False):
+    """Max-product sweep with a fused max-plus kernel (shared, finite pairwise).
+
+    ``max_i (d_i + P_ij)`` in one compiled pass: when every term is
+    non-negative it equals the Chebyshev distance ``max_i |d_i - (-P_ij)|``
+    between the row ``d`` and column ``j`` of ``-P``, which
+    :func:`scipy.spatial.distance.cdist` computes for the whole batch without
+    materialising the ``(n, K, K)`` terms. Non-negativity comes from shifting
+    ``P`` by its minimum and each step's unary by its per-row minimum (so the
+    max-marginals stay >= 0 by induction); the shifts are per-(step, row)
+    constants, so back-pointers and the path are unchanged, and they are added
+    back to the score. With ``-inf`` unaries the max-marginals are re-shifted
+    every step instead, and steps holding ``-inf`` take the plain
+    broadcast-and-reduce step.
+
+    Same contract as :func:`_viterbi`; with ``consume_u`` the sweep works in
+    ``ch.u``'s memory (and drops it from ``ch``).
+    """
+    P = ch.pw
+    T, n, K = ch.T, ch.n, ch.K
+    cnt = ch.counts
+    u = ch.u  # (T, n, K), -inf on padding
+    pmin = float(P.min())
+    XB = np.ascontiguousarray(pmin - P.T)  # (K_j, K_i) = -(P - pmin).T, <= 0
+    R = np.empty((n, K))
+    # the shift of each step's unaries: their minimum over the whole step when
+    # no row is padded (one cheap reduction), else per row; -inf exactly when a
+    # real step has an impossible state
+    if ch.ragged:
+        umin = u.min(axis=-1)  # (T, n)
+        umin[~ch.real()] = 0.0
+    else:
+        umin = np.broadcast_to(u.min(axis=(1, 2))[:, None], (T, n))  # (T, n), constant over rows
+    finite = bool(np.isfinite(umin).all())
+    if consume_u and finite:
+        D = u
+        ch._u = None
+    else:
+        D = np.empty((T, n, K))  # max-marginals up to a per-(t, row) constant
+    if finite:
+        np.subtract(u, umin[..., None], out=D)  # shifted unaries, >= 0 on real steps
+        for t in range(1, T):
+            k = cnt[t]
+            if k == 0:
+                break
+            cdist(D[t - 1, :k], XB, "chebyshev", out=R[:k])  # (k, K_j): max_i D_i + P_ij - pmin
+            D[t, :k] += R[:k]
+        off = umin.sum(axis=0) + pmin * (ch.lengths - 1)  # (n,)
+    else:
+        D[0] = u[0]
+        off = np.zeros(n)
+        Dp = np.empty((n, K))
+        mbuf = np.empty(n)
+        for t in range(1, T):
+            k = cnt[t]
+            if k == 0:
+                break
+            prev = D[t - 1, :k]  # (k, K)
+            m = mbuf[:k]
+            np.minimum.reduce(prev, axis=1, out=m)
+            if m.min() == -np.inf:
+                np.maximum.reduce(prev[:, :, None] + P, axis=1, out=D[t, :k])  # (k, K_i, K_j) -> (k, K_j)
+                D[t, :k] += u[t, :k]
+                continue
+            dp = Dp[:k]
+            np.subtract(prev, m[:, None], out=dp)  # >= 0
+            cdist(dp, XB, "chebyshev", out=R[:k])
+            np.add(R[:k], u[t, :k], out=D[t, :k])
+            m += pmin
+            off[:k] += m
+
+    rows = np.arange(n)
+    L1 = ch.lengths - 1
+    last = D[L1, rows]  # (n, K)
+    z = np.full((T, n), -1, dtype=np.intp)
+    zl = last.argmax(axis=1)
+    score = last[rows, zl] + off
+    z[L1, rows] = zl
+    PT = np.ascontiguousarray(P.T)  # (K_j, K_i)
+    cand = np.empty((n, K))
+    for t in range(T - 2, -1, -1):
+        k = cnt[t + 1]
+        ck = cand[:k]
+        np.take(PT, z[t + 1, :k], axis=0, out=ck)  # (k, K_i): P[:, z_{t+1}]
+        ck += D[t, :k]
+        np.argmax(ck, axis=1, out=z[t, :k])
+    return z, score
+
+
+def _viterbi_chunked(ch):
+    """Time-chunked max-product for long, narrow batches; same contract as :func:`_viterbi`.
+
+    1. Each chunk's max-product transfer matrix ``R[i, j]`` (best score from
+       state ``i`` before the chunk to ``j`` at its last step), all chunks at once.
+    2. Best scores at chunk boundaries, chunk by chunk along each row, keeping
+       the best entry state of each chunk for each exit state.
+    3. Backtrack through the boundaries: the path's state before and at the end
+       of every chunk.
+    4. Ordinary Viterbi inside all chunks at once, between those fixed ends.
+    """
+    P = ch.pw
+    T, n, K = ch.T, ch.n, ch.K
+    tc = _TimeChunks(ch)
+    m, Lc, cc = tc.m, tc.Lc, tc.counts
+    u = ch.u
+    uc = tc.gather(u)  # (Lc, m, K)
+    # 1. transfer matrices
+    R = P[None, :, :] + uc[0][:, None, :]  # (m, K_i, K_j)
+    fused = np.isfinite(P).all() and np.isfinite(uc[tc.valid]).all()
+    if fused:  # the max-plus product as a Chebyshev distance, as in _viterbi_fused
+        pmin = float(P.min())
+        XB = np.ascontiguousarray(pmin - P.T)  # (K_j, K_mid)
+        Rs = np.empty_like(R)
+    for tau in range(1, Lc):
+        k = cc[tau]
+        if k == 0:
+            break
+        if fused:
+            rmin = R[:k].min(axis=2, keepdims=True)  # (k, K_i, 1)
+            np.subtract(R[:k], rmin, out=Rs[:k])  # >= 0
+            cdist(Rs[:k].reshape(k * K, K), XB, "chebyshev", out=R[:k].reshape(k * K, K))
+            rmin += pmin
+            R[:k] += rmin
+        else:
+            W = R[:k, :, :, None] + P[None, None, :, :]  # (k, K_i, K_mid, K_j)
+            np.maximum.reduce(W, axis=2, out=R[:k])
+        R[:k] += uc[tau, :k, None, :]
+    # 2. boundary scores, with the best entry state per exit state
+    delta = u[0].copy()  # (n, K)
+    entry_state = np.zeros((m, K), dtype=np.intp)
+    for qi in range(tc.cid.shape[1]):
+        nr = int((tc.nq > qi).sum())
+        if nr == 0:
+            break
+        ci = tc.cid[:nr, qi]
+        M = delta[:nr, :, None] + R[ci]  # (nr, K_i, K_j)
+        entry_state[ci] = M.argmax(axis=1)
+        delta[:nr] = M.max(axis=1)
+    rows = np.arange(n)
+    zl = delta.argmax(axis=1)
+    score = delta[rows, zl]
+    # 3. backtrack through the boundaries
+    z_end = np.zeros(m, dtype=np.intp)
+    z_before = np.zeros(m, dtype=np.intp)
+    cur = zl.copy()
+    for qi in range(tc.cid.shape[1] - 1, -1, -1):
+        nr = int((tc.nq > qi).sum())
+        if nr == 0:
+            continue
+        ci = tc.cid[:nr, qi]
+        z_end[ci] = cur[:nr]
+        cur[:nr] = entry_state[ci, cur[:nr]]
+        z_before[ci] = cur[:nr]
+    # 4. inside the chunks, between fixed ends
+    uc[0] += P[z_before]  # the transition from the fixed state before the chunk
+    ends = uc[tc.length - 1, np.arange(m)]  # (m, K)
+    keep = np.arange(K)[None, :] == z_end[:, None]
+    uc[tc.length - 1, np.arange(m)] = np.where(keep, ends, -np.inf)
+    uc[~tc.valid] = -np.inf
+    inner = _Chain(uc, P, tc.length, None)
+    inner.allow_time_chunks = False
+    zc, _ = _viterbi(inner)  # (Lc, m)
+    z = np.full((T, n), -1, dtype=np.intp)
+    z[0] = cur
+    tc.scatter(z, zc)
     return z, score
 
 

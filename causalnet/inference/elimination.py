@@ -19,6 +19,18 @@ leading batch axis). Nothing loops over rows in Python.
 
 How a query runs
 ----------------
+A query with scalar evidence (one state per observed node) whose targets
+share a clique of the network's junction tree, with the default `order`, is
+answered from the *calibrated prior junction tree*
+(:mod:`causalnet.inference.junction_tree`), built once per network at its
+second such query: the prior marginal of every clique is kept, and the query
+computes only the likelihood messages on the part of the tree that joins the
+observed nodes to the targets (nothing is pruned, ordered or compiled per
+query; a message carrying a single observation is precomputed). Evidence
+whose probability is below 1e-280 (or zero) falls through to the compiled
+engine, which rescales (or raises). Everything else (batched evidence,
+targets in no common clique, an explicit order, MAP) is compiled:
+
 1. *Pruning.* Only ancestors of the targets and the evidence matter (the other
    nodes are *barren*: their CPTs sum out to 1). In the moral graph of that
    ancestral set with the evidence nodes removed, the connected components
@@ -28,7 +40,11 @@ How a query runs
    other components are needed for ``P(e)`` only; they are eliminated on their
    own, and those without evidence are constant.
 2. *Ordering.* A greedy elimination order (weighted min-fill by default) on
-   that moral graph.
+   that moral graph; from a network's second compiled query on, the default
+   takes one weighted-min-fill order of the whole network restricted to the
+   nodes to eliminate instead (valid for any subset, and its tables are
+   subsets of the whole network's), unless its largest table would exceed
+   4096 entries.
 3. *Compilation.* Elimination becomes a fixed program of einsum calls on
    *slots*: the evidence-reduced CPTs (filled in per query by one numpy index
    each), constants, and intermediate factors. Every step whose inputs do not
@@ -119,6 +135,9 @@ ORDER_METHODS = ("weighted-min-fill", "min-fill", "min-degree", "min-weight")
 _TINY = 1e-280            # below this P(e) is recomputed with rescaling
 _BIG = 1 << 13            # steps iterating over this many entries go pairwise on grouped axes
 _MAX_PLANS = 4096         # compiled programs kept per network
+_MAX_PRIOR_CLIQUE = 1 << 20   # largest clique (entries) of a calibrated prior junction tree
+_MAX_PRIOR_TOTAL = 1 << 23    # and its total entries
+_GLOBAL_ORDER_MAX = 1 << 12   # the global order serves a query whose largest table stays this small
 
 
 # -- graphs and orders ------------------------------------------------------------
@@ -226,6 +245,20 @@ def _apply_order(adj: dict, order: Sequence, cliques: list | None = None) -> Non
             na.discard(v)
             na |= nb
             na.discard(a)
+
+
+def _largest_table(adj: dict, order: Sequence, card: Sequence[int]) -> int:
+    """Entries of the largest table eliminating `order` from `adj` (mutated) creates."""
+    big = 1
+    for v in order:
+        nb = adj.pop(v)
+        big = max(big, card[v] * math.prod(card[a] for a in nb))
+        for a in nb:
+            na = adj[a]
+            na.discard(v)
+            na |= nb
+            na.discard(a)
+    return big
 
 
 def elimination_order(
@@ -369,7 +402,7 @@ class _Pair:
     batched the shared group holding the batch is innermost (einsum).
     """
 
-    __slots__ = ("swap", "a_sum", "b_sum", "perm_a", "perm_b", "na", "nb", "nc", "mode", "perm_out")
+    __slots__ = ("swap", "a_sum", "b_sum", "perm_a", "perm_b", "na", "nb", "mode", "perm_out")
 
     def __init__(self, la: tuple, lb: tuple, out: tuple, card) -> None:
         self.swap = BATCH in la and BATCH not in lb
@@ -450,14 +483,13 @@ class _Contraction:
     fixed at compile time, each pair a :class:`_Pair` (grouped axes).
     """
 
-    __slots__ = ("subs", "size", "bidx", "steps", "k")
+    __slots__ = ("subs", "size", "bidx", "steps")
 
     def __init__(self, fin: list, fout: tuple, card) -> None:
         self.subs = _subscripts(fin, fout)
         union = {v for lab in fin for v in lab}
         self.size = math.prod(card[v] for v in union if v is not BATCH)
         self.bidx = next((i for i, lab in enumerate(fin) if BATCH in lab), -1)
-        self.k = len(fin)
         labels = {i: tuple(lab) for i, lab in enumerate(fin)}
         steps = []
         nxt = len(fin)
@@ -834,6 +866,10 @@ class DiscreteBN:
         self._plans: dict = {}
         self._folds = _FoldCache()
         self._jts: dict = {}
+        self._prior_tree = None           # the calibrated prior junction tree, or False
+        self._grank: list | None = None   # global elimination order (rank of each node)
+        self._compiles = 0
+        self._scalar_queries = 0
 
     # -- views -----------------------------------------------------------------
 
@@ -987,15 +1023,47 @@ class DiscreteBN:
         labels = tuple(u for u in fam if u not in ev)
         return b.input(self._table(v, evs), evs, labels, any(u in batched for u in evs))
 
-    def _order(self, adj: dict, elim: Iterable[int], method) -> list[int]:
-        """Order `elim` (mutating `adj`): a heuristic name or an explicit node sequence."""
+    def _order(self, adj: dict, elim: Iterable[int], method, restrict: bool = False) -> list[int]:
+        """Order `elim`: a heuristic name or an explicit node sequence.
+
+        `adj` is mutated (fill edges added), except when `restrict` lets the
+        default heuristic take the network's global weighted-min-fill order
+        restricted to `elim` (valid for any subset; its cliques are subsets of
+        the global ones, plus the kept nodes), used when its largest table
+        stays small; the greedy search on the pruned graph runs otherwise.
+        """
         if isinstance(method, str):
+            if restrict and method == "weighted-min-fill":
+                rank = self._global_rank()
+                if rank is not None:
+                    seq = sorted(elim, key=rank.__getitem__)
+                    if _largest_table({v: set(nb) for v, nb in adj.items()}, seq, self._card) <= _GLOBAL_ORDER_MAX:
+                        return seq
             return _greedy_order(adj, self._card, elim, method, self._rank)
         want = set(elim)
         seq = [i for i in method if i in want]
         _apply_order(adj, seq)
         rest = [v for v in elim if v not in set(seq)]
         return seq + _greedy_order(adj, self._card, rest, "weighted-min-fill", self._rank)
+
+    def _global_rank(self) -> list[int] | None:
+        """Position of each node in a weighted-min-fill order of the whole network.
+
+        Computed at the second compilation (a network compiling one query, as
+        a model under a new ``do``, never pays for it); None before.
+        """
+        rank = self._grank
+        if rank is None:
+            self._compiles += 1
+            if self._compiles < 2:
+                return None
+            _, adj = self._reduced(range(len(self._names)), frozenset())
+            order = _greedy_order(adj, self._card, range(len(self._names)), "weighted-min-fill", self._rank)
+            rank = [0] * len(order)
+            for i, v in enumerate(order):
+                rank[v] = i
+            self._grank = rank
+        return rank
 
     def _method(self, order):
         if isinstance(order, str):
@@ -1018,21 +1086,26 @@ class DiscreteBN:
                 nodes = self._ancestral(set(tidx) | ev)
         fam_free, adj = self._reduced(sorted(nodes), ev)
         b = _Builder(self._card, sorted(ev), self._folds)
-        pool = [self._factor_slot(b, v, ev, batched) for v in sorted(nodes)]
+        alive = {self._factor_slot(b, v, ev, batched) for v in sorted(nodes)}   # slots not yet consumed
+        holders: dict = {}                                                        # node -> slots holding it
+        for sl in sorted(alive):
+            for u in b.labels[sl]:
+                holders.setdefault(u, []).append(sl)
         tset = set(tidx)
-        order = self._order(adj, [v for v in adj if v not in tset], method)
+        order = self._order(adj, [v for v in adj if v not in tset], method, mode == "sum")
 
         def eliminate(z, maximize):
-            nonlocal pool
-            take = [s for s in pool if z in b.labels[s]]
-            pool = [s for s in pool if z not in b.labels[s]]
+            take = sorted({sl for sl in holders.pop(z, ()) if sl in alive})
+            alive.difference_update(take)
+            arg = None
             if maximize:
-                val, arg = b.emit_max(take, z)
-                pool.append(val)
-                return arg
-            union = tuple(dict.fromkeys(u for s in take for u in b.labels[s] if u != z))
-            pool.append(b.emit(take, union))
-            return None
+                new, arg = b.emit_max(take, z)
+            else:
+                new = b.emit(take, tuple(dict.fromkeys(u for sl in take for u in b.labels[sl] if u != z)))
+            alive.add(new)
+            for u in b.labels[new]:
+                holders.setdefault(u, []).append(new)
+            return arg
 
         for z in order:
             eliminate(z, False)
@@ -1046,7 +1119,9 @@ class DiscreteBN:
                 trace.append((z, arg, b.labels[arg]))
             plan.trace = tuple(reversed(trace))
             plan.target = None
+            pool = sorted(alive)
         else:
+            pool = sorted(alive)
             tslots = [s for s in pool if b.labels[s]]
             pool = [s for s in pool if not b.labels[s]]
             plan.target = b.emit(tslots, tidx) if tslots else None
@@ -1140,6 +1215,25 @@ class DiscreteBN:
         """
         tidx = self._targets(targets)
         ev, n = self._evidence(evidence)
+        if n is None and type(order) is str and order == "weighted-min-fill":
+            pt = self._prior_tree if self._prior_tree is not None else self._make_prior_tree()
+            if pt:
+                for t in tidx:
+                    if t in ev:
+                        raise EvidenceError(f"{self._names[t]!r} is both a target and evidence")
+                if joint or not tidx:
+                    got = pt.query(tidx, ev)
+                    if got is not None:
+                        return (got[0] if joint else []), got[1]
+                else:
+                    out = []
+                    for t in tidx:
+                        got = pt.query((t,), ev)
+                        if got is None:
+                            break
+                        out.append(got[0])
+                    else:
+                        return out, got[1]
         method = self._method(order)
         if joint or not tidx:
             probs, log_ev = self._query(tidx, ev, n, method)
@@ -1149,6 +1243,26 @@ class DiscreteBN:
             probs, log_ev = self._query((t,), ev, n, method)
             out.append(probs)
         return out, log_ev
+
+    def _make_prior_tree(self, now: bool = False):
+        """The calibrated prior junction tree, built at the second scalar query (None before).
+
+        Networks answering a single query (a model under a new ``do``) never
+        pay for it; it is False when its tables would be too large.
+        """
+        self._scalar_queries += 1
+        if self._scalar_queries < 2 and not now:
+            return None
+        from .junction_tree import _PriorTree
+
+        pt = False
+        jt = self.junction_tree()
+        if jt.max_clique_size <= _MAX_PRIOR_CLIQUE and sum(jt._size) <= _MAX_PRIOR_TOTAL:
+            pt = _PriorTree(jt)
+            if not pt.ok:
+                pt = False
+        self._prior_tree = pt
+        return pt
 
     def _query(self, tidx, ev, n, method):
         plan = self._plan(tidx, ev, method, "sum")

@@ -532,19 +532,6 @@ class HMM:
                 off[0] += np.where(ok, np.log(np.where(ok, m0, 1.0)), 0.0)
         return _engine._Chain(None, pw, pk.lens, pk.order, shape=(T, n, K), scaled_u=(B, off), u_fn=u_fn)
 
-    def _unary_KT(self, pk, ch):
-        """Log unary potentials state-first, (K, T, n), for Viterbi."""
-        if self.emission == "categorical":
-            S = self._n_symbols()
-            K = self.n_states
-            with np.errstate(divide="ignore"):
-                logE = np.full((K, S + 1), -np.inf)
-                logE[:, :S] = np.log(self.emissionprob_)
-                uKT = np.take(logE, pk.X, axis=1)  # (K, T, n)
-                uKT[:, 0] += np.log(self.startprob_)[:, None]
-            return uKT
-        return None  # a view of ch.u
-
     # ------------------------------------------------------------------
     # inference
     # ------------------------------------------------------------------
@@ -611,13 +598,45 @@ class HMM:
             gamma, _, _, _ = _engine._posterior(ch)
             post = _unpack(pk, gamma)
             return float(post.max(axis=1).sum()), post.argmax(axis=1)
-        z, score = _engine._viterbi(ch, self._unary_KT(pk, ch))
+        z, score = _engine._viterbi(ch, consume_u=True)  # ch.u was made for this call
         _engine._raise_impossible(ch, score)
         return float(score.sum()), _unpack(pk, z)
 
     def predict(self, X, lengths=None):
         """Viterbi state sequence, shape (N,)."""
         return self.decode(X, lengths)[1]
+
+    # ------------------------------------------------------------------
+    # as a causal model (see causalnet.models._hmm_causal)
+    # ------------------------------------------------------------------
+
+    def to_model(self, T):
+        """The HMM unrolled over `T` steps: a CausalModel with latent ``Z[t]`` and observed ``X[t]``."""
+        from . import _hmm_causal
+
+        return _hmm_causal.to_model(self, T)
+
+    @staticmethod
+    def folded_dag():
+        """The folded (plate) drawing: ``(DAG, to_dot options)``; draw with ``cn.render(dag, path, **options)``."""
+        from . import _hmm_causal
+
+        return _hmm_causal.folded_dag()
+
+    def query(self, targets, *, evidence=None, do=None, T=None):
+        """Posterior of ``Z[t]`` / ``X[t]`` given observations under ``do={"Z[t]": k}`` (transition cut, state
+        clamped) — exact, on the chain engine. See :func:`causalnet.models._hmm_causal.query`."""
+        from . import _hmm_causal
+
+        return _hmm_causal.query(self, targets, evidence=evidence, do=do, T=T)
+
+    def counterfactual(self, targets, *, evidence, do):
+        """What ``X[t']`` / ``Z[t']`` would have been, given the observed sequence, had ``Z[t]`` been k — exact,
+        by a twin chain over K×K joint states under the inverse-CDF SCM.
+        See :func:`causalnet.models._hmm_causal.counterfactual`."""
+        from . import _hmm_causal
+
+        return _hmm_causal.counterfactual(self, targets, evidence=evidence, do=do)
 
     def sample(self, n_samples=1, seed=None):
         """Draw one sequence from the model.
