@@ -163,7 +163,7 @@ def _state_at(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
     from ..model import _Intervened
-    from .dispatch import discrete_network
+    from .dispatch import discrete_network, shift_map
     from .elimination import DiscreteBN
 
     cpts_f, cards, row_f = discrete_network(model)
@@ -208,7 +208,7 @@ def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
             parents[f_name] = [names[("f", p)] for p in pa] + [u_name]
             tcards[f_name] = K
             if isinstance(mech_c, _Intervened):
-                shift = _shift_map(v, mech_c, K)
+                shift = shift_map(v, mech_c, K)
                 tables[c_name] = np.eye(K)[shift[natural]]
             else:
                 tables[c_name] = np.eye(K)[natural]
@@ -219,7 +219,7 @@ def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
             tables[f_name] = cpts_f[v]
             parents[f_name] = []
             tcards[f_name] = K
-            tables[c_name] = np.eye(K)[_shift_map(v, mech_c, K)]          # (K_f, K)
+            tables[c_name] = np.eye(K)[shift_map(v, mech_c, K)]          # (K_f, K)
             parents[c_name] = [f_name]
             tcards[c_name] = K
         else:
@@ -263,17 +263,6 @@ def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
     return DiscreteDistribution(_names(targets), probs, [model.specs[v].states for _, v in targets],
                                 batched=bool(n_ev_rows), method="exact (twin network, variable elimination)",
                                 scm=SCM_DISCRETE)
-
-
-def _shift_map(v, mech, K) -> np.ndarray:
-    """A shift intervention's function on the states 0..K-1, checked."""
-    try:
-        f = np.asarray(mech.value(np.arange(K)))
-    except Exception as e:
-        raise ModelError(f"the shift intervention on {v!r} raised {type(e).__name__}: {e}") from e
-    if f.shape != (K,) or not np.all(f == np.round(f)) or f.min() < 0 or f.max() >= K:
-        raise ModelError(f"the shift intervention on {v!r} must map states 0..{K - 1} to states, got {f.tolist()}")
-    return f.astype(np.int64)
 
 
 def _assemble(pf, free, tnames, evidence, cards, batched):
@@ -403,7 +392,7 @@ def _point_abduction(model, cf_model, targets, ev, n_rows):
 
 
 def _sampled(model, cf_model, targets, ev, n_rows, n_samples, seed):
-    from .sampling import likelihood_weighting, normalise
+    from .sampling import likelihood_weighting, normalise, weighted_state_probs
 
     rng = _rng(seed)
     rows = n_rows or 1
@@ -432,14 +421,7 @@ def _sampled(model, cf_model, targets, ev, n_rows, n_samples, seed):
     names = _names(targets)
     if all(model.specs[v].kind == DISCRETE for _, v in targets):
         cards = [model.specs[v].card for _, v in targets]
-        flat = np.ravel_multi_index([vals[nm] for nm in names], cards).reshape(rows, m)
-        total = int(np.prod(cards))
-        idx = flat + (np.arange(rows) * total)[:, None]
-        probs = np.bincount(idx.ravel(), weights=w.ravel(), minlength=rows * total).reshape(rows, total)
-        sq = np.bincount(idx.ravel(), weights=(w ** 2).ravel(), minlength=rows * total).reshape(rows, total)
-        var = sq * (1 - 2 * probs) + probs ** 2 * np.sum(w ** 2, axis=1, keepdims=True)
-        se = np.sqrt(np.maximum(var, 0.0))
-        probs, se = probs.reshape(rows, *cards), se.reshape(rows, *cards)
+        probs, se = weighted_state_probs([vals[nm] for nm in names], cards, w)
         if not n_rows:
             probs, se = probs[0], se[0]
         return DiscreteDistribution(names, probs, [model.specs[v].states for _, v in targets],

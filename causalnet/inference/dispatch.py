@@ -170,13 +170,7 @@ def _table(model, v, mech, cards, row_ev):
         inner = _table(model, v, mech.natural, cards, row_ev)
         if inner is None:
             return None
-        try:
-            f = np.asarray(mech.value(np.arange(K)))
-        except Exception as e:
-            raise ModelError(f"the shift intervention on {v!r} raised {type(e).__name__}: {e}") from e
-        if f.shape != (K,) or not np.all(f == np.round(f)) or f.min() < 0 or f.max() >= K:
-            raise ModelError(f"the shift intervention on {v!r} must map states 0..{K - 1} to states, got {f.tolist()}")
-        onehot = np.eye(K)[f.astype(np.int64)]                # (K, K): old state -> new state
+        onehot = np.eye(K)[shift_map(v, mech, K)]                # (K, K): old state -> new state
         return inner @ onehot
     if mech.deterministic:
         pcards = [cards[p] for p in mech.parents]
@@ -186,6 +180,17 @@ def _table(model, v, mech, cards, row_ev):
         vals = np.asarray(vals).reshape(-1)
         return np.eye(K)[vals].reshape(*pcards, K)
     return None
+
+
+def shift_map(v, mech, K) -> np.ndarray:
+    """A shift intervention's function on the states 0..K-1 of node `v`, checked."""
+    try:
+        f = np.asarray(mech.value(np.arange(K)))
+    except Exception as e:
+        raise ModelError(f"the shift intervention on {v!r} raised {type(e).__name__}: {e}") from e
+    if f.shape != (K,) or not np.all(f == np.round(f)) or f.min() < 0 or f.max() >= K:
+        raise ModelError(f"the shift intervention on {v!r} must map states 0..{K - 1} to states, got {f.tolist()}")
+    return f.astype(np.int64)
 
 
 def _discrete_bn(model):
@@ -345,7 +350,7 @@ def _discrete_answer(m, bn, row_ev, names, ev, n_rows):
 
 
 def _sampling_answer(m, names, ev, n_rows, n_samples, seed):
-    from .sampling import likelihood_weighting, normalise
+    from .sampling import likelihood_weighting, normalise, weighted_state_probs
 
     rng = _rng(seed)
     rows = n_rows or 1
@@ -356,17 +361,7 @@ def _sampling_answer(m, names, ev, n_rows, n_samples, seed):
     method = f"likelihood weighting ({per_row} samples{' per row' if n_rows else ''})"
     if all(m.specs[t].kind == DISCRETE for t in names):
         cards = [m.specs[t].card for t in names]
-        flat = np.ravel_multi_index([values[t] for t in names], cards).reshape(rows, per_row)
-        total = int(np.prod(cards))
-        onehot_idx = flat + (np.arange(rows) * total)[:, None]
-        probs = np.bincount(onehot_idx.ravel(), weights=w.ravel(), minlength=rows * total).reshape(rows, total)
-        # self-normalised importance sampling: var(p_k) ≈ Σ w² (1[x=k] − p_k)²
-        sq = np.bincount(onehot_idx.ravel(), weights=(w ** 2).ravel(), minlength=rows * total).reshape(rows, total)
-        w2 = np.sum(w ** 2, axis=1, keepdims=True)
-        var = sq * (1 - 2 * probs) + probs ** 2 * w2
-        se = np.sqrt(np.maximum(var, 0.0))
-        shape = (rows, *cards)
-        probs, se = probs.reshape(shape), se.reshape(shape)
+        probs, se = weighted_state_probs([values[t] for t in names], cards, w)
         if not n_rows:
             probs, se = probs[0], se[0]
         return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=n_rows is not None,

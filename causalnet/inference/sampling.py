@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import EvidenceError
 
-__all__ = ["likelihood_weighting"]
+__all__ = ["likelihood_weighting", "normalise", "weighted_state_probs"]
 
 
 def _repeat(arr: np.ndarray, n_rows: int, m: int, batched: bool) -> np.ndarray:
@@ -104,3 +104,31 @@ def normalise(log_w: np.ndarray, n_rows: int, m: int) -> np.ndarray:
     lw = lw - lw.max(axis=1, keepdims=True)
     w = np.exp(lw)
     return w / w.sum(axis=1, keepdims=True)
+
+
+def weighted_state_probs(columns, cards, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Self-normalised importance estimates of a joint over discrete variables, with standard errors.
+
+    Parameters
+    ----------
+    columns : list of ndarray of shape (n_rows * m,)
+        State indices of each variable, row-major as :func:`likelihood_weighting` returns them.
+    cards : list of int
+    w : ndarray of shape (n_rows, m)
+        Normalised weights.
+
+    Returns
+    -------
+    probs, std_err : ndarray of shape (n_rows, *cards)
+        ``var(p_k) ≈ Σ w² (1[x=k] − p_k)²`` (the delta-method variance of a
+        self-normalised estimate).
+    """
+    rows, m = w.shape
+    total = int(np.prod(cards))
+    flat = np.ravel_multi_index(list(columns), cards).reshape(rows, m)
+    idx = (flat + (np.arange(rows) * total)[:, None]).ravel()
+    probs = np.bincount(idx, weights=w.ravel(), minlength=rows * total).reshape(rows, total)
+    sq = np.bincount(idx, weights=(w ** 2).ravel(), minlength=rows * total).reshape(rows, total)
+    var = sq * (1 - 2 * probs) + probs ** 2 * np.sum(w ** 2, axis=1, keepdims=True)
+    se = np.sqrt(np.maximum(var, 0.0))
+    return probs.reshape(rows, *cards), se.reshape(rows, *cards)
