@@ -181,7 +181,7 @@ def test_query_matches_brute_force(seed, trial, engine):
             assert_allclose(margs[i], brute_query(joint, names, [t], ev)[0], rtol=0, atol=1e-12)
         assert log_e2 == pytest.approx(log_e, abs=1e-12)
     if engine == "compiled":                             # from the second plan on: the global order
-        assert bn._grank is not None and sorted(bn._grank) == list(range(len(names)))
+        assert bn._grank is not None and sorted(bn._grank[0]) == list(range(len(names)))
 
 
 def test_global_order_or_greedy_search(seed, monkeypatch):
@@ -527,6 +527,27 @@ def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
         p, _ = small.query(["A"], {"B": 0})
     assert small._prior_tree is False
     assert_allclose(p, [0.45 / 0.55, 0.1 / 0.55], rtol=0, atol=1e-15)
+
+
+def test_heavy_prior_tree_hands_repeated_shapes_to_plans(seed, monkeypatch):
+    # on a network with large cliques, a query shape asked again is compiled (then cached)
+    monkeypatch.setattr(J, "_REDUCE_FROM", 1)
+    rng = np.random.default_rng(seed)
+    dag, cpts, card = random_network(rng, 9)
+    joint, names = brute_joint(dag, cpts, card)
+    bn = DiscreteBN(dag, cpts, card)
+    assert bn._make_prior_tree(now=True).heavy
+    ev = {"X8": 1, "X3": 0}
+    compiled = []
+    compile_ = bn._compile
+    monkeypatch.setattr(bn, "_compile", lambda *a: compiled.append(a) or compile_(*a))
+    for state, n_compiled in ((1, 0), (0, 1), (1, 1), (0, 1)):
+        ev["X8"] = state % card["X8"]
+        p, log_e = bn.query(["X0"], ev)
+        want, pe = brute_query(joint, names, ["X0"], ev)
+        assert_allclose(p, want, rtol=0, atol=1e-12)
+        assert log_e == pytest.approx(np.log(pe), abs=1e-12)
+        assert len(compiled) == n_compiled
 
 
 def test_prior_tree_matrix_budget(seed, monkeypatch):

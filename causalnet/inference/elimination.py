@@ -28,8 +28,11 @@ computes only the likelihood messages on the part of the tree that joins the
 observed nodes to the targets (nothing is pruned, ordered or compiled per
 query; a message carrying a single observation is precomputed). Evidence
 whose probability is below 1e-280 (or zero) falls through to the compiled
-engine, which rescales (or raises). Everything else (batched evidence,
-targets in no common clique, an explicit order, MAP) is compiled:
+engine, which rescales (or raises). On a network whose junction tree has a
+clique of 4096 entries or more, a (targets, evidence nodes) shape asked a
+second time is compiled instead: its pruned, cached plan then runs faster
+than the tree. Everything else (batched evidence, targets in no common
+clique, an explicit order, MAP) is compiled:
 
 1. *Pruning.* Only ancestors of the targets and the evidence matter (the other
    nodes are *barren*: their CPTs sum out to 1). In the moral graph of that
@@ -867,7 +870,8 @@ class DiscreteBN:
         self._folds = _FoldCache()
         self._jts: dict = {}
         self._prior_tree = None           # the calibrated prior junction tree, or False
-        self._grank: list | None = None   # global elimination order (rank of each node)
+        self._grank: tuple | None = None  # whole-network elimination order: ranks, largest, total table
+        self._shapes: dict = {}           # (targets, evidence nodes) seen, on networks with large cliques
         self._compiles = 0
         self._scalar_queries = 0
 
@@ -1052,18 +1056,25 @@ class DiscreteBN:
         Computed at the second compilation (a network compiling one query, as
         a model under a new ``do``, never pays for it); None before.
         """
-        rank = self._grank
-        if rank is None:
+        if self._grank is None:
             self._compiles += 1
             if self._compiles < 2:
                 return None
+        return self._whole_order()[0]
+
+    def _whole_order(self) -> tuple[list[int], int, int]:
+        """The network's weighted-min-fill order (rank of each node) and the entries of its
+        largest and of all its elimination tables (memoized)."""
+        if self._grank is None:
             _, adj = self._reduced(range(len(self._names)), frozenset())
-            order = _greedy_order(adj, self._card, range(len(self._names)), "weighted-min-fill", self._rank)
+            raw: list = []
+            order = _greedy_order(adj, self._card, range(len(self._names)), "weighted-min-fill", self._rank, raw)
             rank = [0] * len(order)
             for i, v in enumerate(order):
                 rank[v] = i
-            self._grank = rank
-        return rank
+            sizes = [self._card[v] * math.prod(self._card[a] for a in nb) for v, nb in raw]
+            self._grank = (rank, max(sizes, default=1), sum(sizes))
+        return self._grank
 
     def _method(self, order):
         if isinstance(order, str):
@@ -1217,6 +1228,15 @@ class DiscreteBN:
         ev, n = self._evidence(evidence)
         if n is None and type(order) is str and order == "weighted-min-fill":
             pt = self._prior_tree if self._prior_tree is not None else self._make_prior_tree()
+            if pt and pt.heavy:
+                # large cliques: a shape asked again is worth a compiled (pruned, cached) plan
+                shape = (tidx, frozenset(ev))
+                if shape in self._shapes:
+                    pt = None
+                else:
+                    if len(self._shapes) >= _MAX_PLANS:
+                        self._shapes.clear()
+                    self._shapes[shape] = True
             if pt:
                 for t in tidx:
                     if t in ev:
@@ -1256,9 +1276,9 @@ class DiscreteBN:
         from .junction_tree import _PriorTree
 
         pt = False
-        jt = self.junction_tree()
-        if jt.max_clique_size <= _MAX_PRIOR_CLIQUE and sum(jt._size) <= _MAX_PRIOR_TOTAL:
-            pt = _PriorTree(jt)
+        _, largest, total = self._whole_order()                # the tree's cliques are among these tables
+        if largest <= _MAX_PRIOR_CLIQUE and total <= _MAX_PRIOR_TOTAL:
+            pt = _PriorTree(self.junction_tree())
             if not pt.ok:
                 pt = False
         self._prior_tree = pt

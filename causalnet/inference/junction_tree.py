@@ -494,6 +494,9 @@ class _PriorTree:
         k = len(V)
         self._card = card
         self._vars = V
+        #: cliques large enough that a compiled plan (pruned, run again cheaply) beats this tree
+        #: for a query shape asked more than once
+        self.heavy = max(jt._size, default=1) >= _REDUCE_FROM
         nbr: list[list[int]] = [[] for _ in range(k)]
         sep: dict = {}
         for c, p in enumerate(jt._parent):
@@ -594,6 +597,8 @@ class _PriorTree:
         self._roots: dict = {}
         self._pass: dict = {}     # (c, x, d): message x -> c to message c -> d
         self._leaf: dict = {}     # (c, u, d): node u observed at c (row = its state) to message c -> d
+        self._passev: dict = {}   # (c, x, d, u): as pass, with u observed at c (first axis: its state)
+        self._pair: dict = {}     # (c, a, b, d), a < b: message a -> c to a (S_b, S_cd) map of message b -> c
         self._group: dict = {}    # (c, x): message x -> c to P(v, e) of the nodes homed at c, concatenated
         self._sel: dict = {}      # c: belief of c, flattened, to the marginals of its homed nodes
         self._bel: dict = {}      # (c, d): belief of c, flattened, to the message c -> d
@@ -613,6 +618,14 @@ class _PriorTree:
                 for u in V[c]:
                     if u not in sep[c, d]:
                         todo.append((card[u] * n_d, "leaf", (c, u, d)))
+                        for x in nbr[c]:                                # one message in, u observed at c
+                            if x != d and u not in sep[x, c] and len(sep[x, c]) < wide:
+                                todo.append((card[u] * math.prod(shape[x, c]) * n_d, "passev", (c, x, d, u)))
+                for i, x in enumerate(nbr[c]):                          # two messages in
+                    for y in nbr[c][i + 1:]:
+                        if d not in (x, y) and len(sep[x, c]) + len(sep[y, c]) + len(sep[c, d]) <= MAX_EINSUM_AXES:
+                            a, b = min(x, y), max(x, y)
+                            todo.append((math.prod(shape[a, c]) * math.prod(shape[b, c]) * n_d, "pair", (c, a, b, d)))
                 if n_h:
                     todo.append((math.prod(shape[d, c]) * n_h, "group", (c, d)))
                 if n_c * n_d <= _MAX_BELIEF:
@@ -630,6 +643,13 @@ class _PriorTree:
             elif kind == "leaf":
                 c, u, d = key
                 self._leaf[key] = self._matrix(c, d, (u,), sep[c, d])
+            elif kind == "passev":
+                c, x, d, u = key
+                m = self._matrix(c, d, (u, *sep[x, c]), sep[c, d])
+                self._passev[key] = m.reshape(card[u], -1, m.shape[1])   # (K_u, |S_x|, |S_cd|)
+            elif kind == "pair":
+                c, a, b, d = key
+                self._pair[key] = self._matrix(c, d, sep[a, c], (*sep[b, c], *sep[c, d]))
             elif kind == "group":
                 c, x = key
                 cols = [self._matrix(c, -1, sep[x, c], (v,)) for v in homed[c]]
@@ -727,7 +747,7 @@ class _PriorTree:
         """
         card = self._card
         V = self._vars
-        both = tuple(dict.fromkeys((*ins, *out)))
+        both = tuple(dict.fromkeys((*ins, *out)))                      # `out` may repeat nodes of `ins`
         if d >= 0:
             t = contract([self._beta[c], self._inv[c, d]], [V[c], self._sep[c, d]], both)   # (*both_cards)
         else:
@@ -806,10 +826,20 @@ class _PriorTree:
                 m = self._pass.get((c, srcs[0], d))
                 if m is not None:
                     return msgs[0] @ m                                 # (|S_cd|,)
-        elif not srcs and len(evs) == 1:
-            m = self._leaf.get((c, evs[0], d))
-            if m is not None:
-                return m[ev[evs[0]]]                                   # (|S_cd|,)
+            elif len(srcs) == 2:
+                a, b = (0, 1) if srcs[0] < srcs[1] else (1, 0)
+                m = self._pair.get((c, srcs[a], srcs[b], d))
+                if m is not None:                                      # (|S_a|, |S_b| * |S_cd|)
+                    return msgs[b] @ (msgs[a] @ m).reshape(len(msgs[b]), -1)   # (|S_cd|,)
+        elif len(evs) == 1:
+            if not srcs:
+                m = self._leaf.get((c, evs[0], d))
+                if m is not None:
+                    return m[ev[evs[0]]]                               # (|S_cd|,)
+            elif len(srcs) == 1:
+                m = self._passev.get((c, srcs[0], d, evs[0]))
+                if m is not None:                                      # (K_u, |S_x|, |S_cd|)
+                    return msgs[0] @ m[ev[evs[0]]]                     # (|S_cd|,)
         return self._einsum(c, d, srcs, msgs, evs or (), ev)
 
     def _rooted_at(self, r: int) -> tuple:
