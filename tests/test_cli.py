@@ -290,3 +290,48 @@ def test_tour_sections_are_extensible(tmp_path, monkeypatch):
     assert "- [Extra](#extra)" in report
     assert report.index("## Graph: asia") < report.index("## Extra\n\nan extra section")
     assert (tmp_path / "extra.dot").exists() and (tmp_path / "extra.txt").exists()
+
+
+# -- causalnet query ----------------------------------------------------------------
+
+
+def test_query_gallery_model(capsys):
+    assert main(["query", "gallery:sprinkler", "P(Wet | do(Sprinkler=on), Rain=yes)"]) == 0
+    out = capsys.readouterr().out
+    assert "P(Wet)" in out and "0.990000" in out and "variable elimination" in out
+
+
+def test_query_counterfactual_and_probability(capsys):
+    assert main(["query", "gallery:sprinkler", "P(Wet_{Sprinkler=off}=wet | Sprinkler=on, Wet=wet)"]) == 0
+    out = capsys.readouterr().out
+    import causalnet as cn
+
+    want = cn.gallery.load("sprinkler").query("P(Wet_{Sprinkler=off}=wet | Sprinkler=on, Wet=wet)")
+    assert f"{want:.6g}" in out
+
+
+def test_query_gaussian_and_files(tmp_path, capsys):
+    import causalnet as cn
+
+    assert main(["query", "gallery:linear-gaussian", "P(Income | do(Education=16))"]) == 0
+    assert "mean [42.]" in capsys.readouterr().out
+    m = cn.gallery.load("asia")
+    cn.write_bif(m, tmp_path / "asia.bif")
+    cn.save_json(m, tmp_path / "asia.json")
+    cn.write_xmlbif(m, tmp_path / "asia.xmlbif")
+    want = m.query("lung", evidence={"xray": "yes"})["yes"]
+    for f in ("asia.bif", "asia.json", "asia.xmlbif"):
+        assert main(["query", str(tmp_path / f), "P(lung=yes | xray=yes)"]) == 0
+        assert f"{want:.6g}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["query", "gallery:sprinkler", "P(Wet | Rain=maybe)"], "no state 'maybe'"),
+    (["query", "gallery:m-bias", "P(Y)"], "graph without mechanisms"),
+    (["query", "nofile.bif", "P(Y)"], "no such model file"),
+    (["query", "gallery:sprinkler", "P(Wet | Rain=yes"], "expected"),
+])
+def test_query_user_errors(args, fragment, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("causalnet: error:") and fragment in err and err.count("\n") == 1

@@ -81,3 +81,20 @@ def test_structure_and_errors(crf, rng):
         crf.query("y[1]", X, evidence={"y[0]": "Z"})
     with pytest.raises(EvidenceError, match="do applies to tokens"):
         crf.query("y[1]", X, do={"y[0]": "A"})
+
+
+def test_given_potentials(crf, rng):
+    from causalnet import ShapeError
+
+    U = rng.normal(size=(2, 4, 3))
+    labels, scores = crf.decode_potentials(U, mask=np.array([[1, 1, 1, 1], [1, 1, 0, 0]], bool))
+    assert [len(x) for x in labels] == [4, 2]
+    W = np.asarray(crf.transition_weights_)
+    for i, T in enumerate([4, 2]):
+        best = max(itertools.product(range(3), repeat=T),
+                   key=lambda p: sum(U[i, t, p[t]] for t in range(T)) + sum(W[p[t], p[t + 1]] for t in range(T - 1)))
+        assert labels[i] == [crf.classes_[k] for k in best]
+        marg, _ = crf.marginals_potentials(U[i, :T])
+        assert_allclose(marg[0], np.stack(brute_marginals(U[i, :T], W)), atol=1e-12)
+    with pytest.raises(ShapeError, match="shape \\(n, T, 3\\)"):
+        crf.decode_potentials(np.zeros((2, 4, 5)))

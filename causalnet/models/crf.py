@@ -1144,6 +1144,50 @@ class CRF:
         M = _chain.forward_backward(lay.pad(U), self.transition_weights_, lay.mask).marginals  # (n, T, K)
         return lengths, M.reshape(-1, U.shape[1])[lay.rows]  # (N, K)
 
+    # -- inference on given log-potentials ----------------------------------------------
+
+    def _check_potentials(self, unary, mask):
+        self._check_fitted()
+        u = np.asarray(unary, dtype=np.float64)
+        K = len(self.classes_)
+        if u.ndim == 2:
+            u = u[None]
+        if u.ndim != 3 or u.shape[-1] != K:
+            raise ShapeError(f"unary log-potentials must have shape (n, T, {K}) or (T, {K}) for {K} labels; "
+                             f"got {np.shape(unary)}")
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool).reshape(u.shape[:2])
+        return u, mask
+
+    def decode_potentials(self, unary, *, mask=None) -> tuple[list, np.ndarray]:
+        """Viterbi labels for given unary log-potentials, with this CRF's transitions.
+
+        For inference on potentials computed elsewhere (e.g. a neural network's
+        emission scores); :meth:`from_weights` with an empty feature set gives
+        a CRF that is only a transition matrix.
+
+        Parameters
+        ----------
+        unary : ndarray of shape (n, T, K) or (T, K)
+        mask : ndarray of bool, shape (n, T), optional
+
+        Returns
+        -------
+        labels : list of lists of labels (ragged by the mask)
+        scores : ndarray of shape (n,)
+            Unnormalised log-scores of the best paths.
+        """
+        u, mask = self._check_potentials(unary, mask)
+        paths, scores = _chain.viterbi(u, np.asarray(self.transition_weights_, dtype=np.float64), mask)
+        labels = np.asarray(self.classes_, dtype=object)
+        return [labels[p[p >= 0]].tolist() for p in paths], scores
+
+    def marginals_potentials(self, unary, *, mask=None) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior marginals ``(n, T, K)`` and log-partitions ``(n,)`` for given unary log-potentials."""
+        u, mask = self._check_potentials(unary, mask)
+        post = _chain.forward_backward(u, np.asarray(self.transition_weights_, dtype=np.float64), mask)
+        return post.marginals, post.log_z
+
     def score(self, X, y, *, mask=None) -> float:
         """Token accuracy of `predict(X)` against `y` (labels unknown to the model count as errors)."""
         pred = self.predict(X, mask=mask)
