@@ -498,6 +498,9 @@ def render(
         if proc.returncode != 0 or os.path.getsize(tmp) == 0:
             err = proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}, no output"
             raise RenderError(f"renderer {Path(exe).name!r} failed on {path.name!r}: {err}")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes 0600; a written diagram gets the usual mode
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
