@@ -45,7 +45,7 @@ over separators "closest to Y", each branch yielding a new one. The one
 exception is ``frontdoor_adjustment_sets(..., minimal=True)``: it lists with
 polynomial delay the front-door sets that Y's side of the graph "touches" in
 full, a family that holds every minimal set, and keeps the minimal ones; on
-large graphs that family can be much larger than the answer.
+large graphs that family can be exponentially larger than the answer.
 
 Examples
 --------
@@ -79,10 +79,11 @@ References
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 from .dag import DAG
-from .errors import GraphError
+from .errors import CausalNetWarning, GraphError
 from .separation import _index
 
 __all__ = [
@@ -804,10 +805,8 @@ class _FrontDoor:
                 yield inc
                 continue
             v = min(rng - inc)
-            w_in = self.witness(inc | {v}, rng)
+            stack.append((inc | {v}, rng))  # rng itself is a valid set containing inc + v
             w_out = self.witness(inc, rng - {v})
-            if w_in is not None:
-                stack.append((inc | {v}, w_in))
             if w_out is not None:
                 stack.append((inc, w_out))
 
@@ -871,8 +870,8 @@ class _FrontDoor:
                             stack.append((p, True))
         return stop, up, down
 
-    def minimal_sets(self) -> Iterator[frozenset]:
-        """Every inclusion-minimal valid set.
+    def minimal_sets(self, budget: int | None = None) -> Iterator[frozenset]:
+        """Every inclusion-minimal valid set (stopping after `budget` candidate sets, if given).
 
         With X the conditioning set, condition (iii) says that the ball of
         Bayes-ball from Y, run in the graph without Z, reaches no node of Z
@@ -914,6 +913,7 @@ class _FrontDoor:
                 return None
             return q | free, w
 
+        self.truncated = False
         root = enter(frozenset(), frozenset())
         if root is None:
             return
@@ -921,7 +921,12 @@ class _FrontDoor:
         if not self.has_valid_proper_subset(w):
             yield w
         stack = [[q, frozenset(), sorted(w), 0]]
+        calls = 0
         while stack:
+            calls += 1
+            if budget is not None and calls > budget:
+                self.truncated = True
+                return
             frame = stack[-1]
             q, m, vs, i = frame
             if i == len(vs):
@@ -985,7 +990,8 @@ def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:
     return fd.valid(_ints(dag, zs))
 
 
-def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
+def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
+                              max_candidates: int | None = 100_000) -> list[frozenset]:
     """All sets of observed nodes that satisfy the front-door criterion.
 
     Parameters
@@ -999,6 +1005,11 @@ def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets
         Return at most this many sets (None: all). When the cap is reached the
         sets are the first found; the search explores leaving a node out
         before putting it in.
+    max_candidates : int or None, default 100_000
+        With `minimal`, stop after examining this many candidate sets and
+        warn (:class:`~causalnet.errors.CausalNetWarning`) that the list may be
+        incomplete — the candidates can outnumber the minimal sets
+        exponentially (see Notes). None searches without a bound.
 
     Returns
     -------
@@ -1026,10 +1037,12 @@ def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets
     a minimal set is all reached. Such "Y-closed" sets are listed with
     polynomial delay by a branching like the one for minimal separators (the
     set whose ball stops as early as it can, then sets that let one more of
-    its nodes through), and the minimal ones are kept. There can be many more
-    Y-closed sets than minimal ones, so on graphs of hundreds of nodes this
-    can take seconds to minutes; no polynomial-delay algorithm for minimal
-    front-door sets is known to us.
+    its nodes through), and the minimal ones are kept; nodes that cannot be
+    in a minimal set are left out first. There can be exponentially many more
+    Y-closed sets than minimal ones: on graphs of hundreds of nodes where Y
+    has many observed ancestors this can run for minutes or longer (and
+    `max_sets` does not bound the time). No polynomial-delay algorithm for
+    minimal front-door sets is known to us.
 
     References
     ----------
@@ -1051,5 +1064,11 @@ def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets
     _check_max_sets(fn, max_sets)
     ix = _index(dag)
     fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
-    sets = fd.minimal_sets() if minimal else fd.all_sets()
-    return _collect(dag, sets, max_sets)
+    if not minimal:
+        return _collect(dag, fd.all_sets(), max_sets)
+    out = _collect(dag, fd.minimal_sets(max_candidates), max_sets)
+    if getattr(fd, "truncated", False):
+        warnings.warn(f"{fn}: stopped after {max_candidates} candidate sets; the {len(out)} minimal front-door "
+                      f"sets returned may not be all of them (raise max_candidates to search further)",
+                      CausalNetWarning, stacklevel=2)
+    return out

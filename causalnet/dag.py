@@ -469,11 +469,13 @@ class DAG:
 
         return is_frontdoor_adjustment(self, x, y, z)
 
-    def frontdoor_adjustment_sets(self, x, y, *, minimal: bool = False, max_sets: int | None = 1000):
+    def frontdoor_adjustment_sets(self, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
+                                  max_candidates: int | None = 100_000):
         """Front-door adjustment sets; see :func:`causalnet.adjustment.frontdoor_adjustment_sets`."""
         from .adjustment import frontdoor_adjustment_sets
 
-        return frontdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets)
+        return frontdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets,
+                                         max_candidates=max_candidates)
 
     # -- diagrams -------------------------------------------------------------
 

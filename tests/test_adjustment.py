@@ -18,7 +18,6 @@ Oracles, all independent of the library code:
 from __future__ import annotations
 
 import itertools
-import time
 
 import networkx as nx
 import numpy as np
@@ -571,7 +570,7 @@ def test_dag_methods_delegate(m_bias, smoking):
 
 def test_is_functions_match_oracles(seed):
     rng = np.random.default_rng(seed + 1)
-    for g, xs, ys in mixed_cases(rng, 150, 2, 10):
+    for g, xs, ys in mixed_cases(rng, 200, 4, 10):
         h = nx_graph(g)
         path = PathOracle(h, xs, ys)
         for zs in subsets(candidates(g, xs, ys)):
@@ -583,6 +582,8 @@ def test_is_functions_match_oracles(seed):
 
 def test_set_searches_match_brute_force(seed):
     rng = np.random.default_rng(seed + 2)
+    seen = {"several minimal adjustment sets": 0, "several minimal front-door sets": 0,
+            "non-empty front-door set": 0, "two treatments": 0, "two outcomes": 0}
     for g, xs, ys in mixed_cases(rng, 300):
         h = nx_graph(g)
         key = sort_key(g)
@@ -597,6 +598,12 @@ def test_set_searches_match_brute_force(seed):
         assert minimal_adjustment_sets(g, xs, ys) == sorted(minimal_only(adjust), key=key), info
         assert frontdoor_adjustment_sets(g, xs, ys, max_sets=None) == sorted(front, key=key), info
         assert frontdoor_adjustment_sets(g, xs, ys, minimal=True, max_sets=None) == sorted(minimal_only(front), key=key), info
+        seen["several minimal adjustment sets"] += len(minimal_only(adjust)) > 1
+        seen["several minimal front-door sets"] += len(minimal_only(front)) > 1
+        seen["non-empty front-door set"] += any(front)
+        seen["two treatments"] += len(xs) > 1
+        seen["two outcomes"] += len(ys) > 1
+    assert min(seen.values()) >= 15, seen  # the generators exercise every branch
 
 
 def test_minimal_sets_medium_graphs(seed):
@@ -628,7 +635,7 @@ def test_semantics_with_random_discrete_models(seed):
     # backdoor and front-door sets => their formulas give it
     rng = np.random.default_rng(seed + 4)
     checked = {"adjust": 0, "not": 0, "front": 0}
-    for g, xs, ys in mixed_cases(rng, 40, 3, 6):
+    for g, xs, ys in mixed_cases(rng, 80, 3, 7):
         model = DiscreteModel(g, rng, card=2)
         truth = model.do(xs, ys)
         for zs in subsets(candidates(g, xs, ys)):
@@ -753,11 +760,8 @@ def test_minimal_adjustment_sets_200_nodes(seed):
     assert len(g.edges) == 500
     # treatment v30, outcome v62, one of its descendants: a few thousand minimal sets
     assert "v62" in g.descendants("v30")
-    t0 = time.perf_counter()
-    sets = minimal_adjustment_sets(g, "v30", "v62")
-    elapsed = time.perf_counter() - t0  # reported, not asserted (see module notes)
+    sets = minimal_adjustment_sets(g, "v30", "v62")  # finishing is the point; the time is not asserted
     assert len(sets) == len(set(sets)) > 100
-    assert elapsed >= 0
     check_minimal_adjustment_answers(g, "v30", "v62", sets, 40, np.random.default_rng(seed))
 
 
@@ -769,7 +773,21 @@ def test_minimal_adjustment_sets_200_nodes_capped(seed):
     check_minimal_adjustment_answers(g, "v79", "v52", sets, 20, np.random.default_rng(seed))
 
 
-@pytest.mark.slow
+def test_frontdoor_sets_200_nodes(seed):
+    g = large_random_dag(200, 2.5, seed=1)
+    x, y = "v170", "v124"
+    everything = frontdoor_adjustment_sets(g, x, y, max_sets=300)
+    assert len(everything) == 300
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(len(everything), size=20, replace=False):
+        assert is_frontdoor_adjustment(g, x, y, everything[i])
+    minimal = frontdoor_adjustment_sets(g, x, y, minimal=True, max_sets=None)
+    assert len(minimal) == len(set(minimal)) >= 5
+    for z in minimal:
+        assert is_frontdoor_adjustment(g, x, y, z)
+        assert not any(is_frontdoor_adjustment(g, x, y, z - {v}) for v in z)
+
+
 def test_minimal_adjustment_sets_1000_nodes_with_latents(seed):
     g = large_random_dag(1000, 2.5, seed=11, p_latent=0.1)
     rng = np.random.default_rng(seed)
@@ -783,3 +801,14 @@ def test_minimal_adjustment_sets_1000_nodes_with_latents(seed):
         sets = minimal_adjustment_sets(g, x, y, max_sets=5000)
         if sets:
             check_minimal_adjustment_answers(g, x, y, sets, 10, rng)
+
+
+def test_minimal_frontdoor_search_is_bounded_and_says_so():
+    import causalnet as cn
+
+    g = cn.DAG.parse("X -> A -> Y; X -> B -> Y; A -> C -> Y; X -> D -> C; U -> X; U -> Y; U [latent]")
+    full = g.frontdoor_adjustment_sets("X", "Y", minimal=True)
+    assert full == [frozenset("ABC"), frozenset("ABD")]
+    with pytest.warns(cn.CausalNetWarning, match="stopped after 1 candidate sets"):
+        part = g.frontdoor_adjustment_sets("X", "Y", minimal=True, max_candidates=1)
+    assert set(part) < set(full)
