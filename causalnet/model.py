@@ -92,7 +92,11 @@ class Samples(Mapping):
 
         Tensor nodes are left out (they have no single column).
         """
-        import pandas as pd
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Samples.to_pandas needs pandas, which causalnet does not require: pip install pandas") \
+                from None
 
         cols = {}
         for k, v in self._values.items():
