@@ -84,7 +84,7 @@ from collections.abc import Iterator
 
 from .dag import DAG
 from .errors import CausalNetWarning, GraphError
-from .separation import _index
+from .separation import _ancestors, _bayes_ball, _index, _moral_graph
 
 __all__ = [
     "is_backdoor_adjustment",
@@ -172,18 +172,6 @@ def _collect(dag: DAG, sets: Iterator[frozenset], max_sets: int | None) -> list[
 # -- graph primitives on integer adjacency lists ---------------------------------------
 
 
-def _ancestors(par: list, start) -> set:
-    """`start` and every node with a directed path into it."""
-    seen = set(start)
-    stack = list(seen)
-    while stack:
-        for p in par[stack.pop()]:
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return seen
-
-
 def _extend_ancestral(par: list, anc: set, v) -> set:
     """The ancestral set `anc` together with An(v) (a new set)."""
     out = set(anc)
@@ -216,117 +204,15 @@ def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
 
 
 def _reachable(par: list, chi: list, sources, given) -> set:
-    """Nodes with a path from `sources` that is open given `given` (Bayes-ball); see :func:`_reachable_states`."""
-    up_seen, down_seen = _reachable_states(par, chi, sources, given)
+    """Nodes with a path from `sources` that is open given `given` (Bayes-ball)."""
+    up_seen, down_seen = _bayes_ball(par, chi, sources, given)
     return up_seen | down_seen
 
 
-def _reachable_states(par: list, chi: list, sources, given) -> tuple[set, set]:
-    """Bayes-ball from `sources` given `given`: the states it reaches.
-
-    Returns the nodes reached from a child (the sources included) and the
-    nodes reached from a parent. A node of `given` is reached when a path
-    ends there, but no path passes through it as a non-collider. A ball that
-    reaches a node of `given` from a parent bounces back to all its parents
-    (Shachter 1998), which opens exactly the colliders with a descendant in
-    `given`, so no ancestor set is needed.
-    """
-    given = set(given)
-    up_seen = set(sources)      # reached from a child, or a source
-    down_seen: set = set()      # reached from a parent
-    up = list(up_seen)
-    down: list = []
-    while up or down:
-        if up:
-            v = up.pop()
-            if v in given:
-                continue
-            for p in par[v]:
-                if p not in up_seen:
-                    up_seen.add(p)
-                    up.append(p)
-            for c in chi[v]:
-                if c not in down_seen:
-                    down_seen.add(c)
-                    down.append(c)
-        else:
-            v = down.pop()
-            if v not in given:
-                for c in chi[v]:
-                    if c not in down_seen:
-                        down_seen.add(c)
-                        down.append(c)
-            if v in given:  # bounce: the colliders above it open
-                for p in par[v]:
-                    if p not in up_seen:
-                        up_seen.add(p)
-                        up.append(p)
-    return up_seen, down_seen
-
-
-def _separated(par: list, chi: list, xs, ys, zs) -> bool:
-    return not (_reachable(par, chi, xs, zs) & ys)
-
-
-def _separated_within(par: list, chi: list, xs, ys, zs, keep: set) -> bool:
-    """d-separation when X, Y and Z lie in the ancestral set `keep`.
-
-    Only An(X ∪ Y ∪ Z) matters then: a path that leaves it never comes back
-    to Y open. The ball is kept inside `keep`.
-    """
-    given = set(zs)
-    up_seen = set(xs)
-    down_seen: set = set()
-    up = list(up_seen)
-    down: list = []
-    while up or down:
-        if up:
-            v = up.pop()
-            if v in given:
-                continue
-            for p in par[v]:
-                if p not in up_seen:
-                    if p in ys:
-                        return False
-                    up_seen.add(p)
-                    up.append(p)
-            for c in chi[v]:
-                if c in keep and c not in down_seen:
-                    if c in ys:
-                        return False
-                    down_seen.add(c)
-                    down.append(c)
-        else:
-            v = down.pop()
-            if v not in given:
-                for c in chi[v]:
-                    if c in keep and c not in down_seen:
-                        if c in ys:
-                            return False
-                        down_seen.add(c)
-                        down.append(c)
-            if v in given:  # bounce: the colliders above it open
-                for p in par[v]:
-                    if p not in up_seen:
-                        if p in ys:
-                            return False
-                        up_seen.add(p)
-                        up.append(p)
-    return True
-
-
-def _moral_graph(par: list, keep: set) -> dict:
-    """Moral graph of the subgraph induced by an ancestral set `keep`."""
-    nb: dict = {v: set() for v in keep}
-    for v in keep:
-        ps = par[v]  # every parent of a node of an ancestral set is in it
-        for i, p in enumerate(ps):
-            nb[v].add(p)
-            nb[p].add(v)
-            for q in ps[i + 1:]:
-                nb[p].add(q)
-                nb[q].add(p)
-    return nb
+def _separated(par: list, chi: list, xs, ys, zs, keep: set | None = None) -> bool:
+    """d-separation; with `keep`, an ancestral set holding X, Y and Z, the ball stays inside it."""
+    up_seen, down_seen = _bayes_ball(par, chi, xs, zs, stop=ys, keep=keep)
+    return not ((up_seen | down_seen) & ys)
 
 
 # -- minimal vertex separators --------------------------------------------------------
@@ -478,7 +364,7 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
 
     def separates(anc: set, rng: frozenset) -> bool:
         # the candidate lies in `anc`, an ancestral set holding X and Y, so the search can stay inside it
-        return _separated_within(par, chi, xs, ys, anc & rng, anc)
+        return _separated(par, chi, xs, ys, anc & rng, anc)
 
     anc0 = _ancestors(par, xy)
     rng0 = frozenset(allowed)
@@ -816,7 +702,7 @@ class _FrontDoor:
         pool = self.cand & _ancestors(par, self.yi)
         rel = set(pool & _descendants(chi, xi))
         guards = pool - rel
-        hits = {g: _reachable_states(par, chi, (g,), xi)[1] & pool for g in guards}
+        hits = {g: _bayes_ball(par, chi, (g,), xi)[1] & pool for g in guards}
         grown = True
         while grown:
             new = {g for g in guards if g not in rel and hits[g] & rel}

@@ -179,57 +179,65 @@ def d_connected(dag: DAG, x, y, given=None) -> bool:
     return not d_separated(dag, x, y, given)
 
 
-def _reach_python(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
-    """Bayes-ball from X; True when some node of Y is reached (d-connected)."""
-    par, chi = ix.par, ix.chi
-    inz = set(zi)
-    # ancestors of Z, Z included: colliders there are open
-    anc = set(zi)
-    stack = list(zi)
+def _ancestors(par: list, start) -> set:
+    """`start` and every node with a directed path into it (integer adjacency)."""
+    seen = set(start)
+    stack = list(seen)
     while stack:
         for p in par[stack.pop()]:
-            if p not in anc:
-                anc.add(p)
+            if p not in seen:
+                seen.add(p)
                 stack.append(p)
-    targets = set(yi)
-    up_seen: set[int] = set(xi)     # reached from a child (moving up)
-    down_seen: set[int] = set()     # reached from a parent (moving down)
-    up = list(xi)
-    down: list[int] = []
+    return seen
+
+
+def _bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None) -> tuple[set, set]:
+    """Bayes-ball from `sources` given `given` on integer adjacency lists.
+
+    Returns the nodes reached from a child (the sources included) and those
+    reached from a parent. A node of `given` is reached when a path ends there
+    but no path passes through it as a non-collider; a ball that reaches a
+    node of `given` from a parent bounces back to all its parents (Shachter
+    1998), which opens exactly the colliders with a descendant in `given`.
+    The search returns as soon as it reaches a node of `stop`, and never
+    steps down to a child outside `keep` when `keep` is given (an ancestral
+    set containing X, Y and Z: d-separation only depends on it).
+    """
+    given = set(given)
+    up_seen = set(sources)      # reached from a child, or a source
+    down_seen: set = set()      # reached from a parent
+    up = list(up_seen)
+    down: list = []
     while up or down:
         if up:
             v = up.pop()
-            if v in inz:
+            if v in given:
                 continue
-            for p in par[v]:
-                if p not in up_seen:
-                    if p in targets:
-                        return True
-                    up_seen.add(p)
-                    up.append(p)
-            for c in chi[v]:
-                if c not in down_seen:
-                    if c in targets:
-                        return True
-                    down_seen.add(c)
-                    down.append(c)
+            ups, downs = par[v], chi[v]
         else:
             v = down.pop()
-            if v not in inz:
-                for c in chi[v]:
-                    if c not in down_seen:
-                        if c in targets:
-                            return True
-                        down_seen.add(c)
-                        down.append(c)
-            if v in anc:
-                for p in par[v]:
-                    if p not in up_seen:
-                        if p in targets:
-                            return True
-                        up_seen.add(p)
-                        up.append(p)
-    return False
+            ups = par[v] if v in given else ()            # bounce: the colliders above it open
+            downs = chi[v] if v not in given else ()
+        for p in ups:
+            if p not in up_seen:
+                up_seen.add(p)
+                if p in stop:
+                    return up_seen, down_seen
+                up.append(p)
+        for c in downs:
+            if c not in down_seen and (keep is None or c in keep):
+                down_seen.add(c)
+                if c in stop:
+                    return up_seen, down_seen
+                down.append(c)
+    return up_seen, down_seen
+
+
+def _reach_python(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
+    """Bayes-ball from X; True when some node of Y is reached (d-connected)."""
+    targets = set(yi)
+    up_seen, down_seen = _bayes_ball(ix.par, ix.chi, xi, zi, stop=targets)
+    return bool((up_seen | down_seen) & targets)
 
 
 def _reach_numpy(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
@@ -275,19 +283,17 @@ def _reach_numpy(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> boo
 # -- minimal separators ------------------------------------------------------
 
 
-def _moral_neighbours(dag: DAG, keep: frozenset) -> dict:
-    """Adjacency of the moral graph of the induced subgraph on `keep`."""
-    g = dag._g
+def _moral_graph(par: list, keep: set) -> dict:
+    """Moral graph (integer adjacency) of the subgraph induced by an ancestral set `keep`."""
     nb: dict = {v: set() for v in keep}
     for v in keep:
-        ps = [p for p in g._pred[v] if p in keep]
-        for p in ps:
+        ps = par[v]  # every parent of a node of an ancestral set is in it
+        for i, p in enumerate(ps):
             nb[v].add(p)
             nb[p].add(v)
-        for i, a in enumerate(ps):
-            for b in ps[i + 1:]:
-                nb[a].add(b)
-                nb[b].add(a)
+            for q in ps[i + 1:]:
+                nb[p].add(q)
+                nb[q].add(p)
     return nb
 
 
@@ -337,17 +343,19 @@ def minimal_d_separator(dag: DAG, x, y, *, include=None, restrict=None) -> froze
         raise GraphError(f"included nodes overlap X or Y on {sorted(map(str, inc & (xs | ys)))}")
     if not inc <= res:
         raise GraphError(f"included nodes {sorted(map(str, inc - res))} are outside the allowed set")
-    anc = dag.ancestors(xs | ys | inc, include_self=True)
-    nb = _moral_neighbours(dag, anc)
-    cand = frozenset((res & anc) - xs - ys)
+    ix = _index(dag)
+    pos = ix.pos
+    xi, yi, ii = ({pos[v] for v in vs} for vs in (xs, ys, inc))
+    anc = _ancestors(ix.par, xi | yi | ii)
+    nb = _moral_graph(ix.par, anc)
+    cand = {pos[v] for v in res} & anc - xi - yi
     # Z' itself must separate in the moral ancestral graph, or nothing does.
-    reach_x = _reach_undirected(nb, xs, cand)
-    if reach_x & ys:
+    reach_x = _reach_undirected(nb, xi, cand)
+    if reach_x & yi:
         return None
-    zx = (reach_x & cand) | inc
-    reach_y = _reach_undirected(nb, ys, zx)
-    z = frozenset((reach_y & zx) | inc)
-    return z
+    zx = (reach_x & cand) | ii
+    reach_y = _reach_undirected(nb, yi, zx)
+    return frozenset(dag._order[i] for i in (reach_y & zx) | ii)
 
 
 # -- implied independencies -------------------------------------------------------
