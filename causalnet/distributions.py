@@ -199,11 +199,9 @@ class Gaussian:
         x = np.asarray(x, dtype=np.float64)
         if len(self.variables) == 1 and x.ndim <= 1 and (x.ndim == 0 or x.shape[-1] != 1):
             x = x[..., None]
-        mvn = stats.multivariate_normal
-        if self.batched:
-            return np.array([mvn.logpdf(x[i] if x.ndim > 1 else x, self.mean[i], self.cov, allow_singular=True)
-                             for i in range(self.mean.shape[0])])
-        return mvn.logpdf(x, self.mean, self.cov, allow_singular=True)
+        # the covariance is shared by every batch row: one frozen law of the residual
+        centred = stats.multivariate_normal(np.zeros(self.cov.shape[0]), self.cov, allow_singular=True)
+        return centred.logpdf(x - self.mean)
 
     def sample(self, size: int, seed=None) -> np.ndarray:
         """``(size, d)`` draws (``(size, n, d)`` when batched)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -136,12 +136,12 @@ class _Intervened(Mechanism):
 
     deterministic = True
 
-    def __init__(self, value: Any, natural: Mechanism | None) -> None:
+    def __init__(self, value: Any, natural: Mechanism) -> None:
         self.value = value
         self.natural = natural
         self.is_shift = callable(value)
         super().__init__(natural.parents if self.is_shift else ())
-        self.kind = natural.kind if natural is not None else REAL
+        self.kind = natural.kind
 
     def spec(self, node, parent_specs) -> Spec:  # the model fills in the original spec
         raise ModelError("internal: an intervened node keeps its original spec")
@@ -161,8 +161,8 @@ class _Intervened(Mechanism):
             except Exception as e:
                 raise ModelError(f"the shift intervention on {node!r} raised {type(e).__name__}: {e}") from e
             out = np.asarray(out)
-            if spec.kind == DISCRETE:
-                out = np.asarray(out).astype(np.int64) if np.all(np.asarray(out) == np.round(out)) else out
+            if spec.kind == DISCRETE and np.all(out == np.round(out)):
+                out = out.astype(np.int64)
             return spec.check_value(node, out, n=n)
         v = np.asarray(self.value)
         per_row = v.ndim == len(spec.shape) + 1 and not (spec.kind == DISCRETE and v.ndim == 0)
@@ -171,15 +171,6 @@ class _Intervened(Mechanism):
         if n is None:
             raise ModelError(f"internal: batch size unknown for constant do on {node!r}")
         return np.broadcast_to(v, (n, *v.shape)).copy()
-
-    def log_prob(self, node, value, parents, spec):
-        if self.is_shift:
-            raise ModelError(f"node {node!r} under a shift intervention has no density")
-        v = np.asarray(self.value)
-        ok = np.asarray(value) == v if v.ndim == np.ndim(value) - 1 or v.ndim == 0 else np.asarray(value) == v
-        ok = ok.reshape(ok.shape[0], -1).all(axis=1) if ok.ndim > 1 else ok
-        with np.errstate(divide="ignore"):
-            return np.log(ok.astype(np.float64))
 
     def __repr__(self) -> str:
         return f"do({'<callable>' if self.is_shift else self.value!r})"
@@ -524,7 +515,7 @@ class CausalModel:
             if isinstance(old, _Intervened):
                 warnings.warn(f"{node!r} is already intervened on; the new do replaces it", CausalNetWarning,
                               stacklevel=2)
-                old = old.natural if old.natural is not None else old
+                old = old.natural
             if callable(value):
                 natural = old
                 new_mechs[node] = _Intervened(value, natural)
@@ -616,7 +607,7 @@ class CausalModel:
         spec = self._specs[node]
         mech = self._mechs[node]
         if isinstance(mech, _Intervened):
-            mech = mech.natural or mech
+            mech = mech.natural
         attrs = {"tooltip": f"{type(mech).__name__}: {spec.describe()}"}
         if spec.kind == DISCRETE:
             attrs.update(shape="ellipse")
@@ -632,7 +623,3 @@ class CausalModel:
             attrs["fillcolor"] = colour
             attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
         return attrs
-
-
-def _is_callable(v: Any) -> bool:
-    return isinstance(v, Callable)

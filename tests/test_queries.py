@@ -250,3 +250,24 @@ def test_gaussian_do_and_impossible_evidence(lg):
     assert_allclose(det.query("W", evidence={"X": 1.0, "Y": 2.0}).mean, [1.0], atol=1e-12)
     with pytest.raises(EvidenceError, match="impossible"):
         det.query("W", evidence={"X": 1.0, "Y": 3.0})
+
+
+def test_gaussian_log_prob_matches_scipy_per_row(lg):
+    import scipy.stats
+
+    r = lg.query(["X", "Y"], evidence={"Z": np.array([0.0, 1.0, 2.5])})
+    x = np.array([0.3, 1.2])
+    want = [scipy.stats.multivariate_normal.logpdf(x, r.mean[i], r.cov) for i in range(3)]
+    assert_allclose(r.log_prob(x), want, rtol=1e-12)
+    one = lg.query("Y")
+    assert one.log_prob(1.5) == pytest.approx(scipy.stats.norm.logpdf(1.5, one.mean[0], one.std[0]), rel=1e-12)
+
+
+def test_evidence_by_state_names_in_arrays():
+    m = cn.CausalModel({"A": cn.Categorical([0.3, 0.7], states=["lo", "hi"]),
+                        "B": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]])})
+    by_name = m.query("B", evidence={"A": np.array(["hi", "lo", "hi"])})
+    by_index = m.query("B", evidence={"A": np.array([1, 0, 1])})
+    assert_allclose(by_name.probs, by_index.probs, atol=0)
+    with pytest.raises(EvidenceError, match="no state 'mid' \\(row 1\\)"):
+        m.query("B", evidence={"A": np.array(["hi", "mid"])})

@@ -334,56 +334,43 @@ def _gaussian_twin(model, cf_model, targets, ev):
 
 
 def _point_abduction(model, cf_model, targets, ev, n_rows):
-    """Exact when every noise the counterfactual targets depend on is fixed by factual evidence."""
+    """Exact when every noise the counterfactual targets depend on is fixed by factual evidence.
+
+    Returns None (so the caller samples) for discrete targets, evidence in the
+    counterfactual world, or noise the evidence does not determine.
+    """
     from ..mechanisms.tabular import _Tabular
 
-    if any(w == "c" for w, _ in ev):
+    if any(w == "c" for w, _ in ev) or all(model.specs[v].kind == DISCRETE for _, v in targets):
         return None
     obs = {v for _, v in ev}
     need = set()
     for w, v in targets:
-        m = cf_model if w == "c" else model
-        need |= m.dag.ancestors(v, include_self=True)
+        need |= (cf_model if w == "c" else model).dag.ancestors(v, include_self=True)
+    noisy = []                                   # nodes whose noise the counterfactual world reuses
     for v in need:
-        mech = model.mechanisms[v]
-        cf_mech = cf_model.mechanisms[v]
-        uses_noise = not cf_mech.deterministic or (getattr(cf_mech, "is_shift", False) and not mech.deterministic)
-        if not uses_noise:
-            continue
-        if v not in obs or not mech.can_abduct or isinstance(mech, _Tabular):
-            return None
-    # abduction needs the factual values of those nodes' parents: every stochastic ancestor observed
-    for a in model.dag.ancestors(need, include_self=True):
-        if not model.mechanisms[a].deterministic and a not in obs:
-            if any(a in model.mechanisms[v].parents or a in model.dag.ancestors(v) for v in need
-                   if not model.mechanisms[v].deterministic):
+        mech, cf_mech = model.mechanisms[v], cf_model.mechanisms[v]
+        if not cf_mech.deterministic or (getattr(cf_mech, "is_shift", False) and not mech.deterministic):
+            if v not in obs or not mech.can_abduct or isinstance(mech, _Tabular):
                 return None
-    # the factual values needed for abduction: run the factual model with evidence clamped
-    factual_vals = {v: a for (w, v), a in ev.items()}
+            noisy.append(v)
+    # abducting a node needs its parents' factual values: every stochastic ancestor must be observed
+    stochastic = [v for v in need if not model.mechanisms[v].deterministic]
+    if any(not model.mechanisms[a].deterministic and a not in obs for a in model.dag.ancestors(stochastic)):
+        return None
     n = n_rows or 1
-    fvals = {k: (np.broadcast_to(a, (n, *np.shape(a))) if np.ndim(a) == len(model.specs[k].shape) else a)
-             for k, a in factual_vals.items()}
+    fvals = {v: (np.broadcast_to(a, (n, *np.shape(a))) if np.ndim(a) == len(model.specs[v].shape) else a)
+             for (_, v), a in ev.items()}
     trace = model.forward(values=fvals, n=n, seed=0)
-    noise = {}
-    for v in need:
-        mech = model.mechanisms[v]
-        if mech.deterministic:
-            continue
-        pa = {p: trace[p] for p in mech.parents}
-        noise[v] = mech.abduct(v, trace[v], pa, model.specs[v])
-    # any noise outside `need` is irrelevant to the targets; fill it with zeros of the right shape
-    full_noise = {}
-    for v in cf_model.nodes:
-        if v in noise:
-            full_noise[v] = noise[v]
-    cf = cf_model.forward(noise=full_noise, n=n, seed=0, values=None)
+    noise = {v: model.mechanisms[v].abduct(v, trace[v], {p: trace[p] for p in model.mechanisms[v].parents},
+                                           model.specs[v]) for v in noisy}
+    # noise of nodes outside `need` is drawn by forward and cannot reach the targets
+    cf = cf_model.forward(noise=noise, n=n, seed=0)
     samples = {}
     for w, v in targets:
         arr = (cf if w == "c" else trace)[v]
         samples[_names([(w, v)])[0]] = arr[:, None, ...] if n_rows else arr[:1]
     weights = np.ones((n, 1)) if n_rows else np.ones(1)
-    if all(model.specs[v].kind == DISCRETE for _, v in targets):
-        return None    # discrete targets of an additive model: leave to the sampler (no point mass object)
     return EmpiricalDistribution(_names(targets), samples, weights, batched=n_rows is not None,
                                  method="exact (abduction of additive noise)", scm=SCM_ADDITIVE)
 

@@ -40,14 +40,18 @@ class AffineForm:
         self.index = {v: i for i, v in enumerate(self.nodes)}
         self.c = c
         self.M = M
+        self._cov = None
+
+    @property
+    def cov(self) -> np.ndarray:
+        """``M Mᵀ``, shape (d, d), computed once."""
+        if self._cov is None:
+            self._cov = self.M @ self.M.T
+        return self._cov
 
     @property
     def batched(self) -> bool:
         return self.c.ndim == 2
-
-    def rows(self, nodes: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
-        idx = [self.index[v] for v in nodes]
-        return self.c[..., idx], self.M[idx]
 
 
 def is_linear_gaussian(model) -> bool:
@@ -63,12 +67,17 @@ def is_linear_gaussian(model) -> bool:
     return True
 
 
-def affine_form(model, n: int | None = None) -> AffineForm:
+def affine_form(model) -> AffineForm:
     """The affine form of a linear-Gaussian model (see :func:`is_linear_gaussian`).
 
-    Per-row intervention values make ``c`` batched ``(n, d)``.
+    Per-row intervention values make ``c`` batched ``(n, d)``. Computed once
+    per model (models are immutable) and cached on it.
     """
     from ..model import _Intervened
+
+    cached = model._cache.get("affine_form")
+    if cached is not None:
+        return cached
 
     nodes = model.dag.topological_order()
     idx = {v: i for i, v in enumerate(nodes)}
@@ -94,7 +103,8 @@ def affine_form(model, n: int | None = None) -> AffineForm:
             c[..., i] = np.asarray(mech.value, dtype=np.float64)
         else:
             raise ModelError(f"node {v!r} is {type(mech).__name__}, not linear-Gaussian")
-    return AffineForm(nodes, c, M)
+    form = model._cache["affine_form"] = AffineForm(nodes, c, M)
+    return form
 
 
 def condition(mean: np.ndarray, cov: np.ndarray, obs_idx: Sequence[int], values: np.ndarray,
@@ -157,7 +167,7 @@ def gaussian_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashabl
     """
     form = affine_form(model)
     mean = form.c
-    cov = form.M @ form.M.T
+    cov = form.cov
     obs = list(evidence)
     vals = [np.asarray(evidence[v], dtype=np.float64) for v in obs]
     batched = form.batched or any(v.ndim == 1 for v in vals)

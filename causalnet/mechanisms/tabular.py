@@ -91,15 +91,25 @@ def state_index(node: Hashable, states: tuple, value) -> np.ndarray | int:
             bad = arr[(arr < 0) | (arr >= card)][0]
             raise EvidenceError(f"{node!r} has no state {int(bad)}; states: {list(states)} (indices 0..{card - 1})")
         return arr.astype(np.int64)
-    out = np.empty(arr.shape, dtype=np.int64)
-    for i, v in enumerate(arr.tolist()):
+    # names (or mixed values): resolve each distinct value once, then index — no loop over rows
+    try:
+        uniq, inverse = np.unique(arr, return_inverse=True)
+    except TypeError:  # unorderable mixture (e.g. str and int): fall back to Python's hashing
+        uniq_list = list(dict.fromkeys(arr.tolist()))
+        where = {u: i for i, u in enumerate(uniq_list)}
+        uniq = np.empty(len(uniq_list), dtype=object)
+        uniq[:] = uniq_list
+        inverse = np.fromiter((where[v] for v in arr.tolist()), dtype=np.int64, count=arr.size)
+    codes = np.empty(len(uniq), dtype=np.int64)
+    for j, v in enumerate(uniq.tolist()):
         if v in lookup:
-            out[i] = lookup[v]
-        elif isinstance(v, int) and 0 <= v < card:
-            out[i] = v
+            codes[j] = lookup[v]
+        elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < card:
+            codes[j] = v
         else:
-            raise EvidenceError(f"{node!r} has no state {v!r} (row {i}); states: {list(states)}")
-    return out
+            row = int(np.flatnonzero(inverse.reshape(-1) == j)[0])
+            raise EvidenceError(f"{node!r} has no state {v!r} (row {row}); states: {list(states)}")
+    return codes[inverse.reshape(arr.shape)]
 
 
 class _Tabular(Mechanism):

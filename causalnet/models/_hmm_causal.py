@@ -414,6 +414,12 @@ def counterfactual(hmm, targets, *, evidence, do):
     marg = post.marginals.reshape(n, T, K, K)                           # (n, T, a, b)
     out = {}
     method = f"exact (twin chain over {K}x{K} joint states)"
+    if hmm.emission == "categorical":
+        B = np.asarray(hmm.emissionprob_)
+        emit_overlap = _overlap(B)                                       # (a, b, x, x*), once for all targets
+    else:
+        mu, covs = np.asarray(hmm.means_), _full_covs(hmm)
+        L = np.stack([linalg.cholesky(c, lower=True) for c in covs])
     for nm in names:
         kind, t = _parse_name(nm, T)
         if kind == "Z":
@@ -421,12 +427,10 @@ def counterfactual(hmm, targets, *, evidence, do):
             out[nm] = DiscreteDistribution([nm + "*"], p if batched else p[0], [tuple(range(K))], batched=batched,
                                            method=method, scm=SCM_DISCRETE)
         elif hmm.emission == "categorical":
-            B = np.asarray(hmm.emissionprob_)
             S = B.shape[1]
             if observed[:, t].any():
-                ov = _overlap(B)                                          # (a, b, x, x*)
                 x = obs[:, t]
-                cond = ov[:, :, x, :]                                      # (a, b, n, S)
+                cond = emit_overlap[:, :, x, :]                            # (a, b, n, S)
                 denom = B[:, x]                                            # (a, n)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     cond = np.where(denom[:, None, :, None] > 0, cond / denom[:, None, :, None], 0.0)
@@ -436,11 +440,8 @@ def counterfactual(hmm, targets, *, evidence, do):
             out[nm] = DiscreteDistribution([nm + "*"], p if batched else p[0], [tuple(range(S))], batched=batched,
                                            method=method, scm=SCM_DISCRETE)
         else:
-            mu = np.asarray(hmm.means_)
-            covs = _full_covs(hmm)
             w = marg[:, t]                                                 # (n, a, b)
             if observed[:, t].any():
-                L = np.stack([linalg.cholesky(c, lower=True) for c in covs])
                 x = obs[:, t]                                               # (n, d)
                 eps = np.stack([linalg.solve_triangular(L[a], (x - mu[a]).T, lower=True).T for a in range(K)],
                                axis=1)                                      # (n, a, d)
