@@ -212,10 +212,6 @@ def _discrete_bn(model):
 def run_query(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None):
     if method not in _METHODS:
         raise ModelError(f"method must be one of {list(_METHODS)}, got {method!r}")
-    if not do and method != "sampling":
-        dist = _plain_discrete_query(model, targets, evidence)
-        if dist is not None:
-            return dist
     q = normalise_request(model, targets, evidence, do)
     if q.is_counterfactual:
         from .counterfactual import run_counterfactual_query
@@ -272,57 +268,6 @@ def _answer(m, names, ev, n_rows, method, n_samples, seed):
                              f"(exact engines: discrete, linear-Gaussian, linear-Cauchy); use method='sampling' "
                              f"or 'auto'")
     return _sampling_answer(m, names, ev, n_rows, n_samples, seed)
-
-
-def _plain_discrete_query(model, targets, evidence):
-    """The common exact discrete query, answered without building a :class:`Query`.
-
-    Node targets (not a query string), evidence of single state names or
-    indices, no do, a tabulable discrete model with no per-row do. Returns
-    None for anything else (or anything invalid), which then takes the
-    general path and gets its checks and messages.
-    """
-    if isinstance(targets, str):
-        if "(" in targets:
-            return None
-        names = [targets]
-    elif type(targets) in (list, tuple) and targets:
-        names = list(targets)
-    else:
-        return None
-    if evidence is not None and not isinstance(evidence, Mapping):
-        return None
-    bn, row_ev = _discrete_bn(model)
-    if bn is None or row_ev:
-        return None
-    lookup = model._cache.get("state_lookup")
-    if lookup is None:
-        lookup = model._cache["state_lookup"] = {
-            v: {s: i for i, s in enumerate(spec.states)} for v, spec in model.specs.items()
-        }
-    ev = {}
-    try:
-        for k, x in (evidence or {}).items():
-            states = lookup.get(k)
-            if states is None:
-                return None
-            if isinstance(x, np.generic):
-                x = x.item()
-            elif type(x) not in (str, int):
-                return None
-            i = states.get(x)
-            if i is None:
-                if type(x) is not int or not 0 <= x < len(states):
-                    return None
-                i = x
-            ev[k] = i
-        if len(set(names)) != len(names) or any(t not in lookup or t in ev for t in names):
-            return None
-    except TypeError:                                         # unhashable node or value
-        return None
-    probs, log_ev = bn.query(names, ev, joint=True)
-    return DiscreteDistribution(names, probs, [model.specs[t].states for t in names],
-                                method="exact (variable elimination)", log_evidence=log_ev)
 
 
 def _cauchy_engine():

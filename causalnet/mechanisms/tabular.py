@@ -65,6 +65,17 @@ def _check_states(states, card: int, what: str) -> tuple:
     return states
 
 
+_LOOKUPS: dict[tuple, dict] = {}
+
+
+def _lookup(states: tuple) -> dict:
+    """``{state: index}`` for a tuple of state names, built once per distinct tuple."""
+    table = _LOOKUPS.get(states)
+    if table is None:
+        table = _LOOKUPS[states] = {s: i for i, s in enumerate(states)}
+    return table
+
+
 def state_index(node: Hashable, states: tuple, value) -> np.ndarray | int:
     """Map a state name, an index, or an array of either to state indices.
 
@@ -74,8 +85,8 @@ def state_index(node: Hashable, states: tuple, value) -> np.ndarray | int:
         Naming the node, the bad value and the known states.
     """
     card = len(states)
-    lookup = {s: i for i, s in enumerate(states)}
-    if np.ndim(value) == 0:
+    lookup = _lookup(tuple(states))
+    if isinstance(value, (str, int)) or np.ndim(value) == 0:
         v = value.item() if isinstance(value, np.generic) else value
         if v in lookup:
             return lookup[v]
