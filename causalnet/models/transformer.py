@@ -611,6 +611,26 @@ def _random_stack(rng, *, layers, d, ff, cross, vocab, final_norm, lm_head, emb_
     return sd
 
 
+def _begin_stack(weights, kind: str, options: dict, *, layers, d_model, d_ff, vocab, cross, final_norm, lm_head,
+                 positional, embed_scale, padding, seed):
+    """The start every stack shares: weights (random when none are given), the builder, inputs and padding root.
+
+    Returns ``(builder, weights, layer count, embedded input node, padding node or None)``.
+    """
+    sd = _state(weights)
+    b = _Builder(**options)
+    if sd is None:
+        sd = _random_stack(np.random.default_rng(seed), layers=_need(layers, "layers", "without weights"),
+                           d=_need(d_model, "d_model", "without weights"), ff=_need(d_ff, "d_ff", "without weights"),
+                           cross=cross, vocab=vocab, final_norm=final_norm, lm_head=lm_head)
+    w = _Weights(sd)
+    k = _layers_count(w, "layers.", layers)
+    b.width(_check_width(b, w, d_model, "layers.0.self_attn.in_proj_weight"), kind)
+    src = b.inputs("", w, "embedding.weight", positional=positional, embed_scale=embed_scale)
+    pad = b.add("pad", Input((None,), np.bool_)) if padding else None
+    return b, w, k, src, pad
+
+
 def encoder(weights: Mapping | None = None, *, layers: int | None = None, d_model: int | None = None,
             heads: int = 1, d_ff: int | None = None, vocab: int | None = None, positional: bool | None = None,
             embed_scale: float | None = None, final_norm: bool = False, causal: bool = False,
@@ -641,17 +661,11 @@ def encoder(weights: Mapping | None = None, *, layers: int | None = None, d_mode
     CausalModel
         Roots ``x`` (or ``e``) and ``pad``; layers ``enc.{i}``; output ``n``.
     """
-    sd = _state(weights)
-    b = _Builder(**_options(heads, view, scores, dtype, eps, activation, norm_first))
-    if sd is None:
-        sd = _random_stack(np.random.default_rng(seed), layers=_need(layers, "layers", "without weights"),
-                           d=_need(d_model, "d_model", "without weights"), ff=_need(d_ff, "d_ff", "without weights"),
-                           cross=False, vocab=vocab, final_norm=final_norm, lm_head=False)
-    w = _Weights(sd)
-    k = _layers_count(w, "layers.", layers)
-    b.width(_check_width(b, w, d_model, "layers.0.self_attn.in_proj_weight"), "encoder")
-    src = b.inputs("", w, "embedding.weight", positional=positional, embed_scale=embed_scale)
-    pad = b.add("pad", Input((None,), np.bool_)) if padding else None
+    b, w, k, src, pad = _begin_stack(weights, "encoder", _options(heads, view, scores, dtype, eps, activation,
+                                                                   norm_first),
+                                     layers=layers, d_model=d_model, d_ff=d_ff, vocab=vocab, cross=False,
+                                     final_norm=final_norm, lm_head=False, positional=positional,
+                                     embed_scale=embed_scale, padding=padding, seed=seed)
     for i in range(k):
         src = b.self_layer(f"enc.{i}", src, w.sub(f"layers.{i}."), causal=causal, pad=pad)
     b.final("n", src, w, "norm")
@@ -691,17 +705,11 @@ def decoder(weights: Mapping | None = None, *, layers: int | None = None, d_mode
         ``Y``; with an LM head, logits ``I`` ``(n, T, L)`` and next-token
         probabilities ``P``.
     """
-    sd = _state(weights)
-    b = _Builder(**_options(heads, view, scores, dtype, eps, activation, norm_first))
-    if sd is None:
-        sd = _random_stack(np.random.default_rng(seed), layers=_need(layers, "layers", "without weights"),
-                           d=_need(d_model, "d_model", "without weights"), ff=_need(d_ff, "d_ff", "without weights"),
-                           cross=cross, vocab=vocab, final_norm=final_norm, lm_head=True)
-    w = _Weights(sd)
-    k = _layers_count(w, "layers.", layers)
-    b.width(_check_width(b, w, d_model, "layers.0.self_attn.in_proj_weight"), "decoder")
-    src = b.inputs("", w, "embedding.weight", positional=positional, embed_scale=embed_scale)
-    pad = b.add("pad", Input((None,), np.bool_)) if padding else None
+    b, w, k, src, pad = _begin_stack(weights, "decoder", _options(heads, view, scores, dtype, eps, activation,
+                                                                   norm_first),
+                                     layers=layers, d_model=d_model, d_ff=d_ff, vocab=vocab, cross=cross,
+                                     final_norm=final_norm, lm_head=True, positional=positional,
+                                     embed_scale=embed_scale, padding=padding, seed=seed)
     if cross:
         mem = b.add("n", Input((None, b.d), b.dtype))
         mpad = b.add("mem_pad", Input((None,), np.bool_)) if memory_padding else None
