@@ -11,6 +11,7 @@ Run::
 
     python benchmarks/hmm.py            # K = 16 and 64, 5 repeats
     python benchmarks/hmm.py --quick    # smaller data, 3 repeats
+    python benchmarks/hmm.py --sequences 1 --steps 100000 --states 16   # one long sequence
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="60 sequences x 200 steps, 3 repeats")
     ap.add_argument("--states", type=int, nargs="*", default=[16, 64])
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--sequences", type=int, default=None, help="number of sequences (default 200)")
+    ap.add_argument("--steps", type=int, default=None, help="steps per sequence (default 500)")
     args = ap.parse_args(argv)
 
     n, T, S = (60, 200, 32) if args.quick else (200, 500, 32)
+    n, T = args.sequences or n, args.steps or T
     repeats = args.repeats or (3 if args.quick else 5)
     rng = np.random.default_rng(0)
     print(f"{n} sequences x {T} steps, {S} symbols, median of {repeats}; ratio = hmmlearn / causalnet")
