@@ -279,7 +279,11 @@ def _cauchy_engine():
     return getattr(cauchy, "query_hook", None)
 
 
-def _discrete_answer(m, bn, row_ev, names, ev, n_rows):
+def _engine_evidence(ev, row_ev, n_rows):
+    """Evidence for the discrete engine: state indices, plus per-row do values as observed roots.
+
+    Returns ``(evidence, n_rows)``.
+    """
     ev = dict(ev)
     for k, arr in row_ev.items():
         if k in ev:
@@ -288,7 +292,11 @@ def _discrete_answer(m, bn, row_ev, names, ev, n_rows):
             raise EvidenceError(f"per-row do on {k!r} has {arr.shape[0]} rows but the evidence has {n_rows}")
         ev[k] = arr
         n_rows = arr.shape[0]
-    evidence = {k: (int(v) if np.ndim(v) == 0 else v) for k, v in ev.items()}
+    return {k: (int(v) if np.ndim(v) == 0 else v) for k, v in ev.items()}, n_rows
+
+
+def _discrete_answer(m, bn, row_ev, names, ev, n_rows):
+    evidence, n_rows = _engine_evidence(ev, row_ev, n_rows)
     probs, log_ev = bn.query(list(names), evidence, joint=True)
     return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=n_rows is not None,
                                 method="exact (variable elimination)", log_evidence=log_ev)
@@ -326,18 +334,16 @@ def run_map(model, targets=None, *, evidence=None, do=None):
     bn, row_ev = _discrete_bn(m)
     if bn is None:
         raise ModelError("map needs a discrete model (every node discrete and tabulable)")
-    ev, _ = _coerce_evidence(m, evidence or {})
-    for k, arr in row_ev.items():
-        ev[k] = arr
+    ev, n_rows = _coerce_evidence(m, evidence or {})
+    evidence_idx, _ = _engine_evidence(ev, row_ev, n_rows)
     if targets is not None:
         if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence):
             targets = [targets]
         _check_targets(m, targets)
-        both = set(targets) & set(ev)
+        both = set(targets) & set(evidence_idx)
         if both:
             raise EvidenceError(f"{sorted(map(str, both))} are both targets and evidence")
         targets = list(targets)
-    evidence_idx = {k: (int(v) if np.ndim(v) == 0 else v) for k, v in ev.items()}
     assign, logp = bn.map(targets, evidence_idx)
     named = {}
     for k, v in assign.items():
