@@ -218,30 +218,25 @@ def _format_result(res) -> str:
     from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
 
     lines = []
-    if isinstance(res, (float, int)):
-        return f"{res:.6g}"
     if isinstance(res, DiscreteDistribution):
         if res.batched:
             return repr(res)
-        names = ", ".join(map(str, res.variables))
-        flat = res.probs.reshape(-1)
         import itertools
 
-        combos = list(itertools.product(*[s for s in (res.states if len(res.variables) > 1 else (res.states,))]))
-        width = max(len(", ".join(map(str, c))) for c in combos)
-        lines.append(f"P({names})")
-        for c, p in zip(combos, flat):
-            se = ""
-            if res.std_err is not None:
-                se = f"  ± {res.std_err.reshape(-1)[combos.index(c)]:.2g}"
-            lines.append(f"  {', '.join(map(str, c)):<{width}}  {p:.6f}{se}")
+        per_variable = res.states if len(res.variables) > 1 else (res.states,)
+        labels = [", ".join(map(str, c)) for c in itertools.product(*per_variable)]   # C order, like probs
+        errors = res.std_err.reshape(-1) if res.std_err is not None else [None] * len(labels)
+        width = max(map(len, labels))
+        lines.append(f"P({', '.join(map(str, res.variables))})")
+        for label, p, se in zip(labels, res.probs.reshape(-1), errors):
+            lines.append(f"  {label:<{width}}  {p:.6f}" + ("" if se is None else f"  ± {se:.2g}"))
     elif isinstance(res, Gaussian):
         lines.append(f"Gaussian over {', '.join(map(str, res.variables))}")
-        lines.append(f"  mean {np_fmt(res.mean)}")
-        lines.append(f"  sd   {np_fmt(res.std)}")
+        lines.append(f"  mean {_np_fmt(res.mean)}")
+        lines.append(f"  sd   {_np_fmt(res.std)}")
     elif isinstance(res, EmpiricalDistribution):
         for v in res.variables:
-            lines.append(f"{v}: mean {np_fmt(res.mean(v))} ± {np_fmt(res.std_err(v))}")
+            lines.append(f"{v}: mean {_np_fmt(res.mean(v))} ± {_np_fmt(res.std_err(v))}")
     else:
         lines.append(repr(res))
     method = getattr(res, "method", None)
@@ -253,7 +248,7 @@ def _format_result(res) -> str:
     return "\n".join(lines)
 
 
-def np_fmt(a) -> str:
+def _np_fmt(a) -> str:
     import numpy as np
 
     return np.array2string(np.asarray(a), precision=4, suppress_small=True)
@@ -262,12 +257,7 @@ def np_fmt(a) -> str:
 def _cmd_query(args) -> int:
     model = load_model(args.model)
     res = model.query(args.query, method=args.method, seed=args.seed)
-    method = getattr(res, "method", "")
-    if isinstance(res, float):
-        print(f"{args.query} = {res:.6g}")
-    else:
-        print(_format_result(res))
-    del method
+    print(f"{args.query} = {res:.6g}" if isinstance(res, float) else _format_result(res))
     return 0
 
 
