@@ -84,7 +84,7 @@ from collections.abc import Iterator
 
 from .dag import DAG
 from .errors import CausalNetWarning, GraphError
-from .separation import _ancestors, _bayes_ball, _index, _moral_graph
+from .separation import _bayes_ball, _closure, _index, _moral_graph
 
 __all__ = [
     "is_backdoor_adjustment",
@@ -185,11 +185,6 @@ def _extend_ancestral(par: list, anc: set, v) -> set:
                 out.add(p)
                 stack.append(p)
     return out
-
-
-def _descendants(chi: list, start) -> set:
-    """`start` and every node reachable from it by a directed path."""
-    return _ancestors(chi, start)
 
 
 def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
@@ -296,7 +291,7 @@ def _minimal_d_separators(par: list, xs: frozenset, ys: frozenset, allowed: froz
     They lie in An(X ∪ Y), where d-separation is vertex separation in the
     moral graph of An(X ∪ Y) (Lauritzen et al. 1990; Tian, Paz & Pearl 1998).
     """
-    anc = _ancestors(par, xs | ys)
+    anc = _closure(par, xs | ys)
     nb = _moral_graph(par, anc)
     yield from _minimal_separators(nb, xs, ys, frozenset(allowed & anc))
 
@@ -344,7 +339,7 @@ def is_backdoor_adjustment(dag: DAG, x, y, z) -> bool:
     xs, ys, zs = _check_xyz(dag, "is_backdoor_adjustment", x, y, z)
     ix = _index(dag)
     xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
-    if zi & _descendants(ix.chi, xi):
+    if zi & _closure(ix.chi, xi):
         return False
     par, chi = _cut_out(ix.par, ix.chi, xi)
     return _separated(par, chi, xi, yi, zi)
@@ -366,7 +361,7 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
         # the candidate lies in `anc`, an ancestral set holding X and Y, so the search can stay inside it
         return _separated(par, chi, xs, ys, anc & rng, anc)
 
-    anc0 = _ancestors(par, xy)
+    anc0 = _closure(par, xy)
     rng0 = frozenset(allowed)
     if not separates(anc0, rng0):
         return
@@ -449,7 +444,7 @@ def backdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets:
     _check_max_sets(fn, max_sets)
     ix = _index(dag)
     xi, yi = _ints(dag, xs), _ints(dag, ys)
-    allowed = _observed_ints(dag) - yi - _descendants(ix.chi, xi)
+    allowed = _observed_ints(dag) - yi - _closure(ix.chi, xi)
     par, chi = _cut_out(ix.par, ix.chi, xi)
     if minimal:
         sets = _minimal_d_separators(par, xi, yi, allowed)
@@ -485,7 +480,7 @@ def _proper_backdoor(ix, xi: frozenset, yi: frozenset) -> tuple[list, list, set]
                 up.add(p)
                 stack.append(p)
     pcp = down & up
-    forbidden = _descendants(chi, pcp) | xi
+    forbidden = _closure(chi, pcp) | xi
     par2 = list(par)
     chi2 = list(chi)
     for u in xi:
@@ -633,7 +628,7 @@ class _FrontDoor:
         self.xi, self.yi = xi, yi
         par_x, chi_x = _cut_out(self.par, self.chi, xi)
         self.cand = frozenset(observed - xi - yi - _reachable(par_x, chi_x, xi, ()))
-        self.anx = frozenset(_ancestors(self.par, xi))  # no candidate is in here
+        self.anx = frozenset(_closure(self.par, xi))  # no candidate is in here
 
     def intercepts(self, z) -> bool:
         chi, yi = self.chi, self.yi
@@ -699,8 +694,8 @@ class _FrontDoor:
     def relevant(self) -> frozenset:
         """Candidates that can belong to a minimal set (see :meth:`minimal_sets`)."""
         par, chi, xi = self.par, self.chi, self.xi
-        pool = self.cand & _ancestors(par, self.yi)
-        rel = set(pool & _descendants(chi, xi))
+        pool = self.cand & _closure(par, self.yi)
+        rel = set(pool & _closure(chi, xi))
         guards = pool - rel
         hits = {g: _bayes_ball(par, chi, (g,), xi)[1] & pool for g in guards}
         grown = True

@@ -179,12 +179,16 @@ def d_connected(dag: DAG, x, y, given=None) -> bool:
     return not d_separated(dag, x, y, given)
 
 
-def _ancestors(par: list, start) -> set:
-    """`start` and every node with a directed path into it (integer adjacency)."""
+def _closure(adj, start) -> set:
+    """`start` and every node reachable from it along `adj` (a list or dict of neighbour lists).
+
+    With parent lists: the ancestors (self included); with child lists: the
+    descendants; with an undirected adjacency: the connected component.
+    """
     seen = set(start)
     stack = list(seen)
     while stack:
-        for p in par[stack.pop()]:
+        for p in adj[stack.pop()]:
             if p not in seen:
                 seen.add(p)
                 stack.append(p)
@@ -346,7 +350,7 @@ def minimal_d_separator(dag: DAG, x, y, *, include=None, restrict=None) -> froze
     ix = _index(dag)
     pos = ix.pos
     xi, yi, ii = ({pos[v] for v in vs} for vs in (xs, ys, inc))
-    anc = _ancestors(ix.par, xi | yi | ii)
+    anc = _closure(ix.par, xi | yi | ii)
     nb = _moral_graph(ix.par, anc)
     cand = {pos[v] for v in res} & anc - xi - yi
     # Z' itself must separate in the moral ancestral graph, or nothing does.

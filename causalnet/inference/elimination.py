@@ -109,6 +109,7 @@ import numpy as np
 
 from ..dag import DAG
 from ..errors import EvidenceError, GraphError, ModelError, ShapeError
+from ..separation import _closure
 from .factors import (
     BATCH,
     MAX_EINSUM_AXES,
@@ -973,17 +974,6 @@ class DiscreteBN:
             s.discard(a)
         return fam_free, adj
 
-    @staticmethod
-    def _component(adj: dict, start: Iterable[int]) -> set[int]:
-        seen = set(start)
-        stack = list(seen)
-        while stack:
-            for u in adj[stack.pop()]:
-                if u not in seen:
-                    seen.add(u)
-                    stack.append(u)
-        return seen
-
     def relevant_nodes(self, targets: Sequence[Hashable], evidence: Iterable[Hashable] = ()) -> frozenset:
         """The nodes whose CPTs ``P(targets | evidence)`` depends on (the requisite set).
 
@@ -998,7 +988,7 @@ class DiscreteBN:
             raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
         nodes = self._ancestral(set(tidx) | ev)
         fam_free, adj = self._reduced(nodes, ev)
-        comp = self._component(adj, tidx)
+        comp = _closure(adj, tidx)
         return frozenset(self._names[v] for v in nodes if fam_free[v] and fam_free[v][0] in comp)
 
     def _table(self, v: int, evs: tuple[int, ...]) -> np.ndarray:

@@ -77,6 +77,7 @@ import numpy as np
 from ..errors import GraphError, ModelError
 from ..mechanisms.tabular import _TOL, CPT, Categorical
 from ..model import CausalModel
+from ._files import read_bytes
 
 __all__ = [
     "read_bif",
@@ -104,13 +105,7 @@ def _read_source(source: Any, looks_like_text: Callable[[str], bool]) -> tuple[s
     if not isinstance(source, (str, Path)):
         raise ModelError(f"expected a path, a text or bytes, got {type(source).__name__}")
     path = Path(source)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ModelError(f"no such file: {str(path)!r}") from None
-    except OSError as e:
-        raise ModelError(f"cannot read {str(path)!r}: {e}") from None
-    return _decode(data, path.name), path.name
+    return _decode(read_bytes(path), path.name), path.name
 
 
 def _decode(data: bytes, name: str) -> str:

@@ -65,6 +65,7 @@ from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import CPT, Categorical
 from ..model import CausalModel
+from ._files import read_bytes
 
 __all__ = [
     "FORMAT",
@@ -540,12 +541,7 @@ def load_json(path: str | Path) -> CausalModel:
         the file name and says what is wrong and where. Nothing is loaded.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ModelError(f"no such file: {str(path)!r}") from None
-    except OSError as e:
-        raise ModelError(f"cannot read {str(path)!r}: {e}") from None
+    data = read_bytes(path)
     try:
         return from_json(data)
     except ModelError as e:
