@@ -4,8 +4,7 @@ The public surface, re-exported from the modules that define it. See
 ``docs/index.md`` for a tour.
 """
 
-from . import gallery
-from .dag import DAG
+from . import gallery, limits
 from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
 from .errors import (
     CausalNetError,
@@ -13,10 +12,16 @@ from .errors import (
     EvidenceError,
     GraphError,
     ModelError,
+    ModelFileNotFoundError,
+    ModelFilePermissionError,
     NotIdentifiable,
+    NumericalError,
     RenderError,
+    ResourceError,
     ShapeError,
 )
+from .graph.dag import DAG
+from .graph.separation import Independence
 from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
 from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
@@ -34,7 +39,6 @@ from .models import causal_head, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
 from .queries import parse_query
-from .separation import Independence
 
 __version__ = "0.1.0"
 
@@ -85,5 +89,10 @@ __all__ = [
     "ModelError",
     "NotIdentifiable",
     "RenderError",
+    "ResourceError",
+    "NumericalError",
+    "ModelFileNotFoundError",
+    "ModelFilePermissionError",
     "ShapeError",
+    "limits",
 ]

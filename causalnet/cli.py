@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from . import gallery
-from .dag import DAG
 from .errors import CausalNetError, GraphError, RenderError
+from .graph.dag import DAG
 from .io.dot import find_renderer, render, to_dot
 
 __all__ = ["main", "load_graph", "load_model", "run_tour", "TourContext", "TOUR_SECTIONS"]

@@ -12,7 +12,11 @@ Hierarchy::
     │   └── ShapeError      arrays of the wrong shape
     ├── EvidenceError       evidence naming unknown nodes/states, impossible evidence
     ├── NotIdentifiable     a causal effect not identifiable from the graph
-    └── RenderError         no renderer, or the renderer failed
+    ├── RenderError         no renderer, or the renderer failed
+    ├── ResourceError       a table, tensor or file would exceed a limit (also MemoryError)
+    ├── NumericalError      a computation left the finite numbers (also FloatingPointError)
+    ├── ModelFileNotFoundError   a model file does not exist (also FileNotFoundError)
+    └── ModelFilePermissionError a model file cannot be read or written (also PermissionError)
 
     CausalNetWarning        legal but suspicious input
 """
@@ -25,6 +29,10 @@ __all__ = [
     "EvidenceError",
     "NotIdentifiable",
     "RenderError",
+    "ResourceError",
+    "NumericalError",
+    "ModelFileNotFoundError",
+    "ModelFilePermissionError",
     "CausalNetWarning",
 ]
 
@@ -55,6 +63,26 @@ class NotIdentifiable(CausalNetError):
 
 class RenderError(CausalNetError, RuntimeError):
     """A diagram could not be rendered."""
+
+
+class ResourceError(CausalNetError, MemoryError):
+    """A table, tensor, result or file would exceed a limit of :mod:`causalnet.limits`.
+
+    The message names the estimate, its cause (treewidth, CPT size, file size)
+    and the knob that raises the limit.
+    """
+
+
+class NumericalError(CausalNetError, FloatingPointError):
+    """A computation produced NaN or infinity from finite input (e.g. a diverging fit)."""
+
+
+class ModelFileNotFoundError(CausalNetError, FileNotFoundError):
+    """A model or data file does not exist."""
+
+
+class ModelFilePermissionError(CausalNetError, PermissionError):
+    """A model or data file cannot be read or written for lack of permission."""
 
 
 class CausalNetWarning(UserWarning):

@@ -1,7 +1,7 @@
 """Ready models and graphs by name.
 
 The gallery is a registry of named builders. Each entry has a *kind*
-(``"graph"`` for a bare :class:`~causalnet.dag.DAG`; models such as discrete
+(``"graph"`` for a bare :class:`~causalnet.graph.dag.DAG`; models such as discrete
 causal models, HMMs or transformers register their own kinds), a builder
 called on every load (so callers get a fresh object), and a one-line
 description.
@@ -51,8 +51,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .dag import DAG
 from .errors import GraphError
+from .graph.dag import DAG
 
 __all__ = ["names", "describe", "kind", "load", "graph"]
 

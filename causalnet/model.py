@@ -32,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from .dag import DAG
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
+from .graph.dag import DAG
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, _rng
+from .mechanisms.intervened import Intervened
 from .mechanisms.tabular import state_index
 
 __all__ = ["CausalModel", "Samples", "Trace"]
@@ -125,55 +126,6 @@ class Trace(Samples):
     def __init__(self, values, specs=None, noise=None) -> None:
         super().__init__(values, specs)
         self.noise = dict(noise or {})
-
-
-# -- interventions ---------------------------------------------------------------
-
-
-class _Intervened(Mechanism):
-    """The mechanism of a node under ``do``: a constant, per-row values, or a
-    callable of the node's natural value (a shift intervention)."""
-
-    deterministic = True
-
-    def __init__(self, value: Any, natural: Mechanism) -> None:
-        self.value = value
-        self.natural = natural
-        self.is_shift = callable(value)
-        super().__init__(natural.parents if self.is_shift else ())
-        self.kind = natural.kind
-
-    def spec(self, node, parent_specs) -> Spec:  # the model fills in the original spec
-        raise ModelError("internal: an intervened node keeps its original spec")
-
-    def sample_noise(self, n, rng, spec):
-        if self.is_shift:
-            return self.natural.sample_noise(n, rng, spec)
-        return None
-
-    def evaluate(self, node, parents, noise, spec, *, n=None):
-        if self.is_shift:
-            if noise is None and not self.natural.deterministic:
-                raise ModelError(f"shift intervention on {node!r} needs the natural value's noise")
-            natural = self.natural.evaluate(node, parents, noise, spec, n=n)
-            try:
-                out = self.value(natural)
-            except Exception as e:
-                raise ModelError(f"the shift intervention on {node!r} raised {type(e).__name__}: {e}") from e
-            out = np.asarray(out)
-            if spec.kind == DISCRETE and np.all(out == np.round(out)):
-                out = out.astype(np.int64)
-            return spec.check_value(node, out, n=n)
-        v = np.asarray(self.value)
-        per_row = v.ndim == len(spec.shape) + 1 and not (spec.kind == DISCRETE and v.ndim == 0)
-        if per_row:
-            return spec.check_value(node, v, n=n)
-        if n is None:
-            raise ModelError(f"internal: batch size unknown for constant do on {node!r}")
-        return np.broadcast_to(v, (n, *v.shape)).copy()
-
-    def __repr__(self) -> str:
-        return f"do({'<callable>' if self.is_shift else self.value!r})"
 
 
 # -- the model -------------------------------------------------------------------
@@ -512,17 +464,17 @@ class CausalModel:
         for node, value in interventions.items():
             self._check_node(node, "node in do")
             old = self._mechs[node]
-            if isinstance(old, _Intervened):
+            if isinstance(old, Intervened):
                 warnings.warn(f"{node!r} is already intervened on; the new do replaces it", CausalNetWarning,
                               stacklevel=2)
                 old = old.natural
             if callable(value):
                 natural = old
-                new_mechs[node] = _Intervened(value, natural)
+                new_mechs[node] = Intervened(value, natural)
                 shift.append(node)
             else:
                 v = self._coerce(node, value, ModelError)
-                new_mechs[node] = _Intervened(v, old)
+                new_mechs[node] = Intervened(v, old)
                 cut.append(node)
         edges = [(p, v) for v, m in new_mechs.items() for p in m.parents]
         marks = set(self._dag.intervened) | set(cut) | set(shift)
@@ -532,7 +484,7 @@ class CausalModel:
     @property
     def interventions(self) -> dict:
         """node -> intervention value for nodes under ``do``."""
-        return {k: m.value for k, m in self._mechs.items() if isinstance(m, _Intervened)}
+        return {k: m.value for k, m in self._mechs.items() if isinstance(m, Intervened)}
 
     # -- queries ------------------------------------------------------------------------
 
@@ -606,7 +558,7 @@ class CausalModel:
         """Per-node drawing attributes: the node kind's shape and colour."""
         spec = self._specs[node]
         mech = self._mechs[node]
-        if isinstance(mech, _Intervened):
+        if isinstance(mech, Intervened):
             mech = mech.natural
         attrs = {"tooltip": f"{type(mech).__name__}: {spec.describe()}"}
         if spec.kind == DISCRETE:

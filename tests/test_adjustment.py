@@ -1,4 +1,4 @@
-"""Tests for causalnet.adjustment.
+"""Tests for causalnet.graph.adjustment.
 
 Oracles, all independent of the library code:
 
@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
-from causalnet.adjustment import (
+from causalnet.errors import GraphError
+from causalnet.graph.adjustment import (
     backdoor_adjustment_sets,
     frontdoor_adjustment_sets,
     is_adjustment_set,
@@ -34,7 +35,6 @@ from causalnet.adjustment import (
     is_frontdoor_adjustment,
     minimal_adjustment_sets,
 )
-from causalnet.errors import GraphError
 
 ALL_SETS = (backdoor_adjustment_sets, minimal_adjustment_sets, frontdoor_adjustment_sets)
 PREDICATES = (is_backdoor_adjustment, is_adjustment_set, is_frontdoor_adjustment)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet import GraphError
-from causalnet import separation as sep
+from causalnet.graph import separation as sep
 
 
 def random_dag(rng, n, p):

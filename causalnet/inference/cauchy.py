@@ -520,7 +520,7 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
     ModelError, EvidenceError, ShapeError
         Unknown nodes, bad values.
     """
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
 
     if do:
         model = model.do(do)
@@ -535,7 +535,7 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
     mechs, specs, dag = model.mechanisms, model.specs, model.dag
     per_row = {k: v for k, v in ev.items() if np.ndim(v) == len(specs[k].shape) + 1}
     for k, m in mechs.items():
-        if isinstance(m, _Intervened) and not m.is_shift:
+        if isinstance(m, Intervened) and not m.is_shift:
             v = np.asarray(m.value)
             if v.ndim == len(specs[k].shape) + 1:
                 per_row[k] = v
@@ -546,7 +546,7 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
     cauchy = {k for k, m in mechs.items() if isinstance(m, CauchyLinear)}
     for t in targets:
         if t not in cauchy:
-            why = "observed" if t in ev else ("intervened on" if isinstance(mechs[t], _Intervened)
+            why = "observed" if t in ev else ("intervened on" if isinstance(mechs[t], Intervened)
                                               else f"a {type(mechs[t]).__name__} node")
             raise NoClosedForm(f"target {t!r} is {why}, not a Cauchy node; the Cauchy engine answers Cauchy "
                                f"targets only")
@@ -568,7 +568,7 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
         if v in ev:
             continue
         m = mechs[v]
-        if isinstance(m, _Intervened):
+        if isinstance(m, Intervened):
             if not m.is_shift:
                 continue
             if isinstance(m.natural, CauchyLinear):

@@ -37,9 +37,9 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ..dag import DAG
 from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
 from ..errors import EvidenceError, ModelError
+from ..graph.dag import DAG
 from ..mechanisms.base import DISCRETE, _rng
 from ..queries import Query, Term
 
@@ -162,7 +162,7 @@ def _state_at(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
     from .dispatch import discrete_network, shift_map
     from .elimination import DiscreteBN
 
@@ -191,7 +191,7 @@ def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
             continue
         mech_c = cf_model.mechanisms[v]
         c_name = names[("c", v)]
-        shared_u = not (isinstance(mech_c, _Intervened) and not mech_c.is_shift)
+        shared_u = not (isinstance(mech_c, Intervened) and not mech_c.is_shift)
         if shared_u and pa:
             # factual and counterfactual copies as functions of (parents, U_v), U_v over the CDF
             # intervals; a shift applies its function to the natural value drawn with the same u
@@ -207,7 +207,7 @@ def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
             tables[f_name] = np.eye(K)[natural]                           # (*pa, m, K)
             parents[f_name] = [names[("f", p)] for p in pa] + [u_name]
             tcards[f_name] = K
-            if isinstance(mech_c, _Intervened):
+            if isinstance(mech_c, Intervened):
                 shift = shift_map(v, mech_c, K)
                 tables[c_name] = np.eye(K)[shift[natural]]
             else:

@@ -153,12 +153,12 @@ def discrete_network(model):
 
 
 def _table(model, v, mech, cards, row_ev):
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
 
     K = cards[v]
     if isinstance(mech, _Tabular):
         return mech.table
-    if isinstance(mech, _Intervened) and not mech.is_shift:
+    if isinstance(mech, Intervened) and not mech.is_shift:
         val = np.asarray(mech.value)
         if val.ndim == 1:
             row_ev[v] = val.astype(np.int64)
@@ -166,7 +166,7 @@ def _table(model, v, mech, cards, row_ev):
         t = np.zeros(K)
         t[int(val)] = 1.0
         return t
-    if isinstance(mech, _Intervened) and mech.is_shift:
+    if isinstance(mech, Intervened) and mech.is_shift:
         inner = _table(model, v, mech.natural, cards, row_ev)
         if inner is None:
             return None

@@ -107,9 +107,9 @@ from functools import partial
 
 import numpy as np
 
-from ..dag import DAG
 from ..errors import EvidenceError, GraphError, ModelError, ShapeError
-from ..separation import _closure
+from ..graph.dag import DAG
+from ..graph.separation import _closure
 from .factors import (
     BATCH,
     MAX_EINSUM_AXES,

@@ -56,12 +56,12 @@ class AffineForm:
 
 def is_linear_gaussian(model) -> bool:
     """Whether every mechanism is LinearGaussian or a non-shift intervention on a real node."""
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
 
     for node, mech in model.mechanisms.items():
         if isinstance(mech, LinearGaussian):
             continue
-        if isinstance(mech, _Intervened) and not mech.is_shift and model.specs[node].kind == "real":
+        if isinstance(mech, Intervened) and not mech.is_shift and model.specs[node].kind == "real":
             continue
         return False
     return True
@@ -73,7 +73,7 @@ def affine_form(model) -> AffineForm:
     Per-row intervention values make ``c`` batched ``(n, d)``. Computed once
     per model (models are immutable) and cached on it.
     """
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
 
     cached = model._cache.get("affine_form")
     if cached is not None:
@@ -85,7 +85,7 @@ def affine_form(model) -> AffineForm:
     rows = None
     for v in nodes:
         mech = model.mechanisms[v]
-        if isinstance(mech, _Intervened) and np.ndim(mech.value) == 1:
+        if isinstance(mech, Intervened) and np.ndim(mech.value) == 1:
             rows = np.shape(mech.value)[0]
     c = np.zeros((rows, d)) if rows is not None else np.zeros(d)
     M = np.zeros((d, d))
@@ -99,7 +99,7 @@ def affine_form(model) -> AffineForm:
                 c[..., i] += w * c[..., j]
                 M[i] += w * M[j]
             M[i, i] += mech.sigma
-        elif isinstance(mech, _Intervened):
+        elif isinstance(mech, Intervened):
             c[..., i] = np.asarray(mech.value, dtype=np.float64)
         else:
             raise ModelError(f"node {v!r} is {type(mech).__name__}, not linear-Gaussian")

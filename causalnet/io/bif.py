@@ -164,14 +164,14 @@ def _check_tol(tol: Any) -> float:
 
 def _discrete_parts(model: CausalModel, fmt: str) -> list[tuple[str, tuple, list[str], np.ndarray]]:
     """``(name, parents, states, table)`` per node, for writers; names and states as text."""
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
 
     if not isinstance(model, CausalModel):
         raise ModelError(f"expected a CausalModel to convert to {fmt}, got {type(model).__name__}")
     out = []
     names: dict[str, Hashable] = {}
     for node, mech in model.mechanisms.items():
-        if isinstance(mech, _Intervened):
+        if isinstance(mech, Intervened):
             raise ModelError(f"node {node!r} is intervened on (do); {fmt} has no interventions. "
                              f"Save the model with save_json, or write the model before the do")
         if not isinstance(mech, (Categorical, CPT)):

@@ -28,7 +28,7 @@ stable enough for golden-string tests.
 
 Drawable objects
 ----------------
-:func:`to_dot` draws a :class:`~causalnet.dag.DAG`, or any object with a
+:func:`to_dot` draws a :class:`~causalnet.graph.dag.DAG`, or any object with a
 ``.dag`` attribute holding one (a model). Such an object may add optional
 hooks, all private by convention and all consulted only if present:
 
@@ -73,8 +73,8 @@ from typing import Any, Protocol, runtime_checkable
 import graphviz
 from graphviz.quoting import a_list, quote
 
-from ..dag import DAG
 from ..errors import GraphError, RenderError
+from ..graph.dag import DAG
 
 __all__ = ["to_dot", "render", "find_renderer", "Drawable", "FORMATS", "RENDERERS"]
 

@@ -606,7 +606,7 @@ def _do_value(node: Hashable, spec, value: Any) -> Any:
 
 def to_json(model: CausalModel) -> str:
     """The text of a model file for `model` (see :func:`save_json`)."""
-    from ..model import _Intervened
+    from ..mechanisms.intervened import Intervened
 
     if not isinstance(model, CausalModel):
         raise ModelError(f"to_json expects a CausalModel, got {type(model).__name__}")
@@ -615,7 +615,7 @@ def to_json(model: CausalModel) -> str:
     for node, mech in model.mechanisms.items():
         if not isinstance(node, str):
             raise ModelError(f"node {node!r}: model files hold string node names, got {type(node).__name__}")
-        if isinstance(mech, _Intervened):
+        if isinstance(mech, Intervened):
             if mech.is_shift:
                 raise ModelError(f"node {node!r} has a shift intervention (a callable), which is Python code; "
                                  f"model files hold constant interventions only")

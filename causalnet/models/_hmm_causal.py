@@ -28,9 +28,9 @@ from collections.abc import Mapping
 import numpy as np
 from scipy import linalg
 
-from ..dag import DAG
 from ..distributions import DiscreteDistribution, EmpiricalDistribution, GaussianMixture
 from ..errors import EvidenceError, ModelError, ShapeError
+from ..graph.dag import DAG
 from ..inference import chain as _chain
 from ..inference.counterfactual import SCM_DISCRETE
 from ..mechanisms.base import REAL, TENSOR, Mechanism, Spec

@@ -82,8 +82,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dag import DAG
 from ..errors import GraphError, ModelError, ShapeError
+from ..graph.dag import DAG
 from ..inference.tensor import Plan
 from ..mechanisms.base import Mechanism, Spec
 from ..mechanisms.tensor import (

@@ -82,8 +82,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 
+from ..errors import CausalNetWarning, GraphError
 from .dag import DAG
-from .errors import CausalNetWarning, GraphError
 from .separation import _bayes_ball, _closure, _index, _moral_graph
 
 __all__ = [

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import GraphError
 from .dag import DAG
-from .errors import GraphError
 
 __all__ = [
     "d_separated",

@@ -10,8 +10,8 @@ unrolled dynamic models, dotted paths for blocks). Node order is the order of
 first appearance and is kept by every operation, so results are deterministic.
 
 Graph questions live in sibling modules and are reachable as methods:
-d-separation in :mod:`causalnet.separation`, adjustment sets in
-:mod:`causalnet.adjustment`, DOT text in :mod:`causalnet.io.dot`.
+d-separation in :mod:`causalnet.graph.separation`, adjustment sets in
+:mod:`causalnet.graph.adjustment`, DOT text in :mod:`causalnet.io.dot`.
 
 Examples
 --------
@@ -34,7 +34,7 @@ from typing import Any
 
 import networkx as nx
 
-from .errors import GraphError
+from ..errors import GraphError
 
 __all__ = ["DAG"]
 
@@ -411,10 +411,10 @@ class DAG:
         lat = self._as_set(nodes, "latent node")
         return DAG._from_nx(self._g, lat, self._intervened)
 
-    # -- separation (see causalnet.separation) ---------------------------------
+    # -- separation (see causalnet.graph.separation) ---------------------------------
 
     def d_separated(self, x, y, given=None) -> bool:
-        """Whether `x` and `y` are d-separated by `given`; see :func:`causalnet.separation.d_separated`."""
+        """Whether `x` and `y` are d-separated by `given`; see :func:`causalnet.graph.separation.d_separated`."""
         from .separation import d_separated
 
         return d_separated(self, x, y, given)
@@ -426,52 +426,52 @@ class DAG:
         return d_connected(self, x, y, given)
 
     def minimal_d_separator(self, x, y, include=None, restrict=None):
-        """A minimal set separating `x` and `y`; see :func:`causalnet.separation.minimal_d_separator`."""
+        """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""
         from .separation import minimal_d_separator
 
         return minimal_d_separator(self, x, y, include=include, restrict=restrict)
 
     def implied_independencies(self, kind: str = "basis"):
-        """Conditional independencies implied by the graph; see :func:`causalnet.separation.implied_independencies`."""
+        """Conditional independencies implied by the graph; see :func:`causalnet.graph.separation.implied_independencies`."""
         from .separation import implied_independencies
 
         return implied_independencies(self, kind=kind)
 
-    # -- adjustment (see causalnet.adjustment) ---------------------------------
+    # -- adjustment (see causalnet.graph.adjustment) ---------------------------------
 
     def is_backdoor_adjustment(self, x, y, z) -> bool:
-        """Pearl's backdoor criterion; see :func:`causalnet.adjustment.is_backdoor_adjustment`."""
+        """Pearl's backdoor criterion; see :func:`causalnet.graph.adjustment.is_backdoor_adjustment`."""
         from .adjustment import is_backdoor_adjustment
 
         return is_backdoor_adjustment(self, x, y, z)
 
     def backdoor_adjustment_sets(self, x, y, *, minimal: bool = False, max_sets: int | None = 1000):
-        """All backdoor adjustment sets; see :func:`causalnet.adjustment.backdoor_adjustment_sets`."""
+        """All backdoor adjustment sets; see :func:`causalnet.graph.adjustment.backdoor_adjustment_sets`."""
         from .adjustment import backdoor_adjustment_sets
 
         return backdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets)
 
     def is_adjustment_set(self, x, y, z) -> bool:
-        """The (complete) adjustment criterion; see :func:`causalnet.adjustment.is_adjustment_set`."""
+        """The (complete) adjustment criterion; see :func:`causalnet.graph.adjustment.is_adjustment_set`."""
         from .adjustment import is_adjustment_set
 
         return is_adjustment_set(self, x, y, z)
 
     def minimal_adjustment_sets(self, x, y, *, max_sets: int | None = None):
-        """All minimal adjustment sets; see :func:`causalnet.adjustment.minimal_adjustment_sets`."""
+        """All minimal adjustment sets; see :func:`causalnet.graph.adjustment.minimal_adjustment_sets`."""
         from .adjustment import minimal_adjustment_sets
 
         return minimal_adjustment_sets(self, x, y, max_sets=max_sets)
 
     def is_frontdoor_adjustment(self, x, y, z) -> bool:
-        """Pearl's front-door criterion; see :func:`causalnet.adjustment.is_frontdoor_adjustment`."""
+        """Pearl's front-door criterion; see :func:`causalnet.graph.adjustment.is_frontdoor_adjustment`."""
         from .adjustment import is_frontdoor_adjustment
 
         return is_frontdoor_adjustment(self, x, y, z)
 
     def frontdoor_adjustment_sets(self, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
                                   max_candidates: int | None = 100_000):
-        """Front-door adjustment sets; see :func:`causalnet.adjustment.frontdoor_adjustment_sets`."""
+        """Front-door adjustment sets; see :func:`causalnet.graph.adjustment.frontdoor_adjustment_sets`."""
         from .adjustment import frontdoor_adjustment_sets
 
         return frontdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets,
@@ -481,7 +481,7 @@ class DAG:
 
     def to_dot(self, **options) -> str:
         """DOT text for this graph; see :func:`causalnet.io.dot.to_dot` for options."""
-        from .io.dot import to_dot
+        from ..io.dot import to_dot
 
         return to_dot(self, **options)
 
