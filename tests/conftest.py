@@ -1,4 +1,8 @@
-"""Shared fixtures: seeds and canonical models."""
+"""Shared fixtures: seeds, canonical models, and the robustness harness."""
+
+import collections
+import copy
+import os
 
 import numpy as np
 import pytest
@@ -64,3 +68,101 @@ def small_hmm():
 
     return cn.HMM(2, "categorical", n_symbols=3, startprob=[0.6, 0.4], transmat=[[0.7, 0.3], [0.2, 0.8]],
                   emissionprob=[[0.5, 0.4, 0.1], [0.1, 0.3, 0.6]])
+
+
+# -- robustness harness -------------------------------------------------------------
+#
+# Every bad-input / extreme-input property test calls the library through
+# ``guarded`` so that the invariants of issue 10 are checked in one place:
+# a valid answer or a CausalNetError; no NaN (and no inf unless allowed) in the
+# answer; the arguments (and the model) unchanged after a failure. The counts per
+# outcome class are written to $CAUSALNET_ROBUSTNESS_REPORT when it is set.
+
+ROBUSTNESS_COUNTS: collections.Counter = collections.Counter()
+
+
+def _snapshot(obj, depth=0):
+    """A comparable deep copy of `obj` (arrays, containers, plain objects' __dict__)."""
+    if depth > 6:
+        return None
+    if isinstance(obj, np.ndarray):
+        return ("nd", obj.dtype.str, obj.shape, obj.tobytes() if obj.dtype != object else repr(obj.tolist()))
+    if isinstance(obj, dict) or type(obj).__name__ == "mappingproxy":
+        return ("dict", tuple((repr(k), _snapshot(v, depth + 1)) for k, v in obj.items()))
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = sorted(obj, key=repr) if isinstance(obj, (set, frozenset)) else obj
+        return (type(obj).__name__, tuple(_snapshot(v, depth + 1) for v in items))
+    if isinstance(obj, (str, bytes, int, float, complex, bool, type(None))):
+        return ("v", repr(obj))
+    if callable(obj) and not hasattr(obj, "__dict__"):
+        return ("callable", id(obj))
+    d = getattr(obj, "__dict__", None)
+    if d is not None:
+        # caches may legitimately fill in; only public and declared state is compared
+        return (type(obj).__name__, tuple((k, _snapshot(v, depth + 1)) for k, v in sorted(d.items())
+                                          if not k.startswith("_cache") and "cache" not in k))
+    return ("obj", repr(obj))
+
+
+def _numbers(obj, depth=0):
+    """Yield the float arrays inside a result object."""
+    if depth > 4:
+        return
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "fc":
+            yield obj
+        return
+    if isinstance(obj, (float, np.floating)):
+        yield np.asarray(obj)
+        return
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _numbers(v, depth + 1)
+        return
+    if isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _numbers(v, depth + 1)
+        return
+    for attr in ("probs", "mean", "cov", "loc", "scale", "values", "weights", "std_error"):
+        v = getattr(obj, attr, None)
+        if v is not None and not callable(v):
+            yield from _numbers(np.asarray(v) if isinstance(v, (float, int)) else v, depth + 1)
+
+
+def guarded(fn, *args, allow_neginf=False, **kwargs):
+    """Call ``fn(*args, **kwargs)`` on possibly bad input and check issue 10's invariants.
+
+    Returns the result, or the CausalNetError raised. Fails the test on any other
+    exception, on NaN (or inf) in the result, or if a failed call changed an argument.
+    """
+    from causalnet.errors import CausalNetError
+
+    target = getattr(fn, "__self__", None)
+    before = _snapshot((args, kwargs, target))
+    try:
+        out = fn(*args, **kwargs)
+    except CausalNetError as e:
+        ROBUSTNESS_COUNTS["typed error"] += 1
+        after = _snapshot((args, kwargs, target))
+        if after != before:
+            ROBUSTNESS_COUNTS["input mutated"] += 1
+            raise AssertionError(f"{getattr(fn, '__qualname__', fn)} failed with {e!r} and changed its input") from e
+        return e
+    except Exception as e:  # noqa: BLE001 - the point is to catch the untyped ones
+        ROBUSTNESS_COUNTS["untyped error"] += 1
+        raise AssertionError(f"{getattr(fn, '__qualname__', fn)} raised untyped {type(e).__name__}: {e}") from e
+    for arr in _numbers(out):
+        bad = np.isnan(arr) | (np.isinf(arr) & ~(allow_neginf & (np.real(arr) < 0)))
+        if np.any(bad):
+            ROBUSTNESS_COUNTS["nan/inf result"] += 1
+            raise AssertionError(f"{getattr(fn, '__qualname__', fn)} returned NaN/inf: {arr}")
+    ROBUSTNESS_COUNTS["valid answer"] += 1
+    return out
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("CAUSALNET_ROBUSTNESS_REPORT")
+    if path and ROBUSTNESS_COUNTS:
+        with open(path, "w") as fh:
+            for k, v in sorted(ROBUSTNESS_COUNTS.items()):
+                fh.write(f"{k}\t{v}\n")
