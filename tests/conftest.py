@@ -1,7 +1,6 @@
 """Shared fixtures: seeds, canonical models, and the robustness harness."""
 
 import collections
-import copy
 import os
 
 import numpy as np
