@@ -34,7 +34,7 @@ import numpy as np
 
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
-from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, _rng
+from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .mechanisms.tabular import state_index
 
@@ -372,7 +372,7 @@ class CausalModel:
                     u = nz[node]
                 else:
                     if rng is None:
-                        rng = _rng(seed)
+                        rng = as_generator(seed)
                     u = mech.sample_noise(nb, rng, spec)
                 if u is not None:
                     used[node] = u

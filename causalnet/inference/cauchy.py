@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvidenceError, ModelError, ShapeError
-from ..mechanisms.base import _rng
+from ..mechanisms.base import as_generator
 from ..mechanisms.cauchy import CauchyLinear
 
 __all__ = ["Cauchy", "NoClosedForm", "AffineCauchy", "affine_forms", "cauchy_marginals", "is_cauchy_node", "query_hook",
@@ -226,7 +226,7 @@ class Cauchy:
     def sample(self, size: int | tuple = (), seed: Any = None) -> np.ndarray:
         """Draws of shape ``(*size, *self.shape)`` (draw axes first)."""
         size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        rng = _rng(seed)
+        rng = as_generator(seed)
         return self.loc + self.scale * rng.standard_cauchy(size + self.loc.shape)
 
     # -- containers -----------------------------------------------------------------------

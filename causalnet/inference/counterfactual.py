@@ -40,7 +40,7 @@ import numpy as np
 from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
 from ..errors import EvidenceError, ModelError
 from ..graph.dag import DAG
-from ..mechanisms.base import DISCRETE, _rng
+from ..mechanisms.base import DISCRETE, as_generator
 from ..queries import Query, Term
 
 __all__ = [
@@ -339,7 +339,7 @@ def _point_abduction(model, cf_model, targets, ev, n_rows):
     Returns None (so the caller samples) for discrete targets, evidence in the
     counterfactual world, or noise the evidence does not determine.
     """
-    from ..mechanisms.tabular import _Tabular
+    from ..mechanisms.tabular import Tabular
 
     if any(w == "c" for w, _ in ev) or all(model.specs[v].kind == DISCRETE for _, v in targets):
         return None
@@ -351,7 +351,7 @@ def _point_abduction(model, cf_model, targets, ev, n_rows):
     for v in need:
         mech, cf_mech = model.mechanisms[v], cf_model.mechanisms[v]
         if not cf_mech.deterministic or (getattr(cf_mech, "is_shift", False) and not mech.deterministic):
-            if v not in obs or not mech.can_abduct or isinstance(mech, _Tabular):
+            if v not in obs or not mech.can_abduct or isinstance(mech, Tabular):
                 return None
             noisy.append(v)
     # abducting a node needs its parents' factual values: every stochastic ancestor must be observed
@@ -381,7 +381,7 @@ def _point_abduction(model, cf_model, targets, ev, n_rows):
 def _sampled(model, cf_model, targets, ev, n_rows, n_samples, seed):
     from .sampling import likelihood_weighting, normalise, weighted_state_probs
 
-    rng = _rng(seed)
+    rng = as_generator(seed)
     rows = n_rows or 1
     m = max(1000, int(n_samples) // rows) if n_rows else int(n_samples)
     f_ev = {v: a for (w, v), a in ev.items() if w == "f"}

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
 from ..errors import EvidenceError, ModelError
-from ..mechanisms.base import DISCRETE, _rng
-from ..mechanisms.tabular import _Tabular
+from ..mechanisms.base import DISCRETE, as_generator
+from ..mechanisms.tabular import Tabular
 from ..queries import Query, parse_query
 
 __all__ = ["run_query", "run_map", "discrete_network", "normalise_request"]
@@ -156,7 +156,7 @@ def _table(model, v, mech, cards, row_ev):
     from ..mechanisms.intervened import Intervened
 
     K = cards[v]
-    if isinstance(mech, _Tabular):
+    if isinstance(mech, Tabular):
         return mech.table
     if isinstance(mech, Intervened) and not mech.is_shift:
         val = np.asarray(mech.value)
@@ -305,7 +305,7 @@ def _discrete_answer(m, bn, row_ev, names, ev, n_rows):
 def _sampling_answer(m, names, ev, n_rows, n_samples, seed):
     from .sampling import likelihood_weighting, normalise, weighted_state_probs
 
-    rng = _rng(seed)
+    rng = as_generator(seed)
     rows = n_rows or 1
     per_row = max(1000, int(n_samples) // rows) if n_rows else int(n_samples)
     batched_nodes = {k for k, a in ev.items() if np.ndim(a) == len(m.specs[k].shape) + 1}

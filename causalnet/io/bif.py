@@ -75,7 +75,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import GraphError, ModelError
-from ..mechanisms.tabular import _TOL, CPT, Categorical
+from ..mechanisms.tabular import CPT, TOL, Categorical
 from ..model import CausalModel
 from ._files import read_bytes
 
@@ -146,7 +146,7 @@ def _fix_rows(table: np.ndarray, tol: float, fail_row: Callable[[tuple, str], No
         row = tuple(int(i) for i in np.argwhere(bad)[0]) if table.ndim > 1 else ()
         fail_row(row, f"the probabilities sum to {float(sums[row])!r}, expected 1 "
                       f"(tolerance {tol:g}; pass a larger tol= to accept and rescale such rows)")
-    fix = off > _TOL
+    fix = off > TOL
     if np.any(fix):
         table = table.copy()
         if table.ndim == 1:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ModelError, ShapeError
 
-__all__ = ["Spec", "Mechanism", "DISCRETE", "REAL", "TENSOR"]
+__all__ = ["Spec", "Mechanism", "DISCRETE", "REAL", "TENSOR", "as_generator"]
 
 DISCRETE = "discrete"
 REAL = "real"
@@ -192,8 +192,22 @@ class Mechanism:
         return f"{type(self).__name__}(parents={list(self._parents)})"
 
 
-def _rng(seed: Any) -> np.random.Generator:
-    """``np.random.default_rng`` that also accepts a Generator (returned as is)."""
+def as_generator(seed: Any) -> np.random.Generator:
+    """``np.random.default_rng`` that also accepts a Generator (returned as is).
+
+    Every stochastic call in causalnet turns its ``seed=`` into a Generator here.
+
+    Raises
+    ------
+    ModelError
+        If `seed` is neither None, an int, a sequence of ints, a SeedSequence nor a Generator
+        (e.g. ``seed="x"`` or ``seed=-1``).
+    """
     if isinstance(seed, np.random.Generator):
         return seed
-    return np.random.default_rng(seed)
+    if isinstance(seed, (bool, np.bool_, str, bytes, float, np.floating)):
+        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}")
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as e:
+        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from e

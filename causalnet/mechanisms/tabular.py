@@ -21,9 +21,9 @@ import numpy as np
 from ..errors import EvidenceError, ModelError
 from .base import DISCRETE, Mechanism, Spec
 
-__all__ = ["Categorical", "CPT", "state_index"]
+__all__ = ["Categorical", "CPT", "Tabular", "TOL", "state_index"]
 
-_TOL = 1e-9
+TOL = 1e-9
 
 
 def _check_table(table, parents: tuple, what: str) -> np.ndarray:
@@ -43,11 +43,11 @@ def _check_table(table, parents: tuple, what: str) -> np.ndarray:
         bad = tuple(int(i) for i in np.argwhere(t < 0)[0])
         raise ModelError(f"{what}: entry {bad} is {float(t[bad])}; probabilities must be >= 0")
     sums = t.sum(axis=-1)
-    off = np.abs(sums - 1.0) > _TOL
+    off = np.abs(sums - 1.0) > TOL
     if np.any(off):
         row = tuple(int(i) for i in np.argwhere(off)[0])
         where = f"row {row}" if row else "the probabilities"
-        raise ModelError(f"{what}: {where} sums to {float(sums[row]):.12g}, expected 1 (tolerance {_TOL:g})")
+        raise ModelError(f"{what}: {where} sums to {float(sums[row]):.12g}, expected 1 (tolerance {TOL:g})")
     t.setflags(write=False)
     return t
 
@@ -123,7 +123,7 @@ def state_index(node: Hashable, states: tuple, value) -> np.ndarray | int:
     return codes[inverse.reshape(arr.shape)]
 
 
-class _Tabular(Mechanism):
+class Tabular(Mechanism):
     kind = DISCRETE
 
     def __init__(self, parents: Sequence[Hashable], table, states=None) -> None:
@@ -209,7 +209,7 @@ class _Tabular(Mechanism):
         return f"{type(self).__name__}(parents={list(self.parents)}, states={list(self._states)})"
 
 
-class Categorical(_Tabular):
+class Categorical(Tabular):
     """A discrete root node with fixed probabilities.
 
     Parameters
@@ -236,7 +236,7 @@ class Categorical(_Tabular):
         return {"type": "Categorical", "probs": self._table.tolist(), "states": list(self._states)}
 
 
-class CPT(_Tabular):
+class CPT(Tabular):
     """A discrete node given discrete parents, by a conditional probability table.
 
     Parameters

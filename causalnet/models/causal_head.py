@@ -67,7 +67,7 @@ from scipy.special import expit, softmax
 
 from ..errors import EvidenceError, ModelError, ShapeError
 from ..inference.cauchy import Cauchy
-from ..mechanisms.base import _rng
+from ..mechanisms.base import as_generator
 
 __all__ = ["CausalHead", "HeadOutput", "NumberTask", "synthetic_number_task", "gradient_check",
            "numeric_embedding", "MODES", "PARAMS"]
@@ -305,7 +305,7 @@ class CausalHead:
         alpha, lam, detach_gate : see the class
         seed : int or Generator, optional
         """
-        rng = _rng(seed)
+        rng = as_generator(seed)
         V, H = int(vocab_size), int(hidden)
         C = H if causal_dim is None else int(causal_dim)
         p = {
@@ -432,14 +432,14 @@ class CausalHead:
             loc_in, scale_in = loc_U, scale_U + absb
         elif mode == "causal":
             if u is None:
-                u = loc_U + scale_U * _rng(seed).standard_cauchy(loc_U.shape)
+                u = loc_U + scale_U * as_generator(seed).standard_cauchy(loc_U.shape)
             u = np.asarray(u, dtype=np.float64)
             if u.shape != loc_U.shape:
                 raise ShapeError(f"u must have shape {loc_U.shape}, got {u.shape}")
             loc_in, scale_in, used_u = u, absb, u
         elif mode == "individual":
             if eps_seed is None:
-                eps_seed = _rng(seed).uniform(size=(n, C))
+                eps_seed = as_generator(seed).uniform(size=(n, C))
             e = self._per_row(eps_seed, n, C, "eps_seed")
             if np.any((e <= 0) | (e >= 1)):
                 raise ModelError("eps_seed must lie strictly between 0 and 1")
@@ -448,7 +448,7 @@ class CausalHead:
             loc_in, scale_in = used_u, absb
         else:  # noise
             if eps_noise is None:
-                eps_noise = _rng(seed).standard_cauchy((n, C))
+                eps_noise = as_generator(seed).standard_cauchy((n, C))
             e = self._per_row(eps_noise, n, C, "eps_noise")
             loc_in = loc_U + (absb * e).reshape((n,) + (1,) * (loc_U.ndim - 2) + (C,))
             scale_in = scale_U
@@ -624,7 +624,7 @@ class CausalHead:
             raise ModelError(f"unknown trainable parameters {bad}; expected some of {list(PARAMS)}")
         if steps < 0 or not lr > 0:
             raise ModelError(f"steps must be >= 0 and lr > 0, got steps={steps!r}, lr={lr!r}")
-        rng = _rng(seed)
+        rng = as_generator(seed)
         hist: dict = {"loss": [], "cls": [], "reg": []}
         it = range(steps)
         if progress:
@@ -751,7 +751,7 @@ class CausalHead:
         vals = np.zeros(ids.shape) if numeric_values is None else np.asarray(numeric_values, dtype=np.float64)
         if vals.shape != ids.shape:
             raise ShapeError(f"numeric_values has shape {vals.shape}; input_ids has {ids.shape}")
-        rng = _rng(seed)
+        rng = as_generator(seed)
         n = ids.shape[0]
         C = self._p["W_loc"].shape[0]
         if mode == "individual" and eps_seed is None:
@@ -960,7 +960,7 @@ def gradient_check(head: CausalHead, z, labels, targets=None, attention_mask=Non
     dict name -> float
         Largest ``|analytic − numeric| / max(1e-8, |analytic| + |numeric|)`` per parameter.
     """
-    rng = _rng(seed)
+    rng = as_generator(seed)
     if head.detach_gate:   # the update direction is then not the loss gradient by design: check the exact one
         head = CausalHead(head._p, num_id=head.num_id, alpha=head.alpha, lam=head.lam)
     _, grads, _ = head.loss_and_grad(z, labels, targets, attention_mask)
@@ -1049,7 +1049,7 @@ class NumberTask:
         """Fresh sequences from the same world (items, values, backbone): a test set."""
         world = {k: getattr(self, k) for k in ("vocab", "num_id", "pad_id", "bos_id", "sep_id", "values", "embed",
                                                  "w_num", "_A", "_B")}
-        return _task_sequences(world, int(n), self.input_ids.shape[1] if T is None else int(T), _rng(seed))
+        return _task_sequences(world, int(n), self.input_ids.shape[1] if T is None else int(T), as_generator(seed))
 
     def oracle_accuracy(self) -> float:
         """Accuracy of the Bayes-optimal next-token predictor on this sample (its expected value)."""
@@ -1096,7 +1096,7 @@ def synthetic_number_task(n: int = 256, T: int = 32, seed: Any = 0, *, items: in
     """
     if items < 1 or hidden < 1:
         raise ModelError(f"need items >= 1 and hidden >= 1; got items={items}, hidden={hidden}")
-    rng = _rng(seed)
+    rng = as_generator(seed)
     vocab = ("<pad>", "<bos>", "<NUM>", ";", "costs", "weighs") + tuple(f"item{i}" for i in range(items))
     V, H = len(vocab), int(hidden)
     values = np.stack([np.exp(rng.uniform(np.log(1.0), np.log(20.0), items)),
