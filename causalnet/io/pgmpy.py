@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.tabular import CPT, Categorical
 from ..model import CausalModel
-from .bif import _DEFAULT_TOL, _check_tol, _discrete_parts, _fix_rows
+from .tables import DEFAULT_TOL, check_tol, discrete_parts, fix_rows
 
 __all__ = ["from_pgmpy", "to_pgmpy"]
 
@@ -46,7 +46,7 @@ def _network_class():
     return Network, TabularCPD
 
 
-def from_pgmpy(model: Any, *, tol: float = _DEFAULT_TOL) -> CausalModel:
+def from_pgmpy(model: Any, *, tol: float = DEFAULT_TOL) -> CausalModel:
     """A causal model from a pgmpy discrete Bayesian network.
 
     Parameters
@@ -70,7 +70,7 @@ def from_pgmpy(model: Any, *, tol: float = _DEFAULT_TOL) -> CausalModel:
         non-tabular one, a CPD's parents or states disagree with the
         network, or a row does not sum to 1.
     """
-    tol = _check_tol(tol)
+    tol = check_tol(tol)
     if not (hasattr(model, "get_cpds") and hasattr(model, "nodes")):
         raise ModelError(f"from_pgmpy expects a pgmpy DiscreteBayesianNetwork, got {type(model).__name__}")
     nodes = list(model.nodes())
@@ -116,7 +116,7 @@ def from_pgmpy(model: Any, *, tol: float = _DEFAULT_TOL) -> CausalModel:
             label = ", ".join(f"{p}={states[p][i]!r}" for p, i in zip(parents, row))
             raise ModelError(f"pgmpy node {node!r}" + (f" given {label}" if label else "") + f": {msg}")
 
-        table = _fix_rows(table, tol, fail_row)
+        table = fix_rows(table, tol, fail_row)
         if parents:
             mechs[node] = CPT(parents, table, states=states[node])
         else:
@@ -148,7 +148,7 @@ def to_pgmpy(model: CausalModel):
     ModelError
         If a node is not Categorical/CPT or is intervened on.
     """
-    _discrete_parts(model, "pgmpy")          # validate before importing pgmpy
+    discrete_parts(model, "pgmpy")          # validate before importing pgmpy
     Network, TabularCPD = _network_class()
     edges = [(p, v) for v in model.nodes for p in model.mechanisms[v].parents]
     net = Network()
