@@ -421,6 +421,11 @@ def parse(text: str) -> Any:
     ModelError
         Naming the line and column of malformed JSON, the duplicated key, or the depth.
     """
+    cap = limits.get("max_nesting")
+    depth = nesting_depth(text)
+    if depth > cap:
+        raise ModelError(f"malformed model file: JSON nested {depth} levels deep, over the limit max_nesting={cap}; "
+                         f"raise it with causalnet.limits.set(max_nesting=...)")
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
@@ -433,15 +438,6 @@ def parse(text: str) -> Any:
         raise ModelError(f"malformed model file: {e}") from None
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise ModelError("malformed model file: JSON nested too deeply") from None
-
-
-def _parse(text: str) -> Any:
-    cap = limits.get("max_nesting")
-    depth = nesting_depth(text)
-    if depth > cap:
-        raise ModelError(f"malformed model file: JSON nested {depth} levels deep, over the limit max_nesting={cap}; "
-                         f"raise it with causalnet.limits.set(max_nesting=...)")
-    return parse(text)
 
 
 def _decode_do(model: CausalModel, node: str, v: Any, path: str) -> Any:
@@ -586,7 +582,7 @@ def from_json(text: str | bytes) -> CausalModel:
                             f"raise it with causalnet.limits.set(max_file_bytes=...)")
     if not isinstance(text, str):
         raise ModelError(f"from_json expects the text of a model file, got {type(text).__name__}")
-    return _from_doc(_parse(text))
+    return _from_doc(parse(text))
 
 
 def load_json(path: str | Path) -> CausalModel:
