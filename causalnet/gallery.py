@@ -23,6 +23,16 @@ Graphs
     The "chest clinic" network of Lauritzen & Spiegelhalter (1988), with
     the lowercase names used by bnlearn and pgmpy.
 
+Networks
+--------
+The bnlearn repository's networks (``alarm``, ``insurance``, ``child``, ``sachs``, ...)
+are registered as discrete models read from the BIF files causalnet ships
+(:mod:`causalnet.io.bnlearn`); the large ones appear too when pgmpy, which ships them,
+is installed.
+
+Layering: the gallery sits on top of :mod:`causalnet.io` and :mod:`causalnet.models`
+(it builds their objects); nothing below it imports it.
+
 Adding an entry (for later modules) is one call, e.g.
 ``_register("hmm-weather", "hmm", _build_weather_hmm, "two-state weather HMM")``;
 re-registering a name replaces it, so a graph can be upgraded to a full model

@@ -1,4 +1,4 @@
-"""BIF and XMLBIF files: discrete Bayesian networks as causal models.
+"""BIF files (and XMLBIF, re-exported): discrete Bayesian networks as causal models.
 
 BIF is the text format of the bnlearn repository (and pgmpy, JavaBayes,
 Hugin exporters); XMLBIF is its XML sibling (version 0.3). Both hold
@@ -41,7 +41,16 @@ decompressed transparently.
 
 Every parse error is a :class:`~causalnet.errors.ModelError` naming the
 file, the line and column, and what was expected; nothing is built until
-the whole file has been checked.
+the whole file has been checked. Files are read through
+:mod:`causalnet.io.files` (a missing file is a ``FileNotFoundError``, the
+size is capped, binary content refused), and a table that a ``default`` row
+would expand is checked against ``causalnet.limits`` (``max_states``,
+``max_table_bytes``) before it is allocated. Writers are atomic.
+
+XMLBIF lives in :mod:`causalnet.io.xmlbif` (its functions are re-exported
+here); the checks both formats share in :mod:`causalnet.io.tables`; the
+bnlearn networks in :mod:`causalnet.io.bnlearn` (``bnlearn_names`` and
+``bnlearn_path`` here are its ``pgmpy_names`` and ``pgmpy_path``).
 
 Examples
 --------

@@ -460,7 +460,8 @@ def _decode_do(model: CausalModel, node: str, v: Any, path: str) -> Any:
         raise ModelError(str(e)) from None
 
 
-def _from_doc(doc: Any) -> CausalModel:
+def _check_header(doc: Any) -> None:
+    """The top level: an object with the right format, version and fields."""
     if not isinstance(doc, dict):
         raise ModelError(f"expected a JSON object at the top level, got {_kind(doc)}")
     fmt = doc.get("format")
@@ -481,47 +482,53 @@ def _from_doc(doc: Any) -> CausalModel:
         _only(doc, _TOP_FIELDS, "")
     except _FieldError as e:
         raise ModelError(e.msg) from None
-    nodes = _need_top(doc, "nodes")
+
+
+def _node_entry(entry: Any, at: str, index: dict) -> str:
+    """The name of one ``nodes[i]`` entry, after checking its fields."""
+    if not isinstance(entry, dict):
+        raise ModelError(f"{at}: expected an object with 'name' and 'mechanism', got {_kind(entry)}")
+    for key in entry:
+        if key not in ("name", "mechanism"):
+            raise ModelError(f"{at}: unknown field {key!r}; expected fields ['name', 'mechanism']")
+    if "name" not in entry:
+        raise ModelError(f"{at}: missing field 'name'")
+    name = entry["name"]
+    if not isinstance(name, str):
+        raise ModelError(f"{at}.name: expected a string, got {_kind(name)}")
+    if name in index:
+        raise ModelError(f"{at}.name: node {name!r} appears twice (also nodes[{index[name]}])")
+    if "mechanism" not in entry:
+        raise ModelError(f"{at}: missing field 'mechanism'")
+    return name
+
+
+def _read_nodes(nodes: Any) -> tuple[dict[str, Mechanism], dict[str, int]]:
     if not isinstance(nodes, list):
         raise ModelError(f"nodes: expected a list, got {_kind(nodes)}")
-
     mechs: dict[str, Mechanism] = {}
     index: dict[str, int] = {}
     for i, entry in enumerate(nodes):
         at = f"nodes[{i}]"
-        if not isinstance(entry, dict):
-            raise ModelError(f"{at}: expected an object with 'name' and 'mechanism', got {_kind(entry)}")
-        for key in entry:
-            if key not in ("name", "mechanism"):
-                raise ModelError(f"{at}: unknown field {key!r}; expected fields ['name', 'mechanism']")
-        if "name" not in entry:
-            raise ModelError(f"{at}: missing field 'name'")
-        name = entry["name"]
-        if not isinstance(name, str):
-            raise ModelError(f"{at}.name: expected a string, got {_kind(name)}")
-        if name in index:
-            raise ModelError(f"{at}.name: node {name!r} appears twice (also nodes[{index[name]}])")
-        if "mechanism" not in entry:
-            raise ModelError(f"{at}: missing field 'mechanism'")
+        name = _node_entry(entry, at, index)
         mechs[name] = mechanism_from_dict(entry["mechanism"], f"{at}.mechanism")
         index[name] = i
     _check_parents(mechs, index)
+    return mechs, index
 
-    latent = doc.get("latent", [])
+
+def _read_latent(doc: dict, mechs: dict) -> list[str]:
     try:
-        latent = _names(latent, "latent")
+        latent = _names(doc.get("latent", []), "latent")
     except _FieldError as e:
         raise ModelError(str(e)) from None
     for j, v in enumerate(latent):
         if v not in mechs:
             raise ModelError(f"latent[{j}]: unknown node {v!r}")
+    return latent
 
-    try:
-        model = CausalModel(mechs, latent=latent)
-    except (ModelError, GraphError) as e:
-        raise ModelError(f"nodes: {e}") from None
 
-    dos = doc.get("interventions")
+def _apply_interventions(model: CausalModel, dos: Any, latent: list[str]) -> CausalModel:
     if dos is None:
         return model
     if not isinstance(dos, dict):
@@ -529,7 +536,7 @@ def _from_doc(doc: Any) -> CausalModel:
     values = {}
     for node, v in dos.items():
         at = f"interventions.{node}"
-        if node not in mechs:
+        if node not in model.mechanisms:
             raise ModelError(f"{at}: unknown node {node!r}")
         if node in latent:
             raise ModelError(f"{at}: {node!r} is listed as latent, but an intervened node is observed")
@@ -538,6 +545,17 @@ def _from_doc(doc: Any) -> CausalModel:
         return model.do(values)
     except CausalNetError as e:
         raise ModelError(f"interventions: {e}") from None
+
+
+def _from_doc(doc: Any) -> CausalModel:
+    _check_header(doc)
+    mechs, _ = _read_nodes(_need_top(doc, "nodes"))
+    latent = _read_latent(doc, mechs)
+    try:
+        model = CausalModel(mechs, latent=latent)
+    except (ModelError, GraphError) as e:
+        raise ModelError(f"nodes: {e}") from None
+    return _apply_interventions(model, doc.get("interventions"), latent)
 
 
 def _need_top(doc: dict, key: str) -> Any:
