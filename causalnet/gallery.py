@@ -23,6 +23,16 @@ Graphs
     The "chest clinic" network of Lauritzen & Spiegelhalter (1988), with
     the lowercase names used by bnlearn and pgmpy.
 
+Networks
+--------
+The bnlearn repository's networks (``alarm``, ``insurance``, ``child``, ``sachs``, ...)
+are registered as discrete models read from the BIF files causalnet ships
+(:mod:`causalnet.io.bnlearn`); the large ones appear too when pgmpy, which ships them,
+is installed.
+
+Layering: the gallery sits on top of :mod:`causalnet.io` and :mod:`causalnet.models`
+(it builds their objects); nothing below it imports it.
+
 Adding an entry (for later modules) is one call, e.g.
 ``_register("hmm-weather", "hmm", _build_weather_hmm, "two-state weather HMM")``;
 re-registering a name replaces it, so a graph can be upgraded to a full model
@@ -53,6 +63,12 @@ from typing import Any
 
 from .errors import GraphError
 from .graph.dag import DAG
+from .io import bnlearn
+from .io.bif import read_bif
+from .mechanisms.gaussian import LinearGaussian
+from .mechanisms.tabular import CPT, Categorical
+from .model import CausalModel
+from .models.causal_head import synthetic_number_task
 
 __all__ = ["names", "describe", "kind", "load", "graph"]
 
@@ -178,9 +194,6 @@ _register("asia", "graph", _asia, "Lauritzen & Spiegelhalter's chest clinic (8 n
 
 
 def _sprinkler_model():
-    from .mechanisms.tabular import CPT, Categorical
-    from .model import CausalModel
-
     return CausalModel({
         "Rain": Categorical([0.8, 0.2], states=["no", "yes"]),
         "Sprinkler": CPT(["Rain"], [[0.6, 0.4], [0.99, 0.01]], states=["off", "on"]),
@@ -191,9 +204,6 @@ def _sprinkler_model():
 
 def _asia_model():
     """The chest-clinic numbers as distributed with bnlearn (states yes/no)."""
-    from .mechanisms.tabular import CPT, Categorical
-    from .model import CausalModel
-
     yn = ["yes", "no"]
     return CausalModel({
         "asia": Categorical([0.01, 0.99], states=yn),
@@ -209,9 +219,6 @@ def _asia_model():
 
 def _linear_gaussian_model():
     """A confounded linear SCM: Ability -> Education -> Income <- Ability, Income -> Savings."""
-    from .mechanisms.gaussian import LinearGaussian
-    from .model import CausalModel
-
     return CausalModel({
         "Ability": LinearGaussian(sigma=1.0),
         "Education": LinearGaussian(["Ability"], [0.8], bias=12.0, sigma=1.5),
@@ -222,11 +229,10 @@ def _linear_gaussian_model():
 
 def _bnlearn_builder(name: str):
     def build():
-        from .io.bif import bnlearn_path, read_bif
-
-        path = bnlearn_path(name)
-        if path is None:
-            raise GraphError(f"the bnlearn network {name!r} needs pgmpy, which ships it: pip install causalnet[pgmpy]")
+        path = bnlearn.path(name)
+        if path is None:  # pragma: no cover - registered only when the file exists
+            raise GraphError(f"the bnlearn network {name!r} is not available; the large ones need pgmpy, which "
+                             f"ships them: pip install causalnet[pgmpy]")
         return read_bif(path)
 
     return build
@@ -240,22 +246,17 @@ _register("linear-gaussian", "gaussian", _linear_gaussian_model,
 
 
 def _register_bnlearn() -> None:
-    try:
-        from .io.bif import bnlearn_names
-    except ImportError:  # pragma: no cover - io is part of the package
-        return
-    for name in bnlearn_names():
+    own = set(bnlearn.packaged_names())
+    for name in bnlearn.names():
         if name not in _REGISTRY:
-            _register(name, "discrete", _bnlearn_builder(name),
-                      f"the bnlearn repository's {name!r} network (read from the BIF file pgmpy ships)")
+            where = "shipped with causalnet" if name in own else "read from the BIF file pgmpy ships"
+            _register(name, "discrete", _bnlearn_builder(name), f"the bnlearn repository's {name!r} network ({where})")
 
 
 _register_bnlearn()
 
 
 def _number_task():
-    from .models.causal_head import synthetic_number_task
-
     return synthetic_number_task()
 
 

@@ -1,1 +1,22 @@
-"""causalnet.io"""
+"""Files in and out: model files, interchange formats, diagrams.
+
+Modules
+-------
+files
+    Bounded reading (size cap, capped gunzip, binary refused, typed file errors)
+    and atomic writing (temporary file + ``os.replace``), used by every reader and writer.
+json
+    causalnet's own model files (JSON, exact round trip, no code).
+bif, xmlbif
+    The BIF and XMLBIF formats of discrete Bayesian networks.
+tables
+    What the discrete formats share: row tolerance, table-size checks, the writer's view.
+pgmpy
+    Conversion to and from pgmpy's discrete networks.
+bnlearn
+    The bnlearn repository's networks shipped as package data (and pgmpy's copies).
+dot
+    DOT text and rendered diagrams.
+"""
+
+__all__: list[str] = []

@@ -53,19 +53,23 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import CausalNetError, GraphError, ModelError
+from .. import limits
+from ..errors import CausalNetError, GraphError, ModelError, ResourceError
 from ..mechanisms.base import DISCRETE, Mechanism
+from ..mechanisms.cauchy import CauchyLinear
 from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
+from ..mechanisms.intervened import Intervened
 from ..mechanisms.tabular import CPT, Categorical
 from ..model import CausalModel
-from ._files import read_bytes
+from .files import atomic_write, read_model_bytes
 
 __all__ = [
     "FORMAT",
@@ -76,6 +80,8 @@ __all__ = [
     "from_json",
     "register_mechanism",
     "mechanism_from_dict",
+    "parse",
+    "nesting_depth",
 ]
 
 FORMAT = "causalnet-model"
@@ -264,8 +270,6 @@ def _load_linear_gaussian(d: dict) -> Mechanism:
 
 
 def _load_cauchy_linear(d: dict) -> Mechanism:
-    from ..mechanisms.cauchy import CauchyLinear
-
     _only(d, ("type", "parents", "weights", "loc", "scale", "loc_parent", "scale_parent", "shape"), "")
     parents = _names(_need(d, "parents", ""), "parents")
     raw_w = _need(d, "weights", "")
@@ -375,7 +379,53 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _parse(text: str) -> Any:
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
+_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
+
+
+def nesting_depth(text: str, *, chunk: int = 1 << 20) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON `text` (brackets inside strings ignored).
+
+    Linear time, in chunks of `chunk` characters (bounded memory), and without recursion,
+    so it is safe on hostile input; run before :func:`json.loads`, whose recursion
+    a 10^5-deep document would exhaust.
+
+    >>> nesting_depth('{"a": [[1, 2], "]]]"]}')
+    3
+    """
+    if text.count("[") + text.count("{") <= 1:
+        return int("[" in text or "{" in text)
+    stripped = _STRING.sub('""', text)
+    depth = deepest = 0
+    for start in range(0, len(stripped), chunk):
+        b = np.frombuffer(stripped[start:start + chunk].encode("utf-8", "replace"), dtype=np.uint8)
+        step = np.isin(b, _OPEN).astype(np.int32) - np.isin(b, _CLOSE).astype(np.int32)
+        if not step.any():
+            continue
+        run = depth + np.cumsum(step)                                   # depth after each character
+        deepest = max(deepest, int(run.max()))
+        depth = int(run[-1])
+    return deepest
+
+
+def parse(text: str) -> Any:
+    """The JSON document in `text`, read by the rules of model files.
+
+    No duplicate keys, no ``NaN``/``Infinity``, nesting at most ``causalnet.limits``
+    ``max_nesting`` deep (checked before parsing, so a 10^5-deep document costs a
+    linear scan, not a crash).
+
+    Raises
+    ------
+    ModelError
+        Naming the line and column of malformed JSON, the duplicated key, or the depth.
+    """
+    cap = limits.get("max_nesting")
+    depth = nesting_depth(text)
+    if depth > cap:
+        raise ModelError(f"malformed model file: JSON nested {depth} levels deep, over the limit max_nesting={cap}; "
+                         f"raise it with causalnet.limits.set(max_nesting=...)")
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
@@ -386,7 +436,7 @@ def _parse(text: str) -> Any:
         raise ModelError(f"malformed model file: key {e.args[0]!r} appears twice in one JSON object") from None
     except ValueError as e:  # NaN / Infinity
         raise ModelError(f"malformed model file: {e}") from None
-    except RecursionError:
+    except RecursionError:  # pragma: no cover - the depth check comes first
         raise ModelError("malformed model file: JSON nested too deeply") from None
 
 
@@ -410,7 +460,8 @@ def _decode_do(model: CausalModel, node: str, v: Any, path: str) -> Any:
         raise ModelError(str(e)) from None
 
 
-def _from_doc(doc: Any) -> CausalModel:
+def _check_header(doc: Any) -> None:
+    """The top level: an object with the right format, version and fields."""
     if not isinstance(doc, dict):
         raise ModelError(f"expected a JSON object at the top level, got {_kind(doc)}")
     fmt = doc.get("format")
@@ -431,47 +482,53 @@ def _from_doc(doc: Any) -> CausalModel:
         _only(doc, _TOP_FIELDS, "")
     except _FieldError as e:
         raise ModelError(e.msg) from None
-    nodes = _need_top(doc, "nodes")
+
+
+def _node_entry(entry: Any, at: str, index: dict) -> str:
+    """The name of one ``nodes[i]`` entry, after checking its fields."""
+    if not isinstance(entry, dict):
+        raise ModelError(f"{at}: expected an object with 'name' and 'mechanism', got {_kind(entry)}")
+    for key in entry:
+        if key not in ("name", "mechanism"):
+            raise ModelError(f"{at}: unknown field {key!r}; expected fields ['name', 'mechanism']")
+    if "name" not in entry:
+        raise ModelError(f"{at}: missing field 'name'")
+    name = entry["name"]
+    if not isinstance(name, str):
+        raise ModelError(f"{at}.name: expected a string, got {_kind(name)}")
+    if name in index:
+        raise ModelError(f"{at}.name: node {name!r} appears twice (also nodes[{index[name]}])")
+    if "mechanism" not in entry:
+        raise ModelError(f"{at}: missing field 'mechanism'")
+    return name
+
+
+def _read_nodes(nodes: Any) -> tuple[dict[str, Mechanism], dict[str, int]]:
     if not isinstance(nodes, list):
         raise ModelError(f"nodes: expected a list, got {_kind(nodes)}")
-
     mechs: dict[str, Mechanism] = {}
     index: dict[str, int] = {}
     for i, entry in enumerate(nodes):
         at = f"nodes[{i}]"
-        if not isinstance(entry, dict):
-            raise ModelError(f"{at}: expected an object with 'name' and 'mechanism', got {_kind(entry)}")
-        for key in entry:
-            if key not in ("name", "mechanism"):
-                raise ModelError(f"{at}: unknown field {key!r}; expected fields ['name', 'mechanism']")
-        if "name" not in entry:
-            raise ModelError(f"{at}: missing field 'name'")
-        name = entry["name"]
-        if not isinstance(name, str):
-            raise ModelError(f"{at}.name: expected a string, got {_kind(name)}")
-        if name in index:
-            raise ModelError(f"{at}.name: node {name!r} appears twice (also nodes[{index[name]}])")
-        if "mechanism" not in entry:
-            raise ModelError(f"{at}: missing field 'mechanism'")
+        name = _node_entry(entry, at, index)
         mechs[name] = mechanism_from_dict(entry["mechanism"], f"{at}.mechanism")
         index[name] = i
     _check_parents(mechs, index)
+    return mechs, index
 
-    latent = doc.get("latent", [])
+
+def _read_latent(doc: dict, mechs: dict) -> list[str]:
     try:
-        latent = _names(latent, "latent")
+        latent = _names(doc.get("latent", []), "latent")
     except _FieldError as e:
         raise ModelError(str(e)) from None
     for j, v in enumerate(latent):
         if v not in mechs:
             raise ModelError(f"latent[{j}]: unknown node {v!r}")
+    return latent
 
-    try:
-        model = CausalModel(mechs, latent=latent)
-    except (ModelError, GraphError) as e:
-        raise ModelError(f"nodes: {e}") from None
 
-    dos = doc.get("interventions")
+def _apply_interventions(model: CausalModel, dos: Any, latent: list[str]) -> CausalModel:
     if dos is None:
         return model
     if not isinstance(dos, dict):
@@ -479,7 +536,7 @@ def _from_doc(doc: Any) -> CausalModel:
     values = {}
     for node, v in dos.items():
         at = f"interventions.{node}"
-        if node not in mechs:
+        if node not in model.mechanisms:
             raise ModelError(f"{at}: unknown node {node!r}")
         if node in latent:
             raise ModelError(f"{at}: {node!r} is listed as latent, but an intervened node is observed")
@@ -488,6 +545,17 @@ def _from_doc(doc: Any) -> CausalModel:
         return model.do(values)
     except CausalNetError as e:
         raise ModelError(f"interventions: {e}") from None
+
+
+def _from_doc(doc: Any) -> CausalModel:
+    _check_header(doc)
+    mechs, _ = _read_nodes(_need_top(doc, "nodes"))
+    latent = _read_latent(doc, mechs)
+    try:
+        model = CausalModel(mechs, latent=latent)
+    except (ModelError, GraphError) as e:
+        raise ModelError(f"nodes: {e}") from None
+    return _apply_interventions(model, doc.get("interventions"), latent)
 
 
 def _need_top(doc: dict, key: str) -> Any:
@@ -526,9 +594,13 @@ def from_json(text: str | bytes) -> CausalModel:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as e:
             raise ModelError(f"the model file is not UTF-8 text ({e})") from None
+    if isinstance(text, str) and len(text) > limits.get("max_file_bytes"):
+        limit = limits.get("max_file_bytes")
+        raise ResourceError(f"the model text has {len(text)} characters, over the limit max_file_bytes={limit}; "
+                            f"raise it with causalnet.limits.set(max_file_bytes=...)")
     if not isinstance(text, str):
         raise ModelError(f"from_json expects the text of a model file, got {type(text).__name__}")
-    return _from_doc(_parse(text))
+    return _from_doc(parse(text))
 
 
 def load_json(path: str | Path) -> CausalModel:
@@ -536,16 +608,20 @@ def load_json(path: str | Path) -> CausalModel:
 
     Raises
     ------
+    ModelFileNotFoundError, ModelFilePermissionError
+        If the file is missing or unreadable (also ``FileNotFoundError`` /
+        ``PermissionError``), naming the path.
+    ResourceError
+        If the file is larger than ``causalnet.limits`` ``max_file_bytes``.
     ModelError
-        If the file is missing, malformed or invalid; the message starts with
+        If the file is binary, malformed or invalid; the message starts with
         the file name and says what is wrong and where. Nothing is loaded.
     """
-    path = Path(path)
-    data = read_bytes(path)
+    data = read_model_bytes(path)
     try:
         return from_json(data)
     except ModelError as e:
-        raise ModelError(f"{path.name}: {e}") from None
+        raise ModelError(f"{Path(path).name}: {e}") from None
 
 
 # -- saving ----------------------------------------------------------------------------
@@ -606,8 +682,6 @@ def _do_value(node: Hashable, spec, value: Any) -> Any:
 
 def to_json(model: CausalModel) -> str:
     """The text of a model file for `model` (see :func:`save_json`)."""
-    from ..mechanisms.intervened import Intervened
-
     if not isinstance(model, CausalModel):
         raise ModelError(f"to_json expects a CausalModel, got {type(model).__name__}")
     lines = []
@@ -649,6 +723,11 @@ def save_json(model: CausalModel, path: str | Path) -> None:
         Naming the node, if a mechanism holds code (``Function``,
         ``Deterministic``, a shift intervention) or has no registered type.
         The file is not written then.
+
+    Notes
+    -----
+    The file is written atomically: to a temporary file in the same folder,
+    then renamed over `path`. A failure leaves the old file, or none.
     """
     text = to_json(model)
-    Path(path).write_text(text, encoding="utf-8")
+    atomic_write(path, text)

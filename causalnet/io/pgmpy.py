@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.tabular import CPT, Categorical
 from ..model import CausalModel
-from .bif import _DEFAULT_TOL, _check_tol, _discrete_parts, _fix_rows
+from .tables import DEFAULT_TOL, check_tol, discrete_parts, fix_rows
 
 __all__ = ["from_pgmpy", "to_pgmpy"]
 
@@ -46,7 +46,7 @@ def _network_class():
     return Network, TabularCPD
 
 
-def from_pgmpy(model: Any, *, tol: float = _DEFAULT_TOL) -> CausalModel:
+def from_pgmpy(model: Any, *, tol: float = DEFAULT_TOL) -> CausalModel:
     """A causal model from a pgmpy discrete Bayesian network.
 
     Parameters
@@ -70,59 +70,69 @@ def from_pgmpy(model: Any, *, tol: float = _DEFAULT_TOL) -> CausalModel:
         non-tabular one, a CPD's parents or states disagree with the
         network, or a row does not sum to 1.
     """
-    tol = _check_tol(tol)
+    tol = check_tol(tol)
     if not (hasattr(model, "get_cpds") and hasattr(model, "nodes")):
         raise ModelError(f"from_pgmpy expects a pgmpy DiscreteBayesianNetwork, got {type(model).__name__}")
     nodes = list(model.nodes())
-    cpds = {}
-    for node in nodes:
-        cpd = model.get_cpds(node)
-        if cpd is None:
-            raise ModelError(f"pgmpy node {node!r} has no CPD; add one with model.add_cpds(...)")
-        if not all(hasattr(cpd, a) for a in ("values", "variables", "state_names")):
-            raise ModelError(f"pgmpy node {node!r} has a {type(cpd).__name__}; only TabularCPDs (discrete nodes) "
-                             f"can be converted")
-        cpds[node] = cpd
-    states: dict = {}
-    for node, cpd in cpds.items():
-        k = int(np.shape(cpd.values)[0])
-        names = (cpd.state_names or {}).get(node)
-        states[node] = list(range(k)) if names is None else list(names)
-        if len(states[node]) != k:
-            raise ModelError(f"pgmpy node {node!r}: {len(states[node])} state names for {k} states")
+    cpds = {node: _tabular_cpd(model, node) for node in nodes}
+    states = {node: _states_of(node, cpd) for node, cpd in cpds.items()}
     mechs = {}
     for node in nodes:
-        cpd = cpds[node]
-        parents = list(cpd.variables[1:])
-        graph_parents = set(model.predecessors(node)) if hasattr(model, "predecessors") else set(parents)
-        if set(parents) != graph_parents:
-            raise ModelError(f"pgmpy node {node!r}: its CPD is conditioned on {parents}, but its parents in the "
-                             f"network are {sorted(graph_parents, key=str)}")
-        vals = np.array(cpd.values, dtype=np.float64)                          # (K, *pcards)
-        table = np.moveaxis(vals, 0, -1)                                          # (*pcards, K)
-        for ax, p in enumerate(parents):
-            if p not in states:
-                raise ModelError(f"pgmpy node {node!r} has parent {p!r}, which is not a node of the network")
-            given = list((cpd.state_names or {}).get(p, range(table.shape[ax])))
-            if given != states[p]:
-                if sorted(map(repr, given)) != sorted(map(repr, states[p])) or len(given) != table.shape[ax]:
-                    raise ModelError(f"pgmpy node {node!r}: its CPD gives parent {p!r} the states {given}, but "
-                                     f"{p!r} has states {states[p]}")
-                perm = [given.index(s) for s in states[p]]
-                table = np.take(table, perm, axis=ax)
-        table = np.ascontiguousarray(table)
-
-        def fail_row(row, msg, node=node, parents=parents):
-            label = ", ".join(f"{p}={states[p][i]!r}" for p, i in zip(parents, row))
-            raise ModelError(f"pgmpy node {node!r}" + (f" given {label}" if label else "") + f": {msg}")
-
-        table = _fix_rows(table, tol, fail_row)
+        parents = list(cpds[node].variables[1:])
+        table = _table_of(model, node, cpds[node], states, tol)
         if parents:
             mechs[node] = CPT(parents, table, states=states[node])
         else:
             mechs[node] = Categorical(table, states=states[node])
     latent = [v for v in nodes if v in set(getattr(model, "latents", ()) or ())]
     return CausalModel(mechs, latent=latent)
+
+
+def _tabular_cpd(model: Any, node: Any) -> Any:
+    cpd = model.get_cpds(node)
+    if cpd is None:
+        raise ModelError(f"pgmpy node {node!r} has no CPD; add one with model.add_cpds(...)")
+    if not all(hasattr(cpd, a) for a in ("values", "variables", "state_names")):
+        raise ModelError(f"pgmpy node {node!r} has a {type(cpd).__name__}; only TabularCPDs (discrete nodes) "
+                         f"can be converted")
+    return cpd
+
+
+def _states_of(node: Any, cpd: Any) -> list:
+    k = int(np.shape(cpd.values)[0])
+    names = (cpd.state_names or {}).get(node)
+    states = list(range(k)) if names is None else list(names)
+    if len(states) != k:
+        raise ModelError(f"pgmpy node {node!r}: {len(states)} state names for {k} states")
+    return states
+
+
+def _table_of(model: Any, node: Any, cpd: Any, states: dict, tol: float) -> np.ndarray:
+    """The CPD's values as ``(*parent_cards, K)``, parents' states in their own order, rows checked."""
+    parents = list(cpd.variables[1:])
+    graph_parents = set(model.predecessors(node)) if hasattr(model, "predecessors") else set(parents)
+    if set(parents) != graph_parents:
+        raise ModelError(f"pgmpy node {node!r}: its CPD is conditioned on {parents}, but its parents in the "
+                         f"network are {sorted(graph_parents, key=str)}")
+    vals = np.array(cpd.values, dtype=np.float64)                              # (K, *pcards)
+    table = np.moveaxis(vals, 0, -1)                                              # (*pcards, K)
+    for ax, p in enumerate(parents):
+        if p not in states:
+            raise ModelError(f"pgmpy node {node!r} has parent {p!r}, which is not a node of the network")
+        given = list((cpd.state_names or {}).get(p, range(table.shape[ax])))
+        if given != states[p]:
+            if sorted(map(repr, given)) != sorted(map(repr, states[p])) or len(given) != table.shape[ax]:
+                raise ModelError(f"pgmpy node {node!r}: its CPD gives parent {p!r} the states {given}, but "
+                                 f"{p!r} has states {states[p]}")
+            perm = [given.index(s) for s in states[p]]
+            table = np.take(table, perm, axis=ax)
+    table = np.ascontiguousarray(table)
+
+    def fail_row(row: tuple, msg: str) -> None:
+        label = ", ".join(f"{p}={states[p][i]!r}" for p, i in zip(parents, row))
+        raise ModelError(f"pgmpy node {node!r}" + (f" given {label}" if label else "") + f": {msg}")
+
+    return fix_rows(table, tol, fail_row)
 
 
 def to_pgmpy(model: CausalModel):
@@ -148,7 +158,7 @@ def to_pgmpy(model: CausalModel):
     ModelError
         If a node is not Categorical/CPT or is intervened on.
     """
-    _discrete_parts(model, "pgmpy")          # validate before importing pgmpy
+    discrete_parts(model, "pgmpy")          # validate before importing pgmpy
     Network, TabularCPD = _network_class()
     edges = [(p, v) for v in model.nodes for p in model.mechanisms[v].parents]
     net = Network()

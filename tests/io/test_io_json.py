@@ -417,7 +417,7 @@ def test_malformed_json(text, message):
 
 
 def test_file_errors(tmp_path):
-    with pytest.raises(ModelError, match=r"no such file"):
+    with pytest.raises(FileNotFoundError, match=r"no such file"):
         load_json(tmp_path / "missing.json")
     bad = tmp_path / "latin.json"
     bad.write_bytes(b'{"format": "caf\xe9"}')

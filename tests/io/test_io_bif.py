@@ -474,7 +474,7 @@ def test_bif_garbage_and_truncation(tmp_path):
 
 
 def test_bad_sources(tmp_path):
-    with pytest.raises(ModelError, match="no such file"):
+    with pytest.raises(FileNotFoundError, match="no such file"):
         read_bif(tmp_path / "nope.bif")
     (tmp_path / "bad.bif.gz").write_bytes(gzip.compress(SMALL.encode())[:40])
     with pytest.raises(ModelError, match=r"bad\.bif\.gz: not a valid gzip file"):

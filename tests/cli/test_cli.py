@@ -185,7 +185,7 @@ def test_user_errors_are_one_line(tmp_path, capsys, monkeypatch):
     cyc = tmp_path / "cyc.txt"
     cyc.write_text("A -> B -> A")
     assert_user_error(capsys, "dsep", str(cyc), "A", "B", match="cycle")
-    assert_user_error(capsys, "dsep", str(tmp_path), "A", "B", match="Is a directory")
+    assert_user_error(capsys, "dsep", str(tmp_path), "A", "B", match="is a directory")
     assert_user_error(capsys, "draw", "gallery:asia", "--highlight", "asia,smoke", match="not adjacent")
     assert_user_error(capsys, "draw", "gallery:asia", "-o", str(tmp_path / "a.jpeg"), match="suffix '.jpeg'")
     assert_user_error(capsys, "draw", "gallery:asia", "--format", "svg", match="needs an output file")
@@ -285,7 +285,7 @@ def test_tour_sections_are_extensible(tmp_path, monkeypatch):
         (ctx.out / "extra.txt").write_text("hi")
         return f"an extra section\n\n{link}"
 
-    monkeypatch.setattr("causalnet.cli.TOUR_SECTIONS", [*TOUR_SECTIONS, ("Extra", extra)])
+    monkeypatch.setattr("causalnet.cli.tour.TOUR_SECTIONS", [*TOUR_SECTIONS, ("Extra", extra)])
     report = run_tour(tmp_path, renderer="none").read_text()
     assert "- [Extra](#extra)" in report
     assert report.index("## Graph: asia") < report.index("## Extra\n\nan extra section")

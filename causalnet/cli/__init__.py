@@ -1,0 +1,36 @@
+"""The ``causalnet`` command.
+
+Sub-commands::
+
+    causalnet query MODEL "P(Y | do(X=1), Z=0)" [--json]   # a probability, do- or counterfactual query
+    causalnet dsep GRAPH X Y [--given Z]                   # d-separation
+    causalnet adjust GRAPH X Y                             # backdoor / minimal / front-door sets
+    causalnet draw GRAPH [-o FILE] [--highlight A,B,C] [--do X] ...
+    causalnet gallery                                      # list the gallery
+    causalnet tour [--out DIR]                             # a guided report over the gallery
+
+MODEL is ``gallery:NAME`` or a model file: BIF (``.bif``, ``.bif.gz``),
+XMLBIF (``.xml``, ``.xmlbif``) or causalnet JSON (``.json``).
+
+GRAPH is a file holding dagitty-like text (see :meth:`causalnet.DAG.parse`)
+or JSON (``{"nodes": [...], "edges": [[u, v], ...], "latent": [...]}``),
+``gallery:NAME``, or graph text given inline (``"A -> B <- C"``). Node lists
+are comma-separated (``X1,X2``).
+
+A user mistake (unknown node, bad or binary file, bad syntax, missing renderer)
+prints one line ``causalnet: error: ...`` on stderr and exits with status 2.
+
+The package: :mod:`~causalnet.cli.app` (parser, :func:`main`, error handling),
+:mod:`~causalnet.cli.sources` (GRAPH, MODEL and node-list arguments),
+:mod:`~causalnet.cli.graphs` (dsep, adjust, draw, gallery), :mod:`~causalnet.cli.query`
+(query, ``--json``), and the tour: :mod:`~causalnet.cli.tour` (:data:`TOUR_SECTIONS`,
+:func:`run_tour`), :mod:`~causalnet.cli.tour_context` (:class:`TourContext`),
+:mod:`~causalnet.cli.tour_graphs` and :mod:`~causalnet.cli.tour_models` (the sections).
+"""
+
+from .app import main
+from .sources import load_graph, load_model
+from .tour import TOUR_SECTIONS, run_tour
+from .tour_context import TourContext
+
+__all__ = ["main", "load_graph", "load_model", "run_tour", "TourContext", "TOUR_SECTIONS"]

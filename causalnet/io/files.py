@@ -1,0 +1,274 @@
+"""Model files on disk: bounded reading and atomic writing, shared by every reader and writer.
+
+Reading a file that a user names is reading untrusted input. :func:`read_model_bytes`
+therefore
+
+- turns a missing or unreadable path into :class:`~causalnet.errors.ModelFileNotFoundError`
+  or :class:`~causalnet.errors.ModelFilePermissionError` (also the builtin
+  ``FileNotFoundError`` / ``PermissionError``), naming the path;
+- reads in chunks of :data:`CHUNK` bytes and stops past ``limits.get("max_file_bytes")``
+  with a :class:`~causalnet.errors.ResourceError` — ``/dev/zero`` or a named pipe that never
+  ends cannot exhaust memory;
+- decompresses gzip (recognised by its magic bytes) through a capped stream, so a gzip
+  bomb stops at the same limit;
+- refuses binary content (a NUL byte: no text model format holds one) with a
+  :class:`~causalnet.errors.ModelError` after the first chunk.
+
+Writing is atomic (:func:`atomic_write`): the bytes go to a temporary file in the target's
+folder, which is flushed, synced and then renamed over the target with :func:`os.replace`.
+A failure at any point leaves the old file, or none, never half of one.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> from causalnet.io.files import atomic_write, read_model_bytes
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> atomic_write(d / "m.txt", "hello\\n")
+>>> read_model_bytes(d / "m.txt")
+b'hello\\n'
+>>> atomic_write(d / "m.txt.gz", "hello\\n", compress=True)
+>>> read_model_bytes(d / "m.txt.gz")
+b'hello\\n'
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+import tempfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .. import limits
+from ..errors import ModelError, ModelFileNotFoundError, ModelFilePermissionError, ResourceError
+
+__all__ = ["CHUNK", "GZIP_MAGIC", "read_model_bytes", "read_source", "decompress", "decode_text", "atomic_write",
+           "as_path"]
+
+#: Bytes read (or decompressed) per step.
+CHUNK = 1 << 20
+#: The first two bytes of a gzip stream.
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def as_path(source: Any, what: str = "a model file") -> Path:
+    """`source` as a :class:`~pathlib.Path`; anything but ``str`` / ``os.PathLike`` is a ModelError."""
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source)
+    raise ModelError(f"expected the path of {what}, got {type(source).__name__}")
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
+    except FileNotFoundError:
+        raise ModelFileNotFoundError(f"no such file: {str(path)!r}") from None
+    except PermissionError:
+        raise ModelFilePermissionError(f"permission denied: cannot read {str(path)!r}") from None
+    except IsADirectoryError:
+        raise ModelError(f"{str(path)!r} is a directory, not a model file") from None
+    except (OSError, ValueError) as e:  # e.g. a name too long, an embedded NUL
+        raise ModelFileNotFoundError(f"cannot open {str(path)!r}: {e}") from None
+    try:
+        mode = os.fstat(f.fileno()).st_mode
+    except OSError:  # pragma: no cover - fstat on an open file
+        mode = 0
+    if stat.S_ISDIR(mode):  # pragma: no cover - open() refuses directories on POSIX
+        f.close()
+        raise ModelError(f"{str(path)!r} is a directory, not a model file")
+    return f
+
+
+def _too_big(name: str, what: str) -> ResourceError:
+    limit = limits.get("max_file_bytes")
+    return ResourceError(f"{name}: {what} exceeds the limit max_file_bytes={limit} bytes; raise it with "
+                         f"causalnet.limits.set(max_file_bytes=...) or causalnet.limits.override(...)")
+
+
+def _binary(name: str) -> ModelError:
+    return ModelError(f"{name}: binary content (a NUL byte), not a text model file")
+
+
+def read_model_bytes(path: str | os.PathLike, *, text: bool = True) -> bytes:
+    """The (decompressed) bytes of the model file at `path`, read within the limits.
+
+    Parameters
+    ----------
+    path : str or path-like
+    text : bool, default True
+        Refuse content holding a NUL byte (every text model format).
+
+    Raises
+    ------
+    ModelFileNotFoundError
+        If `path` does not exist (also ``FileNotFoundError``).
+    ModelFilePermissionError
+        If it cannot be read (also ``PermissionError``).
+    ResourceError
+        If it (or its decompressed content) is larger than ``max_file_bytes``.
+    ModelError
+        If it is a directory, binary, or broken gzip.
+    """
+    path = as_path(path)
+    name = str(path)
+    limit = limits.get("max_file_bytes")
+    chunks: list[bytes] = []
+    size = 0
+    with _open(path) as f:
+        while True:
+            try:
+                chunk = f.read(CHUNK)
+            except OSError as e:
+                raise ModelError(f"cannot read {name!r}: {e}") from None
+            if not chunk:
+                break
+            if not chunks and text and chunk[:2] != GZIP_MAGIC and b"\0" in chunk:
+                raise _binary(name)
+            size += len(chunk)
+            if size > limit:
+                raise _too_big(name, "the file")
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    if data[:2] == GZIP_MAGIC:
+        data = decompress(data, name=name)
+    if text and b"\0" in data:
+        raise _binary(name)
+    return data
+
+
+def decompress(data: bytes, *, name: str = "<bytes>") -> bytes:
+    """Gunzip `data` (one or more members) without ever holding more than ``max_file_bytes``.
+
+    Raises
+    ------
+    ResourceError
+        If the decompressed content exceeds ``max_file_bytes`` (a gzip bomb).
+    ModelError
+        If `data` is not valid gzip.
+    """
+    limit = limits.get("max_file_bytes")
+    out: list[bytes] = []
+    size = 0
+    rest = bytes(data)
+    try:
+        while rest:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)                  # one gzip member
+            pending = rest
+            while pending:
+                piece = d.decompress(pending, min(CHUNK, limit + 1 - size))
+                size += len(piece)
+                if size > limit:
+                    raise _too_big(name, "the decompressed content")
+                out.append(piece)
+                pending = d.unconsumed_tail
+                if d.eof:
+                    break
+            if not d.eof:
+                raise ModelError(f"{name}: not a valid gzip file (truncated)")
+            rest = d.unused_data.lstrip(b"\0")
+    except zlib.error as e:
+        raise ModelError(f"{name}: not a valid gzip file ({e})") from None
+    return b"".join(out)
+
+
+def decode_text(data: bytes, name: str, *, fallback: str | None = None) -> str:
+    """`data` as UTF-8 text (or `fallback` encoding); otherwise a ModelError naming `name`."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if fallback is not None:
+            return data.decode(fallback)
+        raise ModelError(f"{name}: not UTF-8 text ({e})") from None
+
+
+def read_source(source: Any, looks_like_text: Callable[[str], bool], *,
+                fallback: str | None = "latin-1") -> tuple[str, str]:
+    """``(text, name)`` of a model given as a path, as its text, or as its bytes.
+
+    A ``str`` for which ``looks_like_text(source)`` holds is the text itself; other
+    strings and path-likes are paths, read by :func:`read_model_bytes`. Bytes are
+    gunzipped when they start with the gzip magic. Every form is held to
+    ``max_file_bytes`` and refused when binary. `name` is the file's name (for
+    messages), ``"<string>"`` or ``"<bytes>"``.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if len(data) > limits.get("max_file_bytes"):
+            raise _too_big("<bytes>", "the data")
+        if data[:2] == GZIP_MAGIC:
+            data = decompress(data, name="<bytes>")
+        if b"\0" in data:
+            raise _binary("<bytes>")
+        return decode_text(data, "<bytes>", fallback=fallback), "<bytes>"
+    if isinstance(source, str) and looks_like_text(source):
+        if len(source) > limits.get("max_file_bytes"):
+            raise _too_big("<string>", "the text")
+        if "\0" in source:
+            raise _binary("<string>")
+        return source, "<string>"
+    if not isinstance(source, (str, os.PathLike)):
+        raise ModelError(f"expected a path, a text or bytes, got {type(source).__name__}")
+    path = Path(source)
+    return decode_text(read_model_bytes(path), path.name, fallback=fallback), path.name
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes, *, compress: bool = False) -> None:
+    """Write `data` to `path` atomically: a temporary file in the same folder, then :func:`os.replace`.
+
+    Parameters
+    ----------
+    path : str or path-like
+    data : str or bytes
+        Text is written as UTF-8.
+    compress : bool, default False
+        Gzip the bytes first (reproducibly: no timestamp).
+
+    Raises
+    ------
+    ModelFileNotFoundError
+        If the folder does not exist.
+    ModelFilePermissionError
+        If the folder is not writable.
+    """
+    path = as_path(path, "the file to write")
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if compress:
+        raw = gzip.compress(raw, mtime=0)
+    folder = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except FileNotFoundError:
+        raise ModelFileNotFoundError(f"cannot write {str(path)!r}: no such folder {str(folder)!r}") from None
+    except PermissionError:
+        raise ModelFilePermissionError(f"permission denied: cannot write in {str(folder)!r}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        _keep_mode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, PermissionError):
+            raise ModelFilePermissionError(f"permission denied: cannot write {str(path)!r}") from None
+        if isinstance(e, IsADirectoryError):
+            raise ModelError(f"cannot write {str(path)!r}: it is a directory") from None
+        raise
+
+
+def _keep_mode(path: Path, tmp: str) -> None:
+    """Give the new file the old file's permissions, or the umask's default for a new file."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
