@@ -266,8 +266,11 @@ def as_generator(seed: Any) -> np.random.Generator:
 
 
 def _describe(value: Any) -> str:
-    arr_shape = getattr(value, "shape", None)
-    return f"an array of shape {arr_shape}" if arr_shape not in (None, ()) else repr(value)
+    try:
+        shape = np.shape(value)
+    except (TypeError, ValueError):
+        shape = None
+    return f"an array of shape {shape}" if shape not in (None, ()) else repr(value)
 
 
 def _numeric(value: Any, who: str, name: str) -> np.ndarray:
@@ -278,10 +281,14 @@ def _numeric(value: Any, who: str, name: str) -> np.ndarray:
         raise ModelError(f"{who}: {name} must be an array of real numbers, got {type(value).__name__} ({e})") from None
     if arr.dtype.kind == "O":                      # lists of Fractions, Decimals, or of junk
         flat = arr.ravel().tolist()
-        bad = next((v for v in flat if isinstance(v, bool) or not isinstance(v, numbers.Real)), None)
-        if bad is not None:
+        bad = [v for v in flat if isinstance(v, bool) or not isinstance(v, numbers.Real)][:1]
+        if bad:
+            bad = bad[0]
             raise ModelError(f"{who}: {name} must hold real numbers, got {bad!r} ({type(bad).__name__})")
-        return np.array(flat, dtype=np.float64).reshape(arr.shape)
+        try:
+            return np.array(flat, dtype=np.float64).reshape(arr.shape)
+        except OverflowError:                      # a Python int beyond float64
+            raise ModelError(f"{who}: {name} holds a number too large for float64") from None
     if arr.dtype.kind == "c":
         raise ModelError(f"{who}: {name} must be real, got complex values ({_describe(value)})")
     if arr.dtype.kind not in "iuf":

@@ -264,7 +264,7 @@ class CauchyLinear(Mechanism):
         if not np.all(np.isfinite(v)) or (v.size and v.min() < 0):
             bad = v[~np.isfinite(v)] if not np.all(np.isfinite(v)) else v.min()
             raise ModelError(f"node {node!r}: its scale parent {self.scale_parent!r} must be finite and >= 0, "
-                             f"got {np.ravel(bad)[0]!r}")
+                             f"got {float(np.ravel(bad)[0])}")
         return self.scale * v
 
     def sample_noise(self, n, rng, spec):

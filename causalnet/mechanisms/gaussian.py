@@ -79,7 +79,7 @@ class LinearGaussian(Mechanism):
         return out
 
     def sample_noise(self, n, rng, spec):
-        return rng.standard_normal(n)
+        return None if self.deterministic else rng.standard_normal(n)
 
     def evaluate(self, node, parents, noise, spec, *, n=None):
         if noise is None:

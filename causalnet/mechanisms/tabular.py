@@ -64,8 +64,9 @@ def check_table(table, parents: tuple, who: str) -> np.ndarray:
         if np.any(bad_mask):
             bad = tuple(int(i) for i in np.argwhere(bad_mask)[0])
             raise ModelError(f"{who}: entry {bad} is {float(t[bad])}; {what}{_where(bad[:-1], parents)}")
-    sums = t.sum(axis=-1)
-    off = np.abs(sums - 1.0) > TOL
+    with np.errstate(over="ignore"):                # entries near 1e308 sum to inf: still "not 1"
+        sums = t.sum(axis=-1)
+    off = ~(np.abs(sums - 1.0) <= TOL)
     if np.any(off):
         row = tuple(int(i) for i in np.argwhere(off)[0])
         where = f"row {row}" if row else "the probabilities"
@@ -155,14 +156,15 @@ def state_index(node: Hashable, states: tuple, value, *, decode: str = "names_fi
         raise EvidenceError(f"decode must be one of {list(DECODE_RULES)}, got {decode!r}")
     states = tuple(states)
     lookup, identity = _decoder(states)
-    if isinstance(value, (str, bytes)) or np.ndim(value) == 0:
-        v = value.item() if isinstance(value, np.generic) else value
-        return _decode_one(node, states, lookup, v, decode)
     try:
-        arr = np.asarray(value)
+        scalar = isinstance(value, (str, bytes)) or np.ndim(value) == 0
+        arr = None if scalar else np.asarray(value)
     except (TypeError, ValueError):
         raise EvidenceError(f"evidence for {node!r} must be a state or a 1-d array of states, got a ragged "
                             f"{type(value).__name__}") from None
+    if scalar:
+        v = value.item() if isinstance(value, np.generic) else value
+        return _decode_one(node, states, lookup, v, decode)
     if arr.ndim != 1:
         raise EvidenceError(f"evidence for {node!r} must be a state or a 1-d array of states, got shape {arr.shape}")
     if np.issubdtype(arr.dtype, np.integer) and (identity or decode == "indices"):
