@@ -326,7 +326,7 @@ def as_real_array(value: Any, who: str, name: str, *, shape: tuple | None = None
     >>> as_real_array([1j], "LinearGaussian", "weights")
     Traceback (most recent call last):
     ...
-    causalnet.errors.ModelError: LinearGaussian: weights must be real, got complex values ([1j])
+    causalnet.errors.ModelError: LinearGaussian: weights must be real, got complex values (an array of shape (1,))
     """
     arr = np.array(_numeric(value, who, name), dtype=np.float64)      # always a copy
     if ndim is not None and arr.ndim != ndim:
