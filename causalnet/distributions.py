@@ -1,11 +1,28 @@
 """Query results: distribution objects.
 
 :class:`DiscreteDistribution` (``.probs`` batch-first, ``.states``, ``[state]``,
-``.map()``), :class:`Gaussian` (``.mean``, ``.cov``) and
-:class:`EmpiricalDistribution` (weighted samples with standard errors). Every
-result says which engine produced it in ``.method``; counterfactual results
-also name the SCM in ``.scm``. (The Cauchy result lives with its engine in
-:mod:`causalnet.inference.cauchy`.)
+``.map()``), :class:`Gaussian` (``.mean``, ``.cov``),
+:class:`EmpiricalDistribution` (weighted samples with standard errors) and
+:class:`GaussianMixture`. Every result says which engine produced it in
+``.method``; counterfactual results also name the SCM in ``.scm``. (The Cauchy
+result lives with its engine in :mod:`causalnet.inference.cauchy`.)
+
+Every result prints its query (``.query``, e.g. ``P(Wet | do(Sprinkler=on))``,
+set by the engine that answers it; ``P(Wet)`` when none was given); a joint or
+batched result prints as a table, rows = evidence rows, columns = states; and
+``to_pandas()`` gives the same table as a pandas object (pandas is imported
+only then). A result never holds NaN: an engine that would produce one gets a
+:class:`~causalnet.errors.NumericalError` from the constructor instead.
+
+>>> d = DiscreteDistribution(("Wet",), [[0.3, 0.7], [0.9, 0.1]], (("dry", "wet"),), batched=True,
+...                          query="P(Wet | Rain)")
+>>> print(d)
+P(Wet | Rain)  method='exact'
+   dry  wet
+0  0.3  0.7
+1  0.9  0.1
+>>> d.to_pandas().shape
+(2, 2)
 
 Symbols: ``n`` batch (present only when the evidence was batched), ``K``
 states, ``d`` variables.
@@ -13,15 +30,73 @@ states, ``d`` variables.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
+from scipy.special import logsumexp
 
-from .errors import EvidenceError, ModelError
+from .errors import EvidenceError, ModelError, NumericalError
 
-__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture"]
+__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture", "table_text"]
+
+
+# -- shared by every result: its label, the finite check, the table text ---------------------
+
+MAX_ROWS = 10
+"""Rows shown when a batched result prints (half from the top, half from the bottom)."""
+MAX_COLS = 12
+"""Columns shown when a result prints."""
+
+
+def _label(query: str | None, variables: tuple) -> str:
+    return query if query else f"P({', '.join(map(str, variables))})"
+
+
+def _finite(what: str, variables: tuple, **arrays) -> None:
+    """Refuse NaN/inf in a result: the engine that built it went wrong (issue 10)."""
+    for name, a in arrays.items():
+        if a is not None and a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+            raise NumericalError(f"{what} over {list(variables)}: {name} holds NaN or inf "
+                                 f"({int(np.sum(~np.isfinite(a)))} of {a.size} entries)")
+
+
+def _fmt(x) -> str:
+    return f"{x:.4g}" if isinstance(x, (float, np.floating)) else str(x)
+
+
+def _elide(items: list, limit: int) -> list:
+    """The first and last of `items` around a ``...`` when there are more than `limit`."""
+    if len(items) <= limit:
+        return items
+    half = limit // 2
+    return items[:half] + [None] + items[-half:]
+
+
+def table_text(header: str, columns: Sequence, rows: Sequence, cells: np.ndarray) -> str:
+    """A plain-text table: a header line, then one line per row (long tables elided).
+
+    Parameters
+    ----------
+    header : str
+    columns : sequence of labels, one per column of `cells`
+    rows : sequence of labels, one per row of `cells`
+    cells : array of shape (len(rows), len(columns))
+    """
+    cols = _elide(list(range(len(columns))), MAX_COLS)
+    keep = _elide(list(range(len(rows))), MAX_ROWS)
+    grid = [[""] + ["..." if j is None else str(columns[j]) for j in cols]]
+    for i in keep:
+        if i is None:
+            grid.append(["..."] + [""] * len(cols))
+        else:
+            grid.append([str(rows[i])] + ["..." if j is None else _fmt(cells[i, j]) for j in cols])
+    widths = [max(len(r[k]) for r in grid) for k in range(len(grid[0]))]
+    lines = ["  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+             for r in grid]
+    return "\n".join([header, *lines])
 
 
 class DiscreteDistribution:
@@ -45,16 +120,29 @@ class DiscreteDistribution:
         The SCM a counterfactual was computed under.
     log_evidence : float or ndarray or None
         ``log P(evidence)`` where the engine computes it.
+    query : str or None
+        The question answered, e.g. ``"P(Wet | do(Sprinkler=on), Rain=yes)"``;
+        printed by ``repr`` (``P(Wet)`` when None).
+
+    Raises
+    ------
+    NumericalError
+        If `probs` (or `std_err`) holds NaN or inf.
 
     Examples
     --------
     >>> d = DiscreteDistribution(("Wet",), [0.3, 0.7], (("dry", "wet"),), method="exact")
     >>> d["wet"], d.map()
     (0.7, 'wet')
+    >>> d
+    <DiscreteDistribution P(Wet) {dry: 0.3, wet: 0.7} method='exact'>
+    >>> d.to_pandas().to_dict()
+    {'dry': 0.3, 'wet': 0.7}
     """
 
     def __init__(self, variables: Sequence[Hashable], probs, states: Sequence[Sequence], *, batched: bool = False,
-                 method: str = "exact", std_err=None, scm: str | None = None, log_evidence=None) -> None:
+                 method: str = "exact", std_err=None, scm: str | None = None, log_evidence=None,
+                 query: str | None = None) -> None:
         self.variables = tuple(variables)
         self.probs = np.asarray(probs, dtype=np.float64)
         self._states = tuple(tuple(s) for s in states)
@@ -63,10 +151,12 @@ class DiscreteDistribution:
         self.std_err = None if std_err is None else np.asarray(std_err)
         self.scm = scm
         self.log_evidence = log_evidence
+        self.query = query
         want = tuple(len(s) for s in self._states)
         got = self.probs.shape[1:] if self.batched else self.probs.shape
         if got != want:
             raise ModelError(f"internal: probabilities of shape {self.probs.shape} for cards {want}")
+        _finite("DiscreteDistribution", self.variables, probs=self.probs, std_err=self.std_err)
 
     @property
     def states(self) -> tuple:
@@ -138,14 +228,50 @@ class DiscreteDistribution:
             raise EvidenceError("to_dict needs one variable and no batch")
         return {s: float(p) for s, p in zip(self._states[0], self.probs)}
 
+    # -- printing and pandas -------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        """The query this result answers (``P(vars)`` when the engine gave none)."""
+        return _label(self.query, self.variables)
+
+    def _columns(self) -> list:
+        """Column labels: the states, or the joint states ``a,b`` of a joint."""
+        if len(self._states) == 1:
+            return list(self._states[0])
+        return [",".join(map(str, c)) for c in itertools.product(*self._states)]
+
+    def _header(self) -> str:
+        scm = f"  scm={self.scm!r}" if self.scm else ""
+        return f"{self.label}  method={self.method!r}{scm}"
+
+    def __str__(self) -> str:
+        if not self.batched and len(self.variables) == 1:
+            return repr(self)
+        cells = self.probs.reshape(self.probs.shape[0] if self.batched else 1, -1)     # (n, prod(cards))
+        rows = range(cells.shape[0]) if self.batched else ["p"]
+        return table_text(self._header(), self._columns(), list(rows), cells)
+
     def __repr__(self) -> str:
-        head = f"{', '.join(map(str, self.variables))}"
-        if self.batched:
-            return f"<DiscreteDistribution P({head}) batch of {self.probs.shape[0]}, method={self.method!r}>"
-        if len(self.variables) == 1:
-            body = ", ".join(f"{s}: {p:.4g}" for s, p in zip(self._states[0], self.probs))
-            return f"<DiscreteDistribution P({head}) {{{body}}} method={self.method!r}>"
-        return f"<DiscreteDistribution P({head}) shape {self.probs.shape}, method={self.method!r}>"
+        if self.batched or len(self.variables) != 1:
+            return str(self)
+        body = ", ".join(f"{s}: {p:.4g}" for s, p in zip(self._states[0], self.probs))
+        return f"<DiscreteDistribution {self.label} {{{body}}} method={self.method!r}>"
+
+    def to_pandas(self):
+        """The probabilities as pandas: a Series over the states (a MultiIndex for a joint);
+        when batched, a DataFrame with one row per evidence row and one column per state."""
+        import pandas as pd  # optional heavy dependency, imported on use
+
+        if len(self._states) == 1:
+            index = pd.Index(list(self._states[0]), name=self.variables[0])
+        else:
+            index = pd.MultiIndex.from_product([list(s) for s in self._states], names=list(self.variables))
+        if not self.batched:
+            return pd.Series(self.probs.reshape(-1), index=index, name=self.label)
+        frame = pd.DataFrame(self.probs.reshape(self.probs.shape[0], -1), columns=index)
+        frame.index.name = "row"
+        return frame
 
 
 class Gaussian:
@@ -160,16 +286,31 @@ class Gaussian:
     cov : ndarray of shape (d, d)
     method : str
     scm : str or None
+    query : str or None
+        The question answered, printed by ``repr``.
+
+    Examples
+    --------
+    >>> g = Gaussian(("X", "Y"), [1.0, 2.0], [[1.0, 0.5], [0.5, 4.0]])
+    >>> print(g)
+    P(X, Y)  method='exact'
+          X  Y
+    mean  1  2
+    sd    1  2
+    >>> g.to_pandas().loc["Y", "sd"]
+    np.float64(2.0)
     """
 
     def __init__(self, variables: Sequence[Hashable], mean, cov, *, batched: bool = False, method: str = "exact",
-                 scm: str | None = None) -> None:
+                 scm: str | None = None, query: str | None = None) -> None:
         self.variables = tuple(variables)
         self.mean = np.asarray(mean, dtype=np.float64)
         self.cov = np.asarray(cov, dtype=np.float64)
         self.batched = bool(batched)
         self.method = method
         self.scm = scm
+        self.query = query
+        _finite("Gaussian", self.variables, mean=self.mean, cov=self.cov)
 
     @property
     def var(self) -> np.ndarray:
@@ -212,12 +353,42 @@ class Gaussian:
         z = rng.standard_normal((size, *([self.mean.shape[0]] if self.batched else []), d))
         return self.mean + z @ root.T
 
-    def __repr__(self) -> str:
-        b = f" batch of {self.mean.shape[0]}," if self.batched else ""
+    @property
+    def label(self) -> str:
+        """The query this result answers (``P(vars)`` when the engine gave none)."""
+        return _label(self.query, self.variables)
+
+    def __str__(self) -> str:
         if len(self.variables) == 1 and not self.batched:
-            return (f"<Gaussian {self.variables[0]}: mean {float(self.mean[0]):.4g}, "
+            return repr(self)
+        scm = f"  scm={self.scm!r}" if self.scm else ""
+        header = f"{self.label}  method={self.method!r}{scm}"
+        if not self.batched:
+            return table_text(header, self.variables, ["mean", "sd"], np.stack([self.mean, self.std]))
+        sd = ", ".join(f"{v}={_fmt(s)}" for v, s in zip(self.variables, self.std))
+        return table_text(f"{header}  (means; sd {sd} in every row)", self.variables,
+                          list(range(self.mean.shape[0])), self.mean)
+
+    def __repr__(self) -> str:
+        if len(self.variables) == 1 and not self.batched:
+            name = self.label if self.query else self.variables[0]
+            return (f"<Gaussian {name}: mean {float(self.mean[0]):.4g}, "
                     f"sd {float(self.std[0]):.4g}, method={self.method!r}>")
-        return f"<Gaussian over {list(self.variables)}{b} method={self.method!r}>"
+        return str(self)
+
+    def to_pandas(self):
+        """A DataFrame: one row per variable with its mean and sd; when batched, one row per
+        evidence row with columns ``("mean", var)`` and ``("sd", var)``."""
+        import pandas as pd  # optional heavy dependency, imported on use
+
+        if not self.batched:
+            return pd.DataFrame({"mean": self.mean, "sd": self.std}, index=pd.Index(self.variables, name="variable"))
+        n = self.mean.shape[0]
+        cols = pd.MultiIndex.from_product([["mean", "sd"], list(self.variables)])
+        frame = pd.DataFrame(np.hstack([self.mean, np.broadcast_to(self.std, (n, len(self.variables)))]),
+                             columns=cols)
+        frame.index.name = "row"
+        return frame
 
 
 class EmpiricalDistribution:
@@ -232,16 +403,36 @@ class EmpiricalDistribution:
     scm : str or None
     ess : float or ndarray
         Effective sample size (Kish), per row when batched.
+    query : str or None
+        The question answered, printed by ``repr``.
+
+    Raises
+    ------
+    NumericalError
+        If the weights hold NaN, inf or negative entries, or a row of them sums to 0.
+
+    Examples
+    --------
+    >>> e = EmpiricalDistribution(("X",), {"X": np.array([0.0, 1.0, 3.0])}, [0.25, 0.25, 0.5])
+    >>> float(e.mean()), e.to_pandas().columns.tolist()
+    (1.75, ['X', 'weight'])
     """
 
     def __init__(self, variables, samples: dict, weights, *, batched: bool = False, method: str = "sampling",
-                 scm: str | None = None) -> None:
+                 scm: str | None = None, query: str | None = None) -> None:
         self.variables = tuple(variables)
         self.samples = samples
         self.weights = np.asarray(weights, dtype=np.float64)
         self.batched = batched
         self.method = method
         self.scm = scm
+        self.query = query
+        _finite("EmpiricalDistribution", self.variables, weights=self.weights)
+        total = np.sum(self.weights, axis=-1)
+        if np.any(self.weights < 0) or np.any(total <= 0):
+            raise NumericalError(f"EmpiricalDistribution over {list(self.variables)}: weights must be >= 0 with a "
+                                 f"positive total per row; got min {float(np.min(self.weights, initial=0.0))} and a "
+                                 f"smallest total {float(np.min(total, initial=1.0))}")
         self.ess = 1.0 / np.sum(self.weights ** 2, axis=-1)
 
     def _w(self, x: np.ndarray) -> np.ndarray:
@@ -276,8 +467,51 @@ class EmpiricalDistribution:
         cw = np.cumsum(self.weights[order])
         return np.interp(q, cw - self.weights[order] / 2, x[order])
 
+    @property
+    def label(self) -> str:
+        """The query this result answers (``P(vars)`` when the engine gave none)."""
+        return _label(self.query, self.variables)
+
+    def _scalars(self) -> list:
+        axis = 2 if self.batched else 1
+        return [v for v in self.variables if np.ndim(self.samples[v]) == axis]
+
+    def __str__(self) -> str:
+        scalars = self._scalars()
+        if not self.batched or not scalars:
+            return repr(self)
+        means = np.stack([self.mean(v) for v in scalars], axis=-1)           # (n, d)
+        return table_text(f"{self.label}  method={self.method!r}  (weighted means)", scalars,
+                          list(range(means.shape[0])), means)
+
     def __repr__(self) -> str:
-        return f"<EmpiricalDistribution over {list(self.variables)}, method={self.method!r}>"
+        q = f" {self.query}" if self.query else ""
+        if self.batched and self._scalars():
+            return str(self)
+        return f"<EmpiricalDistribution{q} over {list(self.variables)}, method={self.method!r}>"
+
+    def to_pandas(self):
+        """The weighted draws as a DataFrame: one column per variable (tensor variables
+        flattened to ``X[i]``, ``X[i,j]``) and ``weight``; when batched, long form with
+        ``row`` and ``draw`` columns first."""
+        import pandas as pd  # optional heavy dependency, imported on use
+
+        lead = 2 if self.batched else 1
+        cols: dict = {}
+        if self.batched:
+            n, m = self.weights.shape
+            cols["row"] = np.repeat(np.arange(n), m)
+            cols["draw"] = np.tile(np.arange(m), n)
+        for v in self.variables:
+            x = np.asarray(self.samples[v])
+            flat = x.reshape(int(np.prod(x.shape[:lead])), -1)                  # (rows * draws, cells)
+            if x.ndim == lead:
+                cols[v] = flat[:, 0]
+                continue
+            for j, idx in enumerate(np.ndindex(*x.shape[lead:])):
+                cols[f"{v}[{','.join(map(str, idx))}]"] = flat[:, j]
+        cols["weight"] = self.weights.reshape(-1)
+        return pd.DataFrame(cols)
 
 
 class GaussianMixture:
@@ -292,7 +526,7 @@ class GaussianMixture:
     """
 
     def __init__(self, variables, weights, means, covs, *, batched: bool = False, method: str = "exact",
-                 scm: str | None = None) -> None:
+                 scm: str | None = None, query: str | None = None) -> None:
         self.variables = tuple(variables)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.means = np.asarray(means, dtype=np.float64)
@@ -300,6 +534,13 @@ class GaussianMixture:
         self.batched = batched
         self.method = method
         self.scm = scm
+        self.query = query
+        _finite("GaussianMixture", self.variables, weights=self.weights, means=self.means, covs=self.covs)
+
+    @property
+    def label(self) -> str:
+        """The query this result answers (``P(vars)`` when the engine gave none)."""
+        return _label(self.query, self.variables)
 
     @property
     def mean(self) -> np.ndarray:
@@ -320,9 +561,21 @@ class GaussianMixture:
         comps = np.stack([stats.multivariate_normal.logpdf(x, self.means[k], self.covs[k], allow_singular=True)
                           for k in range(len(self.means))], axis=-1)
         with np.errstate(divide="ignore"):
-            from scipy.special import logsumexp
-
             return logsumexp(comps + np.log(self.weights), axis=-1)
 
+    def to_pandas(self):
+        """A DataFrame of the components (``weight`` and one ``mean`` column per variable);
+        when batched, the weights only: one row per evidence row, one column per component."""
+        import pandas as pd  # optional heavy dependency, imported on use
+
+        if self.batched:
+            frame = pd.DataFrame(self.weights, columns=pd.Index(range(self.weights.shape[-1]), name="component"))
+            frame.index.name = "row"
+            return frame
+        cols = {"weight": self.weights, **{f"mean {v}": self.means[:, i] for i, v in enumerate(self.variables)}}
+        return pd.DataFrame(cols, index=pd.Index(range(len(self.weights)), name="component"))
+
     def __repr__(self) -> str:
-        return f"<GaussianMixture over {list(self.variables)} with {len(self.means)} components, method={self.method!r}>"
+        q = f" {self.query}" if self.query else ""
+        return (f"<GaussianMixture{q} over {list(self.variables)} with {len(self.means)} components, "
+                f"method={self.method!r}>")

@@ -15,20 +15,63 @@ A :class:`Spec` describes what a node holds (its kind, states or shape); a
 mechanism computes its node's spec from its parents' specs when the model is
 built, which is where shapes and cardinalities are checked.
 
+The interface
+-------------
+Every node kind (tabular, Gaussian, Cauchy, function, tensor op, intervened)
+honours one small interface; engines use nothing else:
+
+=========================================================  ===========================================
+``kind``, ``deterministic``, ``can_abduct``                 what the node is; no own noise; exact abduction
+``spec(node, parent_specs) -> Spec``                        check the parents when the model is built
+``sample_noise(n, rng, spec) -> (n, ...) | None``           draw the exogenous ``u`` (None: deterministic)
+``evaluate(node, parents, noise, spec, *, n) -> (n, ...)``  the structural equation ``x = f(pa, u)``
+``log_prob(node, value, parents, spec) -> (n,)``            density or mass, where there is one
+``abduct(node, value, parents, spec) -> u``                 the ``u`` that gives `value` (if `can_abduct`)
+``abduct_sample(node, value, parents, spec, rng) -> u``     a draw of ``u`` given `value` (default: abduct)
+``to_dict() -> dict``                                       JSON description, read back by ``io.json``
+=========================================================  ===========================================
+
+A new kind is a subclass that fills in what applies. Constructors validate and
+copy their inputs with the helpers below (:func:`as_real_array`,
+:func:`as_real_scalar`, :func:`check_states`, :func:`as_shape`), so a bad
+parameter is refused with a :class:`~causalnet.errors.ModelError` before any
+model exists, and no caller's array is ever kept or changed:
+
+>>> import numpy as np, causalnet as cn
+>>> from causalnet.mechanisms.base import REAL, Mechanism, Spec, as_real_array, as_real_scalar
+>>> class LaplaceLinear(Mechanism):         # x = w . pa + scale * u,  u ~ Laplace(0, 1)
+...     kind, can_abduct = REAL, True
+...     def __init__(self, parents, weights, scale=1.0):
+...         super().__init__(parents)
+...         self.weights = as_real_array(weights, "LaplaceLinear", "weights", shape=(len(self.parents),))
+...         self.scale = as_real_scalar(scale, "LaplaceLinear", "scale", positive=True)
+...     def spec(self, node, parent_specs): return Spec(REAL)
+...     def sample_noise(self, n, rng, spec): return rng.laplace(size=n)
+...     def evaluate(self, node, parents, noise, spec, *, n=None):
+...         mu = sum(w * parents[p] for w, p in zip(self.weights, self.parents))
+...         return mu + self.scale * (0.0 if noise is None else noise)
+...     def abduct(self, node, value, parents, spec):
+...         return (value - self.evaluate(node, parents, None, spec)) / self.scale
+>>> m = cn.CausalModel({"X": cn.LinearGaussian(), "Y": LaplaceLinear(["X"], [2.0], scale=0.5)})
+>>> m.sample(3, seed=0)["Y"].shape
+(3,)
+
 Symbols: ``n`` batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import numbers
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError, ShapeError
+from ..errors import ModelError, NumericalError, ShapeError
 
-__all__ = ["Spec", "Mechanism", "DISCRETE", "REAL", "TENSOR", "as_generator"]
+__all__ = ["Spec", "Mechanism", "DISCRETE", "REAL", "TENSOR", "as_generator", "as_real_array", "as_real_scalar",
+           "check_states", "as_shape", "check_finite_output"]
 
 DISCRETE = "discrete"
 REAL = "real"
@@ -96,7 +139,8 @@ class Mechanism:
     """Base class of node kinds: the structural equation of one node.
 
     Subclasses set `kind` and override :meth:`spec`, :meth:`evaluate`, and,
-    when they apply, :meth:`sample_noise`, :meth:`log_prob`, :meth:`abduct`.
+    when they apply, :meth:`sample_noise`, :meth:`log_prob`, :meth:`abduct`
+    (the module docstring shows the whole interface and a new kind).
 
     Parameters
     ----------
@@ -118,6 +162,8 @@ class Mechanism:
     def __init__(self, parents: Sequence[Hashable] = ()) -> None:
         if isinstance(parents, (str, bytes)):
             parents = (parents,)
+        if not isinstance(parents, Iterable) or isinstance(parents, Mapping):
+            raise ModelError(f"{type(self).__name__}: parents must be a list of node names, got {parents!r}")
         parents = tuple(parents)
         seen = set()
         for p in parents:
@@ -211,3 +257,166 @@ def as_generator(seed: Any) -> np.random.Generator:
         return np.random.default_rng(seed)
     except (TypeError, ValueError) as e:
         raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from e
+
+
+# -- validating constructor inputs --------------------------------------------------------
+#
+# Every mechanism constructor turns its parameters into fresh, read-only float64 arrays
+# through these helpers: one wording for every kind, and no caller array is ever kept.
+
+
+def _describe(value: Any) -> str:
+    try:
+        shape = np.shape(value)
+    except (TypeError, ValueError):
+        shape = None
+    return f"an array of shape {shape}" if shape not in (None, ()) else repr(value)
+
+
+def _numeric(value: Any, who: str, name: str) -> np.ndarray:
+    """`value` as an array of real numbers (int, uint or float dtype), refusing everything else."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as e:           # ragged nesting and the like
+        raise ModelError(f"{who}: {name} must be an array of real numbers, got {type(value).__name__} ({e})") from None
+    if arr.dtype.kind == "O":                      # lists of Fractions, Decimals, or of junk
+        flat = arr.ravel().tolist()
+        bad = [v for v in flat if isinstance(v, bool) or not isinstance(v, numbers.Real)][:1]
+        if bad:
+            bad = bad[0]
+            raise ModelError(f"{who}: {name} must hold real numbers, got {bad!r} ({type(bad).__name__})")
+        try:
+            return np.array(flat, dtype=np.float64).reshape(arr.shape)
+        except OverflowError:                      # a Python int beyond float64
+            raise ModelError(f"{who}: {name} holds a number too large for float64") from None
+    if arr.dtype.kind == "c":
+        raise ModelError(f"{who}: {name} must be real, got complex values ({_describe(value)})")
+    if arr.dtype.kind not in "iuf":
+        raise ModelError(f"{who}: {name} must hold real numbers, got dtype {arr.dtype} ({_describe(value)})")
+    return arr
+
+
+def as_real_array(value: Any, who: str, name: str, *, shape: tuple | None = None, ndim: int | None = None,
+                  finite: bool = True, nonnegative: bool = False) -> np.ndarray:
+    """A fresh, read-only float64 copy of `value`, checked.
+
+    Parameters
+    ----------
+    value : array_like
+        Real numbers: int, unsigned or float dtype, or Python reals. Complex,
+        boolean, string and object values are refused.
+    who, name : str
+        The mechanism (e.g. ``"CPT over parents ['Rain']"``) and the parameter,
+        for the message.
+    shape, ndim : optional
+        Required shape or number of axes.
+    finite, nonnegative : bool
+        Refuse NaN/inf (default) and negative entries.
+
+    Raises
+    ------
+    ModelError
+        Naming `who`, `name`, what was expected and what was given (the first
+        bad entry and its index).
+
+    Examples
+    --------
+    >>> as_real_array([1, 2], "LinearGaussian", "weights")
+    array([1., 2.])
+    >>> as_real_array([1j], "LinearGaussian", "weights")
+    Traceback (most recent call last):
+    ...
+    causalnet.errors.ModelError: LinearGaussian: weights must be real, got complex values (an array of shape (1,))
+    """
+    arr = np.array(_numeric(value, who, name), dtype=np.float64)      # always a copy
+    if ndim is not None and arr.ndim != ndim:
+        raise ModelError(f"{who}: {name} must have {ndim} axes, got shape {arr.shape}")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ModelError(f"{who}: {name} must have shape {tuple(shape)}, got shape {arr.shape}")
+    need = " and ".join(w for w, on in (("finite", finite), (">= 0", nonnegative)) if on)
+    bad_mask = (~np.isfinite(arr) if finite else np.zeros(arr.shape, bool)) | (nonnegative & (arr < 0))
+    if np.any(bad_mask):
+        bad = tuple(int(i) for i in np.argwhere(bad_mask)[0])
+        at = f" at {bad}" if bad else ""
+        raise ModelError(f"{who}: {name} must be {need}, got {float(arr[bad])}{at}")
+    arr.setflags(write=False)
+    return arr
+
+
+def as_real_scalar(value: Any, who: str, name: str, *, nonnegative: bool = False, positive: bool = False) -> float:
+    """A finite real number (a 0-d or 1-element array is accepted), checked like :func:`as_real_array`."""
+    arr = as_real_array(value, who, name)
+    if arr.size != 1:
+        raise ModelError(f"{who}: {name} must be a real number, got {_describe(value)}")
+    x = float(arr.reshape(()))
+    if positive and not x > 0:
+        raise ModelError(f"{who}: {name} must be > 0, got {x!r}")
+    if nonnegative and x < 0:
+        raise ModelError(f"{who}: {name} must be >= 0, got {x!r}")
+    return x
+
+
+def check_states(states: Any, card: int, who: str) -> tuple:
+    """The state names of a discrete node as a tuple; ``0..card-1`` when `states` is None.
+
+    Names are hashable, distinct (``1`` and ``1.0`` and ``True`` count as the
+    same name, as in a dict), neither None nor NaN.
+
+    Raises
+    ------
+    ModelError
+        A string instead of a list, a wrong count, a duplicate or a bad name.
+    """
+    if states is None:
+        return tuple(range(card))
+    if isinstance(states, (str, bytes)) or not isinstance(states, Iterable) or isinstance(states, Mapping):
+        raise ModelError(f"{who}: states must be a list of names, got {states!r}")
+    states = tuple(s.item() if isinstance(s, np.generic) and not isinstance(s, np.str_) else s for s in states)
+    if len(states) != card:
+        raise ModelError(f"{who}: {len(states)} state names {list(states)} for {card} states")
+    for s in states:
+        try:
+            hash(s)
+        except TypeError:
+            raise ModelError(f"{who}: state name {s!r} is not hashable") from None
+        if s is None or (isinstance(s, float) and s != s):
+            raise ModelError(f"{who}: state name {s!r} is not allowed (states: {list(states)})")
+    if len(set(states)) != len(states):
+        seen: set = set()
+        dup = next(s for s in states if s in seen or seen.add(s))
+        raise ModelError(f"{who}: duplicate state name {dup!r} in {list(states)}")
+    return states
+
+
+def as_shape(shape: Any, who: str) -> tuple | None:
+    """A per-row shape: None, an int, or a tuple of positive ints (None entries are free sizes)."""
+    if shape is None:
+        return None
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable):
+        raise ModelError(f"{who}: shape must be a tuple of positive ints, got {shape!r}")
+    out = tuple(shape)
+    for s in out:
+        if s is not None and (isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or s < 1):
+            raise ModelError(f"{who}: shape must be a tuple of positive ints (or None), got {out!r}")
+    return tuple(None if s is None else int(s) for s in out)
+
+
+def check_finite_output(node: Hashable, out: np.ndarray, inputs: Iterable[Any], *, error: type = NumericalError,
+                        what: str = "its structural equation") -> np.ndarray:
+    """Refuse NaN/inf in a node's values when every input was finite.
+
+    A non-finite input legitimately propagates; a non-finite value from finite
+    inputs (an overflow, a user function's NaN) raises `error` naming the node.
+    """
+    if out.dtype.kind not in "fc" or np.all(np.isfinite(out)):
+        return out
+    for a in inputs:
+        a = np.asarray(a)
+        if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+            return out
+    bad = np.argwhere(~np.isfinite(out))[0]
+    row = f" (row {int(bad[0])})" if out.ndim else ""
+    raise error(f"node {node!r}: {what} gave {complex(out[tuple(bad)]).real if out.dtype.kind == 'c' else float(out[tuple(bad)])}{row} "
+                f"from finite inputs; expected finite values")

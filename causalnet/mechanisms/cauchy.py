@@ -48,7 +48,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 
 from ..errors import ModelError, ShapeError
-from .base import DISCRETE, REAL, TENSOR, Mechanism, Spec
+from .base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_real_array, as_shape, check_finite_output
 
 __all__ = ["CauchyLinear", "CAUCHY"]
 
@@ -64,15 +64,11 @@ def _rows(shape) -> str:
 
 
 def _as_weight(w, who: str) -> np.ndarray:
-    try:
-        a = np.array(w, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ModelError(f"{who}: weight is not numeric") from None
+    a = as_real_array(w, who, "weights")
     if a.ndim > 2:
         raise ModelError(f"{who}: a weight is a scalar, a (j,) vector or a (k, j) matrix; got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ModelError(f"{who}: weights must be finite, got NaN or inf in an array of shape {a.shape}")
-    a.setflags(write=False)
+    if a.size == 0:
+        raise ModelError(f"{who}: a weight must not be empty, got shape {a.shape}")
     return a
 
 
@@ -173,24 +169,17 @@ class CauchyLinear(Mechanism):
         if len(ws) != len(linear):
             raise ModelError(f"{who}: {len(ws)} weights for {len(linear)} linear parents")
         self.weights = tuple(_as_weight(w, f"{who}, parent {p!r}") for p, w in zip(linear, ws))
-        try:
-            loc_a = np.array(loc, dtype=np.float64)
-            scale_a = np.array(scale, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ModelError(f"{who}: loc and scale must be numeric") from None
-        if not np.all(np.isfinite(loc_a)):
-            raise ModelError(f"{who}: loc must be finite, got NaN or inf")
-        if not np.all(np.isfinite(scale_a)) or np.any(scale_a < 0):
-            raise ModelError(f"{who}: scale must be finite and >= 0, got min {np.min(scale_a)!r}"
-                             if scale_a.size else f"{who}: scale is empty")
-        loc_a.setflags(write=False)
-        scale_a.setflags(write=False)
+        loc_a = as_real_array(loc, who, "loc")
+        scale_a = as_real_array(scale, who, "scale", nonnegative=True)
+        for name, arr in (("loc", loc_a), ("scale", scale_a)):
+            if arr.size == 0 or arr.ndim > 0 and 0 in arr.shape:
+                raise ModelError(f"{who}: {name} must not be empty, got shape {arr.shape}")
         self.loc = loc_a
         self.scale = scale_a
         self.linear_parents = linear
         self.loc_parent = loc_parent
         self.scale_parent = scale_parent
-        self.shape = None if shape is None else tuple(shape)
+        self.shape = as_shape(shape, who)
         self.deterministic = scale_parent is None and not np.any(scale_a > 0)
 
     # -- structure -------------------------------------------------------------------------
@@ -275,7 +264,7 @@ class CauchyLinear(Mechanism):
         if not np.all(np.isfinite(v)) or (v.size and v.min() < 0):
             bad = v[~np.isfinite(v)] if not np.all(np.isfinite(v)) else v.min()
             raise ModelError(f"node {node!r}: its scale parent {self.scale_parent!r} must be finite and >= 0, "
-                             f"got {np.ravel(bad)[0]!r}")
+                             f"got {float(np.ravel(bad)[0])}")
         return self.scale * v
 
     def sample_noise(self, n, rng, spec):
@@ -286,10 +275,11 @@ class CauchyLinear(Mechanism):
         return rng.standard_cauchy((n, *spec.shape))
 
     def evaluate(self, node, parents, noise, spec, *, n=None):
-        x = self.center(node, parents, spec, n=n)
-        if noise is not None and not self.deterministic:
-            x = x + self.noise_scale(node, parents) * np.asarray(noise, dtype=np.float64)
-        return x
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = self.center(node, parents, spec, n=n)
+            if noise is not None and not self.deterministic:
+                x = x + self.noise_scale(node, parents) * np.asarray(noise, dtype=np.float64)
+        return check_finite_output(node, x, [noise, *(parents[p] for p in self.parents)])
 
     def abduct(self, node, value, parents, spec):
         s = np.broadcast_to(self.noise_scale(node, parents), np.shape(value))

@@ -1,5 +1,9 @@
 """Linear-Gaussian mechanisms: ``x = bias + Σ w_i · pa_i + sigma · u``, ``u ~ N(0, 1)``.
 
+A model of such nodes is jointly Gaussian, so :mod:`causalnet.inference.gaussian`
+answers its queries in closed form; the noise is additive, so abduction is
+exact: ``u = (x - bias - w · pa) / sigma``.
+
 Symbols: ``n`` batch.
 """
 
@@ -10,7 +14,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 
 from ..errors import ModelError
-from .base import REAL, Mechanism, Spec
+from .base import REAL, TENSOR, Mechanism, Spec, as_real_array, as_real_scalar, check_finite_output
 
 __all__ = ["LinearGaussian"]
 
@@ -26,8 +30,17 @@ class LinearGaussian(Mechanism):
     weights : array_like of shape (len(parents),)
     bias : float
     sigma : float
-        Noise standard deviation, > 0 (``sigma = 0`` is allowed and makes the
-        node deterministic).
+        Noise standard deviation, >= 0. ``sigma = 0`` makes the node
+        deterministic (``x = bias + w · pa``; it then has no density).
+
+    Raises
+    ------
+    ModelError
+        Weights of the wrong count or not real and finite (complex, NaN, inf,
+        strings); a bias that is not a finite real number; a negative or
+        non-finite sigma.
+    NumericalError
+        From :meth:`evaluate`, when finite inputs overflow (e.g. ``sigma = 1e308``).
 
     Examples
     --------
@@ -40,25 +53,22 @@ class LinearGaussian(Mechanism):
 
     def __init__(self, parents: Sequence[Hashable] = (), weights=(), bias: float = 0.0, sigma: float = 1.0) -> None:
         super().__init__(parents)
-        w = np.array(weights, dtype=np.float64).reshape(-1)
-        if w.shape != (len(self.parents),):
-            raise ModelError(f"LinearGaussian over parents {list(self.parents)}: {w.shape[0]} weights for "
-                             f"{len(self.parents)} parents")
-        if not np.all(np.isfinite(w)) or not np.isfinite(bias):
-            raise ModelError(f"LinearGaussian over parents {list(self.parents)}: weights and bias must be finite, "
-                             f"got weights {w.tolist()} and bias {bias!r}")
-        if not np.isfinite(sigma) or sigma < 0:
-            raise ModelError(f"LinearGaussian over parents {list(self.parents)}: sigma must be >= 0, got {sigma!r}")
+        who = f"LinearGaussian over parents {list(self.parents)}"
+        w = as_real_array(weights, who, "weights")
+        if w.ndim > 1 or w.size != len(self.parents):
+            raise ModelError(f"{who}: {w.size} weights for {len(self.parents)} parents; expected shape "
+                             f"({len(self.parents)},), got {w.shape}")
+        w = w.reshape(-1)                              # a scalar weight for one parent
         w.setflags(write=False)
         self.weights = w
-        self.bias = float(bias)
-        self.sigma = float(sigma)
+        self.bias = as_real_scalar(bias, who, "bias")
+        self.sigma = as_real_scalar(sigma, who, "sigma", nonnegative=True)
         self.deterministic = self.sigma == 0.0
 
     def spec(self, node, parent_specs: Mapping[Hashable, Spec]) -> Spec:
         for p in self.parents:
             ps = parent_specs[p]
-            if ps.kind == "tensor" or (ps.kind == REAL and ps.shape != ()):
+            if ps.kind == TENSOR or (ps.kind == REAL and ps.shape != ()):
                 raise ModelError(f"LinearGaussian {node!r}: parent {p!r} is {ps.describe()}; expected a scalar")
         return Spec(REAL)
 
@@ -69,13 +79,14 @@ class LinearGaussian(Mechanism):
         return out
 
     def sample_noise(self, n, rng, spec):
-        return rng.standard_normal(n)
+        return None if self.deterministic else rng.standard_normal(n)
 
     def evaluate(self, node, parents, noise, spec, *, n=None):
-        mu = self.mean(parents)
         if noise is None:
             noise = 0.0
-        return np.asarray(mu + self.sigma * np.asarray(noise), dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.asarray(self.mean(parents) + self.sigma * np.asarray(noise), dtype=np.float64)
+        return check_finite_output(node, out, [noise, *(parents[p] for p in self.parents)])
 
     def abduct(self, node, value, parents, spec):
         if self.sigma == 0.0:

@@ -14,113 +14,189 @@ Symbols: ``n`` batch, ``K`` states.
 
 from __future__ import annotations
 
+import functools
+import numbers
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import EvidenceError, ModelError
-from .base import DISCRETE, Mechanism, Spec
+from .base import DISCRETE, Mechanism, Spec, as_real_array, check_states
 
-__all__ = ["Categorical", "CPT", "Tabular", "TOL", "state_index"]
+__all__ = ["Categorical", "CPT", "Tabular", "TOL", "DECODE_RULES", "state_index", "check_table"]
 
 TOL = 1e-9
+"""Absolute tolerance on a table row's sum: ``|sum - 1| <= TOL`` (rows are not renormalised)."""
 
 
-def _check_table(table, parents: tuple, what: str) -> np.ndarray:
-    try:
-        t = np.array(table, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ModelError(f"{what}: the table is not numeric") from None
+def _where(row: tuple, parents: tuple) -> str:
+    """`` (Rain=1, Sprinkler=0)``: the parent indices of a table row, for messages."""
+    return f" ({', '.join(f'{p}={i}' for p, i in zip(parents, row))})" if row else ""
+
+
+def check_table(table, parents: tuple, who: str) -> np.ndarray:
+    """A fresh, read-only float64 copy of a probability table, checked.
+
+    The table has one axis per parent and the child's axis last, at least one
+    state, finite non-negative real entries, and every row sums to 1 within
+    :data:`TOL`.
+
+    Raises
+    ------
+    ModelError
+        Naming `who`, the offending row (with its parent indices), what it sums
+        to and what was expected.
+
+    Examples
+    --------
+    >>> check_table([[0.5, 0.6], [0.5, 0.5]], ("Rain",), "CPT over parents ['Rain']")
+    Traceback (most recent call last):
+    ...
+    causalnet.errors.ModelError: CPT over parents ['Rain']: row (0,) sums to 1.1 (Rain=0), expected 1 (tolerance 1e-09)
+    """
+    t = as_real_array(table, who, "the table", finite=False)
     if t.ndim != len(parents) + 1:
-        raise ModelError(f"{what}: the table has {t.ndim} axes; {len(parents)} parents {parents} and the child "
-                         f"need {len(parents) + 1} axes (*parent_cards, card)")
-    if t.shape[-1] < 1:
-        raise ModelError(f"{what}: the table has no states")
-    if not np.all(np.isfinite(t)):
-        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(t))[0])
-        raise ModelError(f"{what}: entry {bad} is {float(t[bad])}; entries must be finite")
-    if np.any(t < 0):
-        bad = tuple(int(i) for i in np.argwhere(t < 0)[0])
-        raise ModelError(f"{what}: entry {bad} is {float(t[bad])}; probabilities must be >= 0")
-    sums = t.sum(axis=-1)
-    off = np.abs(sums - 1.0) > TOL
+        raise ModelError(f"{who}: the table has {t.ndim} axes; {len(parents)} parents {parents} and the child "
+                         f"need {len(parents) + 1} axes (*parent_cards, card), got shape {t.shape}")
+    if t.shape[-1] < 1 or t.size == 0:
+        raise ModelError(f"{who}: the table of shape {t.shape} has no states or no rows")
+    for bad_mask, what in ((~np.isfinite(t), "entries must be finite"), (t < 0, "probabilities must be >= 0")):
+        if np.any(bad_mask):
+            bad = tuple(int(i) for i in np.argwhere(bad_mask)[0])
+            raise ModelError(f"{who}: entry {bad} is {float(t[bad])}; {what}{_where(bad[:-1], parents)}")
+    with np.errstate(over="ignore"):                # entries near 1e308 sum to inf: still "not 1"
+        sums = t.sum(axis=-1)
+    off = ~(np.abs(sums - 1.0) <= TOL)
     if np.any(off):
         row = tuple(int(i) for i in np.argwhere(off)[0])
         where = f"row {row}" if row else "the probabilities"
-        raise ModelError(f"{what}: {where} sums to {float(sums[row]):.12g}, expected 1 (tolerance {TOL:g})")
-    t.setflags(write=False)
+        raise ModelError(f"{who}: {where} sums to {float(sums[row]):.12g}{_where(row, parents)}, expected 1 "
+                         f"(tolerance {TOL:g})")
     return t
 
 
-def _check_states(states, card: int, what: str) -> tuple:
-    if states is None:
-        return tuple(range(card))
-    if isinstance(states, (str, bytes)):
-        raise ModelError(f"{what}: states must be a list of names, got the string {states!r}")
-    states = tuple(states)
-    if len(states) != card:
-        raise ModelError(f"{what}: {len(states)} state names {list(states)} for {card} states")
-    if len(set(states)) != len(states):
-        raise ModelError(f"{what}: duplicate state names in {list(states)}")
-    return states
+@functools.lru_cache(maxsize=4096)
+def _decoder(states: tuple) -> tuple[dict, bool]:
+    """``({name: index}, identity)`` for a tuple of state names, built once per distinct tuple.
+
+    `identity` is True when no integral name sits at another position than its
+    own value, so that an integer in ``0..K-1`` decodes to itself under every rule.
+    """
+    lookup = {s: i for i, s in enumerate(states)}
+    identity = all(not _is_integral(s) or s == i for i, s in enumerate(states))
+    return lookup, identity
 
 
-_LOOKUPS: dict[tuple, dict] = {}
+def _is_integral(v) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, (str, bytes)) and np.isreal(v) and \
+        np.isfinite(v) and float(np.real(v)) == int(np.real(v))
 
 
-def _lookup(states: tuple) -> dict:
-    """``{state: index}`` for a tuple of state names, built once per distinct tuple."""
-    table = _LOOKUPS.get(states)
-    if table is None:
-        table = _LOOKUPS[states] = {s: i for i, s in enumerate(states)}
-    return table
+def _is_index(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def state_index(node: Hashable, states: tuple, value) -> np.ndarray | int:
+DECODE_RULES = ("names_first", "strict", "names", "indices")
+
+
+def _decode_one(node, states: tuple, lookup: dict, v, decode: str, row=lambda: "") -> int:
+    """One value -> a state index under `decode` (the single rule scalars and arrays share).
+
+    `row` gives the text locating the value, computed only for a message.
+    """
+    card = len(states)
+    try:
+        named = lookup.get(v) if decode != "indices" else None
+    except TypeError:                       # unhashable value (a dict, a list)
+        raise EvidenceError(f"{node!r} has no state {v!r}{row()}; states: {list(states)}") from None
+    indexed = int(v) if decode != "names" and _is_index(v) and 0 <= v < card else None
+    if decode == "strict" and named is not None and indexed is not None and named != indexed:
+        raise EvidenceError(f"{node!r}: {v!r}{row()} is ambiguous: the name of state {named} and the index of state "
+                            f"{states[indexed]!r}; states: {list(states)}")
+    if named is not None:
+        return named
+    if indexed is not None:
+        return indexed
+    how = {"names": "no state named", "indices": "no state index"}.get(decode, "no state")
+    raise EvidenceError(f"{node!r} has {how} {v!r}{row()}; states: {list(states)} (indices 0..{card - 1})")
+
+
+def state_index(node: Hashable, states: tuple, value, *, decode: str = "names_first") -> np.ndarray | int:
     """Map a state name, an index, or an array of either to state indices.
+
+    Scalars and arrays are decoded by one rule, value by value; `decode` names it:
+
+    ``"names_first"`` (default)
+        A value equal to a state name means that state; otherwise an int in
+        ``0..K-1`` means the state at that index. With states ``(2, 1, 0)``,
+        ``2`` means the state named 2 (index 0), never index 2.
+    ``"strict"``
+        As ``"names_first"``, but a value that is the name of one state and the
+        index of another raises :class:`~causalnet.errors.EvidenceError`.
+    ``"names"`` / ``"indices"``
+        Only names / only integer indices.
+
+    Returns
+    -------
+    int, or ndarray of int64 of `value`'s shape (1-d)
 
     Raises
     ------
     EvidenceError
-        Naming the node, the bad value and the known states.
+        Naming the node, the bad value (and its row) and the known states.
+
+    Examples
+    --------
+    >>> state_index("X", ("no", "yes"), ["yes", "no"]).tolist(), state_index("X", ("no", "yes"), 1)
+    ([1, 0], 1)
+    >>> state_index("X", (2, 1, 0), 2), state_index("X", (2, 1, 0), [2, 0]).tolist()
+    (0, [0, 2])
     """
-    card = len(states)
-    lookup = _lookup(tuple(states))
-    if isinstance(value, (str, int)) or np.ndim(value) == 0:
+    if decode not in DECODE_RULES:
+        raise EvidenceError(f"decode must be one of {list(DECODE_RULES)}, got {decode!r}")
+    states = tuple(states)
+    lookup, identity = _decoder(states)
+    try:
+        scalar = isinstance(value, (str, bytes)) or np.ndim(value) == 0
+        arr = None if scalar else np.asarray(value)
+    except (TypeError, ValueError):
+        raise EvidenceError(f"evidence for {node!r} must be a state or a 1-d array of states, got a ragged "
+                            f"{type(value).__name__}") from None
+    if scalar:
         v = value.item() if isinstance(value, np.generic) else value
-        if v in lookup:
-            return lookup[v]
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v < card:
-            return int(v)
-        raise EvidenceError(f"{node!r} has no state {v!r}; states: {list(states)}")
-    arr = np.asarray(value)
+        return _decode_one(node, states, lookup, v, decode)
     if arr.ndim != 1:
         raise EvidenceError(f"evidence for {node!r} must be a state or a 1-d array of states, got shape {arr.shape}")
-    if np.issubdtype(arr.dtype, np.integer) and not all(isinstance(s, (int, np.integer)) and s != i
-                                                         for i, s in enumerate(states)):
+    if np.issubdtype(arr.dtype, np.integer) and (identity or decode == "indices"):
+        card = len(states)
         if arr.size and (arr.min() < 0 or arr.max() >= card):
-            bad = arr[(arr < 0) | (arr >= card)][0]
-            raise EvidenceError(f"{node!r} has no state {int(bad)}; states: {list(states)} (indices 0..{card - 1})")
-        return arr.astype(np.int64)
-    # names (or mixed values): resolve each distinct value once, then index — no loop over rows
+            row = int(np.flatnonzero((arr < 0) | (arr >= card))[0])
+            raise EvidenceError(f"{node!r} has no state {int(arr[row])} (row {row}); states: {list(states)} "
+                                f"(indices 0..{card - 1})")
+        if decode != "names" or all(lookup.get(i) == i for i in range(card)):
+            return arr.astype(np.int64)
+    return _decode_array(node, states, lookup, arr, decode)
+
+
+def _decode_array(node, states: tuple, lookup: dict, arr: np.ndarray, decode: str) -> np.ndarray:
+    """Decode each distinct value once, then index: no loop over rows."""
     try:
         uniq, inverse = np.unique(arr, return_inverse=True)
     except TypeError:  # unorderable mixture (e.g. str and int): fall back to Python's hashing
-        uniq_list = list(dict.fromkeys(arr.tolist()))
+        try:
+            uniq_list = list(dict.fromkeys(arr.tolist()))
+        except TypeError:
+            raise EvidenceError(f"evidence for {node!r} holds unhashable values") from None
         where = {u: i for i, u in enumerate(uniq_list)}
         uniq = np.empty(len(uniq_list), dtype=object)
         uniq[:] = uniq_list
         inverse = np.fromiter((where[v] for v in arr.tolist()), dtype=np.int64, count=arr.size)
+    inverse = inverse.reshape(arr.shape)
     codes = np.empty(len(uniq), dtype=np.int64)
     for j, v in enumerate(uniq.tolist()):
-        if v in lookup:
-            codes[j] = lookup[v]
-        elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < card:
-            codes[j] = v
-        else:
-            row = int(np.flatnonzero(inverse.reshape(-1) == j)[0])
-            raise EvidenceError(f"{node!r} has no state {v!r} (row {row}); states: {list(states)}")
-    return codes[inverse.reshape(arr.shape)]
+        codes[j] = _decode_one(node, states, lookup, v, decode,
+                               row=lambda j=j: f" (row {int(np.flatnonzero(inverse == j)[0])})")
+    return codes[inverse]
 
 
 class Tabular(Mechanism):
@@ -129,8 +205,8 @@ class Tabular(Mechanism):
     def __init__(self, parents: Sequence[Hashable], table, states=None) -> None:
         super().__init__(parents)
         what = f"{type(self).__name__} over parents {list(self.parents)}" if self.parents else "Categorical"
-        self._table = _check_table(table, self.parents, what)
-        self._states = _check_states(states, self._table.shape[-1], what)
+        self._table = check_table(table, self.parents, what)
+        self._states = check_states(states, self._table.shape[-1], what)
         cdf = np.cumsum(self._table, axis=-1)
         cdf[..., -1] = 1.0          # exact top, so u < 1 always lands on a state
         cdf.setflags(write=False)
