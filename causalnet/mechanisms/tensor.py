@@ -69,7 +69,8 @@ from typing import Any
 import numpy as np
 from scipy.special import erf
 
-from ..errors import ModelError, ShapeError
+from .. import limits
+from ..errors import ModelError, NumericalError, ShapeError
 from .base import TENSOR, Mechanism, Spec
 
 __all__ = [
@@ -96,6 +97,11 @@ __all__ = [
     "Transpose",
     "FeedForward",
     "sinusoidal_encoding",
+    "as_int",
+    "as_real",
+    "float_dtype",
+    "check_output",
+    "check_size",
 ]
 
 _FLOATS = (np.float64, np.float32)
@@ -139,7 +145,8 @@ def _sum(sizes):
     return sum(sizes) if all(isinstance(s, int) for s in sizes) else None
 
 
-def _dtype(dtype: Any, what: str) -> np.dtype:
+def float_dtype(dtype: Any, what: str) -> np.dtype:
+    """`dtype` as ``float64`` or ``float32``; anything else is a ModelError naming `what`."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -152,11 +159,17 @@ def _dtype(dtype: Any, what: str) -> np.dtype:
 def _array(value: Any, ndim: int | tuple, what: str, dtype: np.dtype) -> np.ndarray:
     """A read-only, finite, C-contiguous weight array with `ndim` axes."""
     if hasattr(value, "detach"):  # a torch tensor, without importing torch
-        value = value.detach().cpu().numpy()
+        try:
+            value = value.detach().cpu().numpy()
+        except (TypeError, RuntimeError) as e:  # bfloat16 and other dtypes numpy lacks
+            raise ModelError(f"{what} cannot be read as a numpy array: {e}") from None
     try:
-        arr = np.array(value, dtype=dtype, order="C")
+        raw = np.asarray(value)
     except (TypeError, ValueError):
         raise ModelError(f"{what} is not numeric") from None
+    if raw.dtype.kind not in "biuf":
+        raise ModelError(f"{what} must hold real numbers, got dtype {raw.dtype}")
+    arr = np.array(raw, dtype=dtype, order="C")
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if arr.ndim not in ndims:
         raise ShapeError(f"{what} must have {' or '.join(map(str, ndims))} axes, got shape {arr.shape}")
@@ -168,6 +181,55 @@ def _array(value: Any, ndim: int | tuple, what: str, dtype: np.dtype) -> np.ndar
 
 def _as(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x if x.dtype == dtype else x.astype(dtype)
+
+
+def as_int(value: Any, what: str, *, low: int | None = None) -> int:
+    """`value` as an int (numpy ints too; bools, floats and complex refused), at least `low` if given.
+
+    Shared by the tensor ops and the model builders: every size, count, index and
+    axis they take passes through it, so a bad one is a :class:`ModelError`
+    naming the argument.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ModelError(f"{what} must be an int, got {value!r}")
+    if low is not None and value < low:
+        raise ModelError(f"{what} must be >= {low}, got {value!r}")
+    return int(value)
+
+
+def as_real(value: Any, what: str, *, positive: bool = False) -> float:
+    """`value` as a finite float (complex, NaN, inf and non-numbers refused), > 0 if `positive`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ModelError(f"{what} must be a real number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or (positive and v <= 0):
+        raise ModelError(f"{what} must be a finite{' positive' if positive else ''} number, got {value!r}")
+    return v
+
+
+def check_output(node: Hashable, op: Mechanism, out: np.ndarray, *, allow_neginf: bool = False) -> np.ndarray:
+    """Raise :class:`NumericalError` if `out` holds NaN or inf (``-inf`` allowed when asked).
+
+    Cheap on the normal path: one sum decides; only a non-finite sum looks closer.
+    """
+    if out.dtype.kind != "f" or math.isfinite(float(np.sum(out))):
+        return out
+    bad = np.isnan(out) | (np.isinf(out) & ~(allow_neginf & (out < 0)))
+    if not bad.any():
+        return out
+    raise NumericalError(f"node {node!r} ({type(op).__name__}) overflowed {out.dtype}: {int(bad.sum())} of "
+                         f"{out.size} entries are NaN or inf although its inputs are finite; rescale the inputs "
+                         f"or the weights, or use dtype='float64'")
+
+
+def check_size(node: Hashable, op: Mechanism, shape: Sequence[int], dtype: Any, what: str = "the value") -> None:
+    """Estimate ``prod(shape) * itemsize`` and raise ResourceError past ``limits`` ``max_table_bytes``."""
+    nbytes = float(np.dtype(dtype).itemsize)
+    for s in shape:
+        nbytes *= s
+    if nbytes > 2 ** 20:
+        limits.check_bytes(nbytes, what=f"{what} of node {node!r} ({type(op).__name__})",
+                           cause=f"shape {tuple(shape)} of {np.dtype(dtype)}")
 
 
 # -- base class ----------------------------------------------------------------------
@@ -207,7 +269,7 @@ class TensorOp(Mechanism):
             raise ModelError(f"{name} takes {arity} parent{'s' if arity > 1 else ''}, got {list(self.parents)}")
         if isinstance(arity, tuple) and k not in arity:
             raise ModelError(f"{name} takes {' or '.join(map(str, arity))} parents, got {list(self.parents)}")
-        self.dtype = _dtype(dtype, name)
+        self.dtype = float_dtype(dtype, name)
 
     # -- the Mechanism interface ----------------------------------------------------
 
@@ -224,10 +286,21 @@ class TensorOp(Mechanism):
         return Spec(TENSOR, shape=tuple(s if isinstance(s, int) else None for s in out[1:]),
                     dtype=self._out_dtype([parent_specs[p].dtype for p in self.parents]))
 
+    #: whether the output may hold -inf by design (masked scores)
+    allows_neginf = False
+
     def evaluate(self, node, parents, noise, spec, *, n=None):
         xs = [parents[p] for p in self.parents]
-        self._infer(node, [x.shape for x in xs])
-        return self._run(*xs)
+        out_shape = self._infer(node, [x.shape for x in xs])
+        for shape in self._work_shapes(out_shape, [x.shape for x in xs]):
+            check_size(node, self, shape, self.dtype)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # checked by name just below
+            out = self._run(*xs)
+        return check_output(node, self, out, allow_neginf=self.allows_neginf)
+
+    def _work_shapes(self, out_shape: tuple, in_shapes: list[tuple]) -> list[tuple]:
+        """Shapes of the largest arrays `_run` allocates (checked against the limits first)."""
+        return [out_shape]
 
     # -- hooks for subclasses ----------------------------------------------------
 
@@ -322,6 +395,8 @@ class Input(TensorOp):
             self.dtype = np.dtype(dtype)
         except TypeError:
             raise ModelError(f"Input dtype {dtype!r} is not a numpy dtype") from None
+        if self.dtype.kind not in "biuf":
+            raise ModelError(f"Input dtype must be real (float, int or bool), got {self.dtype}")
 
     def spec(self, node, parent_specs):
         return Spec(TENSOR, shape=tuple(s if isinstance(s, int) else None for s in self.shape), dtype=self.dtype)
@@ -429,9 +504,7 @@ class Embedding(TensorOp):
     def __init__(self, parent: Hashable, weight, *, scale: float | None = None, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
         self.weight = _array(weight, 2, "Embedding weight", self.dtype)
-        if scale is not None and not np.isfinite(scale):
-            raise ModelError(f"Embedding scale must be finite, got {scale!r}")
-        self.scale = None if scale is None else float(scale)
+        self.scale = None if scale is None else as_real(scale, "Embedding scale")
 
     def _check_dtypes(self, node, dtypes):
         dt = np.dtype(dtypes[0])
@@ -471,6 +544,9 @@ def sinusoidal_encoding(length: int, d: int, base: float = 10000.0, dtype: Any =
     >>> sinusoidal_encoding(3, 4)[1].round(4).tolist()
     [0.8415, 0.5403, 0.01, 1.0]
     """
+    length = as_int(length, "sinusoidal_encoding length", low=0)
+    d = as_int(d, "sinusoidal_encoding d", low=0)
+    base = as_real(base, "sinusoidal_encoding base", positive=True)
     pos = np.arange(length, dtype=np.float64)[:, None]                       # (T, 1)
     freq = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)               # (ceil(d/2),)
     ang = pos * freq                                                          # (T, ceil(d/2))
@@ -501,11 +577,9 @@ class PositionalEncoding(TensorOp):
         super().__init__(parent, dtype=dtype)
         if not add and d_model is None:
             raise ModelError("PositionalEncoding(add=False) needs d_model")
-        if d_model is not None and (not isinstance(d_model, (int, np.integer)) or d_model < 1):
-            raise ModelError(f"PositionalEncoding d_model must be a positive int, got {d_model!r}")
-        self.d_model = None if d_model is None else int(d_model)
+        self.d_model = None if d_model is None else as_int(d_model, "PositionalEncoding d_model", low=1)
         self.add = bool(add)
-        self.base = float(base)
+        self.base = as_real(base, "PositionalEncoding base", positive=True)
         self._cache: dict = {}
 
     def _infer(self, node, shapes):
@@ -563,7 +637,14 @@ def _merge_heads(x: np.ndarray) -> np.ndarray:
 
 
 def _softmax_(s: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, in place; rows that are all -inf become zeros."""
+    """Softmax over the last axis, in place; rows that are all -inf become zeros.
+
+    The row maximum is subtracted first, so no finite row overflows. A row
+    with every entry masked (-inf) gives all-zero weights (PyTorch gives
+    NaN); an empty axis (no keys) gives an empty result.
+    """
+    if s.size == 0:
+        return s
     m = s.max(axis=-1, keepdims=True)
     dead = None
     if not np.all(np.isfinite(m)):
@@ -652,7 +733,7 @@ class AttentionWeights(_Masked):
         _check_heads_arg(heads)
         self.heads = None if heads is None else int(heads)
         self.causal = bool(causal)
-        self.scale = None if scale is None else float(scale)
+        self.scale = None if scale is None else as_real(scale, "AttentionWeights scale")
         self._has_pad = len(self.parents) == 3
 
     def _infer(self, node, shapes):
@@ -787,9 +868,7 @@ class Scale(TensorOp):
 
     def __init__(self, parent: Hashable, factor: float, *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        if not np.isfinite(factor):
-            raise ModelError(f"Scale factor must be finite, got {factor!r}")
-        self.factor = float(factor)
+        self.factor = as_real(factor, "Scale factor")
 
     def _infer(self, node, shapes):
         return shapes[0]
@@ -813,6 +892,7 @@ class Mask(_Masked):
     """
 
     arity = (1, 2)
+    allows_neginf = True
 
     def __init__(self, parents: Hashable | Sequence[Hashable], *, causal: bool = False,
                  dtype: Any = np.float64) -> None:
@@ -844,7 +924,7 @@ class Softmax(TensorOp):
 
     def __init__(self, parent: Hashable, *, axis: int = -1, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.axis = int(axis)
+        self.axis = as_int(axis, "Softmax axis")
 
     def _infer(self, node, shapes):
         s = shapes[0]
@@ -935,6 +1015,11 @@ class MultiHeadAttention(_Masked):
             self._pad_shape(node, self.parents[-1], shapes[-1], batch, ms[1])
         return (batch, xs[1], d)
 
+    def _work_shapes(self, out_shape, in_shapes):
+        n, t = in_shapes[0][:2]
+        s = in_shapes[1][1] if self.cross else t
+        return [(n, self.heads, t, s), (n, t, 3 * self.d_model)]
+
     def _run(self, *xs):
         x = _as(xs[0], self.dtype)
         m = xs[1] if self.cross else None
@@ -1003,15 +1088,13 @@ class LayerNorm(TensorOp):
         self.bias = None if bias is None else _array(bias, 1, "LayerNorm bias", self.dtype)
         widths = {a.shape[0] for a in (self.weight, self.bias) if a is not None}
         if d is not None:
-            widths.add(int(d))
+            widths.add(as_int(d, "LayerNorm d", low=1))
         if len(widths) > 1:
             raise ShapeError(f"LayerNorm weight, bias and d disagree on the width: {sorted(widths)}")
         if not widths:
             raise ModelError("LayerNorm needs a weight, a bias or d to know its width")
         self.d = widths.pop()
-        if not (np.isfinite(eps) and eps > 0):
-            raise ModelError(f"LayerNorm eps must be > 0, got {eps!r}")
-        self.eps = float(eps)
+        self.eps = as_real(eps, "LayerNorm eps", positive=True)
 
     def _infer(self, node, shapes):
         s = _same_shapes(self, node, shapes)
@@ -1039,7 +1122,12 @@ class LayerNorm(TensorOp):
         var /= xc.shape[-1]
         var += self.eps
         np.sqrt(var, out=var)
+        if not math.isfinite(float(var.sum())):                   # |x| near the overflow: rescale those rows
+            return self._affine(_normalise_scaled(np.sum([_as(y, self.dtype) for y in xs], axis=0), self.eps))
         xc /= var
+        return self._affine(xc)
+
+    def _affine(self, xc: np.ndarray) -> np.ndarray:
         if self.weight is not None:
             xc *= self.weight
         if self.bias is not None:
@@ -1048,6 +1136,25 @@ class LayerNorm(TensorOp):
 
     def __repr__(self) -> str:
         return f"LayerNorm(parents={list(self.parents)}, d={self.d}, eps={self.eps})"
+
+
+def _normalise_scaled(x: np.ndarray, eps: float) -> np.ndarray:
+    """``(x - mean) / sqrt(var + eps)`` over the last axis for rows whose squares overflow.
+
+    Each row is divided by its largest magnitude ``m`` first, which leaves the
+    result unchanged (``eps`` becomes ``eps / m**2``); rows that overflow even
+    their sum (``x`` itself inf after summing parents) cannot be rescaled and
+    stay non-finite, which the caller reports.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        m = np.max(np.abs(x), axis=-1, keepdims=True)               # (n, ..., 1)
+        m[~(m > 0)] = 1.0
+        y = x / m                                                   # |y| <= 1
+        y -= y.mean(axis=-1, keepdims=True)
+        var = (y * y).mean(axis=-1, keepdims=True) + eps / (m * m)   # (n, ..., 1)
+        var[var == 0] = 1.0                                         # a constant row: y is 0 there
+        y /= np.sqrt(var)
+    return y
 
 
 class ReLU(TensorOp):
@@ -1079,7 +1186,8 @@ class GELU(TensorOp):
 def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         c = np.asarray(math.sqrt(2.0 / math.pi), dtype=x.dtype)
-        return 0.5 * x * (1.0 + np.tanh(c * (x + np.asarray(0.044715, dtype=x.dtype) * x ** 3)))
+        xc = np.clip(x, -20.0, 20.0)                    # tanh is exactly +-1 beyond; x**3 would overflow
+        return 0.5 * x * (1.0 + np.tanh(c * (xc + np.asarray(0.044715, dtype=x.dtype) * xc ** 3)))
     return 0.5 * x * (1.0 + erf(x * np.asarray(1.0 / math.sqrt(2.0), dtype=x.dtype)))
 
 
@@ -1108,7 +1216,7 @@ class Concat(TensorOp):
 
     def __init__(self, parents: Sequence[Hashable], *, axis: int = -1, dtype: Any = np.float64) -> None:
         super().__init__(parents, dtype=dtype)
-        self.axis = int(axis)
+        self.axis = as_int(axis, "Concat axis")
 
     def _infer(self, node, shapes):
         r = len(shapes[0])
@@ -1151,19 +1259,20 @@ class Split(TensorOp):
                  dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
         if isinstance(sections, (int, np.integer)):
-            if sections < 1:
-                raise ModelError(f"Split sections must be >= 1, got {sections}")
-            self.sections: int | tuple = int(sections)
+            self.sections: int | tuple = as_int(sections, "Split sections", low=1)
             k = self.sections
         else:
-            self.sections = tuple(int(s) for s in sections)
+            if not isinstance(sections, Sequence):
+                raise ModelError(f"Split sections must be an int or a sequence of ints, got {sections!r}")
+            self.sections = tuple(as_int(s, "Split section size") for s in sections)
             if not self.sections or any(s < 0 for s in self.sections):
                 raise ModelError(f"Split sections must be non-negative sizes, got {sections!r}")
             k = len(self.sections)
-        if not 0 <= int(index) < k:
+        index = as_int(index, "Split index")
+        if not 0 <= index < k:
             raise ModelError(f"Split index {index} is not in [0, {k})")
-        self.index = int(index)
-        self.axis = int(axis)
+        self.index = index
+        self.axis = as_int(axis, "Split axis")
 
     def _bounds(self, size):
         if isinstance(self.sections, int):
@@ -1216,7 +1325,9 @@ class Reshape(TensorOp):
 
     def __init__(self, parent: Hashable, shape: Sequence[int], *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        shape = tuple(int(s) for s in shape)
+        if not isinstance(shape, Sequence):
+            raise ModelError(f"Reshape shape must be a sequence of ints, got {shape!r}")
+        shape = tuple(as_int(s, "Reshape size") for s in shape)
         if sum(s == -1 for s in shape) > 1 or any(s < -1 for s in shape):
             raise ModelError(f"Reshape shape may hold one -1 and otherwise sizes >= 0, got {shape}")
         self.shape = shape
@@ -1250,7 +1361,9 @@ class Transpose(TensorOp):
 
     def __init__(self, parent: Hashable, axes: Sequence[int], *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.axes = tuple(int(a) for a in axes)
+        if not isinstance(axes, Sequence):
+            raise ModelError(f"Transpose axes must be a sequence of ints, got {axes!r}")
+        self.axes = tuple(as_int(a, "Transpose axis") for a in axes)
         if sorted(self.axes) != list(range(len(self.axes))):
             raise ModelError(f"Transpose axes must be a permutation of 0..{len(self.axes) - 1}, got {self.axes}")
 

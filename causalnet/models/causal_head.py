@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ..errors import EvidenceError, ModelError, ShapeError
+from ..errors import EvidenceError, ModelError, NumericalError, ShapeError
 from ..inference.cauchy import Cauchy
 from ..mechanisms.base import as_generator
 
@@ -80,6 +80,27 @@ PARAMS = {
 }
 _TRAINABLE = tuple(PARAMS)
 _LOG_PI = float(np.log(np.pi))
+
+
+def _real_array(value, what: str, exc: type = ShapeError) -> np.ndarray:
+    """`value` as a float64 array; complex, object or non-numeric input is refused (never silently cast)."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):
+        raise exc(f"{what} must be a real numeric array, got {type(value).__name__}") from None
+    if raw.dtype.kind not in "biuf":
+        raise exc(f"{what} must hold real numbers, got dtype {raw.dtype}")
+    return raw.astype(np.float64, copy=False)
+
+
+def _log1p_sq(r: np.ndarray) -> np.ndarray:
+    """``log(1 + r**2)`` without overflow for huge ``|r|``."""
+    a = np.abs(r)
+    big = a > 1e150
+    if not big.any():
+        return np.log1p(r * r)
+    small = np.where(big, 0.0, r)
+    return np.where(big, 2.0 * np.log(np.where(big, a, 1.0)), np.log1p(small * small))
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -357,7 +378,7 @@ class CausalHead:
         return numeric_embedding(self._p["embed"], self._p["w_num"], input_ids, numeric_values)
 
     def _check_z(self, z) -> np.ndarray:
-        z = np.asarray(z, dtype=np.float64)
+        z = _real_array(z, "features z")
         H = self._p["W_loc"].shape[1]
         if z.ndim < 2 or z.shape[-1] != H:
             raise ShapeError(f"the head expects features z of shape (n, T, {H}), got {z.shape}")
@@ -424,7 +445,9 @@ class CausalHead:
         """
         if mode not in MODES:
             raise ModelError(f"mode must be one of {list(MODES)}, got {mode!r}")
-        loc_U, scale_U = self.abduct(z)
+        z = self._check_z(z)
+        with np.errstate(over="ignore", invalid="ignore"):
+            loc_U, scale_U = self.abduct(z)
         n, C = loc_U.shape[0], loc_U.shape[-1]
         absb = np.abs(self._p["b_noise"])
         used_u = None
@@ -452,7 +475,13 @@ class CausalHead:
             e = self._per_row(eps_noise, n, C, "eps_noise")
             loc_in = loc_U + (absb * e).reshape((n,) + (1,) * (loc_U.ndim - 2) + (C,))
             scale_in = scale_U
-        loc_S, scale_S, loc_Y, scale_Y = self.action(loc_in, scale_in)
+        with np.errstate(over="ignore", invalid="ignore"):
+            loc_S, scale_S, loc_Y, scale_Y = self.action(loc_in, scale_in)
+        for name, a in (("loc_U", loc_U), ("scale_U", scale_U), ("loc_S", loc_S), ("scale_S", scale_S),
+                        ("loc_Y", loc_Y), ("scale_Y", scale_Y)):
+            if not np.all(np.isfinite(a)):
+                raise NumericalError(f"CausalHead.forward ({mode}): {name} overflowed float64 from finite features "
+                                     f"(largest |z| {float(np.max(np.abs(z))):.3g}); rescale the features")
         return HeadOutput(loc_U, scale_U, loc_S, scale_S, loc_Y, scale_Y, self._p["thresholds"], mode, used_u)
 
     @staticmethod
@@ -545,7 +574,7 @@ class CausalHead:
         locY = locU @ p["W_reg"] + p["b_reg"]                            # (N,)
         sY = g @ aw                                                      # (N,)
         r = (y - locY) / sY
-        nll = _LOG_PI + np.log(sY) + np.log1p(r * r)                     # (N,)
+        nll = _LOG_PI + np.log(sY) + _log1p_sq(r)                         # (N,)
         Pn = P[:, self.num_id]
         gate = num * (self.alpha + (1.0 - self.alpha) * Pn)              # (N,)
         reg_loss = float(gate @ nll) / n_num if n_num else 0.0
@@ -562,9 +591,10 @@ class CausalHead:
         g_locS = dP * (sS / den)                                         # (N, V)
         g_sS = dP * (-delta / den)                                       # (N, V)
         # regression
-        q = 1.0 + r * r
-        g_locY = wr * gate * (-2.0 * r / (sY * q))                       # (N,)
-        g_sY = wr * gate * ((1.0 - r * r) / (sY * q))                    # (N,)
+        with np.errstate(over="ignore"):
+            inv_q = 1.0 / (1.0 + r * r)                                  # (N,) 0 where r*r overflows
+        g_locY = wr * gate * (-2.0 * r * inv_q / sY)                     # (N,)
+        g_sY = wr * gate * ((2.0 * inv_q - 1.0) / sY)                    # (N,) (1 - r^2) / (1 + r^2)
         grads = {
             "W_cls": g_locS.T @ locU + (g_sS.T @ g) * np.sign(p["W_cls"]),
             "b_cls": g_locS.sum(axis=0),
@@ -615,6 +645,14 @@ class CausalHead:
         -------
         self
             With ``history_`` = ``{"loss": [...], "cls": [...], "reg": [...]}``.
+
+        Raises
+        ------
+        NumericalError
+            When the loss, a gradient or a parameter leaves the finite numbers
+            (a learning rate far too large); the message names the step and
+            the learning rate, and the head keeps its parameters and history
+            from before the call.
         """
         rows = self._batch(z, labels, targets, attention_mask)
         n = np.shape(labels)[0]
@@ -622,8 +660,16 @@ class CausalHead:
         bad = [k for k in names if k not in PARAMS]
         if bad:
             raise ModelError(f"unknown trainable parameters {bad}; expected some of {list(PARAMS)}")
-        if steps < 0 or not lr > 0:
-            raise ModelError(f"steps must be >= 0 and lr > 0, got steps={steps!r}, lr={lr!r}")
+        steps = _check_int(steps, "steps", 0)
+        lr = _check_real(lr, "lr", positive=True)
+        weight_decay = _check_real(weight_decay, "weight_decay")
+        if weight_decay < 0:
+            raise ModelError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        if batch_size is not None:
+            batch_size = _check_int(batch_size, "batch_size", 1)
+        if not (isinstance(betas, (tuple, list)) and len(betas) == 2
+                and all(0.0 <= _check_real(b, "betas") < 1.0 for b in betas)):
+            raise ModelError(f"betas must be two numbers in [0, 1), got {betas!r}")
         rng = as_generator(seed)
         hist: dict = {"loss": [], "cls": [], "reg": []}
         it = range(steps)
@@ -636,9 +682,16 @@ class CausalHead:
                 pass
         per_seq = rows[0].shape[0] // max(n, 1)
         rows_per_step = per_seq * (n if batch_size is None else min(batch_size, n))
-        with _small_blas(rows_per_step * max(self._p["W_cls"].shape)):
-            self._adam(rows, names, it, n, per_seq, batch_size, rng, betas, lr, weight_decay, hist, progress,
-                       callback)
+        saved = dict(self._p)
+        try:
+            with _small_blas(rows_per_step * max(self._p["W_cls"].shape)), \
+                    np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # checked by name per step
+                self._adam(rows, names, it, n, per_seq, batch_size, rng, betas, lr, weight_decay, hist, progress,
+                           callback)
+        except BaseException:
+            self._p = saved                 # a failed fit leaves the head as it was
+            self._abs_cache = None
+            raise
         self.history_ = hist
         return self
 
@@ -655,6 +708,7 @@ class CausalHead:
                 idx = (seqs[:, None] * per_seq + np.arange(per_seq)).reshape(-1)
                 batch = tuple(a[idx] for a in rows)
             loss, grads, parts = self._loss(*batch, grad=True)
+            _check_finite_step(step, lr, loss, grads)
             t = step + 1
             for k in names:
                 gk = grads[k]
@@ -664,6 +718,10 @@ class CausalHead:
                 new = self._p[k] - upd
                 if weight_decay and new.ndim == 2:
                     new = new - lr * weight_decay * self._p[k]
+                if not np.all(np.isfinite(new)):
+                    raise NumericalError(f"CausalHead.fit diverged at step {step}: parameter {k!r} left the finite "
+                                         f"numbers with lr={lr!r}; lower the learning rate (parameters restored to "
+                                         f"before the fit)")
                 self._p[k] = new
             self._abs_cache = None
             hist["loss"].append(loss)
@@ -897,6 +955,29 @@ class CausalHead:
     def __repr__(self) -> str:
         d = self.dims
         return f"CausalHead(V={d['V']}, C={d['C']}, H={d['H']}, num_id={self.num_id}, alpha={self.alpha}, lam={self.lam})"
+
+
+def _check_int(value, what: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ModelError(f"{what} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+def _check_real(value, what: str, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or (positive and value <= 0):
+        raise ModelError(f"{what} must be a finite{' positive' if positive else ''} real number, got {value!r}")
+    return float(value)
+
+
+def _check_finite_step(step: int, lr: float, loss: float, grads: Mapping) -> None:
+    """NumericalError naming the step and the learning rate when a training step left the finite numbers."""
+    bad = [k for k, g in grads.items() if not np.all(np.isfinite(g))]
+    if np.isfinite(loss) and not bad:
+        return
+    what = f"the loss is {loss}" if not np.isfinite(loss) else f"the gradients of {bad} are not finite"
+    raise NumericalError(f"CausalHead.fit diverged at step {step}: {what} with lr={lr!r}; lower the learning rate "
+                         f"(parameters restored to before the fit)")
 
 
 def _small_blas(work: int):

@@ -82,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import limits
 from ..errors import GraphError, ModelError, ShapeError
 from ..graph.dag import DAG
 from ..inference.tensor import Plan
@@ -108,6 +109,9 @@ from ..mechanisms.tensor import (
     TensorOp,
     Transpose,
     _fmt,
+    as_int,
+    as_real,
+    float_dtype,
 )
 from ..model import CausalModel, Trace
 
@@ -138,10 +142,20 @@ _VIEWS = ("folded", "expanded")
 # -- weights ------------------------------------------------------------------------------
 
 
-def _to_numpy(v: Any) -> np.ndarray:
-    if hasattr(v, "detach"):  # a torch tensor, without importing torch
-        v = v.detach().cpu().numpy()
-    return np.asarray(v)
+def _to_numpy(key: str, v: Any) -> np.ndarray:
+    """The weight `key` as a real, finite numpy array, or a ModelError naming the key."""
+    try:
+        if hasattr(v, "detach"):  # a torch tensor, without importing torch
+            v = v.detach().cpu().numpy()
+        arr = np.asarray(v)
+    except (TypeError, ValueError, RuntimeError) as e:  # bfloat16, ragged lists, ...
+        raise ModelError(f"weights: {key!r} cannot be read as a numpy array ({e})") from None
+    if arr.dtype.kind not in "biuf":
+        raise ModelError(f"weights: {key!r} must hold real numbers, got dtype {arr.dtype}; causalnet cannot "
+                         f"represent it")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ModelError(f"weights: {key!r} contains NaN or inf")
+    return arr
 
 
 class _Weights:
@@ -194,12 +208,13 @@ def _state(weights: Mapping | None) -> dict | None:
         return None
     if not isinstance(weights, Mapping):
         raise ModelError(f"weights must be a mapping name -> array (a state dict), got {type(weights).__name__}")
-    return {str(k): _to_numpy(v) for k, v in weights.items()}
+    return {str(k): _to_numpy(str(k), v) for k, v in weights.items()}
 
 
 # Random weights in the PyTorch layout, for models built without weights.
 
 def _r_attention(rng, d: int, bias: bool = True) -> dict:
+    _check_random_size(4 * d * d, "an attention block", f"d_model={d}")
     w = {"in_proj_weight": rng.normal(0, d ** -0.5, (3 * d, d)), "out_proj.weight": rng.normal(0, d ** -0.5, (d, d))}
     if bias:
         w["in_proj_bias"] = rng.normal(0, 0.1, 3 * d)
@@ -212,6 +227,7 @@ def _r_norm(rng, d: int, name: str) -> dict:
 
 
 def _r_layer(rng, d: int, ff: int, cross: bool) -> dict:
+    _check_random_size((8 + 4 * cross) * d * d + 2 * d * ff, "a layer", f"d_model={d}, d_ff={ff}")
     w = {f"self_attn.{k}": v for k, v in _r_attention(rng, d).items()}
     if cross:
         w.update({f"multihead_attn.{k}": v for k, v in _r_attention(rng, d).items()})
@@ -224,6 +240,11 @@ def _r_layer(rng, d: int, ff: int, cross: bool) -> dict:
 
 def _prefixed(prefix: str, w: Mapping) -> dict:
     return {prefix + k: v for k, v in w.items()}
+
+
+def _check_random_size(count: float, what: str, cause: str) -> None:
+    """Random weights of `count` float64 entries must fit the limits before they are drawn."""
+    limits.check_bytes(8.0 * count, what=f"the random weights of {what}", cause=cause)
 
 
 def _need(value, name: str, why: str):
@@ -251,8 +272,8 @@ class _Builder:
         self.heads = int(heads)
         self.view = view
         self.scores = bool(scores)
-        self.dtype = np.dtype(dtype)
-        self.eps = float(eps)
+        self.dtype = float_dtype(dtype, "the model")
+        self.eps = as_real(eps, "eps", positive=True)
         self.activation = activation
         self.norm_first = bool(norm_first)
         self.m: dict = {}
@@ -599,6 +620,8 @@ def _layers_count(w: _Weights, prefix: str, layers) -> int:
 def _random_stack(rng, *, layers, d, ff, cross, vocab, final_norm, lm_head, emb_key="embedding.weight",
                   norm_key="norm") -> dict:
     sd: dict = {}
+    _check_random_size(layers * ((8 + 4 * cross) * d * d + 2 * d * ff) + 2 * (vocab or 0) * d,
+                       f"a stack of {layers} layers", f"d_model={d}, d_ff={ff}, vocab={vocab}")
     for i in range(layers):
         sd.update(_prefixed(f"layers.{i}.", _r_layer(rng, d, ff, cross)))
     if final_norm:
@@ -904,8 +927,12 @@ def generate(model: CausalModel, prompt, steps: int, *, source=None, source_padd
     tokens = np.asarray(prompt)
     if tokens.ndim != 2 or tokens.dtype.kind not in "iu":
         raise ShapeError(f"prompt must be (n, T0) integer token ids, got {tokens.dtype} {tokens.shape}")
-    if not isinstance(steps, (int, np.integer)) or steps < 0:
+    if tokens.shape[1] == 0 or tokens.shape[0] == 0:
+        raise ShapeError(f"prompt must hold at least one row and one token (n, T0 >= 1), got {tokens.shape}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise ModelError(f"steps must be a non-negative int, got {steps!r}")
+    if eos is not None:
+        as_int(eos, "eos", low=0)
     nrow = tokens.shape[0]
     if "dec.x" in model:
         tok = "dec.x"
