@@ -111,7 +111,7 @@ def _natural_parents_of(mech) -> tuple:
     return natural_parents(mech)
 
 
-def _axes(model, v, op, paxes: list, lengths) -> tuple:
+def _axes(model, v, op, paxes: list, lengths) -> tuple:  # noqa: C901 - one short branch per op kind, read as a table
     """Per-row axes of node v: an int length for a sequence axis, None for a feature axis."""
     shape = model.specs[v].shape
     if isinstance(op, Input):
@@ -171,61 +171,84 @@ def _visible(op, t: int, s: int) -> bool:
     return not (getattr(op, "causal", False) and s > t)
 
 
+def _weights_edges(v, op, parents, axes, const, pos_list, edges) -> None:
+    """AttentionWeights / Scores: query t and every visible key (and its padding) into ``v[t, s]``."""
+    q, k = parents[0], parents[1]
+    pad = parents[2] if len(parents) > 2 else None
+    tk = axes[k][0]
+    for t, s in pos_list:
+        if isinstance(op, Scores):
+            edges += [(_pname(q, (t,)), _pname(v, (t, s))), (_pname(k, (s,)), _pname(v, (t, s)))]
+            continue
+        if not _visible(op, t, s):
+            const[v].add((t, s))
+            continue
+        edges.append((_pname(q, (t,)), _pname(v, (t, s))))
+        for s2 in range(tk):
+            if _visible(op, t, s2):
+                edges.append((_pname(k, (s2,)), _pname(v, (t, s))))
+                if pad is not None:
+                    edges.append((_pname(pad, (s2,)), _pname(v, (t, s))))
+
+
+def _mask_edges(v, op, parents, axes, const, pos_list, edges) -> None:
+    src = parents[0]
+    pad = parents[1] if len(parents) > 1 else None
+    for t, s in pos_list:
+        if not _visible(op, t, s):
+            const[v].add((t, s))
+            continue
+        edges.append((_pname(src, (t, s)), _pname(v, (t, s))))
+        if pad is not None:
+            edges.append((_pname(pad, (s,)), _pname(v, (t, s))))
+
+
+def _softmax_edges(v, op, parents, axes, const, pos_list, edges) -> None:
+    """Softmax over the key axis: every unmasked key of row t into ``v[t, s]``."""
+    src = parents[0]
+    tk = axes[src][_seq_index(axes[src])[-1]]
+    for t, s in pos_list:
+        if (t, s) in const[src]:
+            const[v].add((t, s))
+            continue
+        for s2 in range(tk):
+            if (t, s2) not in const[src]:
+                edges.append((_pname(src, (t, s2)), _pname(v, (t, s))))
+
+
+def _mix_edges(v, op, parents, axes, const, pos_list, edges) -> None:
+    """Attention ``A = P V``: the unmasked weights of row t and their values into ``v[t]``."""
+    p, val = parents
+    tk = axes[val][0]
+    for (t,) in pos_list:
+        for s in range(tk):
+            if (t, s) in const[p]:
+                continue
+            edges += [(_pname(p, (t, s)), _pname(v, (t,))), (_pname(val, (s,)), _pname(v, (t,)))]
+
+
+def _block_edges(v, op, parents, axes, const, pos_list, edges) -> None:
+    """MultiHeadAttention in one node: the query row and every visible memory row into ``v[t]``."""
+    x = parents[0]
+    mem = parents[1] if op.cross else x
+    pad = parents[-1] if op.has_padding else None
+    tk = axes[mem][0]
+    for (t,) in pos_list:
+        edges.append((_pname(x, (t,)), _pname(v, (t,))))
+        for s in range(tk):
+            if _visible(op, t, s):
+                edges.append((_pname(mem, (s,)), _pname(v, (t,))))
+                if pad is not None:
+                    edges.append((_pname(pad, (s,)), _pname(v, (t,))))
+
+
+#: op class -> how its positions depend on its parents' positions
+_EDGES = ((AttentionWeights, _weights_edges), (Scores, _weights_edges), (Mask, _mask_edges),
+          (Softmax, _softmax_edges), (Attention, _mix_edges), (MultiHeadAttention, _block_edges))
+
+
 def _attention_edges(v, op, parents, axes, const, pos_list, edges) -> None:
-    if isinstance(op, (AttentionWeights, Scores)):
-        q, k = parents[0], parents[1]
-        pad = parents[2] if len(parents) > 2 else None
-        tk = axes[k][0]
-        for t, s in pos_list:
-            if isinstance(op, Scores):
-                edges += [(_pname(q, (t,)), _pname(v, (t, s))), (_pname(k, (s,)), _pname(v, (t, s)))]
-                continue
-            if not _visible(op, t, s):
-                const[v].add((t, s))
-                continue
-            edges.append((_pname(q, (t,)), _pname(v, (t, s))))
-            for s2 in range(tk):
-                if _visible(op, t, s2):
-                    edges.append((_pname(k, (s2,)), _pname(v, (t, s))))
-                    if pad is not None:
-                        edges.append((_pname(pad, (s2,)), _pname(v, (t, s))))
-    elif isinstance(op, Mask):
-        src = parents[0]
-        pad = parents[1] if len(parents) > 1 else None
-        for t, s in pos_list:
-            if not _visible(op, t, s):
-                const[v].add((t, s))
-                continue
-            edges.append((_pname(src, (t, s)), _pname(v, (t, s))))
-            if pad is not None:
-                edges.append((_pname(pad, (s,)), _pname(v, (t, s))))
-    elif isinstance(op, Softmax):  # over the key axis
-        src = parents[0]
-        tk = axes[src][_seq_index(axes[src])[-1]]
-        for t, s in pos_list:
-            if (t, s) in const[src]:
-                const[v].add((t, s))
-                continue
-            for s2 in range(tk):
-                if (t, s2) not in const[src]:
-                    edges.append((_pname(src, (t, s2)), _pname(v, (t, s))))
-    elif isinstance(op, Attention):
-        p, val = parents
-        tk = axes[val][0]
-        for (t,) in pos_list:
-            for s in range(tk):
-                if (t, s) in const[p]:
-                    continue
-                edges += [(_pname(p, (t, s)), _pname(v, (t,))), (_pname(val, (s,)), _pname(v, (t,)))]
-    elif isinstance(op, MultiHeadAttention):
-        x = parents[0]
-        mem = parents[1] if op.cross else x
-        pad = parents[-1] if op.has_padding else None
-        tk = axes[mem][0]
-        for (t,) in pos_list:
-            edges.append((_pname(x, (t,)), _pname(v, (t,))))
-            for s in range(tk):
-                if _visible(op, t, s):
-                    edges.append((_pname(mem, (s,)), _pname(v, (t,))))
-                    if pad is not None:
-                        edges.append((_pname(pad, (s,)), _pname(v, (t,))))
+    for cls, fn in _EDGES:
+        if isinstance(op, cls):
+            fn(v, op, parents, axes, const, pos_list, edges)
+            return
