@@ -14,6 +14,7 @@ from causalnet.errors import EvidenceError, ModelError, ShapeError
 from causalnet.inference.cauchy import Cauchy, cauchy_marginals
 from causalnet.models import causal_head as ch
 from causalnet.models.causal_head import CausalHead, gradient_check, synthetic_number_task
+from causalnet.models.causal_head.model import sample_logits
 
 V, C, H, T = 7, 5, 5, 4
 NUM = 6
@@ -353,7 +354,7 @@ def test_generation_stops_at_eos(head, seed):
 
 def test_top_p_sampling_keeps_the_nucleus(seed):
     logits = np.log(np.array([[0.5, 0.3, 0.15, 0.05]] * 4000))
-    draws = ch._sample_logits(logits, np.random.default_rng(seed), None, 0.75, 1.0)
+    draws = sample_logits(logits, np.random.default_rng(seed), None, 0.75, 1.0)
     assert set(np.unique(draws)) == {0, 1}
     assert abs((draws == 0).mean() - 0.5 / 0.8) < 0.03
 

@@ -1,76 +1,24 @@
-"""The CausalQwen head: abduction of an individual U, action with exogenous noise.
-
-The head sits on backbone features ``z`` (n, T, H) and follows the
-CausalQwen design:
-
-* **numerical-aware embedding** (before the backbone):
-  ``e = embed[ids] + sign(v) · ln(1 + |v|) · w_num``, with numbers replaced by
-  a ``<NUM>`` token and their values aligned in ``numeric_values``;
-* **abduction**: ``loc_U = W_loc z + b_loc``,
-  ``scale_U = softplus(W_scale z + b_scale)`` — the individual
-  ``U ~ Cauchy(loc_U, scale_U)`` (n, T, C);
-* **action**: exogenous noise ``N ~ Cauchy(0, |b_noise|)`` is added,
-  ``U' = U + N ~ Cauchy(loc_U, scale_U + |b_noise|)``, and linear decisions
-  follow: scores ``S_k = W_cls,k · U' + b_cls,k`` (n, T, V) and a regression
-  ``Y = W_reg · U' + b_reg`` (n, T), each exactly
-  ``Cauchy(W · loc, |W| · (scale_U + |b_noise|))``;
-* **one-vs-rest** probabilities ``P_k = P(S_k > C_k) = 1/2 + atan((loc_S − C_k)/scale_S)/π``
-  with learnable thresholds ``C_k``;
-* **loss**: OvR binary cross-entropy summed over the vocabulary, averaged
-  over ``attention_mask``, plus ``λ`` × the gated Cauchy NLL of ``Y``,
-  ``num_mask · (α + (1 − α) P_<NUM>) · nll``, averaged over ``num_mask``.
-
-Inference modes (``mode=``): ``"standard"`` (analytic), ``"causal"`` (sample
-an individual ``u ~ U`` per position, then ``U' ~ Cauchy(u, |b_noise|)``),
-``"individual"`` (one fixed individual factor ``eps_seed ~ U(0,1)^C`` for a
-whole sequence, ``u_t = loc_U,t + scale_U,t ⊙ tan(π(eps_seed − 1/2))``),
-``"noise"`` (one fixed noise instance ``eps_noise ~ Cauchy(0, 1)^C``,
-``U' ~ Cauchy(loc_U + |b_noise| ⊙ eps_noise, scale_U)``) and ``"softmax"``
-(``loc_S`` as logits with top-k/top-p sampling).
-
-:meth:`CausalHead.to_model` turns the head into a :class:`~causalnet.model.CausalModel`
-whose ``U`` and ``noise`` are exogenous Cauchy nodes and ``S`` and ``Y`` are
-:class:`~causalnet.mechanisms.cauchy.CauchyLinear` nodes, so ``do(U = u)``
-and "same individual, other context" are ordinary queries; the affine-form
-engine (:mod:`causalnet.inference.cauchy`) reproduces the head's formulas.
-
-Symbols: ``n`` batch, ``T`` positions, ``H`` backbone width, ``C`` causal
-width, ``V`` vocabulary (including ``<NUM>``), ``N = n · T`` rows.
-
-References
-----------
-.. [1] CausalQwen mathematical overview (shared/references/causalqwen-math-zh.md).
-.. [2] H. Zhang et al., "Distribution-consistency structural causal models",
-       arXiv:2401.15911.
-
-Examples
---------
->>> import numpy as np
->>> head = CausalHead.initialise(vocab_size=5, hidden=4, num_id=4, seed=0)
->>> z = np.random.default_rng(0).normal(size=(2, 3, 4))
->>> out = head.forward(z)
->>> out.loc_S.shape, out.scale_Y.shape
-((2, 3, 5), (2, 3))
->>> bool(np.all((out.probs > 0) & (out.probs < 1)))
-True
-"""
+"""The CausalHead: abduction, action, inference modes, fitting, generation, and the head as a CausalModel."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, softmax
+from scipy.special import softmax
 
-from ..errors import EvidenceError, ModelError, ShapeError
-from ..inference.cauchy import Cauchy
-from ..mechanisms.base import as_generator
+from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
+from ...mechanisms.base import as_generator
+from ...mechanisms.cauchy import CauchyLinear
+from ...mechanisms.function import Deterministic
+from ...mechanisms.tensor import Input
+from ...model import CausalModel
+from .losses import head_loss
+from .outputs import HeadOutput, numeric_embedding, real_array, softplus
+from .training import adam, check_int, check_real, small_blas
 
-__all__ = ["CausalHead", "HeadOutput", "NumberTask", "synthetic_number_task", "gradient_check",
-           "numeric_embedding", "MODES", "PARAMS"]
+__all__ = ["CausalHead", "gradient_check", "sample_logits", "MODES", "PARAMS"]
 
 MODES = ("standard", "causal", "individual", "noise", "softmax")
 #: parameter names and their shapes in terms of V, C, H
@@ -79,117 +27,6 @@ PARAMS = {
     "W_cls": ("V", "C"), "b_cls": ("V",), "thresholds": ("V",), "W_reg": ("C",), "b_reg": (),
 }
 _TRAINABLE = tuple(PARAMS)
-_LOG_PI = float(np.log(np.pi))
-
-
-def softplus(x: np.ndarray) -> np.ndarray:
-    """``log(1 + exp(x))`` without overflow."""
-    return np.logaddexp(0.0, x)
-
-
-def numeric_embedding(table: np.ndarray, w_num: np.ndarray, input_ids, numeric_values=None) -> np.ndarray:
-    """Numerical-aware embedding ``table[ids] + sign(v) · ln(1 + |v|) · w_num``.
-
-    Parameters
-    ----------
-    table : ndarray of shape (V, H)
-    w_num : ndarray of shape (H,)
-    input_ids : int array of shape (n, T)
-    numeric_values : array of shape (n, T), optional
-        The value at ``<NUM>`` positions, 0 elsewhere (``φ(0) = 0``).
-
-    Returns
-    -------
-    ndarray of shape (n, T, H)
-    """
-    ids = np.asarray(input_ids)
-    if not np.issubdtype(ids.dtype, np.integer):
-        raise ShapeError(f"input_ids must be integer token ids, got {ids.dtype}")
-    if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
-        raise EvidenceError(f"token ids must lie in 0..{table.shape[0] - 1}, got [{ids.min()}, {ids.max()}]")
-    e = table[ids]                                                   # (n, T, H)
-    if numeric_values is not None:
-        v = np.asarray(numeric_values, dtype=np.float64)
-        if v.shape != ids.shape:
-            raise ShapeError(f"numeric_values has shape {v.shape}; input_ids has {ids.shape}")
-        if not np.all(np.isfinite(v)):
-            raise EvidenceError("numeric_values contains NaN or inf")
-        e = e + (np.sign(v) * np.log1p(np.abs(v)))[..., None] * w_num   # (n, T, H)
-    return e
-
-
-# -- outputs -------------------------------------------------------------------------------
-
-
-@dataclass
-class HeadOutput:
-    """Decision distributions of one forward pass.
-
-    Attributes
-    ----------
-    loc_U, scale_U : ndarray of shape (n, T, C)
-        The abducted individual ``U ~ Cauchy(loc_U, scale_U)``.
-    loc_S, scale_S : ndarray of shape (n, T, V)
-        Class scores ``S_k ~ Cauchy(loc_S, scale_S)``.
-    loc_Y, scale_Y : ndarray of shape (n, T)
-        Regression ``Y ~ Cauchy(loc_Y, scale_Y)``.
-    thresholds : ndarray of shape (V,)
-    mode : str
-    u : ndarray of shape (n, T, C) or None
-        The individual used (causal / individual modes).
-    """
-
-    loc_U: np.ndarray
-    scale_U: np.ndarray
-    loc_S: np.ndarray
-    scale_S: np.ndarray
-    loc_Y: np.ndarray
-    scale_Y: np.ndarray
-    thresholds: np.ndarray
-    mode: str
-    u: np.ndarray | None = None
-    _probs: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def probs(self) -> np.ndarray:
-        """``(n, T, V)``: OvR probabilities ``P(S_k > C_k)``; softmax of ``loc_S`` in softmax mode."""
-        if self._probs is None:
-            if self.mode == "softmax":
-                self._probs = softmax(self.loc_S, axis=-1)
-            else:
-                self._probs = ovr_probs(self.loc_S, self.scale_S, self.thresholds)
-        return self._probs
-
-    @property
-    def S(self) -> Cauchy:
-        return Cauchy(self.loc_S, self.scale_S, method=f"causal head ({self.mode})")
-
-    @property
-    def Y(self) -> Cauchy:
-        return Cauchy(self.loc_Y, self.scale_Y, method=f"causal head ({self.mode})")
-
-    @property
-    def U(self) -> Cauchy:
-        return Cauchy(self.loc_U, self.scale_U, method="causal head (abduction)")
-
-    def predict(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(tokens (n, T), values (n, T))``: argmax of :attr:`probs` and the median ``loc_Y``."""
-        return np.argmax(self.probs, axis=-1), self.loc_Y
-
-    def ovr_prob_sum(self) -> np.ndarray:
-        """``(n, T)`` sum of the OvR probabilities (a calibration diagnostic; 1 is ideal)."""
-        return ovr_probs(self.loc_S, self.scale_S, self.thresholds).sum(axis=-1)
-
-
-def ovr_probs(loc_S: np.ndarray, scale_S: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """``P(S > C) = 1/2 + atan((loc − C)/scale)/π``, as ``atan2(scale, C − loc)/π`` (no tail cancellation)."""
-    t = thresholds - loc_S                                               # (n, T, V), the only allocation
-    np.arctan2(scale_S, t, out=t)
-    t *= 1.0 / np.pi
-    return t
-
-
-# -- the head -------------------------------------------------------------------------------
 
 
 class CausalHead:
@@ -357,7 +194,7 @@ class CausalHead:
         return numeric_embedding(self._p["embed"], self._p["w_num"], input_ids, numeric_values)
 
     def _check_z(self, z) -> np.ndarray:
-        z = np.asarray(z, dtype=np.float64)
+        z = real_array(z, "features z")
         H = self._p["W_loc"].shape[1]
         if z.ndim < 2 or z.shape[-1] != H:
             raise ShapeError(f"the head expects features z of shape (n, T, {H}), got {z.shape}")
@@ -424,7 +261,9 @@ class CausalHead:
         """
         if mode not in MODES:
             raise ModelError(f"mode must be one of {list(MODES)}, got {mode!r}")
-        loc_U, scale_U = self.abduct(z)
+        z = self._check_z(z)
+        with np.errstate(over="ignore", invalid="ignore"):
+            loc_U, scale_U = self.abduct(z)
         n, C = loc_U.shape[0], loc_U.shape[-1]
         absb = np.abs(self._p["b_noise"])
         used_u = None
@@ -452,7 +291,13 @@ class CausalHead:
             e = self._per_row(eps_noise, n, C, "eps_noise")
             loc_in = loc_U + (absb * e).reshape((n,) + (1,) * (loc_U.ndim - 2) + (C,))
             scale_in = scale_U
-        loc_S, scale_S, loc_Y, scale_Y = self.action(loc_in, scale_in)
+        with np.errstate(over="ignore", invalid="ignore"):
+            loc_S, scale_S, loc_Y, scale_Y = self.action(loc_in, scale_in)
+        for name, a in (("loc_U", loc_U), ("scale_U", scale_U), ("loc_S", loc_S), ("scale_S", scale_S),
+                        ("loc_Y", loc_Y), ("scale_Y", scale_Y)):
+            if not np.all(np.isfinite(a)):
+                raise NumericalError(f"CausalHead.forward ({mode}): {name} overflowed float64 from finite features "
+                                     f"(largest |z| {float(np.max(np.abs(z))):.3g}); rescale the features")
         return HeadOutput(loc_U, scale_U, loc_S, scale_S, loc_Y, scale_Y, self._p["thresholds"], mode, used_u)
 
     @staticmethod
@@ -521,66 +366,9 @@ class CausalHead:
         return self._loss(*self._batch(z, labels, targets, attention_mask), grad=True)
 
     def _loss(self, z, lab, y, mask, num, *, grad: bool):
-        p = self._p
-        N = z.shape[0]
-        V = p["W_cls"].shape[0]
-        n_cls = max(int(mask.sum()), 1)
-        n_num = int(num.sum())
         aW, aw = self._abs_W()
-        absb = np.abs(p["b_noise"])
-        locU = z @ p["W_loc"].T + p["b_loc"]                             # (N, C)
-        pre = z @ p["W_scale"].T + p["b_scale"]                          # (N, C)
-        g = softplus(pre) + absb                                         # (N, C) scale of U'
-        locS = locU @ p["W_cls"].T + p["b_cls"]                          # (N, V)
-        sS = g @ aW.T                                                    # (N, V)
-        delta = locS - p["thresholds"]                                   # (N, V)
-        P = np.arctan2(sS, -delta) / np.pi                               # (N, V) P(S > C)
-        Q = np.arctan2(sS, delta) / np.pi                                # (N, V) 1 - P
-        onehot = np.zeros((N, V), dtype=bool)
-        onehot[np.arange(N), lab] = True
-        tiny = np.finfo(np.float64).tiny
-        bce = -np.where(onehot, np.log(np.maximum(P, tiny)), np.log(np.maximum(Q, tiny)))   # (N, V)
-        wc = mask / n_cls                                                # (N,)
-        cls_loss = float(bce.sum(axis=1) @ wc)
-        locY = locU @ p["W_reg"] + p["b_reg"]                            # (N,)
-        sY = g @ aw                                                      # (N,)
-        r = (y - locY) / sY
-        nll = _LOG_PI + np.log(sY) + np.log1p(r * r)                     # (N,)
-        Pn = P[:, self.num_id]
-        gate = num * (self.alpha + (1.0 - self.alpha) * Pn)              # (N,)
-        reg_loss = float(gate @ nll) / n_num if n_num else 0.0
-        total = cls_loss + self.lam * reg_loss
-        parts = {"cls": cls_loss, "reg": reg_loss, "n_cls": int(mask.sum()), "n_num": n_num}
-        if not grad:
-            return total, None, parts
-        # d total / d P: BCE terms, and the gate through P_<NUM>
-        dP = np.where(onehot, -1.0 / np.maximum(P, tiny), 1.0 / np.maximum(Q, tiny)) * wc[:, None]   # (N, V)
-        wr = self.lam / n_num if n_num else 0.0
-        if not self.detach_gate:
-            dP[:, self.num_id] += wr * (1.0 - self.alpha) * num * nll
-        den = np.pi * (sS * sS + delta * delta)                          # (N, V)
-        g_locS = dP * (sS / den)                                         # (N, V)
-        g_sS = dP * (-delta / den)                                       # (N, V)
-        # regression
-        q = 1.0 + r * r
-        g_locY = wr * gate * (-2.0 * r / (sY * q))                       # (N,)
-        g_sY = wr * gate * ((1.0 - r * r) / (sY * q))                    # (N,)
-        grads = {
-            "W_cls": g_locS.T @ locU + (g_sS.T @ g) * np.sign(p["W_cls"]),
-            "b_cls": g_locS.sum(axis=0),
-            "thresholds": -g_locS.sum(axis=0),
-            "W_reg": g_locY @ locU + (g_sY @ g) * np.sign(p["W_reg"]),
-            "b_reg": np.asarray(g_locY.sum()),
-        }
-        g_locU = g_locS @ p["W_cls"] + g_locY[:, None] * p["W_reg"]     # (N, C)
-        g_g = g_sS @ aW + g_sY[:, None] * aw                             # (N, C)
-        grads["b_noise"] = g_g.sum(axis=0) * np.sign(p["b_noise"])
-        g_pre = g_g * expit(pre)                                         # (N, C)
-        grads["W_scale"] = g_pre.T @ z
-        grads["b_scale"] = g_pre.sum(axis=0)
-        grads["W_loc"] = g_locU.T @ z
-        grads["b_loc"] = g_locU.sum(axis=0)
-        return total, grads, parts
+        return head_loss(self._p, aW, aw, z, lab, y, mask, num, num_id=self.num_id, alpha=self.alpha, lam=self.lam,
+                         detach_gate=self.detach_gate, grad=grad)
 
     # -- training -----------------------------------------------------------------------------------
 
@@ -615,6 +403,14 @@ class CausalHead:
         -------
         self
             With ``history_`` = ``{"loss": [...], "cls": [...], "reg": [...]}``.
+
+        Raises
+        ------
+        NumericalError
+            When the loss, a gradient or a parameter leaves the finite numbers
+            (a learning rate far too large); the message names the step and
+            the learning rate, and the head keeps its parameters and history
+            from before the call.
         """
         rows = self._batch(z, labels, targets, attention_mask)
         n = np.shape(labels)[0]
@@ -622,8 +418,16 @@ class CausalHead:
         bad = [k for k in names if k not in PARAMS]
         if bad:
             raise ModelError(f"unknown trainable parameters {bad}; expected some of {list(PARAMS)}")
-        if steps < 0 or not lr > 0:
-            raise ModelError(f"steps must be >= 0 and lr > 0, got steps={steps!r}, lr={lr!r}")
+        steps = check_int(steps, "steps", 0)
+        lr = check_real(lr, "lr", positive=True)
+        weight_decay = check_real(weight_decay, "weight_decay")
+        if weight_decay < 0:
+            raise ModelError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        if batch_size is not None:
+            batch_size = check_int(batch_size, "batch_size", 1)
+        if not (isinstance(betas, (tuple, list)) and len(betas) == 2
+                and all(0.0 <= check_real(b, "betas") < 1.0 for b in betas)):
+            raise ModelError(f"betas must be two numbers in [0, 1), got {betas!r}")
         rng = as_generator(seed)
         hist: dict = {"loss": [], "cls": [], "reg": []}
         it = range(steps)
@@ -636,43 +440,18 @@ class CausalHead:
                 pass
         per_seq = rows[0].shape[0] // max(n, 1)
         rows_per_step = per_seq * (n if batch_size is None else min(batch_size, n))
-        with _small_blas(rows_per_step * max(self._p["W_cls"].shape)):
-            self._adam(rows, names, it, n, per_seq, batch_size, rng, betas, lr, weight_decay, hist, progress,
-                       callback)
+        saved = dict(self._p)
+        try:
+            with small_blas(rows_per_step * max(self._p["W_cls"].shape)), \
+                    np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # checked by name per step
+                adam(self._p, names, lambda batch: self._loss(*batch, grad=True), rows, it, n, per_seq, batch_size, rng,
+                     betas, lr, weight_decay, hist, progress, callback)
+        except BaseException:
+            self._p = saved                 # a failed fit leaves the head as it was
+            self._abs_cache = None
+            raise
         self.history_ = hist
         return self
-
-    def _adam(self, rows, names, it, n, per_seq, batch_size, rng, betas, lr, weight_decay, hist, progress,
-              callback) -> None:
-        b1, b2 = betas
-        m1 = {k: np.zeros_like(self._p[k]) for k in names}
-        m2 = {k: np.zeros_like(self._p[k]) for k in names}
-        for step in it:
-            if batch_size is None or batch_size >= n:
-                batch = rows
-            else:
-                seqs = rng.choice(n, size=batch_size, replace=False)
-                idx = (seqs[:, None] * per_seq + np.arange(per_seq)).reshape(-1)
-                batch = tuple(a[idx] for a in rows)
-            loss, grads, parts = self._loss(*batch, grad=True)
-            t = step + 1
-            for k in names:
-                gk = grads[k]
-                m1[k] = b1 * m1[k] + (1 - b1) * gk
-                m2[k] = b2 * m2[k] + (1 - b2) * gk * gk
-                upd = lr * (m1[k] / (1 - b1 ** t)) / (np.sqrt(m2[k] / (1 - b2 ** t)) + 1e-8)
-                new = self._p[k] - upd
-                if weight_decay and new.ndim == 2:
-                    new = new - lr * weight_decay * self._p[k]
-                self._p[k] = new
-            self._abs_cache = None
-            hist["loss"].append(loss)
-            hist["cls"].append(parts["cls"])
-            hist["reg"].append(parts["reg"])
-            if progress and hasattr(it, "set_postfix"):
-                it.set_postfix(loss=f"{loss:.4f}")
-            if callback is not None and callback(step, loss, parts) is False:
-                break
 
     # -- evaluation ---------------------------------------------------------------------------------
 
@@ -765,7 +544,7 @@ class CausalHead:
                 raise ShapeError(f"the backbone returned {z.shape}; expected ({n}, {ids.shape[1]}, H)")
             out = self.forward(z[:, -1:], mode=mode, seed=rng, eps_seed=eps_seed, eps_noise=eps_noise)
             if mode == "softmax":
-                tok = _sample_logits(out.loc_S[:, 0], rng, top_k, top_p, temperature)
+                tok = sample_logits(out.loc_S[:, 0], rng, top_k, top_p, temperature)
             else:
                 tok = np.argmax(out.probs[:, 0], axis=-1)
             val = np.where(tok == self.num_id, out.loc_Y[:, 0], 0.0)
@@ -801,9 +580,6 @@ class CausalHead:
         >>> bool(np.allclose(d.scale, head.forward(z).scale_S))
         True
         """
-        from ..mechanisms.tensor import Input
-        from ..model import CausalModel
-
         T = int(T)
         H = self._p["W_loc"].shape[1]
         mechs = {"z": Input((T, H))}
@@ -811,8 +587,6 @@ class CausalHead:
         return CausalModel(mechs, latent=["U", "noise", "U_in"])
 
     def _head_mechanisms(self, T: int, z: str, prefix: str) -> dict:
-        from ..mechanisms.cauchy import CauchyLinear
-        from ..mechanisms.function import Deterministic
 
         p = self.params
         C = p["W_loc"].shape[0]
@@ -852,10 +626,6 @@ class CausalHead:
         CausalModel
             Decoder nodes, then ``{prefix}loc_U`` ... ``{prefix}S``, ``{prefix}Y``.
         """
-        from ..mechanisms.function import Deterministic
-        from ..mechanisms.tensor import Input
-        from ..model import CausalModel
-
         T = int(T)
         decoder._check_node(features, "features node")
         H = self._p["W_loc"].shape[1]
@@ -899,19 +669,7 @@ class CausalHead:
         return f"CausalHead(V={d['V']}, C={d['C']}, H={d['H']}, num_id={self.num_id}, alpha={self.alpha}, lam={self.lam})"
 
 
-def _small_blas(work: int):
-    """One BLAS thread for small training problems (threads only contend there), when threadpoolctl exists."""
-    if work < 20_000_000:
-        try:
-            from threadpoolctl import threadpool_limits
-
-            return threadpool_limits(1, user_api="blas")
-        except ImportError:
-            pass
-    return contextlib.nullcontext()
-
-
-def _sample_logits(logits: np.ndarray, rng: np.random.Generator, top_k: int | None, top_p: float | None,
+def sample_logits(logits: np.ndarray, rng: np.random.Generator, top_k: int | None, top_p: float | None,
                    temperature: float) -> np.ndarray:
     """One draw per row from ``softmax(logits / temperature)`` restricted to the top-k / top-p set."""
     if not temperature > 0:
@@ -987,147 +745,3 @@ def gradient_check(head: CausalHead, z, labels, targets=None, attention_mask=Non
         head._p = saved
         head._abs_cache = None
     return out
-
-
-# -- a synthetic task ------------------------------------------------------------------------------------
-
-
-@dataclass
-class NumberTask:
-    """Token sequences with numbers and a frozen stand-in backbone.
-
-    Sentences are clauses ``item verb <NUM> ;`` after ``<bos>``; the number
-    after ``item costs`` is that item's price and after ``item weighs`` its
-    weight (each times a small log-normal jitter). Next-token labels are the
-    inputs shifted by one; ``targets`` holds the next number where the label
-    is ``<NUM>``. Sequences have random lengths (padding masked out).
-
-    Attributes
-    ----------
-    input_ids, numeric_values : arrays of shape (n, T)
-    labels, targets : arrays of shape (n, T)
-    attention_mask : bool array of shape (n, T)
-    vocab : tuple of str
-    num_id, pad_id, bos_id, sep_id : int
-    values : ndarray of shape (items, 2)
-        Price and weight of every item.
-    embed : ndarray of shape (V, H)
-    w_num : ndarray of shape (H,)
-    """
-
-    input_ids: np.ndarray
-    numeric_values: np.ndarray
-    labels: np.ndarray
-    targets: np.ndarray
-    attention_mask: np.ndarray
-    vocab: tuple
-    num_id: int
-    pad_id: int
-    bos_id: int
-    sep_id: int
-    values: np.ndarray
-    embed: np.ndarray
-    w_num: np.ndarray
-    _A: np.ndarray = field(repr=False)
-    _B: np.ndarray = field(repr=False)
-
-    @property
-    def hidden(self) -> int:
-        return self.embed.shape[1]
-
-    def features(self, input_ids, numeric_values=None) -> np.ndarray:
-        """The frozen backbone: ``z_t = tanh(e_t A + e_{t-1} B)`` on numerical-aware embeddings, (n, T, H)."""
-        e = numeric_embedding(self.embed, self.w_num, input_ids, numeric_values)   # (n, T, H)
-        prev = np.concatenate([np.zeros_like(e[:, :1]), e[:, :-1]], axis=1)      # (n, T, H)
-        return np.tanh(e @ self._A + prev @ self._B)
-
-    def z(self) -> np.ndarray:
-        """Features of the task's own inputs, (n, T, H)."""
-        return self.features(self.input_ids, self.numeric_values)
-
-    def resample(self, n: int, T: int | None = None, seed: Any = None) -> NumberTask:
-        """Fresh sequences from the same world (items, values, backbone): a test set."""
-        world = {k: getattr(self, k) for k in ("vocab", "num_id", "pad_id", "bos_id", "sep_id", "values", "embed",
-                                                 "w_num", "_A", "_B")}
-        return _task_sequences(world, int(n), self.input_ids.shape[1] if T is None else int(T), as_generator(seed))
-
-    def oracle_accuracy(self) -> float:
-        """Accuracy of the Bayes-optimal next-token predictor on this sample (its expected value)."""
-        items = len(self.vocab) - 6
-        m, inp = self.attention_mask, self.input_ids
-        item_ids = np.arange(6, len(self.vocab))
-        after_item = np.isin(inp, item_ids)                 # next is a verb: 1/2
-        after_sep = (inp == self.sep_id) | (inp == self.bos_id)  # next is an item: 1/items
-        acc = np.where(after_item, 0.5, np.where(after_sep, 1.0 / items, 1.0))
-        return float(acc[m].mean())
-
-
-def synthetic_number_task(n: int = 256, T: int = 32, seed: Any = 0, *, items: int = 6,
-                          hidden: int = 32) -> NumberTask:
-    """A small seeded next-token task with numbers, for training and testing the head.
-
-    The "world" (item prices and weights, embeddings, the frozen backbone) and
-    the sequences are drawn from `seed`; :meth:`NumberTask.resample` draws
-    fresh sequences from the same world (a test set).
-
-    Parameters
-    ----------
-    n : int
-        Sequences.
-    T : int
-        Positions per sequence (>= 4).
-    seed : int or Generator
-    items : int
-        Number of item tokens.
-    hidden : int
-        Width H of the frozen backbone's features.
-
-    Returns
-    -------
-    NumberTask
-
-    Examples
-    --------
-    >>> task = synthetic_number_task(4, 12, seed=0)
-    >>> task.z().shape, task.vocab[task.num_id]
-    ((4, 12, 32), '<NUM>')
-    >>> task.resample(3, seed=1).input_ids.shape
-    (3, 12)
-    """
-    if items < 1 or hidden < 1:
-        raise ModelError(f"need items >= 1 and hidden >= 1; got items={items}, hidden={hidden}")
-    rng = as_generator(seed)
-    vocab = ("<pad>", "<bos>", "<NUM>", ";", "costs", "weighs") + tuple(f"item{i}" for i in range(items))
-    V, H = len(vocab), int(hidden)
-    values = np.stack([np.exp(rng.uniform(np.log(1.0), np.log(20.0), items)),
-                       np.exp(rng.uniform(np.log(0.5), np.log(10.0), items))], axis=1)     # (items, 2)
-    world = dict(vocab=vocab, num_id=2, pad_id=0, bos_id=1, sep_id=3, values=values,
-                 embed=rng.normal(0.0, 1.0, size=(V, H)), w_num=rng.normal(0.0, 1.0 / np.sqrt(H), size=H),
-                 _A=rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H)),
-                 _B=rng.normal(0.0, 1.5 / np.sqrt(H), size=(H, H)))
-    return _task_sequences(world, n, T, rng)
-
-
-def _task_sequences(world: dict, n: int, T: int, rng: np.random.Generator) -> NumberTask:
-    if n < 1 or T < 4:
-        raise ModelError(f"need n >= 1 and T >= 4; got n={n}, T={T}")
-    values = world["values"]
-    items = values.shape[0]
-    pad, bos, num, sep, costs = 0, 1, 2, 3, 4
-    L = T + 1
-    n_cl = (L - 1) // 4 + 1
-    it = rng.integers(items, size=(n, n_cl))
-    vb = rng.integers(2, size=(n, n_cl))
-    jitter = np.exp(0.02 * rng.standard_normal((n, n_cl)))
-    clause = np.stack([6 + it, costs + vb, np.full_like(it, num), np.full_like(it, sep)], axis=2)  # (n, n_cl, 4)
-    ids = np.concatenate([np.full((n, 1), bos), clause.reshape(n, -1)], axis=1)[:, :L]       # (n, L)
-    vals_cl = np.zeros((n, n_cl, 4))
-    vals_cl[:, :, 2] = np.round(values[it, vb] * jitter, 2)
-    vals = np.concatenate([np.zeros((n, 1)), vals_cl.reshape(n, -1)], axis=1)[:, :L]         # (n, L)
-    length = rng.integers(max(4, L // 2), L + 1, size=n)                                    # tokens kept
-    keep = np.arange(L)[None, :] < length[:, None]
-    ids = np.where(keep, ids, pad)
-    vals = np.where(keep, vals, 0.0)
-    lab = ids[:, 1:]
-    return NumberTask(input_ids=ids[:, :-1], numeric_values=vals[:, :-1], labels=lab,
-                      targets=np.where(lab == num, vals[:, 1:], 0.0), attention_mask=keep[:, 1:], **world)

@@ -1,0 +1,63 @@
+"""Elementwise activations: ReLU and GELU (exact or tanh form), and the table FeedForward uses.
+
+``ACTIVATIONS`` maps an activation's name to its function, looked up once when
+an op is built (no string switch at run time).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+from scipy.special import erf
+
+from ...errors import ModelError
+from .base import TensorOp
+from .shapes import cast
+
+__all__ = ["ReLU", "GELU", "gelu", "relu_", "ACTIVATIONS"]
+
+
+class ReLU(TensorOp):
+    """``max(0, x)`` elementwise."""
+
+    def infer_shape(self, node, shapes):
+        return shapes[0]
+
+    def _run(self, x):
+        return np.maximum(cast(x, self.dtype), 0)
+
+
+class GELU(TensorOp):
+    """``x Phi(x)`` elementwise (PyTorch ``nn.GELU``; ``approximate="tanh"`` for the tanh form)."""
+
+    def __init__(self, parent: Hashable, *, approximate: str = "none", dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        if approximate not in ("none", "tanh"):
+            raise ModelError(f"GELU approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def infer_shape(self, node, shapes):
+        return shapes[0]
+
+    def _run(self, x):
+        return gelu(cast(x, self.dtype), self.approximate)
+
+
+def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    if approximate == "tanh":
+        c = np.asarray(math.sqrt(2.0 / math.pi), dtype=x.dtype)
+        xc = np.clip(x, -20.0, 20.0)                    # tanh is exactly +-1 beyond; x**3 would overflow
+        return 0.5 * x * (1.0 + np.tanh(c * (xc + np.asarray(0.044715, dtype=x.dtype) * xc ** 3)))
+    return 0.5 * x * (1.0 + erf(x * np.asarray(1.0 / math.sqrt(2.0), dtype=x.dtype)))
+
+
+def relu_(x: np.ndarray) -> np.ndarray:
+    """``max(0, x)`` in place (on a fresh array the caller owns)."""
+    return np.maximum(x, 0, out=x)
+
+
+#: activation name -> function of a fresh array (may work in place)
+ACTIVATIONS = {"relu": relu_, "gelu": gelu}

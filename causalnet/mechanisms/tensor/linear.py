@@ -1,0 +1,263 @@
+"""Linear maps, embeddings, positions and the feed-forward net: ops on the last axis.
+
+Weights follow the PyTorch layout (``Linear`` weight ``(out, in)``,
+``Embedding`` weight ``(L, d)``), so a state dict maps onto them without
+transposes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ...errors import ModelError, ShapeError
+from .activations import ACTIVATIONS
+from .base import TensorOp
+from .shapes import SizeClash, as_int, as_real, cast, join_sizes, weight_array
+
+__all__ = ["Linear", "Embedding", "PositionalEncoding", "sinusoidal_encoding", "FeedForward"]
+
+
+class Linear(TensorOp):
+    """``y = x W^T + b`` on the last axis (PyTorch ``nn.Linear``).
+
+    Parameters
+    ----------
+    parent : node name
+        Holds ``(n, ..., d_in)``.
+    weight : array_like of shape (d_out, d_in)
+    bias : array_like of shape (d_out,), optional
+    dtype : {"float64", "float32"}
+
+    Output: ``(n, ..., d_out)``.
+    """
+
+    def __init__(self, parent: Hashable, weight, bias=None, *, dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        self.weight = weight_array(weight, 2, "Linear weight", self.dtype)
+        self.bias = None if bias is None else weight_array(bias, 1, "Linear bias", self.dtype)
+        if self.bias is not None and self.bias.shape[0] != self.weight.shape[0]:
+            raise ShapeError(f"Linear bias has {self.bias.shape[0]} entries for a weight of shape "
+                             f"{self.weight.shape} (d_out, d_in); expected {self.weight.shape[0]}")
+
+    @property
+    def d_in(self) -> int:
+        return int(self.weight.shape[1])
+
+    @property
+    def d_out(self) -> int:
+        return int(self.weight.shape[0])
+
+    def infer_shape(self, node, shapes):
+        (s,) = shapes
+        if len(s) < 2:
+            raise self._mismatch(node, self.parents[0], ("n", "...", self.d_in), s)
+        try:
+            join_sizes(s[-1], self.d_in)
+        except SizeClash:
+            raise self._mismatch(node, self.parents[0], (*s[:-1], self.d_in), s) from None
+        return (*s[:-1], self.d_out)
+
+    def _run(self, x):
+        x = cast(x, self.dtype)
+        y = x.reshape(-1, x.shape[-1]) @ self.weight.T      # (n * ..., d_out)
+        if self.bias is not None:
+            y += self.bias
+        return y.reshape(*x.shape[:-1], self.d_out)         # (n, ..., d_out)
+
+    def __repr__(self) -> str:
+        return f"Linear(parents={list(self.parents)}, d_in={self.d_in}, d_out={self.d_out})"
+
+
+class Embedding(TensorOp):
+    """Rows of a table looked up by integer ids (PyTorch ``nn.Embedding``).
+
+    Parameters
+    ----------
+    parent : node name
+        Integer ids ``(n, ...)``, each in ``[0, L)``.
+    weight : array_like of shape (L, d)
+    scale : float, optional
+        Multiply the rows by this (e.g. ``sqrt(d)`` as in Vaswani et al.).
+
+    Output: ``(n, ..., d)``.
+
+    Raises
+    ------
+    ShapeError
+        At run time, on an id outside ``[0, L)`` (naming the node and the id).
+    """
+
+    def __init__(self, parent: Hashable, weight, *, scale: float | None = None, dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        self.weight = weight_array(weight, 2, "Embedding weight", self.dtype)
+        self.scale = None if scale is None else as_real(scale, "Embedding scale")
+
+    def _check_dtypes(self, node, dtypes):
+        dt = np.dtype(dtypes[0])
+        if dt.kind not in "iu":
+            raise ModelError(f"node {node!r} (Embedding) needs integer ids from {self.parents[0]!r}, which holds {dt}")
+
+    def infer_shape(self, node, shapes):
+        return (*shapes[0], int(self.weight.shape[1]))
+
+    def evaluate(self, node, parents, noise, spec, *, n=None):
+        ids = parents[self.parents[0]]
+        if ids.dtype.kind not in "iu":
+            raise ModelError(f"node {node!r} (Embedding) needs integer ids from {self.parents[0]!r}, got {ids.dtype}")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.weight.shape[0]):
+            bad = ids.min() if ids.min() < 0 else ids.max()
+            raise ShapeError(f"node {node!r} (Embedding) has {self.weight.shape[0]} rows; {self.parents[0]!r} "
+                             f"holds the id {int(bad)}, outside [0, {self.weight.shape[0]})")
+        return super().evaluate(node, parents, noise, spec, n=n)
+
+    def _run(self, ids):
+        out = self.weight[ids]                             # (n, ..., d)
+        if self.scale is not None:
+            out *= self.scale
+        return out
+
+    def __repr__(self) -> str:
+        return f"Embedding(parents={list(self.parents)}, L={self.weight.shape[0]}, d={self.weight.shape[1]})"
+
+
+def sinusoidal_encoding(length: int, d: int, base: float = 10000.0, dtype: Any = np.float64) -> np.ndarray:
+    """The sinusoidal position table of Vaswani et al., shape ``(length, d)``.
+
+    ``PE[t, 2i] = sin(t / base^(2i/d))`` and ``PE[t, 2i+1] = cos(t / base^(2i/d))``.
+
+    Examples
+    --------
+    >>> sinusoidal_encoding(3, 4)[1].round(4).tolist()
+    [0.8415, 0.5403, 0.01, 1.0]
+    """
+    length = as_int(length, "sinusoidal_encoding length", low=0)
+    d = as_int(d, "sinusoidal_encoding d", low=0)
+    base = as_real(base, "sinusoidal_encoding base", positive=True)
+    pos = np.arange(length, dtype=np.float64)[:, None]                       # (T, 1)
+    freq = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)               # (ceil(d/2),)
+    ang = pos * freq                                                          # (T, ceil(d/2))
+    pe = np.empty((length, d), dtype=np.float64)
+    pe[:, 0::2] = np.sin(ang)
+    pe[:, 1::2] = np.cos(ang[:, : d // 2])
+    return pe.astype(dtype, copy=False)
+
+
+class PositionalEncoding(TensorOp):
+    """Sinusoidal positions, added to the parent or on their own.
+
+    Parameters
+    ----------
+    parent : node name
+        ``(n, T, d)`` when ``add=True`` (the output is ``parent + PE``);
+        with ``add=False`` any ``(n, T, ...)`` (only its length is read) and
+        the output is ``PE`` broadcast to ``(n, T, d_model)``.
+    d_model : int, optional
+        Width; required when ``add=False``.
+    add : bool
+    base : float
+        10000 in Vaswani et al.
+    """
+
+    def __init__(self, parent: Hashable, d_model: int | None = None, *, add: bool = True, base: float = 10000.0,
+                 dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        if not add and d_model is None:
+            raise ModelError("PositionalEncoding(add=False) needs d_model")
+        self.d_model = None if d_model is None else as_int(d_model, "PositionalEncoding d_model", low=1)
+        self.add = bool(add)
+        self.base = as_real(base, "PositionalEncoding base", positive=True)
+        self._cache: dict = {}
+
+    def infer_shape(self, node, shapes):
+        (s,) = shapes
+        if self.add:
+            if len(s) != 3:
+                raise self._mismatch(node, self.parents[0], ("n", "T", self.d_model or "d"), s)
+            if self.d_model is not None:
+                try:
+                    join_sizes(s[2], self.d_model)
+                except SizeClash:
+                    raise self._mismatch(node, self.parents[0], ("n", s[1], self.d_model), s) from None
+            return s
+        if len(s) < 2:
+            raise self._mismatch(node, self.parents[0], ("n", "T", "..."), s)
+        return (s[0], s[1], self.d_model)
+
+    def table(self, length: int, d: int | None = None) -> np.ndarray:
+        """``(length, d)`` positions (the last table is cached)."""
+        d = self.d_model if d is None else d
+        key = (length, d)
+        if key not in self._cache:
+            self._cache = {key: sinusoidal_encoding(length, d, self.base, self.dtype)}
+        return self._cache[key]
+
+    def _run(self, x):
+        if self.add:
+            return cast(x, self.dtype) + self.table(x.shape[1], x.shape[2])          # (n, T, d)
+        return np.broadcast_to(self.table(x.shape[1]), (x.shape[0], x.shape[1], self.d_model))
+
+
+class FeedForward(TensorOp):
+    """``F = W2 act(W1 x + b1) + b2`` on the last axis (Bayesuvius ``F``).
+
+    Parameters
+    ----------
+    parent : node name
+        ``(n, ..., d)``.
+    w1 : array_like of shape (d_ff, d)
+    b1 : array_like of shape (d_ff,), optional
+    w2 : array_like of shape (d, d_ff)
+    b2 : array_like of shape (d,), optional
+    activation : {"relu", "gelu"}
+    """
+
+    def __init__(self, parent: Hashable, w1, b1=None, w2=None, b2=None, *, activation: str = "relu",
+                 dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        if w2 is None:
+            raise ModelError("FeedForward needs w1 and w2")
+        self.w1 = weight_array(w1, 2, "FeedForward w1", self.dtype)
+        self.w2 = weight_array(w2, 2, "FeedForward w2", self.dtype)
+        self.b1 = None if b1 is None else weight_array(b1, 1, "FeedForward b1", self.dtype)
+        self.b2 = None if b2 is None else weight_array(b2, 1, "FeedForward b2", self.dtype)
+        ff, d = self.w1.shape
+        if self.w2.shape != (d, ff):
+            raise ShapeError(f"FeedForward w2 must be ({d}, {ff}) for w1 of shape {self.w1.shape}, got "
+                             f"{self.w2.shape}")
+        if self.b1 is not None and self.b1.shape != (ff,):
+            raise ShapeError(f"FeedForward b1 must be ({ff},), got {self.b1.shape}")
+        if self.b2 is not None and self.b2.shape != (d,):
+            raise ShapeError(f"FeedForward b2 must be ({d},), got {self.b2.shape}")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise ModelError(f"FeedForward activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
+        self.activation = activation
+        self._act = ACTIVATIONS[activation]
+        self.d = d
+        self.d_ff = ff
+
+    def infer_shape(self, node, shapes):
+        (s,) = shapes
+        if len(s) < 2:
+            raise self._mismatch(node, self.parents[0], ("n", "...", self.d), s)
+        try:
+            join_sizes(s[-1], self.d)
+        except SizeClash:
+            raise self._mismatch(node, self.parents[0], (*s[:-1], self.d), s) from None
+        return s
+
+    def _run(self, x):
+        x = cast(x, self.dtype)
+        h = x.reshape(-1, self.d) @ self.w1.T                   # (n * ..., d_ff)
+        if self.b1 is not None:
+            h += self.b1
+        h = self._act(h)
+        y = h @ self.w2.T                                        # (n * ..., d)
+        if self.b2 is not None:
+            y += self.b2
+        return y.reshape(x.shape)
+
+    def __repr__(self) -> str:
+        return f"FeedForward(parents={list(self.parents)}, d={self.d}, d_ff={self.d_ff}, {self.activation})"
