@@ -20,7 +20,8 @@ from scipy.special import logsumexp
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
 from causalnet.inference import elimination as E
-from causalnet.inference import junction_tree as J
+from causalnet.inference import prior_tree as PT
+from causalnet.inference import programs as P
 from causalnet.inference.elimination import (
     ORDER_METHODS,
     DiscreteBN,
@@ -190,8 +191,8 @@ def test_global_order_or_greedy_search(seed, monkeypatch):
     dag, cpts, card = random_network(rng, 14, max_parents=3)
     joint, names = brute_joint(dag, cpts, card)
     calls = []
-    greedy = E._greedy_order
-    monkeypatch.setattr(E, "_greedy_order", lambda *a, **k: calls.append(a[3]) or greedy(*a, **k))
+    greedy = E.greedy_order
+    monkeypatch.setattr(E, "greedy_order", lambda *a, **k: calls.append(a[3]) or greedy(*a, **k))
     for limit in (1 << 30, 0):
         monkeypatch.setattr(E, "_GLOBAL_ORDER_MAX", limit)
         bn = DiscreteBN(dag, cpts, card)
@@ -263,15 +264,15 @@ def test_every_order_method_gives_the_same_answer(seed, method):
 
 def test_pairwise_grouped_paths_on_large_steps(seed, monkeypatch):
     # force every step through the precompiled pairwise path on grouped axes
-    monkeypatch.setattr(E, "_BIG", 1)
+    monkeypatch.setattr(P, "_BIG", 1)
     modes = []
-    init = E._Pair.__init__
+    init = P._Pair.__init__
 
     def spy(self, *args):
         init(self, *args)
         modes.append(self.mode)
 
-    monkeypatch.setattr(E._Pair, "__init__", spy)
+    monkeypatch.setattr(P._Pair, "__init__", spy)
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, 9, max_parents=4)
     bn = DiscreteBN(dag, cpts, card)
@@ -520,7 +521,7 @@ def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
     bn.query(["Rain"], {"Wet": 1}, order="min-degree")
     assert seen
     # too large a tree: never built, the compiled engine answers
-    monkeypatch.setattr(E, "_MAX_PRIOR_CLIQUE", 2)
+    monkeypatch.setattr(E, "MAX_PRIOR_CLIQUE", 2)
     g = cn.DAG.parse("A -> B")
     small = DiscreteBN(g, {"A": [0.5, 0.5], "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
     for _ in range(3):
@@ -531,7 +532,7 @@ def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
 
 def test_heavy_prior_tree_hands_repeated_shapes_to_plans(seed, monkeypatch):
     # on a network with large cliques, a query shape asked again is compiled (then cached)
-    monkeypatch.setattr(J, "_REDUCE_FROM", 1)
+    monkeypatch.setattr(PT, "_REDUCE_FROM", 1)
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, 9)
     joint, names = brute_joint(dag, cpts, card)
@@ -556,8 +557,8 @@ def test_prior_tree_matrix_budget(seed, monkeypatch):
     dag, cpts, card = random_network(rng, 25, max_parents=3)
     full = DiscreteBN(dag, cpts, card)
     assert full._make_prior_tree(now=True)._pass
-    monkeypatch.setattr(J, "_MIN_BUDGET", 0)
-    monkeypatch.setattr(J, "_REDUCE_FROM", 1)              # and every clique is pre-summed
+    monkeypatch.setattr(PT, "_MIN_BUDGET", 0)
+    monkeypatch.setattr(PT, "_REDUCE_FROM", 1)              # and every clique is pre-summed
     lean = DiscreteBN(dag, cpts, card)
     pt = lean._make_prior_tree(now=True)
     monkeypatch.setattr(pt, "_budget", 0)
