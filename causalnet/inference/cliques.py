@@ -34,7 +34,7 @@ import math
 from collections.abc import Iterable
 
 from .network import DiscreteNetwork
-from .ordering import check_clique_bytes, greedy_order
+from .ordering import TableTooLarge, check_clique_bytes, greedy_order, table_entry_limit
 
 __all__ = ["CliqueTree", "build_clique_tree"]
 
@@ -154,8 +154,13 @@ def build_clique_tree(net: DiscreteNetwork, evidence: Iterable[int] = (), *,
     S = frozenset(evidence)
     fam_free, adj = net.reduced(range(len(card)), S)
     raw: list = []
-    greedy_order(adj, card, [v for v in range(len(card)) if v not in S], order, net.rank, raw)
-    check_clique_bytes(({v, *nb} for v, nb in raw), card, net.nodes, what="a junction-tree clique table")
+    what = "a junction-tree clique table"
+    try:
+        greedy_order(adj, card, [v for v in range(len(card)) if v not in S], order, net.rank, raw,
+                     max_entries=table_entry_limit())
+    except TableTooLarge as big:
+        check_clique_bytes([big.clique], card, net.nodes, what=what)
+    check_clique_bytes(({v, *nb} for v, nb in raw), card, net.nodes, what=what)
     cl, parent, children = _elimination_tree(raw)
     rep = _merge_contained(cl, parent, children)
     keep = [i for i in range(len(cl)) if rep[i] == i]

@@ -113,6 +113,7 @@ from .junction_tree import MAX_PRIOR_CLIQUE, MAX_PRIOR_TOTAL, JunctionTree
 from .network import DiscreteNetwork
 from .ordering import (
     ORDER_METHODS,
+    TableTooLarge,
     apply_order,
     check_clique_bytes,
     elimination_cliques,
@@ -120,6 +121,7 @@ from .ordering import (
     greedy_order,
     largest_table,
     moral_graph,
+    table_entry_limit,
 )
 from .prior_tree import PriorTree
 from .programs import TINY, Builder
@@ -178,13 +180,20 @@ def variable_elimination(
         adj[v].discard(v)
     rank = {v: i for i, v in enumerate(adj)}
     elim = [v for v in adj if v not in set(keep)]
-    if isinstance(order, str):
-        seq = greedy_order(adj, card, elim, order, rank)
-    else:
-        want = set(elim)
-        seq = [v for v in order if v in want]
-        apply_order(adj, seq)
-        seq += greedy_order(adj, card, [v for v in elim if v not in set(seq)], "weighted-min-fill", rank)
+    limit = table_entry_limit()
+    try:
+        if isinstance(order, str):
+            seq = greedy_order(adj, card, elim, order, rank, max_entries=limit)
+        else:
+            want = set(elim)
+            seq = [v for v in order if v in want]
+            apply_order(adj, seq)
+            seq += greedy_order(adj, card, [v for v in elim if v not in set(seq)], "weighted-min-fill", rank,
+                                max_entries=limit)
+    except TableTooLarge as big:
+        check_clique_bytes([big.clique], card, {v: v for v in card},
+                           what="an intermediate factor of variable elimination")
+        raise
     pool = list(fs)
     for z in seq:
         take = [f for f in pool if z in f.vars]
@@ -267,13 +276,13 @@ class DiscreteBN(DiscreteNetwork):
 
     def __init__(self, dag: DAG, cpts: Mapping[Hashable, np.ndarray], cards: Mapping[Hashable, int]) -> None:
         super().__init__(dag, cpts, cards)
-        self._plans: dict = {}
-        self._jts: dict = {}
-        self._prior_tree = None           # the calibrated prior junction tree, or False
-        self._grank: tuple | None = None  # whole-network elimination order: ranks, largest, total table
-        self._shapes: dict = {}           # (targets, evidence nodes) seen, on networks with large cliques
-        self._compiles = 0
-        self._scalar_queries = 0
+        self._cache_plans: dict = {}
+        self._cache_jts: dict = {}
+        self._cache_prior_tree = None           # the calibrated prior junction tree, or False
+        self._cache_grank: tuple | None = None  # whole-network elimination order: ranks, largest, total table
+        self._cache_shapes: dict = {}           # (targets, evidence nodes) seen, on networks with large cliques
+        self._cache_compiles = 0
+        self._cache_scalar_queries = 0
 
     def relevant_nodes(self, targets: Sequence[Hashable], evidence: Iterable[Hashable] = ()) -> frozenset:
         """The nodes whose CPTs ``P(targets | evidence)`` depends on (the requisite set).
@@ -308,12 +317,21 @@ class DiscreteBN(DiscreteNetwork):
                     seq = sorted(elim, key=rank.__getitem__)
                     if largest_table({v: set(nb) for v, nb in adj.items()}, seq, self._card) <= _GLOBAL_ORDER_MAX:
                         return seq
-            return greedy_order(adj, self._card, elim, method, self._rank)
+            return self._greedy(adj, elim, method)
         want = set(elim)
         seq = [i for i in method if i in want]
         apply_order(adj, seq)
         rest = [v for v in elim if v not in set(seq)]
-        return seq + greedy_order(adj, self._card, rest, "weighted-min-fill", self._rank)
+        return seq + self._greedy(adj, rest, "weighted-min-fill")
+
+    def _greedy(self, adj: dict, elim: Iterable[int], method: str) -> list[int]:
+        """A greedy order that stops, with a ResourceError, at the first table over the limit."""
+        try:
+            return greedy_order(adj, self._card, elim, method, self._rank, max_entries=table_entry_limit())
+        except TableTooLarge as big:
+            check_clique_bytes([big.clique], self._card, self._names,
+                               what="an intermediate table of variable elimination")
+            raise                                       # not reached: the clique is over the limit
 
     def _global_rank(self) -> list[int] | None:
         """Position of each node in a weighted-min-fill order of the whole network.
@@ -321,25 +339,30 @@ class DiscreteBN(DiscreteNetwork):
         Computed at the second compilation (a network compiling one query, as
         a model under a new ``do``, never pays for it); None before.
         """
-        if self._grank is None:
-            self._compiles += 1
-            if self._compiles < 2:
+        if self._cache_grank is None:
+            self._cache_compiles += 1
+            if self._cache_compiles < 2:
                 return None
         return self._whole_order()[0]
 
-    def _whole_order(self) -> tuple[list[int], int, int]:
+    def _whole_order(self) -> tuple[list[int] | None, float, float]:
         """The network's weighted-min-fill order (rank of each node) and the entries of its
         largest and of all its elimination tables (memoized)."""
-        if self._grank is None:
+        if self._cache_grank is None:
             _, adj = self.reduced(range(len(self._names)), frozenset())
             raw: list = []
-            order = greedy_order(adj, self._card, range(len(self._names)), "weighted-min-fill", self._rank, raw)
+            try:
+                order = greedy_order(adj, self._card, range(len(self._names)), "weighted-min-fill", self._rank,
+                                     raw, max_entries=table_entry_limit())
+            except TableTooLarge:                       # no usable whole-network order
+                self._cache_grank = (None, math.inf, math.inf)
+                return self._cache_grank
             rank = [0] * len(order)
             for i, v in enumerate(order):
                 rank[v] = i
             sizes = [self._card[v] * math.prod(self._card[a] for a in nb) for v, nb in raw]
-            self._grank = (rank, max(sizes, default=1), sum(sizes))
-        return self._grank
+            self._cache_grank = (rank, max(sizes, default=1), sum(sizes))
+        return self._cache_grank
 
     def _method(self, order):
         if isinstance(order, str):
@@ -367,7 +390,7 @@ class DiscreteBN(DiscreteNetwork):
         order = self._order(adj, [v for v in adj if v not in tset], method, mode == "sum")
         morder = self._order(adj, list(tidx), method) if mode == "max" else []
         self._check_tables(before, order + morder, tidx if mode == "sum" else ())
-        el = _Elimination(Builder(self._card, sorted(ev), self._folds))
+        el = _Elimination(Builder(self._card, sorted(ev), self._cache_folds))
         b = el.builder
         el.add([self.factor_slot(b, v, ev, batched) for v in sorted(nodes)])
         for z in order:
@@ -408,14 +431,14 @@ class DiscreteBN(DiscreteNetwork):
         evset = frozenset(ev)
         batched = frozenset(k for k, x in ev.items() if type(x) is not int)
         key = (mode, tidx, evset, batched, method)
-        plan = self._plans.get(key)
+        plan = self._cache_plans.get(key)
         if plan is None:
             both = evset & set(tidx)
             if both:
                 raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
-            if len(self._plans) >= _MAX_PLANS:
-                self._plans.pop(next(iter(self._plans)))
-            plan = self._plans[key] = self._compile(tidx, evset, batched, method, mode)
+            if len(self._cache_plans) >= _MAX_PLANS:
+                self._cache_plans.pop(next(iter(self._cache_plans)))
+            plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode)
         return plan
 
     def _run(self, plan: _Plan, ev: dict, n: int | None, read):
@@ -481,16 +504,16 @@ class DiscreteBN(DiscreteNetwork):
         tidx = self.target_indices(targets)
         ev, n = self.evidence_indices(evidence)
         if n is None and type(order) is str and order == "weighted-min-fill":
-            pt = self._prior_tree if self._prior_tree is not None else self._make_prior_tree()
+            pt = self._cache_prior_tree if self._cache_prior_tree is not None else self._make_prior_tree()
             if pt and pt.heavy:
                 # large cliques: a shape asked again is worth a compiled (pruned, cached) plan
                 shape = (tidx, frozenset(ev))
-                if shape in self._shapes:
+                if shape in self._cache_shapes:
                     pt = None
                 else:
-                    if len(self._shapes) >= _MAX_PLANS:
-                        self._shapes.clear()
-                    self._shapes[shape] = True
+                    if len(self._cache_shapes) >= _MAX_PLANS:
+                        self._cache_shapes.clear()
+                    self._cache_shapes[shape] = True
             if pt:
                 for t in tidx:
                     if t in ev:
@@ -524,14 +547,14 @@ class DiscreteBN(DiscreteNetwork):
         Networks answering a single query (a model under a new ``do``) never
         pay for it; it is False when its tables would be too large.
         """
-        self._scalar_queries += 1
-        if self._scalar_queries < 2 and not now:
+        self._cache_scalar_queries += 1
+        if self._cache_scalar_queries < 2 and not now:
             return None
         pt: PriorTree | bool = False
         _, largest, total = self._whole_order()                # the tree's cliques are among these tables
         if largest <= MAX_PRIOR_CLIQUE and total <= MAX_PRIOR_TOTAL:
             pt = self.junction_tree().prior_tree() or False
-        self._prior_tree = pt
+        self._cache_prior_tree = pt
         return pt
 
     def _query(self, tidx, ev, n, method):
@@ -668,7 +691,7 @@ class DiscreteBN(DiscreteNetwork):
         JunctionTree
         """
         evs = frozenset(self.node_index(v, "evidence node", EvidenceError) for v in (evidence_vars or ()))
-        jt = self._jts.get(evs)
+        jt = self._cache_jts.get(evs)
         if jt is None:
-            jt = self._jts[evs] = JunctionTree(self, [self._names[v] for v in sorted(evs)])
+            jt = self._cache_jts[evs] = JunctionTree(self, [self._names[v] for v in sorted(evs)])
         return jt

@@ -135,8 +135,8 @@ class JunctionTree:
         self._tree_rep = {}
         for v in free:
             self._tree_rep.setdefault(t.tree[t.home[v]], v)
-        self._programs: dict = {}
-        self._prior_tree = None
+        self._cache_programs: dict = {}
+        self._cache_prior_tree = None
         self._prior = None
         self._prior = self._prior_messages()
 
@@ -156,13 +156,13 @@ class JunctionTree:
         :data:`MAX_PRIOR_CLIQUE` / :data:`MAX_PRIOR_TOTAL` entries, or when
         calibration would come too close to underflow.
         """
-        if self._prior_tree is None:
+        if self._cache_prior_tree is None:
             pt = False
             if (not self._S and max(self._size, default=1) <= MAX_PRIOR_CLIQUE
                     and sum(self._size) <= MAX_PRIOR_TOTAL):
                 pt = build_prior_tree(self._bn, self._structure) or False
-            self._prior_tree = pt
-        return self._prior_tree or None
+            self._cache_prior_tree = pt
+        return self._cache_prior_tree or None
 
     # -- views -----------------------------------------------------------------
 
@@ -247,7 +247,7 @@ class JunctionTree:
 
     def _program(self, ind: frozenset, batched: frozenset):
         key = (ind, batched)
-        got = self._programs.get(key)
+        got = self._cache_programs.get(key)
         if got is not None:
             return got
         bn = self._bn
@@ -268,7 +268,7 @@ class JunctionTree:
         scal = [bn.factor_slot(b, v, self._S, batched) for v in self._scalars]
         zs = b.emit(scal, ()) if scal else None
         got = (b.program(), ev_order, marg, zs)
-        self._programs[key] = got
+        self._cache_programs[key] = got
         return got
 
     # -- calibration -------------------------------------------------------------

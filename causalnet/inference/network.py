@@ -149,9 +149,9 @@ class DiscreteNetwork:
         self._family = [(*parents[i], i) for i in range(len(names))]
         self._cpt = tables
         self._rank = {i: i for i in range(len(names))}
-        self._eyes: dict = {}
-        self._tables: dict = {}
-        self._folds = FoldCache()
+        self._cache_eyes: dict = {}
+        self._cache_tables: dict = {}
+        self._cache_folds = FoldCache()
 
     # -- views -----------------------------------------------------------------
 
@@ -191,7 +191,7 @@ class DiscreteNetwork:
 
     @property
     def folds(self) -> FoldCache:
-        return self._folds
+        return self._cache_folds
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {len(self._names)} nodes, {sum(map(len, self._parents))} edges>"
@@ -291,23 +291,23 @@ class DiscreteNetwork:
     def evidence_table(self, v: int, evs: tuple[int, ...]) -> np.ndarray:
         """CPT of `v` with the axes of `evs` moved last (contiguous, cached)."""
         key = (v, evs)
-        t = self._tables.get(key)
+        t = self._cache_tables.get(key)
         if t is None:
             fam = self._family[v]
             last = [fam.index(u) for u in evs]
             perm = [j for j in range(len(fam)) if j not in last] + last
             t = np.ascontiguousarray(np.transpose(self._cpt[v], perm))
-            self._tables[key] = t
+            self._cache_tables[key] = t
         return t
 
     def eye(self, v: int) -> np.ndarray:
         """The identity of node v's states (its rows: the point masses), cached."""
-        e = self._eyes.get(v)
+        e = self._cache_eyes.get(v)
         if e is None:
             k = self._card[v]
             limits.check_bytes(8.0 * k * k, what=f"the indicator table of {self._names[v]!r}",
                                cause=f"{self._names[v]!r} has {k} states (a {k} x {k} table)")
-            e = self._eyes[v] = np.eye(k)
+            e = self._cache_eyes[v] = np.eye(k)
         return e
 
     def factor_slot(self, b: Builder, v: int, ev: frozenset, batched: frozenset) -> int:

@@ -46,6 +46,8 @@ __all__ = [
     "elimination_order",
     "elimination_cliques",
     "check_clique_bytes",
+    "table_entry_limit",
+    "TableTooLarge",
 ]
 
 #: Greedy elimination-order heuristics: ``"weighted-min-fill"`` (sum over the
@@ -155,8 +157,31 @@ def _eliminate(adj: dict, v, local: bool) -> tuple[frozenset, set]:
     return frozenset(nb), touched
 
 
+class TableTooLarge(Exception):
+    """Raised by :func:`greedy_order` when an elimination exceeds `max_entries`.
+
+    Internal signal (not a user error): callers turn it into a
+    :class:`~causalnet.errors.ResourceError` with :func:`check_clique_bytes`,
+    or give up an optional optimisation. ``node`` and ``neighbours`` name the clique.
+    """
+
+    def __init__(self, node, neighbours: frozenset) -> None:
+        super().__init__(node, neighbours)
+        self.node = node
+        self.neighbours = neighbours
+
+    @property
+    def clique(self) -> frozenset:
+        return self.neighbours | {self.node}
+
+
+def table_entry_limit() -> float:
+    """The most float64 entries one table may have under ``limits.get("max_table_bytes")``."""
+    return limits.get("max_table_bytes") / 8.0
+
+
 def greedy_order(adj: dict, card: Mapping, elim: Iterable, method: str, rank: Mapping,
-                 cliques: list | None = None) -> list:
+                 cliques: list | None = None, max_entries: float | None = None) -> list:
     """Greedily eliminate the nodes of `elim` from `adj` (mutated: fill edges added).
 
     Parameters
@@ -173,6 +198,9 @@ def greedy_order(adj: dict, card: Mapping, elim: Iterable, method: str, rank: Ma
         A total order of the nodes, for ties.
     cliques : list, optional
         When given, each elimination appends ``(v, frozenset of neighbours)``.
+    max_entries : float, optional
+        Stop as soon as an elimination would create a table of more entries,
+        raising :class:`TableTooLarge` (so that a hopeless order fails fast).
 
     Returns
     -------
@@ -193,6 +221,8 @@ def greedy_order(adj: dict, card: Mapping, elim: Iterable, method: str, rank: Ma
         s, _, v = heapq.heappop(heap)
         if v not in todo or cur[v] != s:
             continue
+        if max_entries is not None and cg(v) * math.prod(map(cg, adj[v])) > max_entries:
+            raise TableTooLarge(v, frozenset(adj[v]))
         todo.discard(v)
         order.append(v)
         nb, touched = _eliminate(adj, v, local)
