@@ -504,33 +504,9 @@ class DiscreteBN(DiscreteNetwork):
         tidx = self.target_indices(targets)
         ev, n = self.evidence_indices(evidence)
         if n is None and type(order) is str and order == "weighted-min-fill":
-            pt = self._cache_prior_tree if self._cache_prior_tree is not None else self._make_prior_tree()
-            if pt and pt.heavy:
-                # large cliques: a shape asked again is worth a compiled (pruned, cached) plan
-                shape = (tidx, frozenset(ev))
-                if shape in self._cache_shapes:
-                    pt = None
-                else:
-                    if len(self._cache_shapes) >= _MAX_PLANS:
-                        self._cache_shapes.clear()
-                    self._cache_shapes[shape] = True
-            if pt:
-                for t in tidx:
-                    if t in ev:
-                        raise EvidenceError(f"{self._names[t]!r} is both a target and evidence")
-                if joint or not tidx:
-                    got = pt.query(tidx, ev)
-                    if got is not None:
-                        return (got[0] if joint else []), got[1]
-                else:
-                    out = []
-                    for t in tidx:
-                        got = pt.query((t,), ev)
-                        if got is None:
-                            break
-                        out.append(got[0])
-                    else:
-                        return out, got[1]
+            got = self._from_prior_tree(tidx, ev, joint)
+            if got is not None:
+                return got
         method = self._method(order)
         if joint or not tidx:
             probs, log_ev = self._query(tidx, ev, n, method)
@@ -540,6 +516,33 @@ class DiscreteBN(DiscreteNetwork):
             probs, log_ev = self._query((t,), ev, n, method)
             out.append(probs)
         return out, log_ev
+
+    def _from_prior_tree(self, tidx: tuple, ev: dict, joint: bool):
+        """A scalar query answered by the calibrated prior tree, or None (then compiled)."""
+        pt = self._cache_prior_tree if self._cache_prior_tree is not None else self._make_prior_tree()
+        if pt and pt.heavy:
+            # large cliques: a shape asked again is worth a compiled (pruned, cached) plan
+            shape = (tidx, frozenset(ev))
+            if shape in self._cache_shapes:
+                return None
+            if len(self._cache_shapes) >= _MAX_PLANS:
+                self._cache_shapes.clear()
+            self._cache_shapes[shape] = True
+        if not pt:
+            return None
+        for t in tidx:
+            if t in ev:
+                raise EvidenceError(f"{self._names[t]!r} is both a target and evidence")
+        if joint or not tidx:
+            got = pt.query(tidx, ev)
+            return None if got is None else ((got[0] if joint else []), got[1])
+        out = []
+        for t in tidx:
+            got = pt.query((t,), ev)
+            if got is None:
+                return None
+            out.append(got[0])
+        return out, got[1]
 
     def _make_prior_tree(self, now: bool = False):
         """The calibrated prior junction tree, built at the second scalar query (None before).

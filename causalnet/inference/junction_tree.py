@@ -321,6 +321,19 @@ class JunctionTree:
             got = self._from_prior(ev, return_log_evidence)
             if got is not None:
                 return got
+        slots, marg, log_z = self._calibrate(ev, n)
+        out = self._posteriors(slots, marg, ev, n)
+        if not return_log_evidence:
+            return out
+        if n is not None:
+            return out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)
+        return out, float(log_z)
+
+    def _calibrate(self, ev: dict, n: int | None) -> tuple[list, dict, float | np.ndarray]:
+        """Run the compiled calibration: slots, the slot of each free node's marginal, ``log P(e)``.
+
+        Reruns with rescaling when ``P(e)`` underflows; raises on ``P(e) = 0``.
+        """
         ind = frozenset(ev) - self._S
         batched = frozenset(u for u, x in ev.items() if type(x) is not int)
         prog, ev_order, marg, zs = self._program(ind, batched)
@@ -329,32 +342,20 @@ class JunctionTree:
                                cause=f"{prog.row_entries} table entries per row (largest clique "
                                      f"{self.max_clique_size} entries) times {n} rows; pass fewer rows at once")
         values = [ev[u] for u in ev_order]
-
-        def totals(slots, logs):
-            log_z = 0.0
-            zmin = None
-            for v in self._tree_rep.values():
-                s = marg[v]
-                z = slots[s].sum(axis=0)                  # (K,) or (K, n): batch last
-                zmin = z if zmin is None else np.minimum(zmin, z)
-                with np.errstate(divide="ignore"):
-                    log_z = log_z + np.log(z) + (0.0 if logs is None else logs[s])
-            if zs is not None:
-                z = slots[zs]
-                zmin = z if zmin is None else np.minimum(zmin, z)
-                with np.errstate(divide="ignore"):
-                    log_z = log_z + np.log(z) + (0.0 if logs is None else logs[zs])
-            return log_z, (1.0 if zmin is None else zmin)
-
+        reps = [marg[v] for v in self._tree_rep.values()]
         slots, logs = prog.run(values, False)
-        log_z, zmin = totals(slots, logs)
+        log_z, zmin = _totals(slots, logs, reps, zs)
         if not np.all(zmin >= TINY):
             slots, logs = prog.run(values, True)
-            log_z, zmin = totals(slots, logs)
+            log_z, zmin = _totals(slots, logs, reps, zs)
             if not np.all(zmin > 0):
-                bn.raise_impossible(ev, zmin, n)
-        names = bn.nodes
-        card = bn.card
+                self._bn.raise_impossible(ev, zmin, n)
+        return slots, marg, log_z
+
+    def _posteriors(self, slots: list, marg: dict, ev: dict, n: int | None) -> dict:
+        """Node name -> its normalized posterior, (K,) or (n, K); evidence variables get point masses."""
+        names = self._bn.nodes
+        card = self._bn.card
         free = [v for v in range(len(names)) if v not in self._S]
         post: dict = {}
         if free and n is None:
@@ -370,20 +371,9 @@ class JunctionTree:
                 m = slots[marg[v]]                                         # (K, n) or (K,)
                 p = m / m.sum(axis=0)
                 post[v] = p.T if p.ndim == 2 else np.broadcast_to(p, (n, card[v])).copy()   # (n, K)
-        out: dict = {}
-        for v in range(len(names)):
-            if v in self._S:
-                p = bn.eye(v)[ev[v]]
-                if n is not None and p.ndim == 1:
-                    p = np.broadcast_to(p, (n, card[v])).copy()
-            else:
-                p = post[v]
-            out[names[v]] = p
-        if not return_log_evidence:
-            return out
-        if n is not None:
-            return out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)
-        return out, float(log_z)
+        for v in self._S:
+            post[v] = _point_mass(card[v], ev[v], n)
+        return {names[v]: post[v] for v in range(len(names))}
 
     def _from_prior(self, ev: dict, return_log_evidence: bool):
         """Scalar evidence: the marginals from the calibrated prior tree (None if unavailable)."""
@@ -408,3 +398,31 @@ class JunctionTree:
     def log_evidence(self, evidence: Mapping[Hashable, int | np.ndarray] | None = None) -> float | np.ndarray:
         """``log P(evidence)`` (a float, or shape (n,) when batched)."""
         return self.marginals(evidence, return_log_evidence=True)[1]
+
+
+def _totals(slots: list, logs: list | None, reps: list, zs: int | None):
+    """``log P(e)`` (a product over the trees of the forest and the scalar CPTs) and the
+    smallest unscaled total (to detect underflow and impossible evidence)."""
+    log_z = 0.0
+    zmin = None
+    with np.errstate(divide="ignore"):
+        for s in reps:
+            z = slots[s].sum(axis=0)                      # () or (n,): batch last
+            zmin = z if zmin is None else np.minimum(zmin, z)
+            log_z = log_z + np.log(z) + (0.0 if logs is None else logs[s])
+        if zs is not None:
+            z = slots[zs]
+            zmin = z if zmin is None else np.minimum(zmin, z)
+            log_z = log_z + np.log(z) + (0.0 if logs is None else logs[zs])
+    return log_z, (1.0 if zmin is None else zmin)
+
+
+def _point_mass(k: int, x, n: int | None) -> np.ndarray:
+    """The point mass on state x of k states: (k,), or (n, k) for a batch (x an int or (n,) array)."""
+    if n is None:
+        p = np.zeros(k)
+        p[x] = 1.0
+        return p
+    p = np.zeros((n, k))
+    p[np.arange(n), x] = 1.0
+    return p

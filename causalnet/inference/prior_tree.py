@@ -224,38 +224,42 @@ class PriorTree:
 
     def _transfer_candidates(self) -> list:
         """Every transfer matrix worth having: ``(entries, kind, key)``."""
-        card, V, beta, sep, nbr = self._card, self._vars, self._beta, self._sep, self._nbr
-        shape = self._sep_shape
-        wide = MAX_EINSUM_AXES // 2                                     # separators too wide to write out
+        card, beta = self._card, self._beta
         todo = []
-        for c in range(len(V)):
-            n_c = beta[c].size
+        for c in range(len(self._vars)):
             n_h = sum(card[v] for v in self._homed[c])
-            for d in nbr[c]:
-                n_d = math.prod(shape[c, d])
-                if len(sep[c, d]) > wide:
-                    continue
-                for x in nbr[c]:
-                    if x != d and len(sep[x, c]) <= wide:
-                        todo.append((math.prod(shape[x, c]) * n_d, "pass", (c, x, d)))
-                for u in V[c]:
-                    if u not in sep[c, d]:
-                        todo.append((card[u] * n_d, "leaf", (c, u, d)))
-                        for x in nbr[c]:                                # one message in, u observed at c
-                            if x != d and u not in sep[x, c] and len(sep[x, c]) < wide:
-                                todo.append((card[u] * math.prod(shape[x, c]) * n_d, "passev", (c, x, d, u)))
-                for i, x in enumerate(nbr[c]):                          # two messages in
-                    for y in nbr[c][i + 1:]:
-                        if d not in (x, y) and len(sep[x, c]) + len(sep[y, c]) + len(sep[c, d]) <= MAX_EINSUM_AXES:
-                            a, b = min(x, y), max(x, y)
-                            todo.append((math.prod(shape[a, c]) * math.prod(shape[b, c]) * n_d, "pair", (c, a, b, d)))
-                if n_h:
-                    todo.append((math.prod(shape[d, c]) * n_h, "group", (c, d)))
-                if n_c * n_d <= _MAX_BELIEF:
-                    todo.append((n_c * n_d, "bel", (c, d)))
+            for d in self._nbr[c]:
+                self._edge_candidates(c, d, n_h, todo)
             if n_h:
-                todo.append((n_c * n_h, "sel", c))
+                todo.append((beta[c].size * n_h, "sel", c))
         return todo
+
+    def _edge_candidates(self, c: int, d: int, n_h: int, todo: list) -> None:
+        """The transfer matrices of clique c toward its neighbour d (appended to `todo`)."""
+        card, V, sep, nbr, shape = self._card, self._vars, self._sep, self._nbr, self._sep_shape
+        wide = MAX_EINSUM_AXES // 2                                     # separators too wide to write out
+        n_c = self._beta[c].size
+        n_d = math.prod(shape[c, d])
+        if len(sep[c, d]) > wide:
+            return
+        for x in nbr[c]:
+            if x != d and len(sep[x, c]) <= wide:
+                todo.append((math.prod(shape[x, c]) * n_d, "pass", (c, x, d)))
+        for u in V[c]:
+            if u not in sep[c, d]:
+                todo.append((card[u] * n_d, "leaf", (c, u, d)))
+                for x in nbr[c]:                                        # one message in, u observed at c
+                    if x != d and u not in sep[x, c] and len(sep[x, c]) < wide:
+                        todo.append((card[u] * math.prod(shape[x, c]) * n_d, "passev", (c, x, d, u)))
+        for i, x in enumerate(nbr[c]):                                  # two messages in
+            for y in nbr[c][i + 1:]:
+                if d not in (x, y) and len(sep[x, c]) + len(sep[y, c]) + len(sep[c, d]) <= MAX_EINSUM_AXES:
+                    a, b = min(x, y), max(x, y)
+                    todo.append((math.prod(shape[a, c]) * math.prod(shape[b, c]) * n_d, "pair", (c, a, b, d)))
+        if n_h:
+            todo.append((math.prod(shape[d, c]) * n_h, "group", (c, d)))
+        if n_c * n_d <= _MAX_BELIEF:
+            todo.append((n_c * n_d, "bel", (c, d)))
 
     def _transfer_matrices(self) -> int:
         """Precompute transfer matrices, smallest first, within the budget; returns entries used."""
