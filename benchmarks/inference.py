@@ -150,12 +150,12 @@ def peak_mib(fn) -> float:
 
 def clear_query_caches(bn: DiscreteBN) -> None:
     """Empty every per-query cache of `bn`, keeping its per-network setup (the prior tree)."""
-    bn._plans.clear()
-    bn._tables.clear()
-    bn._folds.tables.clear()
-    bn._folds.nbytes = 0
-    getattr(bn, "_shapes", {}).clear()
-    pt = getattr(bn, "_prior_tree", None)
+    bn._cache_plans.clear()
+    bn._cache_tables.clear()
+    bn._cache_folds.tables.clear()
+    bn._cache_folds.nbytes = 0
+    getattr(bn, "_cache_shapes", {}).clear()
+    pt = getattr(bn, "_cache_prior_tree", None)
     if pt:
         pt._subs.clear()
         pt._memo_entries = 0
@@ -191,7 +191,7 @@ def bench_network(name: str, args, rng) -> dict:
     def fresh_bn(key, prior_tree=True):
         o[key] = DiscreteBN(dag, cpts, cards)
         if not prior_tree:
-            o[key]._prior_tree = False                   # every query compiled
+            o[key]._cache_prior_tree = False                   # every query compiled
         for t in warm_up:
             o[key].query([t])
 
@@ -270,7 +270,7 @@ def bench_network(name: str, args, rng) -> dict:
     row(name, "warm (same queries again), DiscreteBN", pg_ms, ms["warm"], None)
     row(name, "first-time, compiled VE (no prior tree)", pg_ms, ms["ve"], diff["ve"], None,
         "the batched / multi-clique engine")
-    o["jt"]._programs.clear()
+    o["jt"]._cache_programs.clear()
     mem_jt = peak_mib(lambda: o["jt"].marginals(ev0))
     row(name, f"all {len(names)} marginals, JT first-time", pg_ms, ms["jt"], diff["jt"], mem_jt,
         "vs one pgmpy query")

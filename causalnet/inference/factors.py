@@ -31,15 +31,27 @@ Examples
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from string import ascii_letters
 
 import numpy as np
 
+from .. import limits
 from ..errors import EvidenceError, ModelError, ShapeError
 
-__all__ = ["Factor", "factor_product", "contract", "BATCH", "MAX_EINSUM_AXES", "MAX_EINSUM_OPERANDS"]
+__all__ = [
+    "Factor",
+    "factor_product",
+    "contract",
+    "einsum_subscripts",
+    "own_array",
+    "as_state_index",
+    "BATCH",
+    "MAX_EINSUM_AXES",
+    "MAX_EINSUM_OPERANDS",
+]
 
 #: Most distinct axes one einsum call may use (numpy 1.x's ``NPY_MAXDIMS``).
 MAX_EINSUM_AXES = 32
@@ -62,8 +74,15 @@ BATCH = _Batch()
 # -- contraction ---------------------------------------------------------------
 
 
-def _subscripts(in_labels: Sequence[Sequence[Hashable]], out_labels: Sequence[Hashable]) -> str:
-    """An einsum subscript string, one letter per distinct label (memoized)."""
+def einsum_subscripts(in_labels: Sequence[Sequence[Hashable]], out_labels: Sequence[Hashable]) -> str:
+    """An einsum subscript string, one letter per distinct label (memoized).
+
+    At most 52 distinct labels (the ASCII letters); callers keep to
+    :data:`MAX_EINSUM_AXES`.
+
+    >>> einsum_subscripts([("A", "B"), ("B", "C")], ("A", "C"))
+    'ab,bc->ac'
+    """
     key = (tuple(map(tuple, in_labels)), tuple(out_labels))
     got = _SUBSCRIPTS.get(key)
     if got is None:
@@ -123,7 +142,7 @@ def contract(
     einsum call has at most six axes.
     """
     if _n_labels(in_labels) <= MAX_EINSUM_AXES and len(arrays) <= MAX_EINSUM_OPERANDS:
-        return np.einsum(_subscripts(in_labels, out_labels), *arrays, optimize=optimize)
+        return np.einsum(einsum_subscripts(in_labels, out_labels), *arrays, optimize=optimize)
     return _contract_split(list(arrays), [tuple(lab) for lab in in_labels], tuple(out_labels), optimize)
 
 
@@ -139,7 +158,7 @@ def _contract_split(arrays, in_labels, out_labels, optimize):
         arrays = [contract(head, head_l, keep, optimize=optimize), *arrays[k:]]
         in_labels = [keep, *rest_l]
     if _n_labels(in_labels) <= MAX_EINSUM_AXES:
-        return np.einsum(_subscripts(in_labels, out_labels), *arrays, optimize=optimize)
+        return np.einsum(einsum_subscripts(in_labels, out_labels), *arrays, optimize=optimize)
     acc, acc_l = arrays[0], in_labels[0]
     if len(arrays) == 1:
         return _contract_grouped(acc, acc_l, None, (), out_labels)
@@ -191,7 +210,7 @@ def _contract_grouped(a, la, b, lb, out_labels):
         ops.append(b2)
         labs.append(gb)
     out_groups = [r for r in ("ak", "bk", "ck") if groups[r]]
-    res = np.einsum(_subscripts(labs, out_groups), *ops)
+    res = np.einsum(einsum_subscripts(labs, out_groups), *ops)
     flat_out = [lab for r in out_groups for lab in groups[r]]
     res = res.reshape([size[lab] for lab in flat_out])
     pos = {lab: i for i, lab in enumerate(flat_out)}
@@ -201,18 +220,24 @@ def _contract_grouped(a, la, b, lb, out_labels):
 # -- Factor -----------------------------------------------------------------------
 
 
-def _own(x) -> np.ndarray:
-    """A C-contiguous array (0-d stays 0-d, unlike ``np.ascontiguousarray``)."""
+def own_array(x) -> np.ndarray:
+    """`x` as a C-contiguous array, copied only when it is not (0-d stays 0-d, unlike
+    ``np.ascontiguousarray``)."""
     x = np.asarray(x)
     return x if x.flags.c_contiguous else x.copy()
 
 
-def _as_index(node: Hashable, value, card: int):
-    """Validate one evidence value: an int state or a 1-D int array of states."""
+def as_state_index(node: Hashable, value, card: int):
+    """Validate one evidence value of `node` (with `card` states): an int state or a 1-D int array.
+
+    Returns an ``int`` or an ``intp`` array of shape (n,); raises
+    :class:`~causalnet.errors.EvidenceError` naming `node` on anything else
+    (bools, floats, states out of range, other shapes).
+    """
     if isinstance(value, (np.ndarray, list, tuple)):
         arr = np.asarray(value)
         if arr.ndim == 0:
-            return _as_index(node, arr[()], card)
+            return as_state_index(node, arr[()], card)
         if arr.ndim != 1:
             raise EvidenceError(f"evidence for {node!r} must be a state index or a 1-D array of them, got shape {arr.shape}")
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -351,14 +376,14 @@ class Factor:
         pos = {v: i for i, v in enumerate(self._vars)}
         b = int(self._batched)
         perm = ([0] if b else []) + [pos[v] + b for v in vs]
-        return Factor._make(vs, _own(np.transpose(self._values, perm)), self._batched)
+        return Factor._make(vs, own_array(np.transpose(self._values, perm)), self._batched)
 
     def marginalize(self, vars: Iterable[Hashable]) -> Factor:
         """Sum out `vars` (each must be a variable of the factor)."""
         drop = set(self._check_vars(vars, "sum out"))
         keep = tuple(v for v in self._vars if v not in drop)
         out = (BATCH, *keep) if self._batched else keep
-        return Factor._make(keep, _own(contract([self._values], [self._labels()], out)), self._batched)
+        return Factor._make(keep, own_array(contract([self._values], [self._labels()], out)), self._batched)
 
     def max_marginalize(self, vars: Iterable[Hashable]) -> tuple[Factor, dict[Hashable, np.ndarray]]:
         """Maximize out `vars`, with the maximizing states.
@@ -382,7 +407,7 @@ class Factor:
         idx = np.argmax(flat, axis=-1) if flat.shape[-1] else np.zeros(lead, dtype=np.intp)
         best = np.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
         states = np.unravel_index(idx, [self._values.shape[pos[v]] for v in drop])
-        return Factor._make(keep, _own(best), self._batched), dict(zip(drop, states))
+        return Factor._make(keep, own_array(best), self._batched), dict(zip(drop, states))
 
     def reduce(self, evidence: Mapping[Hashable, int | np.ndarray]) -> Factor:
         """Fix variables to observed states and drop their axes.
@@ -404,7 +429,7 @@ class Factor:
         cards = dict(zip(self._vars, self.cards))
         for v, val in evidence.items():
             if v in cards:
-                ev[v] = _as_index(v, val, cards[v])
+                ev[v] = as_state_index(v, val, cards[v])
         if not ev:
             return self
         arrays = {v: x for v, x in ev.items() if isinstance(x, np.ndarray)}
@@ -422,8 +447,10 @@ class Factor:
         idx: list = [ev[v] for v in ev_vars]
         if b:
             idx.insert(0, np.arange(n) if arrays else slice(None))
+        if arrays and not b:
+            _check_table(rest, cards, n, "the evidence-reduced factor")
         out = arr[tuple(idx)]                               # (n?, *rest_cards)
-        return Factor._make(rest, _own(out), bool(b) or bool(arrays))
+        return Factor._make(rest, own_array(out), bool(b) or bool(arrays))
 
     def total(self) -> float | np.ndarray:
         """The sum of all entries: a float, or shape (n,) when batched."""
@@ -501,7 +528,18 @@ def factor_product(factors: Sequence[Factor], keep: Iterable[Hashable] | None = 
             raise ModelError(f"cannot keep {missing[0]!r}: no factor has it (variables: {tuple(cards)})")
     if not factors:
         return Factor._make((), np.ones(()), False)
+    _check_table(out, cards, n, "the product of factors")
     batched = n is not None
     out_l = (BATCH, *out) if batched else out
     vals = contract([f.values for f in factors], [f._labels() for f in factors], out_l)
-    return Factor._make(out, _own(vals), batched)
+    return Factor._make(out, own_array(vals), batched)
+
+
+def _check_table(vars: Sequence[Hashable], cards: Mapping, n: int | None, what: str) -> None:
+    """ResourceError before allocating a float64 table over `vars` (times n rows when batched)."""
+    size = 8.0 * math.prod(float(cards[v]) for v in vars) * (1 if n is None else max(n, 1))
+    if size > limits.get("max_table_bytes"):
+        shown = ", ".join(f"{v!r}:{cards[v]}" for v in list(vars)[:12])
+        rows = f" for each of {n} evidence rows" if n is not None else ""
+        limits.check_bytes(size, what=f"{what} over {len(vars)} variables",
+                           cause=f"variables {shown}{' ...' if len(vars) > 12 else ''}{rows}")

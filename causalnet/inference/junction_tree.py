@@ -25,9 +25,15 @@ evidence are the prior messages, computed once per tree; the rest become a
 program of einsum calls, cached per evidence-variable set and batched over
 evidence rows (memory ``O(n * largest clique)``).
 
+The structure (cliques, separators, CPT assignment) comes from
+:func:`causalnet.inference.cliques.build_clique_tree`, which refuses, with a
+:class:`~causalnet.errors.ResourceError`, a clique larger than
+``limits.get("max_table_bytes")``; a batched calibration is checked the same
+way for its n rows.
+
 Scalar evidence (one state per observed node) on a tree built without
-evidence variables skips compilation: the network's *calibrated prior tree*
-(``_PriorTree``, built once per network and shared with
+evidence variables skips compilation: its *calibrated prior tree*
+(:mod:`causalnet.inference.prior_tree`, built once per tree and shared with
 :meth:`DiscreteBN.query`) keeps each clique's prior marginal ``P(C)``; given
 evidence, the message along an edge is the likelihood of the evidence behind
 it given the separator, all ones where no evidence lies behind, so only the
@@ -61,17 +67,24 @@ References
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable, Mapping
-from string import ascii_letters
 
 import numpy as np
 
+from .. import limits
 from ..errors import EvidenceError, GraphError
-from .elimination import _TINY, ORDER_METHODS, DiscreteBN, _Builder, _greedy_order
-from .factors import MAX_EINSUM_AXES, _own, contract
+from .cliques import build_clique_tree
+from .network import DiscreteNetwork
+from .ordering import ORDER_METHODS
+from .prior_tree import PriorTree, build_prior_tree
+from .programs import TINY, Builder
 
-__all__ = ["JunctionTree"]
+__all__ = ["JunctionTree", "MAX_PRIOR_CLIQUE", "MAX_PRIOR_TOTAL"]
+
+#: Largest clique (entries) of a calibrated prior tree.
+MAX_PRIOR_CLIQUE = 1 << 20
+#: Most entries of all the cliques of a calibrated prior tree.
+MAX_PRIOR_TOTAL = 1 << 23
 
 
 class JunctionTree:
@@ -103,118 +116,59 @@ class JunctionTree:
     evidence_vars : tuple
     """
 
-    def __init__(self, bn: DiscreteBN, evidence_vars: Iterable[Hashable] = (), *,
+    def __init__(self, bn: DiscreteNetwork, evidence_vars: Iterable[Hashable] = (), *,
                  order: str = "weighted-min-fill") -> None:
         if order not in ORDER_METHODS:
             raise GraphError(f"unknown elimination order {order!r}; choose one of {list(ORDER_METHODS)}")
+        S = frozenset(bn.node_index(v, "evidence node", EvidenceError) for v in evidence_vars)
+        t = build_clique_tree(bn, S, order=order)
         self._bn = bn
-        card = bn._card
-        nn = len(bn._names)
-        S = frozenset(bn._node(v, "evidence node", EvidenceError) for v in evidence_vars)
         self._S = S
-        fam_free, adj = bn._reduced(range(nn), S)
-        free = [v for v in range(nn) if v not in S]
-        raw: list = []
-        _greedy_order(adj, card, free, order, bn._rank, raw)
-
-        # elimination tree, then merge cliques contained in a child
-        pos = {v: i for i, (v, _) in enumerate(raw)}
-        m = len(raw)
-        cl = [frozenset({v, *nb}) for v, nb in raw]
-        parent = [min((pos[u] for u in nb), default=-1) for _, nb in raw]
-        children: list[list[int]] = [[] for _ in range(m)]
-        for i, p in enumerate(parent):
-            if p >= 0:
-                children[p].append(i)
-        alive = [True] * m
-        rep = list(range(m))
-        for j in range(m):
-            for i in children[j]:
-                if cl[j] <= cl[i]:
-                    alive[j] = False
-                    rep[j] = i
-                    p = parent[j]
-                    parent[i] = p
-                    others = [c for c in children[j] if c != i]
-                    for c in others:
-                        parent[c] = i
-                    children[i].extend(others)
-                    if p >= 0:
-                        children[p] = [i if c == j else c for c in children[p]]
-                    children[j] = []
-                    break
-
-        def find(i):
-            while rep[i] != i:
-                i = rep[i]
-            return i
-
-        keep = [i for i in range(m) if alive[i]]
-        new = {old: k for k, old in enumerate(keep)}
-        self._vars = [tuple(sorted(cl[i])) for i in keep]
-        self._parent = [new[parent[i]] if parent[i] >= 0 else -1 for i in keep]
-        k = len(keep)
-        self._children = [[] for _ in range(k)]
-        for c, p in enumerate(self._parent):
-            if p >= 0:
-                self._children[p].append(c)
-        self._sep = [
-            tuple(v for v in self._vars[c] if v in set(self._vars[p])) if p >= 0 else ()
-            for c, p in enumerate(self._parent)
-        ]
-        # traversal orders and trees
-        roots = [c for c in range(k) if self._parent[c] < 0]
-        pre: list[int] = []
-        tree = [0] * k
-        for t, r in enumerate(roots):
-            stack = [r]
-            while stack:
-                c = stack.pop()
-                pre.append(c)
-                tree[c] = t
-                stack.extend(self._children[c])
-        self._pre = pre
-        self._post = pre[::-1]
-        self._tree = tree
-        self._n_trees = len(roots)
-        # CPT assignment: to the clique of the family's first-eliminated free variable
-        self._assign: list[tuple[int, int]] = []
-        self._scalars: list[int] = []
-        for v in range(nn):
-            ff = fam_free[v]
-            if not ff:
-                self._scalars.append(v)
-                continue
-            first = min(ff, key=pos.__getitem__)
-            self._assign.append((v, new[find(pos[first])]))
-        # home clique of each free variable: the smallest clique holding it
-        size = [int(np.prod([card[v] for v in vs], dtype=np.int64)) for vs in self._vars]
-        home: dict[int, int] = {}
-        for c in sorted(range(k), key=size.__getitem__):
-            for v in self._vars[c]:
-                home.setdefault(v, c)
-        self._home = home
+        self._structure = t
+        self._vars, self._parent, self._children, self._sep = t.vars, t.parent, t.children, t.sep
+        self._pre, self._post, self._tree, self._n_trees = t.pre, t.post, t.tree, t.n_trees
+        self._assign, self._scalars, self._size, self._home = t.assign, t.scalars, t.size, t.home
+        free = [v for v in range(len(bn.card)) if v not in S]
         self._homed: dict[int, list[int]] = {}
         for v in free:
-            self._homed.setdefault(home[v], []).append(v)
+            self._homed.setdefault(t.home[v], []).append(v)
         self._tree_rep = {}
         for v in free:
-            self._tree_rep.setdefault(tree[home[v]], v)
-        self._size = size
-        self._programs: dict = {}
+            self._tree_rep.setdefault(t.tree[t.home[v]], v)
+        self._cache_programs: dict = {}
+        self._cache_prior_tree = None
         self._prior = None
-        b0 = _Builder(card, sorted(S), bn._folds)
+        self._prior = self._prior_messages()
+
+    def _prior_messages(self) -> tuple[dict, dict]:
+        """The messages that hold no evidence (up and down), computed once."""
+        b0 = Builder(self._bn.card, sorted(self._S), self._bn.folds)
         _, up, down = self._messages(b0, frozenset(), frozenset())
-        self._prior = (
+        return (
             {c: b0.template[s] for c, s in up.items() if b0.is_const(s)},
             {c: b0.template[s] for c, s in down.items() if b0.is_const(s)},
         )
+
+    def prior_tree(self) -> PriorTree | None:
+        """This tree calibrated on the prior (see :mod:`causalnet.inference.prior_tree`), built once.
+
+        None for a tree with evidence variables, when its cliques exceed
+        :data:`MAX_PRIOR_CLIQUE` / :data:`MAX_PRIOR_TOTAL` entries, or when
+        calibration would come too close to underflow.
+        """
+        if self._cache_prior_tree is None:
+            pt = False
+            if (not self._S and max(self._size, default=1) <= MAX_PRIOR_CLIQUE
+                    and sum(self._size) <= MAX_PRIOR_TOTAL):
+                pt = build_prior_tree(self._bn, self._structure) or False
+            self._cache_prior_tree = pt
+        return self._cache_prior_tree or None
 
     # -- views -----------------------------------------------------------------
 
     @property
     def cliques(self) -> list[tuple]:
-        names = self._bn._names
+        names = self._bn.nodes
         return [tuple(names[v] for v in vs) for vs in self._vars]
 
     @property
@@ -223,7 +177,7 @@ class JunctionTree:
 
     @property
     def separators(self) -> list[tuple]:
-        names = self._bn._names
+        names = self._bn.nodes
         return [tuple(names[v] for v in self._sep[c]) for c, p in enumerate(self._parent) if p >= 0]
 
     @property
@@ -236,7 +190,7 @@ class JunctionTree:
 
     @property
     def evidence_vars(self) -> tuple:
-        return tuple(self._bn._names[v] for v in sorted(self._S))
+        return tuple(self._bn.nodes[v] for v in sorted(self._S))
 
     def __repr__(self) -> str:
         return (f"<JunctionTree {len(self._vars)} cliques, width {self.width}, "
@@ -244,19 +198,19 @@ class JunctionTree:
 
     # -- compilation -------------------------------------------------------------
 
-    def _messages(self, b: _Builder, ind: frozenset, batched: frozenset):
+    def _messages(self, b: Builder, ind: frozenset, batched: frozenset):
         """Emit factor slots and all messages; returns (factor slots per clique, up, down)."""
         bn = self._bn
         k = len(self._vars)
         fac: list[list[int]] = [[] for _ in range(k)]
         dyn = [False] * k
         for v, c in self._assign:
-            s = bn._factor_slot(b, v, self._S, batched)
+            s = bn.factor_slot(b, v, self._S, batched)
             fac[c].append(s)
             dyn[c] = dyn[c] or not b.is_const(s)
         for u in sorted(ind):
             c = self._home[u]
-            fac[c].append(b.input(bn._eye(u), (u,), (u,), u in batched))
+            fac[c].append(b.input(bn.eye(u), (u,), (u,), u in batched))
             dyn[c] = True
         parent, children, sep = self._parent, self._children, self._sep
         dirty_up = [False] * k
@@ -293,12 +247,12 @@ class JunctionTree:
 
     def _program(self, ind: frozenset, batched: frozenset):
         key = (ind, batched)
-        got = self._programs.get(key)
+        got = self._cache_programs.get(key)
         if got is not None:
             return got
         bn = self._bn
         ev_order = tuple(sorted(self._S | ind))
-        b = _Builder(bn._card, ev_order, bn._folds)
+        b = Builder(bn.card, ev_order, bn.folds)
         fac, up, down = self._messages(b, ind, batched)
         marg: dict[int, int] = {}
         for h, vs in self._homed.items():
@@ -311,10 +265,10 @@ class JunctionTree:
                 bel = b.emit(ins, self._vars[h])
                 for v in vs:
                     marg[v] = b.emit([bel], (v,))
-        scal = [bn._factor_slot(b, v, self._S, batched) for v in self._scalars]
+        scal = [bn.factor_slot(b, v, self._S, batched) for v in self._scalars]
         zs = b.emit(scal, ()) if scal else None
         got = (b.program(), ev_order, marg, zs)
-        self._programs[key] = got
+        self._cache_programs[key] = got
         return got
 
     # -- calibration -------------------------------------------------------------
@@ -356,47 +310,52 @@ class JunctionTree:
         notes): no program is compiled.
         """
         bn = self._bn
-        ev, n = bn._evidence(evidence)
+        ev, n = bn.evidence_indices(evidence)
         missing = [v for v in sorted(self._S) if v not in ev]
         if missing:
             raise EvidenceError(
                 f"this junction tree was built for evidence on {list(self.evidence_vars)}; "
-                f"no evidence given for {bn._names[missing[0]]!r}"
+                f"no evidence given for {bn.nodes[missing[0]]!r}"
             )
         if n is None and not self._S:
             got = self._from_prior(ev, return_log_evidence)
             if got is not None:
                 return got
+        slots, marg, log_z = self._calibrate(ev, n)
+        out = self._posteriors(slots, marg, ev, n)
+        if not return_log_evidence:
+            return out
+        if n is not None:
+            return out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)
+        return out, float(log_z)
+
+    def _calibrate(self, ev: dict, n: int | None) -> tuple[list, dict, float | np.ndarray]:
+        """Run the compiled calibration: slots, the slot of each free node's marginal, ``log P(e)``.
+
+        Reruns with rescaling when ``P(e)`` underflows; raises on ``P(e) = 0``.
+        """
         ind = frozenset(ev) - self._S
         batched = frozenset(u for u, x in ev.items() if type(x) is not int)
         prog, ev_order, marg, zs = self._program(ind, batched)
+        if n is not None:
+            limits.check_bytes(8.0 * n * prog.row_entries, what=f"a batched calibration of {n} evidence rows",
+                               cause=f"{prog.row_entries} table entries per row (largest clique "
+                                     f"{self.max_clique_size} entries) times {n} rows; pass fewer rows at once")
         values = [ev[u] for u in ev_order]
-
-        def totals(slots, logs):
-            log_z = 0.0
-            zmin = None
-            for v in self._tree_rep.values():
-                s = marg[v]
-                z = slots[s].sum(axis=0)                  # (K,) or (K, n): batch last
-                zmin = z if zmin is None else np.minimum(zmin, z)
-                with np.errstate(divide="ignore"):
-                    log_z = log_z + np.log(z) + (0.0 if logs is None else logs[s])
-            if zs is not None:
-                z = slots[zs]
-                zmin = z if zmin is None else np.minimum(zmin, z)
-                with np.errstate(divide="ignore"):
-                    log_z = log_z + np.log(z) + (0.0 if logs is None else logs[zs])
-            return log_z, (1.0 if zmin is None else zmin)
-
+        reps = [marg[v] for v in self._tree_rep.values()]
         slots, logs = prog.run(values, False)
-        log_z, zmin = totals(slots, logs)
-        if not np.all(zmin >= _TINY):
+        log_z, zmin = _totals(slots, logs, reps, zs)
+        if not np.all(zmin >= TINY):
             slots, logs = prog.run(values, True)
-            log_z, zmin = totals(slots, logs)
+            log_z, zmin = _totals(slots, logs, reps, zs)
             if not np.all(zmin > 0):
-                bn._impossible(ev, zmin, n)
-        names = bn._names
-        card = bn._card
+                self._bn.raise_impossible(ev, zmin, n)
+        return slots, marg, log_z
+
+    def _posteriors(self, slots: list, marg: dict, ev: dict, n: int | None) -> dict:
+        """Node name -> its normalized posterior, (K,) or (n, K); evidence variables get point masses."""
+        names = self._bn.nodes
+        card = self._bn.card
         free = [v for v in range(len(names)) if v not in self._S]
         post: dict = {}
         if free and n is None:
@@ -412,38 +371,27 @@ class JunctionTree:
                 m = slots[marg[v]]                                         # (K, n) or (K,)
                 p = m / m.sum(axis=0)
                 post[v] = p.T if p.ndim == 2 else np.broadcast_to(p, (n, card[v])).copy()   # (n, K)
-        out: dict = {}
-        for v in range(len(names)):
-            if v in self._S:
-                p = bn._eye(v)[ev[v]]
-                if n is not None and p.ndim == 1:
-                    p = np.broadcast_to(p, (n, card[v])).copy()
-            else:
-                p = post[v]
-            out[names[v]] = p
-        if not return_log_evidence:
-            return out
-        if n is not None:
-            return out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)
-        return out, float(log_z)
+        for v in self._S:
+            post[v] = _point_mass(card[v], ev[v], n)
+        return {names[v]: post[v] for v in range(len(names))}
 
     def _from_prior(self, ev: dict, return_log_evidence: bool):
         """Scalar evidence: the marginals from the calibrated prior tree (None if unavailable)."""
         bn = self._bn
-        pt = bn._prior_tree if bn._prior_tree is not None else bn._make_prior_tree(now=True)
+        pt = self.prior_tree()
         if not pt:
             return None
         got = pt.marginals(ev)
         if got is None:
             return None
         post, log_z = got
-        card = bn._card
-        off = pt._offset
+        card = bn.card
+        off = pt.offset
         for u, x in ev.items():                       # observed: exactly the point mass
             o = off[u]
             post[o:o + card[u]] = 0.0
             post[o + x] = 1.0
-        names = bn._names
+        names = bn.nodes
         out = {names[v]: post[off[v]:off[v] + card[v]] for v in range(len(names))}   # (K,) views
         return (out, log_z) if return_log_evidence else out
 
@@ -452,629 +400,29 @@ class JunctionTree:
         return self.marginals(evidence, return_log_evidence=True)[1]
 
 
-# -- the calibrated prior tree: scalar evidence without compilation ------------------------
+def _totals(slots: list, logs: list | None, reps: list, zs: int | None):
+    """``log P(e)`` (a product over the trees of the forest and the scalar CPTs) and the
+    smallest unscaled total (to detect underflow and impossible evidence)."""
+    log_z = 0.0
+    zmin = None
+    with np.errstate(divide="ignore"):
+        for s in reps:
+            z = slots[s].sum(axis=0)                      # () or (n,): batch last
+            zmin = z if zmin is None else np.minimum(zmin, z)
+            log_z = log_z + np.log(z) + (0.0 if logs is None else logs[s])
+        if zs is not None:
+            z = slots[zs]
+            zmin = z if zmin is None else np.minimum(zmin, z)
+            log_z = log_z + np.log(z) + (0.0 if logs is None else logs[zs])
+    return log_z, (1.0 if zmin is None else zmin)
 
-_MAX_TRANSFER = 1 << 16     # most entries of one precomputed transfer matrix
-_MAX_BELIEF = 1 << 13       # most entries of a belief-to-message matrix (cheaper than einsum below)
-_MIN_BUDGET = 1 << 20       # entries of precomputed matrices always allowed (else 4x the cliques' entries)
-_REDUCE_FROM = 1 << 12      # cliques this large are summed to the nodes a contraction involves
-_MAX_LAM = 20_000           # most likelihood matrices (built up front)
-_EAGER_ROOTS = 256          # trees with at most this many cliques are rooted everywhere up front
-_MAX_ROOTS = 4096           # rooted trees kept (per prior tree)
 
-
-class _PriorTree:
-    """A junction tree calibrated once on the prior, answering scalar evidence directly.
-
-    Every clique c keeps its prior belief ``beta_c = P(C)`` and, for each
-    neighbour d, ``beta_c / P(S_cd)`` (zero where ``P(S_cd) = 0``). In this
-    (Hugin) form the message c -> d given evidence e is the likelihood
-    ``P(e on c's side | S_cd)``: all ones when c's side holds no evidence, so
-    a query computes only the messages on the Steiner tree joining the
-    evidence cliques to the targets' clique r (rooted at r), each one
-    contraction, or one vector-matrix product where a clique has a single
-    incoming message or a single observed node (the clique's linear map is
-    precomputed as a *transfer matrix*). The clique r, times its incoming
-    messages, summed to the targets, is ``P(targets, e)``. All single-node
-    marginals (:meth:`marginals`) send the messages on from the Steiner tree
-    to every clique.
-
-    Nothing is compiled per query (no pruning, ordering or plan): a query
-    costs about one numpy call per clique of its Steiner tree.
-
-    Legend: ``K`` states of one node; a message is a flat vector over the
-    joint states of its separator (nodes in index order).
-    """
-
-    def __init__(self, jt: JunctionTree) -> None:
-        bn = jt._bn
-        card = bn._card
-        nn = len(bn._names)
-        V = jt._vars
-        k = len(V)
-        self._card = card
-        self._vars = V
-        #: cliques large enough that a compiled plan (pruned, run again cheaply) beats this tree
-        #: for a query shape asked more than once
-        self.heavy = max(jt._size, default=1) >= _REDUCE_FROM
-        nbr: list[list[int]] = [[] for _ in range(k)]
-        sep: dict = {}
-        for c, p in enumerate(jt._parent):
-            if p >= 0:
-                nbr[c].append(p)
-                nbr[p].append(c)
-                sep[c, p] = sep[p, c] = jt._sep[c]
-        self._sep = sep
-        self._sep_shape = {e: tuple(card[v] for v in s) for e, s in sep.items()}
-        self._letters = [{v: ascii_letters[i] for i, v in enumerate(vs)} if len(vs) <= MAX_EINSUM_AXES else None
-                         for vs in V]                                   # None: wider than one einsum
-
-        # Shafer-Shenoy calibration of the prior
-        psi = [np.ones([card[v] for v in vs]) for vs in V]              # (*clique_cards)
-        for v, c in jt._assign:
-            psi[c] = contract([psi[c], bn._cpt[v]], [V[c], bn._family[v]], V[c])
-        up: dict = {}
-        for c in jt._post:
-            p = jt._parent[c]
-            if p >= 0:
-                ch = jt._children[c]
-                up[c] = contract([psi[c]] + [up[x] for x in ch], [V[c]] + [sep[x, c] for x in ch], sep[c, p])
-        down: dict = {}
-        for c in jt._pre:
-            p = jt._parent[c]
-            if p >= 0:
-                sib = [x for x in jt._children[p] if x != c]
-                ins = [psi[p]] + [up[x] for x in sib]
-                labs = [V[p]] + [sep[x, p] for x in sib]
-                if jt._parent[p] >= 0:
-                    ins.append(down[p])
-                    labs.append(sep[p, jt._parent[p]])
-                down[c] = contract(ins, labs, sep[c, p])
-        beta = []
-        for c in range(k):
-            ch = jt._children[c]
-            ins = [psi[c]] + [up[x] for x in ch]
-            labs = [V[c]] + [sep[x, c] for x in ch]
-            if jt._parent[c] >= 0:
-                ins.append(down[c])
-                labs.append(sep[c, jt._parent[c]])
-            beta.append(_own(contract(ins, labs, V[c])))                # P(C), (*clique_cards)
-        self._beta = beta
-        self.ok = True
-        inv: dict = {}
-        for (c, d), sp in sep.items():
-            mu = contract([beta[c]], [V[c]], sp)                        # P(S_cd), (*sep_cards)
-            pos = mu[mu > 0]
-            if pos.size and pos.min() < 1e-250:
-                self.ok = False                                         # too close to underflow
-            inv[c, d] = np.divide(1.0, mu, out=np.zeros_like(mu), where=mu > 0)
-        self._inv = inv
-        if not self.ok:
-            return
-        self._bt = {                                                    # beta_c / P(S_cd) on small cliques
-            (c, d): beta[c] * inv[c, d].reshape([card[v] if v in sp else 1 for v in V[c]])
-            for (c, d), sp in sep.items() if beta[c].size < _REDUCE_FROM
-        }
-
-        # home cliques (the smallest holding each node); nodes are grouped by home clique
-        size = jt._size
-        home = [-1] * nn
-        for c in sorted(range(k), key=size.__getitem__):
-            for v in V[c]:
-                if home[v] < 0:
-                    home[v] = c
-        self._home = home
-        self._eye = [np.eye(card[v]) for v in range(nn)]
-        self._prior = [contract([beta[home[v]]], [V[home[v]]], (v,)) for v in range(nn)]   # (K,)
-        homed: list[list[int]] = [[] for _ in range(k)]
-        for v in range(nn):
-            homed[home[v]].append(v)
-        self._homed = homed
-        self._groups = [c for c in range(k) if homed[c]]                # segment order of `marginals`
-        self._offset = [0] * nn
-        at = 0
-        for c in self._groups:
-            for v in homed[c]:
-                self._offset[v] = at
-                at += card[v]
-        seg = [v for c in self._groups for v in homed[c]]
-        self._seg_starts = np.array([self._offset[v] for v in seg], dtype=np.intp)
-        self._seg_cards = np.array([card[v] for v in seg], dtype=np.intp)
-        self._span = [(self._offset[homed[c][0]], self._offset[homed[c][-1]] + card[homed[c][-1]])
-                      if homed[c] else (0, 0) for c in range(k)]                # a clique's nodes in `marginals`
-        self._prior_big = np.concatenate([self._prior[v] for c in self._groups for v in homed[c]])
-        self._nbr = nbr
-        self._rooted: dict = {}                                          # root clique -> its rooted tree
-        if k <= _EAGER_ROOTS:
-            for r in range(k):
-                self._rooted_at(r)
-
-        # transfer matrices (rows: input states, flattened; columns: output states), smallest
-        # first within a memory budget; the rest are contractions at query time
-        self._subs: dict = {}
-        self._memo_entries = 0
-        self._budget = max(_MIN_BUDGET, 4 * sum(b.size for b in beta))
-        self._roots: dict = {}
-        self._pass: dict = {}     # (c, x, d): message x -> c to message c -> d
-        self._leaf: dict = {}     # (c, u, d): node u observed at c (row = its state) to message c -> d
-        self._passev: dict = {}   # (c, x, d, u): as pass, with u observed at c (first axis: its state)
-        self._pair: dict = {}     # (c, a, b, d), a < b: message a -> c to a (S_b, S_cd) map of message b -> c
-        self._group: dict = {}    # (c, x): message x -> c to P(v, e) of the nodes homed at c, concatenated
-        self._sel: dict = {}      # c: belief of c, flattened, to the marginals of its homed nodes
-        self._bel: dict = {}      # (c, d): belief of c, flattened, to the message c -> d
-        shape = self._sep_shape
-        todo = []
-        wide = MAX_EINSUM_AXES // 2                                     # separators too wide to write out
-        for c in range(k):
-            n_c = beta[c].size
-            n_h = sum(card[v] for v in homed[c])
-            for d in nbr[c]:
-                n_d = math.prod(shape[c, d])
-                if len(sep[c, d]) > wide:
-                    continue
-                for x in nbr[c]:
-                    if x != d and len(sep[x, c]) <= wide:
-                        todo.append((math.prod(shape[x, c]) * n_d, "pass", (c, x, d)))
-                for u in V[c]:
-                    if u not in sep[c, d]:
-                        todo.append((card[u] * n_d, "leaf", (c, u, d)))
-                        for x in nbr[c]:                                # one message in, u observed at c
-                            if x != d and u not in sep[x, c] and len(sep[x, c]) < wide:
-                                todo.append((card[u] * math.prod(shape[x, c]) * n_d, "passev", (c, x, d, u)))
-                for i, x in enumerate(nbr[c]):                          # two messages in
-                    for y in nbr[c][i + 1:]:
-                        if d not in (x, y) and len(sep[x, c]) + len(sep[y, c]) + len(sep[c, d]) <= MAX_EINSUM_AXES:
-                            a, b = min(x, y), max(x, y)
-                            todo.append((math.prod(shape[a, c]) * math.prod(shape[b, c]) * n_d, "pair", (c, a, b, d)))
-                if n_h:
-                    todo.append((math.prod(shape[d, c]) * n_h, "group", (c, d)))
-                if n_c * n_d <= _MAX_BELIEF:
-                    todo.append((n_c * n_d, "bel", (c, d)))
-            if n_h:
-                todo.append((n_c * n_h, "sel", c))
-        used = 0
-        for n, kind, key in sorted(todo, key=lambda t: t[0]):
-            if n > _MAX_TRANSFER or used + n > self._budget:
-                break
-            used += n
-            if kind == "pass":
-                c, x, d = key
-                self._pass[key] = self._matrix(c, d, sep[x, c], sep[c, d])
-            elif kind == "leaf":
-                c, u, d = key
-                self._leaf[key] = self._matrix(c, d, (u,), sep[c, d])
-            elif kind == "passev":
-                c, x, d, u = key
-                m = self._matrix(c, d, (u, *sep[x, c]), sep[c, d])
-                self._passev[key] = m.reshape(card[u], -1, m.shape[1])   # (K_u, |S_x|, |S_cd|)
-            elif kind == "pair":
-                c, a, b, d = key
-                self._pair[key] = self._matrix(c, d, sep[a, c], (*sep[b, c], *sep[c, d]))
-            elif kind == "group":
-                c, x = key
-                cols = [self._matrix(c, -1, sep[x, c], (v,)) for v in homed[c]]
-                self._group[key] = np.ascontiguousarray(np.concatenate(cols, axis=1))   # (|S|, sum K)
-            elif kind == "sel":
-                c = key
-                idx = np.indices(beta[c].shape).reshape(len(V[c]), -1)   # (nodes, |C|)
-                cols = [np.eye(card[v])[idx[V[c].index(v)]] for v in homed[c]]
-                self._sel[c] = np.concatenate(cols, axis=1)                # (|C|, sum K)
-            else:
-                c, d = key
-                sp = sep[c, d]
-                idx = np.indices(beta[c].shape).reshape(len(V[c]), -1)   # (nodes, |C|)
-                flat = np.zeros(beta[c].size, dtype=np.intp)
-                for v in sp:
-                    flat = flat * card[v] + idx[V[c].index(v)]          # the separator state of each entry
-                m = np.zeros((beta[c].size, math.prod(shape[c, d])))    # (|C|, |S|)
-                m[np.arange(beta[c].size), flat] = inv[c, d].reshape(-1)[flat]
-                self._bel[key] = m
-        # likelihood matrices: lam[u, c, d][x] = P(u = x | S_cd) for u on c's side (not in S_cd),
-        # the message c -> d when u is the only observed node behind it (a row, no arithmetic)
-        self._lam: dict = {}
-        holds = [set(vs) for vs in V]
-        for u in range(nn):
-            front = []
-            for c in range(k):
-                if u in holds[c]:
-                    for d in nbr[c]:
-                        m = self._leaf.get((c, u, d)) if u not in holds[d] else None
-                        if m is not None:
-                            self._lam[u, c, d] = m
-                            front.append((c, d))
-            while front:
-                c, d = front.pop()
-                m = self._lam[u, c, d]
-                for e in nbr[d]:
-                    t = self._pass.get((d, c, e)) if e != c else None
-                    if (t is not None and used + m.shape[0] * t.shape[1] <= self._budget
-                            and len(self._lam) < _MAX_LAM):
-                        used += m.shape[0] * t.shape[1]
-                        self._lam[u, d, e] = m @ t                      # (K_u, |S_de|)
-                        front.append((d, e))
-        self._matrix_entries = used
-
-        # subtree matrices: the message p -> c to the unnormalized marginals of every node homed
-        # on c's side, with their positions in `marginals` (smaller sides first, within the budget)
-        side: dict = {}
-        for c in jt._post:                                              # cliques on each side of each edge
-            p = jt._parent[c]
-            if p >= 0:
-                side[p, c] = 1 + sum(side[c, x] for x in jt._children[c])
-        size_tree: dict = {}
-        for c in range(k):
-            size_tree[jt._tree[c]] = size_tree.get(jt._tree[c], 0) + 1
-        for c in jt._pre:
-            p = jt._parent[c]
-            if p >= 0:
-                side[c, p] = size_tree[jt._tree[c]] - side[p, c]
-        self._sub: dict = {}
-        used = 0
-        for (p, c), _ in sorted(side.items(), key=lambda t: t[1]):
-            cols, idx = [], []
-            if homed[c]:
-                g = self._group.get((c, p))
-                if g is None:
-                    continue
-                cols.append(g)
-                idx.append(np.arange(*self._span[c]))
-            for d in nbr[c]:
-                if d == p:
-                    continue
-                sd, t = self._sub.get((c, d)), self._pass.get((c, p, d))
-                if sd is None or t is None:
-                    break
-                if sd[0] is not None:
-                    cols.append(t @ sd[0])                              # (|S_pc|, outputs on d's side)
-                    idx.append(sd[1])
-            else:
-                n = sum(m.size for m in cols)
-                if used + n > self._budget:
-                    continue
-                used += n
-                self._sub[p, c] = ((np.ascontiguousarray(np.concatenate(cols, axis=1)), np.concatenate(idx))
-                                   if cols else (None, None))
-
-    # -- building blocks -----------------------------------------------------------
-
-    def _matrix(self, c: int, d: int, ins: tuple, out: tuple) -> np.ndarray:
-        """The transfer matrix of clique c from `ins` to `out` (divided by ``P(S_cd)`` when ``d >= 0``).
-
-        Row ``a`` (a joint state of `ins`, flattened) holds the sum of the
-        table over the labels not in `out` with `ins` fixed at ``a``: the table
-        is summed to ``ins + out`` once and written onto the diagonal (in the
-        labels shared by `ins` and `out`) of a zero matrix.
-        """
-        card = self._card
-        V = self._vars
-        both = tuple(dict.fromkeys((*ins, *out)))                      # `out` may repeat nodes of `ins`
-        if d >= 0:
-            t = contract([self._beta[c], self._inv[c, d]], [V[c], self._sep[c, d]], both)   # (*both_cards)
-        else:
-            t = contract([self._beta[c]], [V[c]], both)
-        m = np.zeros([card[u] for u in (*ins, *out)])                  # (*in_cards, *out_cards)
-        letter = {u: ascii_letters[i] for i, u in enumerate(both)}
-        diag = np.einsum("".join(letter[u] for u in (*ins, *out)) + "->" + "".join(letter[u] for u in both), m)
-        diag[...] = t                                                  # a view: fills the diagonal
-        return m.reshape(math.prod(m.shape[: len(ins)]), -1)          # (in states, out states)
-
-    def _prepare(self, key: tuple):
-        """Subscripts, tables and message shapes of the contraction `key` (memoized).
-
-        ``key = (c, d, srcs, evs, out)``: clique c's belief (divided by
-        ``P(S_cd)`` when ``d >= 0``) times the messages from the neighbours
-        `srcs` and the indicators of the observed nodes `evs`, summed to
-        ``sep(c, d)`` or (``d < 0``) to `out`. On a large clique the belief is
-        summed beforehand over the nodes not involved (kept, within a budget).
-        """
-        c, d, srcs, evs, out = key
-        vc = self._vars[c]
-        beta = self._beta[c]
-        sep = self._sep
-        fout = sep[c, d] if d >= 0 else out
-        tables = [beta]
-        labs = [vc]
-        if d >= 0:
-            if (c, d) in self._bt:
-                tables = [self._bt[c, d]]
-            else:
-                tables.append(self._inv[c, d])
-                labs.append(sep[c, d])
-        if beta.size >= _REDUCE_FROM:
-            need = set(fout).union(*(sep[x, c] for x in srcs), evs)
-            lab = tuple(v for v in vc if v in need)
-            size = math.prod(self._card[v] for v in lab)
-            if len(lab) < len(vc) and self._memo_entries + size <= self._budget:
-                tables = [contract(tables, labs, lab)]                  # (*lab_cards)
-                labs = [lab]
-                self._memo_entries += size
-        letter = self._letters[c]                                       # a letter per node of the clique
-        if letter is not None:
-            subs = ",".join(["".join([letter[v] for v in lab]) for lab in labs]
-                            + ["".join([letter[v] for v in sep[x, c]]) for x in srcs]
-                            + [letter[u] for u in evs]) + "->" + "".join([letter[v] for v in fout])
-        else:                                                           # contract() splits it
-            subs = (labs + [sep[x, c] for x in srcs] + [(u,) for u in evs], fout)
-        got = (subs, tables, [self._sep_shape[x, c] for x in srcs])
-        if len(self._subs) > 100_000:
-            self._subs.clear()
-            self._memo_entries = 0
-        self._subs[key] = got
-        return got
-
-    def _einsum(self, c: int, d: int, srcs: list, msgs: list, evs: list, ev: dict, out: tuple = ()):
-        """Clique c times the messages `msgs` (from `srcs`) and the evidence on `evs`,
-        summed to ``sep(c, d)`` (flat) or, when ``d < 0``, to `out`."""
-        key = (c, d, tuple(srcs), tuple(evs), out)
-        got = self._subs.get(key)
-        if got is None:
-            got = self._prepare(key)
-        subs, tables, shapes = got
-        eye = self._eye
-        ops = list(tables)
-        for m, sh in zip(msgs, shapes):
-            ops.append(m.reshape(sh))
-        for u in evs:
-            ops.append(eye[u][ev[u]])
-        r = np.einsum(subs, *ops) if type(subs) is str else contract(ops, *subs)
-        return r.reshape(-1) if d >= 0 else r
-
-    def _send(self, c: int, d: int, srcs: list, msgs: list, evs, ev: dict):
-        """The message c -> d given incoming `msgs` (from `srcs`) and evidence on `evs` at c."""
-        if not evs:
-            if len(srcs) == 1:
-                m = self._pass.get((c, srcs[0], d))
-                if m is not None:
-                    return msgs[0] @ m                                 # (|S_cd|,)
-            elif len(srcs) == 2:
-                a, b = (0, 1) if srcs[0] < srcs[1] else (1, 0)
-                m = self._pair.get((c, srcs[a], srcs[b], d))
-                if m is not None:                                      # (|S_a|, |S_b| * |S_cd|)
-                    return msgs[b] @ (msgs[a] @ m).reshape(len(msgs[b]), -1)   # (|S_cd|,)
-        elif len(evs) == 1:
-            if not srcs:
-                m = self._leaf.get((c, evs[0], d))
-                if m is not None:
-                    return m[ev[evs[0]]]                               # (|S_cd|,)
-            elif len(srcs) == 1:
-                m = self._passev.get((c, srcs[0], d, evs[0]))
-                if m is not None:                                      # (K_u, |S_x|, |S_cd|)
-                    return msgs[0] @ m[ev[evs[0]]]                     # (|S_cd|,)
-        return self._einsum(c, d, srcs, msgs, evs or (), ev)
-
-    def _rooted_at(self, r: int) -> tuple:
-        """The tree rooted at clique r (memoized): next hop toward r (-1 at r and in other
-        trees), depth, nearest clique to r holding each node (-1: other trees), breadth-first
-        order, children."""
-        got = self._rooted.get(r)
-        if got is not None:
-            return got
-        V = self._vars
-        k = len(V)
-        tw = [-1] * k
-        dep = [0] * k
-        near = [-1] * len(self._card)
-        order = [r]
-        ch: list[list[int]] = [[] for _ in range(k)]
-        for c in order:
-            for v in V[c]:
-                if near[v] < 0:
-                    near[v] = c
-            for d in self._nbr[c]:
-                if d != tw[c]:
-                    tw[d] = c
-                    dep[d] = dep[c] + 1
-                    order.append(d)
-                    ch[c].append(d)
-        if len(self._rooted) >= _MAX_ROOTS:
-            self._rooted.clear()
-        got = self._rooted[r] = (tw, dep, near, order, ch)
-        return got
-
-    def _place(self, r: int, ev: dict, at: dict) -> dict | None:
-        """Put each observed node on its clique nearest r; return the evidence of other trees."""
-        near = self._rooted_at(r)[2]
-        rest = None
-        for u in ev:
-            c = near[u]
-            if c < 0:
-                if rest is None:
-                    rest = {}
-                rest[u] = ev[u]
-                continue
-            lst = at.get(c)
-            if lst is None:
-                at[c] = [u]
-            else:
-                lst.append(u)
-        return rest
-
-    def _upward(self, r: int, at: dict, ev: dict) -> tuple[dict, dict]:
-        """Messages toward r on the Steiner tree of r and the cliques of `at`.
-
-        Returns the Steiner tree (clique -> its children there) and the
-        messages (child clique -> its message to its parent).
-        """
-        tw, dep = self._rooted_at(r)[:2]
-        kids: dict = {r: []}
-        for c in at:
-            child = -1
-            while True:
-                lst = kids.get(c)
-                if lst is not None:
-                    if child >= 0:
-                        lst.append(child)
-                    break
-                kids[c] = [child] if child >= 0 else []
-                child = c
-                c = tw[c]
-        msg: dict = {}
-        if len(kids) > 1:
-            lam = self._lam
-            one: dict = {}                      # clique -> the one observed node behind it (if just one)
-            for c in sorted(kids, key=dep.__getitem__, reverse=True):
-                if c == r:
-                    break
-                ks = kids[c]
-                es = at.get(c)
-                u = -1
-                if es is None:
-                    if len(ks) == 1:
-                        u = one.get(ks[0], -1)
-                elif not ks and len(es) == 1:
-                    u = es[0]
-                if u >= 0:
-                    one[c] = u
-                    m = lam.get((u, c, tw[c]))
-                    if m is not None:
-                        msg[c] = m[ev[u]]                               # P(u = x | S), (|S|,)
-                        continue
-                msg[c] = self._send(c, tw[c], ks, [msg[x] for x in ks], es, ev)
-        return kids, msg
-
-    def _collect(self, r: int, at: dict, ev: dict, out: tuple):
-        """``P(out, e)`` (unnormalized, axes `out`) for the evidence `at` cliques of r's tree."""
-        kids, msg = self._upward(r, at, ev)
-        ks = kids[r]
-        es = at.get(r)
-        if es is None and len(out) == 1:
-            if not ks:
-                return self._prior[out[0]]
-            if len(ks) == 1:
-                m = self._group.get((r, ks[0]))
-                if m is not None:
-                    t = out[0]
-                    o = self._offset[t] - self._offset[self._homed[r][0]]
-                    return (msg[ks[0]] @ m)[o:o + self._card[t]]       # (K,)
-        return self._einsum(r, -1, ks, [msg[x] for x in ks], es or (), ev, out)
-
-    def _evidence_only(self, ev: dict) -> float:
-        """``P(e)`` of evidence in trees that hold no target."""
-        z = 1.0
-        while ev:
-            r = self._home[next(iter(ev))]
-            at: dict = {}
-            rest = self._place(r, ev, at)
-            z *= float(self._collect(r, at, ev, ()))
-            ev = rest or {}
-        return z
-
-    def root_of(self, tidx: tuple) -> int:
-        """The smallest clique holding every target (-1 if none does)."""
-        if len(tidx) == 1:
-            return self._home[tidx[0]]
-        r = self._roots.get(tidx)
-        if r is None:
-            want = set(tidx)
-            fits = [c for c, vs in enumerate(self._vars) if want.issubset(vs)]
-            r = self._roots[tidx] = min(fits, key=lambda c: self._beta[c].size) if fits else -1
-        return r
-
-    # -- answers -------------------------------------------------------------------
-
-    def query(self, tidx: tuple, ev: dict):
-        """``(P(targets | e), log P(e))``, axes in `tidx` order.
-
-        None when no clique holds every target, or ``P(e) < _TINY`` (the
-        compiled engine then rescales, or raises on ``P(e) = 0``).
-        """
-        if not tidx:
-            z = self._evidence_only(ev)
-            probs = np.ones(())
-        else:
-            r = self.root_of(tidx)
-            if r < 0:
-                return None
-            at: dict = {}
-            rest = self._place(r, ev, at) if ev else None
-            table = self._collect(r, at, ev, tidx)                   # P(targets, e in r's tree)
-            zt = float(table.sum())
-            if not zt >= _TINY:
-                return None
-            z = zt * self._evidence_only(rest) if rest else zt
-            probs = table / zt
-        if not z >= _TINY:
-            return None
-        return probs, math.log(z)
-
-    def marginals(self, ev: dict):
-        """Every node's posterior, concatenated, and ``log P(e)``; None if ``P(e) < _TINY``.
-
-        Returns
-        -------
-        post : ndarray of shape (sum K,)
-            Node v's posterior is ``post[offset[v]:offset[v] + K_v]``.
-        log_z : float
-        """
-        big = self._prior_big.copy()                                     # (sum K,)
-        log_z = 0.0
-        while ev:
-            r = self._home[next(iter(ev))]
-            at: dict = {}
-            rest = self._place(r, ev, at)
-            self._spread(r, at, ev, big)
-            a = self._span[r][0]                                         # r is the home of an observed node
-            z = float(big[a:a + self._card[self._homed[r][0]]].sum())
-            if not z >= _TINY:
-                return None
-            log_z += math.log(z)
-            ev = rest or {}
-        sums = np.add.reduceat(big, self._seg_starts)                    # (nodes,)
-        big /= np.repeat(sums, self._seg_cards)
-        return big, log_z
-
-    def _spread(self, r: int, at: dict, ev: dict, big: np.ndarray) -> None:
-        """Write the unnormalized ``P(v, e)`` of the nodes of r's tree into `big`."""
-        kids, msg = self._upward(r, at, ev)
-        tw, _, _, _, children = self._rooted_at(r)
-        homed = self._homed
-        span = self._span
-        dn: dict = {}                                                   # clique -> message from its parent
-        stack = [r]
-        while stack:
-            c = stack.pop()
-            p = tw[c]
-            ks = kids.get(c)
-            if ks is None:                                              # off the Steiner tree: one message in
-                m = dn.pop(c)
-                sub = self._sub.get((p, c))
-                if sub is not None:                                     # the whole side at once
-                    if sub[0] is not None:
-                        big[sub[1]] = m @ sub[0]
-                    continue
-                if homed[c]:
-                    g = self._group.get((c, p))
-                    big[span[c][0]:span[c][1]] = m @ g if g is not None else self._each(c, [p], [m], (), ev)
-                for d in children[c]:
-                    t = self._pass.get((c, p, d))
-                    dn[d] = m @ t if t is not None else self._send(c, d, [p], [m], None, ev)
-                    stack.append(d)
-                continue
-            es = at.get(c)
-            srcs = list(ks)
-            msgs = [msg[x] for x in ks]
-            if p >= 0:
-                srcs.append(p)
-                msgs.append(dn.pop(c))
-            away = children[c]
-            b = None
-            if c in self._sel or any(d not in ks and (c, d) in self._bel for d in away):
-                b = self._einsum(c, -1, srcs, msgs, es or (), ev, self._vars[c]).reshape(-1)   # (|C|,)
-            if homed[c]:
-                if b is not None and c in self._sel:
-                    big[span[c][0]:span[c][1]] = b @ self._sel[c]
-                else:
-                    big[span[c][0]:span[c][1]] = self._each(c, srcs, msgs, es or (), ev)
-            for d in away:
-                if d in ks:                                             # all messages but d's own
-                    i = srcs.index(d)
-                    dn[d] = self._send(c, d, srcs[:i] + srcs[i + 1:], msgs[:i] + msgs[i + 1:], es, ev)
-                else:
-                    m = self._bel.get((c, d)) if b is not None else None
-                    dn[d] = b @ m if m is not None else self._send(c, d, srcs, msgs, es, ev)
-                stack.append(d)
-
-    def _each(self, c: int, srcs: list, msgs: list, evs, ev: dict) -> np.ndarray:
-        """Unnormalized marginals of the nodes homed at c, one contraction each, concatenated."""
-        parts = [self._einsum(c, -1, srcs, msgs, evs, ev, (v,)) for v in self._homed[c]]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+def _point_mass(k: int, x, n: int | None) -> np.ndarray:
+    """The point mass on state x of k states: (k,), or (n, k) for a batch (x an int or (n,) array)."""
+    if n is None:
+        p = np.zeros(k)
+        p[x] = 1.0
+        return p
+    p = np.zeros((n, k))
+    p[np.arange(n), x] = 1.0
+    return p

@@ -12,6 +12,7 @@ import warnings
 import networkx as nx
 import numpy as np
 import pytest
+from discrete_networks import brute_joint, brute_query, random_network
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
@@ -20,7 +21,8 @@ from scipy.special import logsumexp
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
 from causalnet.inference import elimination as E
-from causalnet.inference import junction_tree as J
+from causalnet.inference import prior_tree as PT
+from causalnet.inference import programs as P
 from causalnet.inference.elimination import (
     ORDER_METHODS,
     DiscreteBN,
@@ -37,56 +39,6 @@ from causalnet.inference.factors import MAX_EINSUM_AXES, Factor
 @pytest.fixture
 def seed():
     return 1729
-
-
-def random_network(rng, n_nodes, max_parents=3, cards=(2, 4), zeros=False):
-    """A random DAG (nodes X0..X{n-1} in topological order) with Dirichlet CPTs."""
-    names = [f"X{i}" for i in range(n_nodes)]
-    edges = []
-    for j in range(1, n_nodes):
-        k = int(rng.integers(0, min(j, max_parents) + 1))
-        for p in rng.choice(j, size=k, replace=False):
-            edges.append((names[p], names[j]))
-    dag = cn.DAG(edges, nodes=names)
-    card = {v: int(rng.integers(cards[0], cards[1] + 1)) for v in names}
-    cpts = {}
-    for v in names:
-        shape = [card[p] for p in dag.parents(v)]
-        t = rng.dirichlet(np.ones(card[v]), size=shape)   # (*parent_cards, card)
-        if zeros:                                          # some impossible states
-            t = np.where(rng.random(t.shape) < 0.15, 0.0, t)
-            t[..., 0] += (t.sum(-1) == 0)
-            t = t / t.sum(-1, keepdims=True)
-        cpts[v] = t
-    return dag, cpts, card
-
-
-def brute_joint(dag, cpts, card):
-    """The full joint as an array with one axis per node in dag.nodes order (broadcasting only)."""
-    names = list(dag.nodes)
-    joint = np.ones([card[v] for v in names])
-    for v in names:
-        fam = [*dag.parents(v), v]
-        t = cpts[v]
-        perm = sorted(range(len(fam)), key=lambda i: names.index(fam[i]))
-        shape = [1] * len(names)
-        for i in perm:
-            shape[names.index(fam[i])] = card[fam[i]]
-        joint = joint * np.transpose(t, perm).reshape(shape)
-    return joint, names
-
-
-def brute_query(joint, names, targets, evidence):
-    """(P(targets | e) with axes in targets order, P(e)) from the full joint."""
-    idx = tuple(evidence.get(v, slice(None)) for v in names)
-    sub = joint[idx]
-    rest = [v for v in names if v not in evidence]
-    pe = sub.sum()
-    keep = sorted(rest.index(t) for t in targets)
-    marg = sub.sum(axis=tuple(i for i in range(len(rest)) if i not in keep))
-    cur = [rest[i] for i in keep]
-    marg = np.transpose(marg, [cur.index(t) for t in targets]) if targets else marg
-    return marg / pe, pe
 
 
 def to_pgmpy(dag, cpts, card):
@@ -161,7 +113,7 @@ def test_query_matches_brute_force(seed, trial, engine):
     dag, cpts, card = random_network(rng, int(rng.integers(3, 9)))
     bn = DiscreteBN(dag, cpts, card)
     if engine == "compiled":
-        bn._prior_tree = False                           # variable elimination for every query
+        bn._cache_prior_tree = False                           # variable elimination for every query
     else:
         assert bn._make_prior_tree(now=True)
     joint, names = brute_joint(dag, cpts, card)
@@ -181,7 +133,7 @@ def test_query_matches_brute_force(seed, trial, engine):
             assert_allclose(margs[i], brute_query(joint, names, [t], ev)[0], rtol=0, atol=1e-12)
         assert log_e2 == pytest.approx(log_e, abs=1e-12)
     if engine == "compiled":                             # from the second plan on: the global order
-        assert bn._grank is not None and sorted(bn._grank[0]) == list(range(len(names)))
+        assert bn._cache_grank is not None and sorted(bn._cache_grank[0]) == list(range(len(names)))
 
 
 def test_global_order_or_greedy_search(seed, monkeypatch):
@@ -190,12 +142,12 @@ def test_global_order_or_greedy_search(seed, monkeypatch):
     dag, cpts, card = random_network(rng, 14, max_parents=3)
     joint, names = brute_joint(dag, cpts, card)
     calls = []
-    greedy = E._greedy_order
-    monkeypatch.setattr(E, "_greedy_order", lambda *a, **k: calls.append(a[3]) or greedy(*a, **k))
+    greedy = E.greedy_order
+    monkeypatch.setattr(E, "greedy_order", lambda *a, **k: calls.append(a[3]) or greedy(*a, **k))
     for limit in (1 << 30, 0):
         monkeypatch.setattr(E, "_GLOBAL_ORDER_MAX", limit)
         bn = DiscreteBN(dag, cpts, card)
-        bn._prior_tree = False
+        bn._cache_prior_tree = False
         calls.clear()
         for r in range(6):
             perm = [names[i] for i in rng.permutation(len(names))]
@@ -263,15 +215,15 @@ def test_every_order_method_gives_the_same_answer(seed, method):
 
 def test_pairwise_grouped_paths_on_large_steps(seed, monkeypatch):
     # force every step through the precompiled pairwise path on grouped axes
-    monkeypatch.setattr(E, "_BIG", 1)
+    monkeypatch.setattr(P, "_BIG", 1)
     modes = []
-    init = E._Pair.__init__
+    init = P._Pair.__init__
 
     def spy(self, *args):
         init(self, *args)
         modes.append(self.mode)
 
-    monkeypatch.setattr(E._Pair, "__init__", spy)
+    monkeypatch.setattr(P._Pair, "__init__", spy)
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, 9, max_parents=4)
     bn = DiscreteBN(dag, cpts, card)
@@ -425,7 +377,7 @@ def test_prior_tree_matches_brute_force(rng, n_nodes, zeros, matrices):
     dag, cpts, card = random_network(rng, n_nodes, max_parents=3, cards=(1, 4), zeros=zeros)
     bn = DiscreteBN(dag, cpts, card)
     pt = bn._make_prior_tree(now=True)
-    assert pt and bn._prior_tree is pt
+    assert pt and bn._cache_prior_tree is pt
     if not matrices:
         _einsum_only(pt)
     joint, names = brute_joint(dag, cpts, card)
@@ -507,11 +459,11 @@ def test_prior_tree_evidence_in_another_tree():
 def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
     bn = sprinkler
     p1, _ = bn.query(["Rain"], {"Wet": 1})
-    assert bn._prior_tree is None                          # a one-query network never pays for it
+    assert bn._cache_prior_tree is None                          # a one-query network never pays for it
     bn.query(["Rain"], {"Wet": np.array([0, 1])})          # batched: the compiled engine
-    assert bn._prior_tree is None
+    assert bn._cache_prior_tree is None
     p2, _ = bn.query(["Rain"], {"Wet": 1})
-    assert bn._prior_tree
+    assert bn._cache_prior_tree
     assert_allclose(p1, p2, rtol=0, atol=1e-15)
     # an explicit order always runs variable elimination with it
     seen = []
@@ -520,18 +472,18 @@ def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
     bn.query(["Rain"], {"Wet": 1}, order="min-degree")
     assert seen
     # too large a tree: never built, the compiled engine answers
-    monkeypatch.setattr(E, "_MAX_PRIOR_CLIQUE", 2)
+    monkeypatch.setattr(E, "MAX_PRIOR_CLIQUE", 2)
     g = cn.DAG.parse("A -> B")
     small = DiscreteBN(g, {"A": [0.5, 0.5], "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
     for _ in range(3):
         p, _ = small.query(["A"], {"B": 0})
-    assert small._prior_tree is False
+    assert small._cache_prior_tree is False
     assert_allclose(p, [0.45 / 0.55, 0.1 / 0.55], rtol=0, atol=1e-15)
 
 
 def test_heavy_prior_tree_hands_repeated_shapes_to_plans(seed, monkeypatch):
     # on a network with large cliques, a query shape asked again is compiled (then cached)
-    monkeypatch.setattr(J, "_REDUCE_FROM", 1)
+    monkeypatch.setattr(PT, "_REDUCE_FROM", 1)
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, 9)
     joint, names = brute_joint(dag, cpts, card)
@@ -556,12 +508,12 @@ def test_prior_tree_matrix_budget(seed, monkeypatch):
     dag, cpts, card = random_network(rng, 25, max_parents=3)
     full = DiscreteBN(dag, cpts, card)
     assert full._make_prior_tree(now=True)._pass
-    monkeypatch.setattr(J, "_MIN_BUDGET", 0)
-    monkeypatch.setattr(J, "_REDUCE_FROM", 1)              # and every clique is pre-summed
+    monkeypatch.setattr(PT, "_MIN_BUDGET", 0)
+    monkeypatch.setattr(PT, "_REDUCE_FROM", 1)              # and every clique is pre-summed
     lean = DiscreteBN(dag, cpts, card)
     pt = lean._make_prior_tree(now=True)
     monkeypatch.setattr(pt, "_budget", 0)
-    assert len(pt._pass) < len(full._prior_tree._pass)
+    assert len(pt._pass) < len(full._cache_prior_tree._pass)
     names = list(dag.nodes)
     sample = forward_sample(dag, cpts, card, 10, rng)
     for r in range(10):
@@ -747,13 +699,13 @@ def test_pruning_drops_barren_and_separated_nodes(sprinkler):
 
 def test_plans_are_cached_per_shape(sprinkler):
     sprinkler.query(["Rain"], {"Wet": 1})
-    n = len(sprinkler._plans)
+    n = len(sprinkler._cache_plans)
     p0, _ = sprinkler.query(["Rain"], {"Wet": 0})
-    assert len(sprinkler._plans) == n                      # same shape, new values: no new plan
+    assert len(sprinkler._cache_plans) == n                      # same shape, new values: no new plan
     p1, _ = sprinkler.query(["Rain"], {"Wet": 1})
     assert not np.allclose(p0, p1)
     sprinkler.query(["Rain"], {"Wet": np.array([0, 1])})
-    assert len(sprinkler._plans) == n + 1                  # batched is another shape
+    assert len(sprinkler._cache_plans) == n + 1                  # batched is another shape
 
 
 # -- limits and numerics ------------------------------------------------------------------------
@@ -808,7 +760,7 @@ def test_more_than_32_axes_never_reach_einsum(wide, monkeypatch):
     m = bn.junction_tree().marginals({"Z": 1})
     assert_allclose(m["Y"], want, rtol=0, atol=1e-12)
     # the prior tree with contractions only: its 44-node clique goes through contract()
-    pt = bn._make_prior_tree(now=True) if bn._prior_tree is None else bn._prior_tree
+    pt = bn._make_prior_tree(now=True) if bn._cache_prior_tree is None else bn._cache_prior_tree
     assert pt and max(len(c) for c in pt._vars) > MAX_EINSUM_AXES
     _einsum_only(pt)
     _no_compile(bn)
