@@ -327,13 +327,9 @@ class CausalModel:
                 v = v if np.ndim(v) == len(spec.shape) + 1 else np.broadcast_to(v, (nb, *v.shape)).copy()
                 out[node] = spec.check_value(node, v, n=nb)
             else:
-                mech = self._mechs[node]
-                u = nz[node] if node in nz else mech.sample_noise(nb, rng, spec)
+                out[node], u = self._run_node(node, out, nz, nb, rng)
                 if u is not None:
                     used[node] = u
-                with np.errstate(all="ignore"):
-                    x = mech.evaluate(node, {p: out[p] for p in mech.parents}, u, spec, n=nb)
-                out[node] = check_finite(node, x) if spec.kind == REAL else x
             if needed is not None:
                 for p in self._mechs[node].parents:
                     if needed[p] == i and p not in keep_set:
@@ -341,6 +337,28 @@ class CausalModel:
         if keep_set is not None:
             out = {k: v for k, v in out.items() if k in keep_set}
         return Trace(out, self._specs, used)
+
+    def _run_node(self, node: Hashable, out: dict, nz: dict, nb: int, rng) -> tuple[np.ndarray, Any]:
+        """One structural equation: ``(value, noise used)``; user noise that does not fit is a ModelError."""
+        mech = self._mechs[node]
+        spec = self._specs[node]
+        u = nz[node] if node in nz else mech.sample_noise(nb, rng, spec)
+        pa = {p: out[p] for p in mech.parents}
+        if node not in nz:
+            with np.errstate(all="ignore"):
+                x = mech.evaluate(node, pa, u, spec, n=nb)
+            return (check_finite(node, x) if spec.kind == REAL else x), u
+        if spec.kind == DISCRETE and np.any((u < 0) | (u >= 1)):
+            raise ModelError(f"noise for the discrete node {node!r} is u ~ U(0, 1); got values outside [0, 1)")
+        try:
+            with np.errstate(all="ignore"):
+                x = mech.evaluate(node, pa, u, spec, n=nb)
+        except (IndexError, ValueError, TypeError) as e:
+            if isinstance(e, ModelError):
+                raise
+            raise ModelError(f"noise for {node!r} does not fit its mechanism: {e}") from None
+        return spec.check_value(node, check_finite(node, x, "its mechanism on the given noise")
+                                if spec.kind == REAL else x, n=nb), u
 
     def _forward_inputs(self, values, noise, n) -> tuple[dict, dict, int]:
         """Validated ``(values, noise, batch size)`` of :meth:`forward`; nothing is changed."""

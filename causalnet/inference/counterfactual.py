@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import limits
 from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
-from ..errors import CausalNetError, EvidenceError, ModelError
+from ..errors import CausalNetError, EvidenceError, ModelError, NumericalError
 from ..graph.dag import DAG
 from ..mechanisms.base import DISCRETE
 from ..mechanisms.intervened import Intervened
@@ -264,8 +264,11 @@ class GaussianTwinEngine(Engine):
             vals = [np.broadcast_to(v, (n,)) for v in vals]
             mean = np.broadcast_to(mean, (n, 2 * d))
         values = np.stack(vals, axis=-1) if vals else np.zeros(mean.shape[:-1] + (0,))
-        m, S, _ = condition(mean, cov, [key[k] for k in obs], values, [k[1] for k in obs])
+        with np.errstate(all="ignore"):
+            m, S, _ = condition(mean, cov, [key[k] for k in obs], values, [k[1] for k in obs])
         ti = [key[t] for t in request.targets]
+        if not (np.all(np.isfinite(m[..., ti])) and np.all(np.isfinite(S[np.ix_(ti, ti)]))):
+            raise NumericalError(f"the twin joint Gaussian of {request.labels} overflows float64 (values too large)")
         return Gaussian(request.labels, m[..., ti], S[np.ix_(ti, ti)], batched=n is not None,
                         method="exact (twin joint Gaussian)", scm=SCM_GAUSSIAN)
 

@@ -169,7 +169,8 @@ def condition(mean: np.ndarray, cov: np.ndarray, obs_idx: Sequence[int], values:
     new_mean = mean + (r_proj[..., pos]) @ K.T        # (..., D)
     new_cov = cov - K @ (S_xe @ Vp).T                 # (D, D)
     new_cov = (new_cov + new_cov.T) / 2
-    maha = np.sum(r_proj[..., pos] ** 2 / wp, axis=-1)
+    with np.errstate(over="ignore"):
+        maha = np.sum(r_proj[..., pos] ** 2 / wp, axis=-1)
     log_ev = -0.5 * (maha + np.sum(np.log(wp)) + pos.sum() * np.log(2 * np.pi))
     return new_mean, new_cov, log_ev
 

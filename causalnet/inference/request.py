@@ -265,10 +265,11 @@ def counterfactual_request(model, targets, evidence=None, do=None, *, method="au
         raise EvidenceError("a counterfactual needs an intervention: do={node: value}")
     for k in do:
         model.check_node(k, "intervened node", EvidenceError)
-    world = tuple(do.items())
     names = _target_list(model, targets)
-    q = Query([Term(t, world) for t in names], [Term(k, None, v) for k, v in evidence.items()], {})
-    return _counterfactual(model, q, method, n_samples, seed)
+    targets = [(COUNTERFACTUAL, t) for t in names]
+    _distinct(targets)
+    ev_raw = _evidence_dict(model, [Term(k, None, v) for k, v in evidence.items()])
+    return _counterfactual_parts(model, do, targets, ev_raw, None, method, n_samples, seed)
 
 
 def _counterfactual(model, q: Query, method, n_samples, seed) -> Request:
@@ -280,10 +281,14 @@ def _counterfactual(model, q: Query, method, n_samples, seed) -> Request:
     for k in world:
         model.check_node(k, "intervened node", EvidenceError)
     targets = [(COUNTERFACTUAL if t.world else FACTUAL, t.name) for t in q.targets]
-    if len(set(targets)) != len(targets):
-        dup = next(t for t in targets if targets.count(t) > 1)
-        raise EvidenceError(f"target {dup[1]!r} is listed twice")
-    ev_raw = _evidence_dict(model, q.evidence)
+    _distinct(targets)
+    values = [t.value for t in q.targets]
+    return _counterfactual_parts(model, world, targets, _evidence_dict(model, q.evidence),
+                                 None if values[0] is None else tuple(values), method, n_samples, seed)
+
+
+def _counterfactual_parts(model, world: dict, targets: list, ev_raw: dict, values, method, n_samples,
+                          seed) -> Request:
     both = set(targets) & set(ev_raw)
     if both:
         raise EvidenceError(f"{sorted(str(k[1]) for k in both)} are both targets and evidence in the same world")
@@ -291,10 +296,9 @@ def _counterfactual(model, q: Query, method, n_samples, seed) -> Request:
     ev_f, _, n_f = _decode(model, {k: v for k, v in ev_raw.items() if k[0] == FACTUAL}, {})
     ev_c, row_do, n_c = _decode(cf_model, {k: v for k, v in ev_raw.items() if k[0] == COUNTERFACTUAL}, world)
     n_rows = _one_size({"factual evidence": n_f, "counterfactual evidence and do": n_c})
-    values = [t.value for t in q.targets]
-    return Request(model=model, cf_model=cf_model, world=world, targets=targets,
-                   target_values=None if values[0] is None else tuple(values), evidence={**ev_f, **ev_c},
-                   row_do=row_do, n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed)
+    return Request(model=model, cf_model=cf_model, world=world, targets=targets, target_values=values,
+                   evidence={**ev_f, **ev_c}, row_do=row_do, n_rows=n_rows, method=method,
+                   n_samples=int(n_samples), seed=seed)
 
 
 def map_request(model, targets=None, evidence=None, do=None) -> Request:
@@ -317,7 +321,8 @@ def _distinct(names: list) -> None:
     seen = set()
     for t in names:
         if t in seen:
-            raise EvidenceError(f"target {t!r} is listed twice")
+            node = t[1] if isinstance(t, tuple) and len(t) == 2 and t[0] in (FACTUAL, COUNTERFACTUAL) else t
+            raise EvidenceError(f"target {node!r} is listed twice")
         seen.add(t)
 
 
@@ -354,6 +359,9 @@ def _decode(m, ev_raw: dict, do: Mapping) -> tuple[dict, dict, int | None]:
 
 def _one_size(sizes: Mapping[str, int | None]) -> int | None:
     got = {k: v for k, v in sizes.items() if v is not None}
+    empty = [k for k, v in got.items() if v == 0]
+    if empty:
+        raise EvidenceError(f"{empty[0]} is an empty batch; a batch needs at least one row")
     if len(set(got.values())) > 1:
         raise EvidenceError(f"batched values must share one length; got {', '.join(f'{k}: {v}' for k, v in got.items())}")
     return next(iter(got.values()), None)
