@@ -33,6 +33,7 @@ from .mechanisms.base import Mechanism, Spec
 from .mechanisms.cauchy import CauchyLinear
 from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
+from .mechanisms.intervened import affine, shift
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
 from .models import causal_head, transformer
@@ -95,4 +96,6 @@ __all__ = [
     "ModelFilePermissionError",
     "ShapeError",
     "limits",
+    "shift",
+    "affine",
 ]

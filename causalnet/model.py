@@ -26,106 +26,22 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from . import limits
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
+from .inference.dispatch import run_counterfactual, run_map, run_query
+from .io.dot import to_dot as _dot_text
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
-from .mechanisms.tabular import state_index
+from .values import Samples, Trace, check_finite, decode_states
 
 __all__ = ["CausalModel", "Samples", "Trace"]
-
-
-class Samples(Mapping):
-    """Sampled or computed node values: a read-only mapping node -> ``(n, ...)`` array.
-
-    Discrete nodes hold state indices; :meth:`named` and :meth:`to_pandas`
-    give state names.
-
-    Attributes
-    ----------
-    n : int
-        Number of rows.
-    weights : ndarray of shape (n,) or None
-        Importance weights (likelihood weighting), normalised to sum to 1.
-    """
-
-    def __init__(self, values: Mapping[Hashable, np.ndarray], specs: Mapping[Hashable, Spec] | None = None,
-                 weights: np.ndarray | None = None) -> None:
-        self._values = dict(values)
-        self._specs = dict(specs or {})
-        self.weights = weights
-        ns = {np.shape(v)[0] for v in self._values.values() if np.ndim(v)}
-        self.n = ns.pop() if len(ns) == 1 else (0 if not ns else -1)
-
-    def __getitem__(self, node: Hashable) -> np.ndarray:
-        try:
-            return self._values[node]
-        except KeyError:
-            close = difflib.get_close_matches(str(node), [str(k) for k in self._values], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise KeyError(f"no values for node {node!r}{hint}") from None
-
-    def __iter__(self) -> Iterator:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} n={self.n}: {', '.join(map(str, self._values))}>"
-
-    def named(self, node: Hashable) -> np.ndarray:
-        """Values of a discrete node as state names (an object array)."""
-        spec = self._specs.get(node)
-        vals = self[node]
-        if spec is None or spec.kind != DISCRETE:
-            return vals
-        return np.asarray(spec.states, dtype=object)[vals]
-
-    def to_pandas(self):
-        """A pandas DataFrame: one column per scalar node; discrete nodes as Categoricals.
-
-        Tensor nodes are left out (they have no single column).
-        """
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("Samples.to_pandas needs pandas, which causalnet does not require: pip install pandas") \
-                from None
-
-        cols = {}
-        for k, v in self._values.items():
-            spec = self._specs.get(k)
-            if np.ndim(v) != 1:
-                continue
-            if spec is not None and spec.kind == DISCRETE:
-                cols[k] = pd.Categorical.from_codes(v, categories=list(spec.states))
-            else:
-                cols[k] = v
-        df = pd.DataFrame(cols)
-        if self.weights is not None:
-            df["_weight"] = self.weights
-        return df
-
-
-class Trace(Samples):
-    """Every node's value from one forward run, plus the noise that produced it.
-
-    Attributes
-    ----------
-    noise : dict
-        node -> the exogenous noise used (stochastic nodes only).
-    """
-
-    def __init__(self, values, specs=None, noise=None) -> None:
-        super().__init__(values, specs)
-        self.noise = dict(noise or {})
 
 
 # -- the model -------------------------------------------------------------------
@@ -220,8 +136,17 @@ class CausalModel:
         """Read-only mapping node -> :class:`Spec`."""
         return MappingProxyType(self._specs)
 
+    @property
+    def cache(self) -> dict:
+        """Per-model store for what engines derive from the model (tables, affine forms).
+
+        A model is immutable, so whatever an engine computes from it stays
+        valid; engines key their entries by their own name.
+        """
+        return self._cache
+
     def spec(self, node: Hashable) -> Spec:
-        return self._specs[self._check_node(node)]
+        return self._specs[self.check_node(node)]
 
     def states(self, node: Hashable) -> tuple:
         """State names of a discrete node."""
@@ -246,7 +171,16 @@ class CausalModel:
     def __contains__(self, node: object) -> bool:
         return node in self._dag
 
-    def _check_node(self, node: Hashable, what: str = "node", exc: type = ModelError) -> Hashable:
+    def check_node(self, node: Hashable, what: str = "node", exc: type = ModelError) -> Hashable:
+        """Return `node` if the model has it; else raise `exc` naming it (with a suggestion).
+
+        Parameters
+        ----------
+        node : hashable
+        what : str
+            How the message names the argument (``"target"``, ``"evidence node"``, ...).
+        exc : CausalNetError subclass
+        """
         try:
             ok = node in self._mechs
         except TypeError:
@@ -257,21 +191,37 @@ class CausalModel:
             raise exc(f"unknown {what} {node!r}{hint}")
         return node
 
+    _check_node = check_node          # the older name, still used by some builders
+
     # -- values ---------------------------------------------------------------------------
 
-    def _coerce(self, node: Hashable, value: Any, exc: type = EvidenceError) -> np.ndarray:
-        """Evidence/input value -> array (state indices for discrete nodes). Scalars stay 0-d."""
+    def coerce(self, node: Hashable, value: Any, exc: type = EvidenceError) -> np.ndarray:
+        """A user value for `node` as an array: state indices for a discrete node.
+
+        Scalars stay 0-d; a batch keeps its leading axis. Discrete values are
+        decoded by :func:`causalnet.values.decode_states` (one rule for
+        scalars and arrays: names first).
+
+        Raises
+        ------
+        `exc` (EvidenceError by default), ShapeError
+            Unknown state, non-numeric or non-finite value, wrong shape.
+        """
         spec = self._specs[node]
         if spec.kind == DISCRETE:
             try:
-                return np.asarray(state_index(node, spec.states, value))
+                return decode_states(node, spec.states, value)
             except EvidenceError as e:
                 raise exc(str(e)) from None
+        if isinstance(value, (Mapping, set, frozenset, str, bytes)) or callable(value):
+            raise exc(f"value for {node!r} must be numeric, got {type(value).__name__}")
         try:
             raw = np.asarray(value)
             arr = np.asarray(value, dtype=spec.dtype)
-        except (TypeError, ValueError):
-            raise exc(f"value for {node!r} is not numeric: {value!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise exc(f"value for {node!r} is not numeric (or is a ragged array): {_short(value)}") from None
+        if raw.dtype.kind in "cSUV":
+            raise exc(f"value for {node!r} must be real numbers, got {raw.dtype} values")
         if np.issubdtype(arr.dtype, np.integer) and raw.dtype.kind == "f" and not np.all(raw == np.round(raw)):
             raise exc(f"node {node!r} holds integers, got non-integral values")
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
@@ -280,7 +230,20 @@ class CausalModel:
             raise ShapeError(f"node {node!r} expects shape (n, *{spec.shape}) or {spec.shape}, got {arr.shape}")
         return arr
 
-    def _batch_size(self, arrays: Mapping[Hashable, np.ndarray], n: int | None, what: str) -> int | None:
+    _coerce = coerce                  # the older name, still used by some engines
+
+    def batch_size(self, arrays: Mapping[Hashable, np.ndarray], n: int | None = None,
+                   what: str = "values") -> int | None:
+        """The one batch size of node values (None when every value is unbatched).
+
+        A value is batched when it has one more axis than its node's per-row
+        shape; all batched values (and `n`, when given) must agree.
+
+        Raises
+        ------
+        ShapeError
+            Naming each value's batch size when they differ.
+        """
         sizes = {}
         for k, a in arrays.items():
             spec = self._specs[k]
@@ -293,6 +256,8 @@ class CausalModel:
             raise ShapeError(f"{what} have different batch sizes: "
                              f"{', '.join(f'{k!r}: {v}' for k, v in sizes.items())}" + (f" (n={n})" if n else ""))
         return distinct.pop() if distinct else None
+
+    _batch_size = batch_size
 
     # -- sampling and forward ---------------------------------------------------------
 
@@ -308,11 +273,17 @@ class CausalModel:
         -------
         Samples
             node -> ``(n, ...)`` array.
+
+        Raises
+        ------
+        ModelError
+            If `n` is not a non-negative int, or `seed` is not a seed.
+        ResourceError
+            If `n` rows of every node would exceed ``limits.max_table_bytes``.
         """
-        if not isinstance(n, (int, np.integer)) or n < 0:
-            raise ModelError(f"n must be a non-negative integer, got {n!r}")
-        tr = self.forward(n=int(n), seed=seed)
-        return Samples(tr._values, self._specs)
+        n = _check_size(n, "n")
+        tr = self.forward(n=n, seed=seed)
+        return Samples(dict(tr), self._specs)
 
     def forward(self, values: Mapping[Hashable, Any] | None = None, noise: Mapping[Hashable, Any] | None = None,
                 *, n: int | None = None, seed: Any = None, keep: Iterable[Hashable] | None = None) -> Trace:
@@ -334,50 +305,31 @@ class CausalModel:
         Returns
         -------
         Trace
+
+        Raises
+        ------
+        ModelError
+            Unknown nodes, bad values, or a mechanism that produces NaN or inf
+            (the message names the node).
+        ShapeError
+            Batch sizes that disagree.
         """
-        values = dict(values or {})
-        noise = dict(noise or {})
-        given = {}
-        for k, v in values.items():
-            self._check_node(k, "node in values")
-            given[k] = self._coerce(k, v, ModelError)
-        for k in noise:
-            self._check_node(k, "node in noise")
-        nb = self._batch_size(given, n, "values")
-        nz = {k: np.asarray(v) for k, v in noise.items()}
-        for k, a in nz.items():
-            if a.ndim == 0:
-                raise ShapeError(f"noise for {k!r} must be batch-first (n, ...), got a scalar")
-            if nb is None:
-                nb = a.shape[0]
-            elif a.shape[0] != nb:
-                raise ShapeError(f"noise for {k!r} has {a.shape[0]} rows, expected the batch size {nb}")
-        if nb is None:
-            nb = 1
-        keep_set = None if keep is None else {self._check_node(k, "node in keep") for k in keep}
-        rng = None
+        given, nz, nb = self._forward_inputs(values, noise, n)
+        keep_set = None if keep is None else {self.check_node(k, "node in keep") for k in keep}
+        rng = as_generator(seed)
         out: dict = {}
         used: dict = {}
         needed = self._last_use() if keep_set is not None else None
-        order = self._dag.topological_order()
-        for i, node in enumerate(order):
+        for i, node in enumerate(self._dag.topological_order()):
             spec = self._specs[node]
             if node in given:
                 v = given[node]
                 v = v if np.ndim(v) == len(spec.shape) + 1 else np.broadcast_to(v, (nb, *v.shape)).copy()
                 out[node] = spec.check_value(node, v, n=nb)
             else:
-                mech = self._mechs[node]
-                if node in nz:
-                    u = nz[node]
-                else:
-                    if rng is None:
-                        rng = as_generator(seed)
-                    u = mech.sample_noise(nb, rng, spec)
+                out[node], u = self._run_node(node, out, nz, nb, rng)
                 if u is not None:
                     used[node] = u
-                pa = {p: out[p] for p in mech.parents}
-                out[node] = mech.evaluate(node, pa, u, spec, n=nb)
             if needed is not None:
                 for p in self._mechs[node].parents:
                     if needed[p] == i and p not in keep_set:
@@ -385,6 +337,63 @@ class CausalModel:
         if keep_set is not None:
             out = {k: v for k, v in out.items() if k in keep_set}
         return Trace(out, self._specs, used)
+
+    def _run_node(self, node: Hashable, out: dict, nz: dict, nb: int, rng) -> tuple[np.ndarray, Any]:
+        """One structural equation: ``(value, noise used)``; user noise that does not fit is a ModelError."""
+        mech = self._mechs[node]
+        spec = self._specs[node]
+        u = nz[node] if node in nz else mech.sample_noise(nb, rng, spec)
+        pa = {p: out[p] for p in mech.parents}
+        if node not in nz:
+            with np.errstate(all="ignore"):
+                x = mech.evaluate(node, pa, u, spec, n=nb)
+            return (check_finite(node, x) if spec.kind == REAL else x), u
+        if spec.kind == DISCRETE and np.any((u < 0) | (u >= 1)):
+            raise ModelError(f"noise for the discrete node {node!r} is u ~ U(0, 1); got values outside [0, 1)")
+        try:
+            with np.errstate(all="ignore"):
+                x = mech.evaluate(node, pa, u, spec, n=nb)
+        except (IndexError, ValueError, TypeError) as e:
+            if isinstance(e, ModelError):
+                raise
+            raise ModelError(f"noise for {node!r} does not fit its mechanism: {e}") from None
+        return spec.check_value(node, check_finite(node, x, "its mechanism on the given noise")
+                                if spec.kind == REAL else x, n=nb), u
+
+    def _forward_inputs(self, values, noise, n) -> tuple[dict, dict, int]:
+        """Validated ``(values, noise, batch size)`` of :meth:`forward`; nothing is changed."""
+        for arg, name in ((values, "values"), (noise, "noise")):
+            if arg is not None and not isinstance(arg, Mapping):
+                raise ModelError(f"forward: {name} must be a mapping node -> array, got {type(arg).__name__}")
+        if n is not None:
+            n = _check_size(n, "n")
+        given = {}
+        for k, v in (values or {}).items():
+            self.check_node(k, "node in values")
+            given[k] = self.coerce(k, v, ModelError)
+        nb = self.batch_size(given, n, "values")
+        nz = {}
+        for k, v in (noise or {}).items():
+            self.check_node(k, "node in noise")
+            try:
+                a = np.asarray(v)
+            except (TypeError, ValueError):
+                a = np.asarray(None)
+            if a.dtype.kind not in "iuf":
+                raise ModelError(f"noise for {k!r} must be a numeric array, got {_short(v)}")
+            if a.ndim == 0:
+                raise ShapeError(f"noise for {k!r} must be batch-first (n, ...), got a scalar")
+            if not np.all(np.isfinite(a)):
+                raise ModelError(f"noise for {k!r} contains NaN or inf")
+            if nb is None:
+                nb = a.shape[0]
+            elif a.shape[0] != nb:
+                raise ShapeError(f"noise for {k!r} has {a.shape[0]} rows, expected the batch size {nb}")
+            nz[k] = a
+        nb = 1 if nb is None else nb
+        limits.check_bytes(8.0 * nb * max(len(self._mechs), 1), what=f"a forward run of {nb} rows",
+                           cause=f"{nb} rows x {len(self._mechs)} nodes")
+        return given, nz, nb
 
     def _last_use(self) -> dict:
         """node -> index (in topological order) of its last child; for freeing memory."""
@@ -403,34 +412,51 @@ class CausalModel:
 
         Deterministic nodes contribute 0 where the value equals what the
         mechanism computes and -inf otherwise.
+
+        Raises
+        ------
+        EvidenceError
+            A missing or unknown node, a bad value, batch sizes that disagree.
+        ModelError
+            A mechanism whose density is NaN at the given values.
         """
+        if not isinstance(values, Mapping):
+            raise EvidenceError(f"log_prob expects a mapping node -> values, got {type(values).__name__}")
+        for k in values:
+            self.check_node(k, "node in values", EvidenceError)
         vals = {}
         for node in self._mechs:
             if node not in values:
                 raise EvidenceError(f"log_prob needs a value for every node; {node!r} is missing")
-            vals[node] = self._coerce(node, values[node])
-        for k in values:
-            self._check_node(k, "node in values", EvidenceError)
-        nb = self._batch_size(vals, None, "values") or 1
+            vals[node] = self.coerce(node, values[node])
+        nb = self.batch_size(vals, None, "values") or 1
         for k, v in vals.items():
             if np.ndim(v) == len(self._specs[k].shape):
                 vals[k] = np.broadcast_to(v, (nb, *np.shape(v)))
         total = np.zeros(nb)
         for node in self._dag.topological_order():
-            mech = self._mechs[node]
-            spec = self._specs[node]
-            pa = {p: vals[p] for p in mech.parents}
-            if mech.deterministic:
-                got = mech.evaluate(node, pa, None, spec, n=nb)
-                same = np.isclose(got, vals[node], rtol=1e-12, atol=1e-12) if spec.kind != DISCRETE \
-                    else got == vals[node]
-                if same.ndim > 1:
-                    same = same.reshape(nb, -1).all(axis=1)
-                with np.errstate(divide="ignore"):
-                    total = total + np.log(same.astype(np.float64))
-            else:
-                total = total + mech.log_prob(node, vals[node], pa, spec)
+            total = total + self._node_log_prob(node, vals, nb)
         return total
+
+    def _node_log_prob(self, node: Hashable, vals: dict, nb: int) -> np.ndarray:
+        mech = self._mechs[node]
+        spec = self._specs[node]
+        pa = {p: vals[p] for p in mech.parents}
+        with np.errstate(all="ignore"):
+            if not mech.deterministic:
+                lp = np.asarray(mech.log_prob(node, vals[node], pa, spec), dtype=np.float64)
+                if np.any(np.isnan(lp) | (lp == np.inf)):
+                    raise ModelError(f"node {node!r}: the density of its mechanism is NaN or +inf at the given "
+                                     f"values")
+                return lp
+            got = mech.evaluate(node, pa, None, spec, n=nb)
+            if spec.kind == REAL:
+                check_finite(node, got)
+            same = got == vals[node] if spec.kind == DISCRETE else \
+                np.isclose(got, vals[node], rtol=1e-12, atol=1e-12)
+            if same.ndim > 1:
+                same = same.reshape(nb, -1).all(axis=1)
+            return np.where(same, 0.0, -np.inf)
 
     # -- interventions ----------------------------------------------------------------
 
@@ -441,9 +467,10 @@ class CausalModel:
         ----------
         interventions : mapping node -> value
             A constant (a state name or index for a discrete node), a per-row
-            array of length n, or a callable of the node's natural value (a
-            shift intervention, e.g. ``lambda x: x + 1``; the node keeps its
-            parents then).
+            array of length n, an affine intervention (:func:`causalnet.shift`,
+            :func:`causalnet.affine`, solved exactly by the Gaussian and Cauchy
+            engines), or any callable of the node's natural value (e.g.
+            ``lambda x: x + 1``; the node keeps its parents then).
 
         Returns
         -------
@@ -454,30 +481,27 @@ class CausalModel:
         Raises
         ------
         ModelError
-            Unknown node (with a suggestion) or a value that does not fit the node.
+            Unknown node (with a suggestion), a value that does not fit the
+            node, or per-row values of different lengths.
         """
         if not isinstance(interventions, Mapping):
             raise ModelError(f"do expects a mapping node -> value, got {type(interventions).__name__}")
         new_mechs = dict(self._mechs)
-        cut = []
-        shift = []
+        marks = set(self._dag.intervened)
+        fixed = {}
         for node, value in interventions.items():
-            self._check_node(node, "node in do")
+            self.check_node(node, "node in do")
             old = self._mechs[node]
             if isinstance(old, Intervened):
                 warnings.warn(f"{node!r} is already intervened on; the new do replaces it", CausalNetWarning,
                               stacklevel=2)
                 old = old.natural
-            if callable(value):
-                natural = old
-                new_mechs[node] = Intervened(value, natural)
-                shift.append(node)
-            else:
-                v = self._coerce(node, value, ModelError)
-                new_mechs[node] = Intervened(v, old)
-                cut.append(node)
+            if not callable(value):
+                value = fixed[node] = self.coerce(node, value, ModelError)
+            new_mechs[node] = Intervened(value, old)
+            marks.add(node)
+        self.batch_size(fixed, None, "per-row do values")
         edges = [(p, v) for v, m in new_mechs.items() for p in m.parents]
-        marks = set(self._dag.intervened) | set(cut) | set(shift)
         dag = DAG(edges, nodes=list(new_mechs), latent=self._dag.latent - marks, intervened=marks)
         return CausalModel._from_parts(new_mechs, dag, dict(self._specs))
 
@@ -501,22 +525,26 @@ class CausalModel:
             States (names or indices) or values; arrays of length n answer n
             queries in one vectorized pass (results batch-first).
         do : mapping node -> value, optional
-            As in :meth:`do`.
+            As in :meth:`do` (per-row arrays join the batch).
         method : {"auto", "exact", "sampling"}
             ``"auto"`` uses an exact engine where the model allows (discrete:
-            variable elimination; linear-Gaussian: joint Gaussian) and falls
-            back to likelihood weighting otherwise; ``result.method`` says
-            which ran.
+            variable elimination; linear-Gaussian: joint Gaussian;
+            linear-Cauchy: affine forms) and falls back to likelihood
+            weighting otherwise; ``result.method`` says which ran.
         n_samples : int
             Samples for the sampling engine.
         seed : int or Generator, optional
 
         Returns
         -------
-        DiscreteDistribution, Gaussian, or SampleDistribution
-        """
-        from .inference.dispatch import run_query
+        DiscreteDistribution, Gaussian, Cauchy, or EmpiricalDistribution
 
+        Raises
+        ------
+        EvidenceError, ModelError, ShapeError
+            Bad targets, evidence, interventions or options, checked before
+            any engine runs (:mod:`causalnet.inference.request`).
+        """
         return run_query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
 
     def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None):
@@ -526,23 +554,22 @@ class CausalModel:
         state name (or array of names when the evidence is batched) and the log
         joint probability of the assignment with the evidence.
         """
-        from .inference.dispatch import run_map
-
         return run_map(self, targets, evidence=evidence, do=do)
 
     def counterfactual(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
                        method: str = "auto", n_samples: int = 100_000, seed: Any = None):
         """``P(targets_{do} | evidence)``: abduction, action, prediction.
 
-        Discrete nodes use the monotone inverse-CDF SCM and an exact twin
-        network; linear-Gaussian models an exact joint Gaussian over both
-        worlds; models with additive noise whose noise is fully determined by
-        the evidence abduct exactly; otherwise the answer is sampled (stated in
-        ``result.method`` with a standard error). Every result carries ``.scm``
-        naming the SCM used.
+        `evidence` is observed in the factual world and `targets` are read in
+        the world where ``do`` was applied; a node may be both (what it was,
+        what it would have been). Discrete nodes use the monotone inverse-CDF
+        SCM and an exact twin network; linear-Gaussian models (also under
+        :func:`causalnet.shift`/:func:`causalnet.affine`) an exact joint
+        Gaussian over both worlds; models with additive noise whose noise is
+        fully determined by the evidence abduct exactly; otherwise the answer
+        is sampled (stated in ``result.method`` with a standard error). Every
+        result carries ``.scm`` naming the SCM used.
         """
-        from .inference.counterfactual import run_counterfactual
-
         return run_counterfactual(self, targets, evidence=evidence, do=do, method=method,
                                   n_samples=n_samples, seed=seed)
 
@@ -550,9 +577,7 @@ class CausalModel:
 
     def to_dot(self, **options) -> str:
         """DOT text of the model's DAG with node kinds; see :func:`causalnet.io.dot.to_dot`."""
-        from .io.dot import to_dot
-
-        return to_dot(self, **options)
+        return _dot_text(self, **options)
 
     def _dot_node_attrs(self, node: Hashable) -> dict:
         """Per-node drawing attributes: the node kind's shape and colour."""
@@ -575,3 +600,15 @@ class CausalModel:
             attrs["fillcolor"] = colour
             attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
         return attrs
+
+
+def _check_size(n: Any, what: str) -> int:
+    """A non-negative int batch size (bools and floats refused)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ModelError(f"{what} must be a non-negative integer, got {n!r}")
+    return int(n)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -22,6 +22,10 @@ costs one matrix product. That formula is the special case of independent
 components; the engine gives it whenever it applies and the exact answer
 otherwise.
 
+An affine intervention on a Cauchy node (:func:`causalnet.shift`,
+:func:`causalnet.affine`: ``x -> s·x + b``) keeps it an affine form
+(``s·a + b + s·B · eps``), so it stays exact; any other callable does not.
+
 Non-Cauchy nodes may feed the subgraph (a location, a scale, a linear parent)
 when their values are known: observed (evidence) or deterministic functions
 of known values and constant interventions. Evidence on a Cauchy node, or on
@@ -57,15 +61,17 @@ import numpy as np
 from ..errors import EvidenceError, ModelError, ShapeError
 from ..mechanisms.base import as_generator
 from ..mechanisms.cauchy import CauchyLinear
+from ..mechanisms.intervened import Intervened
+from .engine import Engine, NoExactAnswer
 
 __all__ = ["Cauchy", "NoClosedForm", "AffineCauchy", "affine_forms", "cauchy_marginals", "is_cauchy_node", "query_hook",
-           "METHOD"]
+           "CauchyEngine", "METHOD"]
 
 METHOD = "cauchy-affine (exact)"
 _LOG_PI = float(np.log(np.pi))
 
 
-class NoClosedForm(ModelError):
+class NoClosedForm(NoExactAnswer):
     """The Cauchy engine cannot answer this query exactly (e.g. evidence on a Cauchy node).
 
     The dispatcher catches it and falls back to sampling, stating so.
@@ -341,6 +347,16 @@ class AffineCauchy:
         """The source nodes this form depends on."""
         return tuple(self._terms)
 
+    @property
+    def terms(self) -> dict:
+        """source node -> its coefficient term (read-only use)."""
+        return self._terms
+
+    @property
+    def source_scales(self) -> dict:
+        """source node -> ``(noise scale d, source shape)``."""
+        return self._sources
+
     def scale_array(self) -> np.ndarray:
         """``Σ_sources |B|`` per component, shape (n, *shape) — the Cauchy scale."""
         n = self.loc.shape[0]
@@ -479,9 +495,18 @@ class AffineCauchy:
 # -- the engine --------------------------------------------------------------------------------------
 
 
+def _cauchy_mech(mech) -> CauchyLinear | None:
+    """The CauchyLinear mechanism behind `mech` (itself, or under an affine intervention), else None."""
+    if isinstance(mech, CauchyLinear):
+        return mech
+    if isinstance(mech, Intervened) and mech.affine is not None and isinstance(mech.natural, CauchyLinear):
+        return mech.natural
+    return None
+
+
 def is_cauchy_node(model, node: Hashable) -> bool:
-    """Whether `node` has a (non-intervened) :class:`CauchyLinear` mechanism."""
-    return isinstance(model.mechanisms[node], CauchyLinear)
+    """Whether `node` has a :class:`CauchyLinear` mechanism (possibly under an affine intervention)."""
+    return _cauchy_mech(model.mechanisms[node]) is not None
 
 
 def _as_list(targets) -> list:
@@ -503,8 +528,8 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
         features ``z`` of shape (n, T, H)); arrays with a batch axis answer n
         queries at once.
     do : mapping node -> value, optional
-        Interventions (constants or per-row arrays; see
-        :meth:`CausalModel.do`). An intervened Cauchy node is a known value.
+        Interventions (constants, per-row arrays or affine ones; see
+        :meth:`CausalModel.do`). A node under a constant do is a known value.
 
     Returns
     -------
@@ -515,23 +540,27 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
     NoClosedForm
         Evidence on a Cauchy node or downstream of Cauchy noise; a random
         non-Cauchy ancestor that is not observed; a non-linear function of a
-        Cauchy node upstream of a target; a shift intervention on a Cauchy
-        node; a target that is not a Cauchy node.
+        Cauchy node upstream of a target; a non-affine shift intervention on a
+        Cauchy node; a target that is not a Cauchy node.
     ModelError, EvidenceError, ShapeError
         Unknown nodes, bad values.
     """
-    from ..mechanisms.intervened import Intervened
-
+    if evidence is not None and not isinstance(evidence, Mapping):
+        raise EvidenceError(f"evidence must be a mapping node -> value, got {type(evidence).__name__}")
     if do:
         model = model.do(do)
     targets = _as_list(targets)
     for t in targets:
-        model._check_node(t, "target")
-    evidence = dict(evidence or {})
+        model.check_node(t, "target")
     ev = {}
-    for k, v in evidence.items():
-        model._check_node(k, "node in evidence", EvidenceError)
-        ev[k] = model._coerce(k, v)
+    for k, v in (evidence or {}).items():
+        model.check_node(k, "node in evidence", EvidenceError)
+        ev[k] = model.coerce(k, v)
+    return decoded_affine_forms(model, targets, ev)
+
+
+def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
+    """:func:`affine_forms` on an intervened model with already decoded evidence (the engine's entry)."""
     mechs, specs, dag = model.mechanisms, model.specs, model.dag
     per_row = {k: v for k, v in ev.items() if np.ndim(v) == len(specs[k].shape) + 1}
     for k, m in mechs.items():
@@ -539,11 +568,44 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
             v = np.asarray(m.value)
             if v.ndim == len(specs[k].shape) + 1:
                 per_row[k] = v
-    nb = model._batch_size(per_row, None, "evidence and do values")
+    nb = model.batch_size(per_row, None, "evidence and do values")
     batched = nb is not None
     nb = nb if batched else 1
+    cauchy = {k for k, m in mechs.items() if _cauchy_mech(m) is not None}
+    _check_cauchy_targets(targets, cauchy, mechs, ev, dag)
+    need = _needed(targets, mechs, ev)
+    values: dict = {}
+    forms: dict = {}
+    sources: dict = {}
+    for v in dag.topological_order():
+        if v not in need:
+            continue
+        spec = specs[v]
+        if v in ev:
+            x = ev[v]
+            values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
+            continue
+        m = mechs[v]
+        cm = _cauchy_mech(m)
+        if cm is not None:
+            forms[v] = _node_form(v, cm, spec, forms, values, sources, nb, batched)
+            if cm is not m:                                              # x -> scale·x + offset
+                forms[v] = forms[v] * m.affine.scale + m.affine.offset
+            continue
+        hit = [p for p in m.parents if p in forms]
+        if hit:
+            raise NoClosedForm(f"{v!r} ({type(m).__name__}) is a non-linear function of Cauchy node {hit[0]!r}"
+                               f" and feeds a target: no closed form")
+        x = m.evaluate(v, {p: values[p] for p in m.parents}, None, spec, n=nb)
+        values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
+    out = {}
+    for t in targets:
+        f = forms[t]
+        out[t] = AffineCauchy(f.loc, f.terms, {g: sources[g] for g in f.terms}, f.shape, batched)
+    return out
 
-    cauchy = {k for k, m in mechs.items() if isinstance(m, CauchyLinear)}
+
+def _check_cauchy_targets(targets, cauchy, mechs, ev, dag) -> None:
     for t in targets:
         if t not in cauchy:
             why = "observed" if t in ev else ("intervened on" if isinstance(mechs[t], Intervened)
@@ -557,7 +619,9 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
             raise NoClosedForm(f"evidence on {bad[0]!r}, which depends on Cauchy noise: conditioning a Cauchy "
                                f"subgraph has no closed form here (use sampling)")
 
-    # nodes whose values or forms are needed, walking back from the targets
+
+def _needed(targets, mechs, ev) -> set:
+    """Nodes whose values or forms the targets need, walking back from them."""
     need: set = set()
     stack = list(targets)
     while stack:
@@ -568,65 +632,43 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
         if v in ev:
             continue
         m = mechs[v]
-        if isinstance(m, Intervened):
+        if isinstance(m, Intervened) and _cauchy_mech(m) is None:
             if not m.is_shift:
                 continue
             if isinstance(m.natural, CauchyLinear):
-                raise NoClosedForm(f"{v!r} is a Cauchy node under a shift intervention (an arbitrary function of "
-                                   f"its value); no closed form")
+                raise NoClosedForm(f"{v!r} is a Cauchy node under a shift intervention that is not affine (an "
+                                   f"arbitrary function of its value); no closed form: use cn.shift or cn.affine")
             if not m.natural.deterministic:
                 raise NoClosedForm(f"{v!r} ({type(m.natural).__name__}) is random and not observed; the Cauchy "
                                    f"engine needs every non-Cauchy input known")
-        elif not (isinstance(m, CauchyLinear) or m.deterministic):
+        elif not (_cauchy_mech(m) is not None or m.deterministic):
             raise NoClosedForm(f"{v!r} ({type(m).__name__}) is random, not Cauchy, and not observed; the Cauchy "
                                f"engine needs every non-Cauchy input known")
         stack.extend(m.parents)
+    return need
 
-    values: dict = {}
-    forms: dict = {}
-    sources: dict = {}
-    for v in dag.topological_order():
-        if v not in need:
+
+def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched) -> AffineCauchy:
+    """The affine form of CauchyLinear node `v` from its parents' forms and values."""
+    if m.scale_parent is not None and m.scale_parent in forms:
+        raise NoClosedForm(f"the noise scale of {v!r} comes from Cauchy node {m.scale_parent!r}: the "
+                           f"result is not Cauchy")
+    pa = {p: (forms[p].loc if p in forms else values[p]) for p in m.parents}
+    loc = m.center(v, pa, spec, n=nb)
+    shape = loc.shape[1:]
+    terms: dict = {}
+    for p, w in m.linear_terms:
+        if p not in forms:
             continue
-        spec = specs[v]
-        if v in ev:
-            x = ev[v]
-            values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
-            continue
-        m = mechs[v]
-        if isinstance(m, CauchyLinear):
-            if m.scale_parent is not None and m.scale_parent in forms:
-                raise NoClosedForm(f"the noise scale of {v!r} comes from Cauchy node {m.scale_parent!r}: the "
-                                   f"result is not Cauchy")
-            pa = {p: (forms[p].loc if p in forms else values[p]) for p in m.parents}
-            loc = m.center(v, pa, spec, n=nb)
-            shape = loc.shape[1:]
-            terms: dict = {}
-            for p, w in m.linear_terms:
-                if p not in forms:
-                    continue
-                for g, t in forms[p]._terms.items():
-                    t2 = t.apply(w, forms[p].shape)
-                    terms[g] = terms[g].plus(t2, sources[g][1]) if g in terms else t2
-            if not m.deterministic:
-                d = np.asarray(m.noise_scale(v, pa), dtype=np.float64)
-                sources[v] = (d, tuple(shape))
-                t_own = _Term(np.ones(()), 0, 0)
-                terms[v] = terms[v].plus(t_own, shape) if v in terms else t_own
-            forms[v] = AffineCauchy(loc, terms, sources, shape, batched)
-        else:
-            hit = [p for p in m.parents if p in forms]
-            if hit:
-                raise NoClosedForm(f"{v!r} ({type(m).__name__}) is a non-linear function of Cauchy node {hit[0]!r}"
-                                   f" and feeds a target: no closed form")
-            pa = {p: values[p] for p in m.parents}
-            x = m.evaluate(v, pa, None, spec, n=nb)
-            values[v] = x if np.ndim(x) == len(spec.shape) + 1 else np.broadcast_to(x, (nb, *np.shape(x)))
-    out = {}
-    for t in targets:
-        f = forms[t]
-        out[t] = AffineCauchy(f.loc, f._terms, {g: sources[g] for g in f._terms}, f.shape, batched)
-    return out
+        for g, t in forms[p].terms.items():
+            t2 = t.apply(w, forms[p].shape)
+            terms[g] = terms[g].plus(t2, sources[g][1]) if g in terms else t2
+    if not m.deterministic:
+        d = np.asarray(m.noise_scale(v, pa), dtype=np.float64)
+        sources[v] = (d, tuple(shape))
+        t_own = _Term(np.ones(()), 0, 0)
+        terms[v] = terms[v].plus(t_own, shape) if v in terms else t_own
+    return AffineCauchy(loc, terms, sources, shape, batched)
 
 
 def cauchy_marginals(model, targets, *, evidence: Mapping | None = None, do: Mapping | None = None) -> dict:
@@ -689,3 +731,19 @@ def query_hook(model, targets, evidence: Mapping | None = None):
     except NoClosedForm:
         return None
     return res[targets[0]] if len(targets) == 1 else res
+
+
+class CauchyEngine(Engine):
+    """Exact marginals of linear-Cauchy targets (affine forms over independent sources)."""
+
+    name = "linear-Cauchy"
+
+    def accepts(self, request) -> bool:
+        m = request.model
+        return not request.is_counterfactual and all(is_cauchy_node(m, t) for t in request.nodes)
+
+    def answer(self, request):
+        names = request.nodes
+        forms = decoded_affine_forms(request.model, names, request.observed)
+        res = {t: f.marginal(node=t) for t, f in forms.items()}
+        return res[names[0]] if len(names) == 1 else res

@@ -33,19 +33,32 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import re
+from collections.abc import Hashable
 
 import numpy as np
 
+from .. import limits
 from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
-from ..errors import EvidenceError, ModelError
+from ..errors import CausalNetError, EvidenceError, ModelError, NumericalError
 from ..graph.dag import DAG
-from ..mechanisms.base import DISCRETE, as_generator
-from ..queries import Query, Term
+from ..mechanisms.base import DISCRETE
+from ..mechanisms.intervened import Intervened
+from ..mechanisms.tabular import Tabular
+from ..values import decode_states
+from .discrete import discrete_network, embed_point_masses, shift_map
+from .elimination import DiscreteBN
+from .engine import Engine, NoExactAnswer
+from .gaussian import affine_form, condition, is_linear_gaussian
+from .request import COUNTERFACTUAL, FACTUAL, label
+from .sampling import likelihood_weighting, normalise, samples_per_row, summarise
 
 __all__ = [
-    "run_counterfactual",
-    "run_counterfactual_query",
+    "DiscreteTwinEngine",
+    "GaussianTwinEngine",
+    "AdditiveNoiseEngine",
+    "SampledCounterfactualEngine",
+    "noise_intervals",
     "probability_of_necessity",
     "probability_of_sufficiency",
     "tian_pearl_bounds",
@@ -59,298 +72,222 @@ SCM_GAUSSIAN = "linear-Gaussian SCM: x = b + w·pa + sigma·u, u ~ N(0,1)"
 SCM_ADDITIVE = "additive-noise SCM: x = f(pa) + u (u abducted from the evidence)"
 
 
-def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None):
-    """Keyword form: `targets` in the world ``do``, `evidence` factual (see CausalModel.counterfactual)."""
-    if isinstance(targets, str) and "(" in targets:
-        from .dispatch import normalise_request
-
-        q = normalise_request(model, targets, evidence, None)
-        if do:
-            raise EvidenceError("give the intervention either in the query string or in do=, not both")
-        return run_counterfactual_query(model, q, method=method, n_samples=n_samples, seed=seed)
-    if not do:
-        raise EvidenceError("a counterfactual needs an intervention: do={node: value}")
-    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence):
-        targets = [targets]
-    world = tuple(do.items())
-    q = Query([Term(t, world) for t in targets], [Term(k, None, v) for k, v in (evidence or {}).items()], {})
-    return run_counterfactual_query(model, q, method=method, n_samples=n_samples, seed=seed)
+# -- the discrete twin network ---------------------------------------------------------
 
 
-def run_counterfactual_query(model, q: Query, *, method="auto", n_samples=100_000, seed=None):
-    """Answer a parsed query whose terms may carry worlds (``Y_{X=0}``)."""
-    if q.do:
-        raise EvidenceError("a counterfactual query cannot also contain do(...) outside the subscripts; "
-                            "put the intervention in the subscript, e.g. P(Y_{X=0} | X=1)")
-    worlds = {t.world for t in q.targets + q.evidence if t.world is not None}
-    if len(worlds) > 1:
-        raise EvidenceError(f"counterfactual terms must share one world; got {len(worlds)}: "
-                            f"{[dict(w) for w in worlds]}")
-    world = dict(next(iter(worlds))) if worlds else {}
-    for k in world:
-        model._check_node(k, "intervened node", EvidenceError)
-    # twin names: ("f", v) factual, ("c", v) counterfactual
-    targets = [(("c" if t.world else "f"), t.name) for t in q.targets]
-    seen = set()
-    for t in targets:
-        model._check_node(t[1], "target", EvidenceError)
-        if t in seen:
-            raise EvidenceError(f"target {t[1]!r} is listed twice")
-        seen.add(t)
-    ev_raw: dict = {}
-    for t in q.evidence:
-        key = ("c" if t.world else "f", t.name)
-        model._check_node(t.name, "evidence node", EvidenceError)
-        if key in ev_raw:
-            raise EvidenceError(f"evidence on {t.name!r} is given twice")
-        ev_raw[key] = t.value
-    if set(targets) & set(ev_raw):
-        raise EvidenceError(f"{sorted(str(k[1]) for k in set(targets) & set(ev_raw))} are both targets and evidence")
-    ev = {}
-    for key, v in ev_raw.items():
-        ev[key] = model._coerce(key[1], v, EvidenceError)
-    rows = {k: a.shape[0] for k, a in ev.items() if a.ndim == len(model.specs[k[1]].shape) + 1}
-    if len(set(rows.values())) > 1:
-        raise EvidenceError(f"evidence arrays have different lengths: {rows}")
-    n_rows = next(iter(rows.values())) if rows else None
-    cf_model = model.do(world) if world else model
-    values = [t.value for t in q.targets]
-
-    dist = None
-    if method in ("auto", "exact"):
-        dist = _exact(model, cf_model, world, targets, ev, n_rows)
-        if dist is None and method == "exact":
-            raise ModelError("no exact counterfactual engine applies (exact: discrete, linear-Gaussian, and "
-                             "additive-noise nodes whose noise the evidence determines); use method='sampling'")
-    if dist is None:
-        dist = _sampled(model, cf_model, targets, ev, n_rows, n_samples, seed)
-    if values[0] is None:
-        return dist
-    if not isinstance(dist, DiscreteDistribution):
-        raise EvidenceError("P(target=value) needs discrete targets")
-    return dist[tuple(values) if len(values) > 1 else values[0]]
+def exact_cdf(table: np.ndarray) -> np.ndarray:
+    """Row CDFs ``F(k | pa)`` of a CPT, exact at the boundaries: monotone, in [0, 1], and exactly 1
+    from the last state of positive probability on (a row ending in zeros never leaves a sliver of
+    ``u`` to a state of probability zero)."""
+    cdf = np.clip(np.cumsum(table, axis=-1), 0.0, 1.0)
+    tail = np.cumsum(table[..., ::-1], axis=-1)[..., ::-1]              # P(x >= k | pa)
+    after = np.concatenate([tail[..., 1:], np.zeros(table.shape[:-1] + (1,))], axis=-1)   # P(x > k | pa)
+    cdf = np.where(after <= 0.0, 1.0, cdf)
+    return np.maximum.accumulate(cdf, axis=-1)
 
 
-def _names(targets) -> list:
-    return [v if w == "f" else f"{v}*" if isinstance(v, str) else (v, "*") for w, v in targets]
+def noise_intervals(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exogenous ``u`` of a CPT as a discrete variable.
+
+    Returns
+    -------
+    cuts : ndarray of shape (m + 1,)
+        ``0 = b_0 < b_1 < ... < b_m = 1``: every CDF value of every row.
+    weights : ndarray of shape (m,)
+        Interval lengths (the probabilities of the m values of ``u``).
+    states : ndarray of shape (*pa, m)
+        The node's state on each interval for each parent configuration:
+        ``#{k : F(k | pa) <= b_j}`` on ``[b_j, b_{j+1})`` — read at the left
+        end, so no midpoint rounding can pick a state past the last one.
+    """
+    cdf = exact_cdf(table)
+    cuts = np.unique(np.concatenate([[0.0, 1.0], cdf.ravel()]))
+    lo = cuts[:-1]
+    states = (cdf[..., None, :] <= lo[:, None]).sum(axis=-1)             # (*pa, m)
+    return cuts, np.diff(cuts), np.minimum(states, table.shape[-1] - 1)
 
 
-# -- exact engines -----------------------------------------------------------------
+class _Twin:
+    """A twin network under construction: internal node -> (table, parents, card), and readable names."""
+
+    def __init__(self) -> None:
+        self.tables: dict = {}
+        self.parents: dict = {}
+        self.cards: dict = {}
+        self.display: dict = {}
+
+    def add(self, name: str, table: np.ndarray, parents: list, card: int, display: str) -> None:
+        self.tables[name] = table
+        self.parents[name] = parents
+        self.cards[name] = card
+        self.display[name] = display
+
+    def network(self) -> DiscreteBN:
+        edges = [(p, c) for c, ps in self.parents.items() for p in ps]
+        dag = DAG(edges, nodes=list(self.tables))
+        cpts = {}
+        for node, t in self.tables.items():
+            declared = self.parents[node]
+            want = list(dag.parents(node))
+            if declared != want:
+                t = np.transpose(t, [declared.index(p) for p in want] + [len(declared)])
+            cpts[node] = np.ascontiguousarray(t, dtype=np.float64)
+        return DiscreteBN(dag, cpts, self.cards)
+
+    def readable(self, e: CausalNetError) -> CausalNetError:
+        """The same error with internal twin names replaced by the user's node names."""
+        text = str(e)
+        for name in sorted(self.display, key=len, reverse=True):
+            text = re.sub(rf"'{re.escape(name)}'", repr(self.display[name]), text)
+        return type(e)(text)
 
 
-def _exact(model, cf_model, world, targets, ev, n_rows):
-    from .dispatch import discrete_network
+def _twin_node(twin: _Twin, names: dict, v, K, cpt_f, cpt_c, mech_c, pa, row_c, evidence) -> None:
+    """Add the factual and counterfactual copies of a node changed by the intervention."""
+    f_name, c_name = names[(FACTUAL, v)], names[(COUNTERFACTUAL, v)]
+    f_pa = [names[(FACTUAL, p)] for p in pa]
+    c_disp = label((COUNTERFACTUAL, v))
+    shared_u = not (isinstance(mech_c, Intervened) and not mech_c.is_shift)
+    if shared_u and pa:
+        # both copies as functions of (parents, U_v); U_v ranges over the CDF intervals
+        size = cpt_f.size
+        cuts, weights, natural = noise_intervals(cpt_f)                 # natural: (*pa, m)
+        limits.check_bytes(16.0 * natural.size * K, what=f"the twin-network tables of {v!r}",
+                           cause=f"a CPT of {size} entries cut into {len(weights)} noise intervals: memory grows "
+                                 f"with the square of the CPT size")
+        u_name = f"u{f_name[1:]}"
+        twin.add(u_name, weights, [], len(weights), f"U_{v}")
+        twin.add(f_name, np.eye(K)[natural], f_pa + [u_name], K, v)      # (*pa, m, K)
+        cf = shift_map(v, mech_c, K)[natural] if isinstance(mech_c, Intervened) else natural
+        twin.add(c_name, np.eye(K)[cf], [names[(COUNTERFACTUAL, p)] for p in pa] + [u_name], K, c_disp)
+    elif shared_u:                       # a root under a shift: the counterfactual is f(factual)
+        twin.add(f_name, cpt_f, [], K, v)
+        twin.add(c_name, np.eye(K)[shift_map(v, mech_c, K)], [f_name], K, c_disp)
+    else:                                # under do: a constant (or per-row observed) root
+        twin.add(f_name, cpt_f, f_pa, K, v)
+        twin.add(c_name, cpt_c, [], K, c_disp)
+        if v in row_c:
+            evidence[c_name] = row_c[v]
 
-    if discrete_network(model) is not None and discrete_network(cf_model) is not None:
-        return _discrete_twin(model, cf_model, world, targets, ev, n_rows)
-    from .gaussian import is_linear_gaussian
 
-    if is_linear_gaussian(model) and is_linear_gaussian(cf_model):
-        return _gaussian_twin(model, cf_model, targets, ev)
-    return _point_abduction(model, cf_model, targets, ev, n_rows)
-
-
-def _intervals(cdf: np.ndarray) -> np.ndarray:
-    """Breakpoints 0 = b_0 < b_1 < ... < b_m = 1 cutting [0, 1] at every CDF value."""
-    cuts = np.unique(np.concatenate([[0.0, 1.0], np.clip(cdf.ravel(), 0.0, 1.0)]))
-    return cuts
-
-
-def _state_at(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF state for every parent configuration and every u: (*pa, m)."""
-    return (u[..., None] >= cdf[..., None, :]).sum(axis=-1)      # (*pa, m)
-
-
-def _discrete_twin(model, cf_model, world, targets, ev, n_rows):
-    from ..mechanisms.intervened import Intervened
-    from .dispatch import discrete_network, shift_map
-    from .elimination import DiscreteBN
-
-    cpts_f, cards, row_f = discrete_network(model)
-    cpts_c, _, row_c = discrete_network(cf_model)
+def _discrete_twin(request) -> DiscreteDistribution:
+    model, cf_model = request.model, request.cf_model
+    net_f, net_c = discrete_network(model), discrete_network(cf_model)
+    if net_f.row_evidence:
+        raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
     dag = model.dag
     order = dag.topological_order()
-    pos = {v: i for i, v in enumerate(order)}
-    changed = set(world) | set(dag.descendants(set(world))) if world else set()
+    changed = set(request.world) | set(dag.descendants(set(request.world))) if request.world else set()
     names: dict = {}                      # (world, v) -> internal name
-    for v in order:
-        names[("f", v)] = f"f{pos[v]}"
-        names[("c", v)] = f"c{pos[v]}" if v in changed else f"f{pos[v]}"
-    tables: dict = {}
-    parents: dict = {}
-    tcards: dict = {}
+    for i, v in enumerate(order):
+        names[(FACTUAL, v)] = f"f{i}"
+        names[(COUNTERFACTUAL, v)] = f"c{i}" if v in changed else f"f{i}"
+    twin = _Twin()
     evidence: dict = {}
     for v in order:
-        K = cards[v]
-        f_name = names[("f", v)]
-        pa = list(dag.parents(v))
+        K = net_f.cards[v]
         if v not in changed:
-            tables[f_name] = cpts_f[v]
-            parents[f_name] = [names[("f", p)] for p in pa]
-            tcards[f_name] = K
-            continue
-        mech_c = cf_model.mechanisms[v]
-        c_name = names[("c", v)]
-        shared_u = not (isinstance(mech_c, Intervened) and not mech_c.is_shift)
-        if shared_u and pa:
-            # factual and counterfactual copies as functions of (parents, U_v), U_v over the CDF
-            # intervals; a shift applies its function to the natural value drawn with the same u
-            cdf = np.cumsum(cpts_f[v], axis=-1)
-            cdf[..., -1] = 1.0
-            cuts = _intervals(cdf)
-            mid = (cuts[:-1] + cuts[1:]) / 2
-            u_name = f"u{pos[v]}"
-            tables[u_name] = np.diff(cuts)
-            parents[u_name] = []
-            tcards[u_name] = len(mid)
-            natural = _state_at(cdf, mid)                                 # (*pa, m)
-            tables[f_name] = np.eye(K)[natural]                           # (*pa, m, K)
-            parents[f_name] = [names[("f", p)] for p in pa] + [u_name]
-            tcards[f_name] = K
-            if isinstance(mech_c, Intervened):
-                shift = shift_map(v, mech_c, K)
-                tables[c_name] = np.eye(K)[shift[natural]]
-            else:
-                tables[c_name] = np.eye(K)[natural]
-            parents[c_name] = [names[("c", p)] for p in pa] + [u_name]
-            tcards[c_name] = K
-        elif shared_u:
-            # a root under a shift intervention: the counterfactual is f(factual)
-            tables[f_name] = cpts_f[v]
-            parents[f_name] = []
-            tcards[f_name] = K
-            tables[c_name] = np.eye(K)[shift_map(v, mech_c, K)]          # (K_f, K)
-            parents[c_name] = [f_name]
-            tcards[c_name] = K
+            twin.add(names[(FACTUAL, v)], net_f.cpts[v], [names[(FACTUAL, p)] for p in dag.parents(v)], K, v)
         else:
-            tables[f_name] = cpts_f[v]
-            parents[f_name] = [names[("f", p)] for p in pa]
-            tcards[f_name] = K
-            tables[c_name] = cpts_c[v]                                   # one-hot or uniform
-            parents[c_name] = []
-            tcards[c_name] = K
-            if v in row_c:
-                evidence[c_name] = row_c[v]
-    if row_f:
-        raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
-    edges = [(p, c) for c, ps in parents.items() for p in ps]
-    twin = DAG(edges, nodes=list(tables))
-    cpts = {}
-    for node, t in tables.items():
-        declared = parents[node]
-        want = list(twin.parents(node))
-        if declared != want:
-            t = np.transpose(t, [declared.index(p) for p in want] + [len(declared)])
-        cpts[node] = np.ascontiguousarray(t, dtype=np.float64)
-    for (w, v), a in ev.items():
+            _twin_node(twin, names, v, K, net_f.cpts[v], net_c.cpts[v], cf_model.mechanisms[v],
+                       list(dag.parents(v)), net_c.row_evidence, evidence)
+    observed: dict = {}
+    for (w, v), a in request.evidence.items():
         key = names[(w, v)]
         if key in evidence:
             raise EvidenceError(f"{v!r} is observed in the counterfactual world where it is set by do")
-        evidence[key] = int(a) if np.ndim(a) == 0 else a
-    n_ev_rows = {np.shape(a)[0] for a in evidence.values() if np.ndim(a)}
-    if len(n_ev_rows) > 1:
-        raise EvidenceError(f"evidence rows disagree: {sorted(n_ev_rows)}")
-    tnames = [names[t] for t in targets]
-    tcards_t = [cards[v] for _, v in targets]
-    batched = bool(n_ev_rows)
+        if key in observed and not np.array_equal(observed[key], a):
+            raise EvidenceError(f"{v!r} is observed with different values in the two worlds, but the intervention "
+                                f"does not change it: the evidence is impossible")
+        observed[key] = a
+    evidence.update({k: (int(a) if np.ndim(a) == 0 else a) for k, a in observed.items()})
+    tnames = [names[t] for t in request.targets]
     free = [t for t in dict.fromkeys(tnames) if t not in evidence]
-    if free:
-        pf, _ = DiscreteBN(twin, cpts, tcards).query(free, evidence, joint=True)
-    else:
-        DiscreteBN(twin, cpts, tcards).query([next(iter(tables))], evidence, joint=True)   # checks P(e) > 0
-        pf = np.ones((next(iter(n_ev_rows)),) if batched else ())
-    probs = _assemble(pf, free, tnames, evidence, tcards_t, batched)
-    return DiscreteDistribution(_names(targets), probs, [model.specs[v].states for _, v in targets],
-                                batched=bool(n_ev_rows), method="exact (twin network, variable elimination)",
+    try:
+        bn = twin.network()
+        pf, _ = bn.query(free, evidence, joint=True)                    # also checks P(e) > 0
+    except CausalNetError as e:
+        raise twin.readable(e) from None
+    cards = [net_f.cards[v] for _, v in request.targets]
+    probs = embed_point_masses(pf, free, tnames, evidence, cards, request.n_rows)
+    return DiscreteDistribution(request.labels, probs, [model.specs[v].states for _, v in request.targets],
+                                batched=request.batched, method="exact (twin network, variable elimination)",
                                 scm=SCM_DISCRETE)
 
 
-def _assemble(pf, free, tnames, evidence, cards, batched):
-    """The joint over `tnames` from the joint over the `free` ones.
+class DiscreteTwinEngine(Engine):
+    """Exact counterfactuals on all-discrete models: the twin network under the monotone inverse-CDF SCM."""
 
-    A target may be observed (a counterfactual copy identical to an observed
-    factual node: a point mass at the evidence) or repeated (the same node
-    asked in both worlds: the mass sits where the copies agree).
-    """
-    n = pf.shape[0] if batched else None
-    out = np.zeros(((n,) if batched else ()) + tuple(cards))
-    for full in np.ndindex(*cards):
-        val = dict()
-        ok = True
-        for name, k in zip(tnames, full):
-            if name in val and val[name] != k:
-                ok = False
-                break
-            val[name] = k
-        if not ok:
-            continue
-        idx = tuple(val[f] for f in free)
-        p = pf[(slice(None), *idx)] if batched else pf[idx]
-        for name in set(tnames) - set(free):
-            e = evidence[name]
-            hit = (np.asarray(e) == val[name]).astype(np.float64)
-            p = p * hit
-        if batched:
-            out[(slice(None), *full)] = p
-        else:
-            out[full] = p
-    return out
+    name = "discrete twin network"
+
+    def accepts(self, request) -> bool:
+        return (request.is_counterfactual and discrete_network(request.model) is not None
+                and discrete_network(request.cf_model) is not None)
+
+    def answer(self, request):
+        return _discrete_twin(request)
 
 
-def _gaussian_twin(model, cf_model, targets, ev):
-    from .gaussian import affine_form, condition
-
-    f = affine_form(model)
-    c = affine_form(cf_model)
-    nodes = f.nodes
-    cidx = [c.index[v] for v in nodes]
-    Mc = c.M[cidx][:, [c.index[v] for v in nodes]]           # same u order as the factual form
-    cc = c.c[..., cidx]
-    if f.batched and not c.batched:
-        cc = np.broadcast_to(cc, f.c.shape)
-    cf_c = f.c
-    if c.batched and not f.batched:
-        cf_c = np.broadcast_to(f.c, c.c.shape)
-    mean = np.concatenate([cf_c, cc], axis=-1)               # (..., 2d)
-    Mj = np.concatenate([f.M, Mc], axis=0)                   # (2d, d)
-    cov = Mj @ Mj.T
-    d = len(nodes)
-    key = {("f", v): i for i, v in enumerate(nodes)} | {("c", v): d + i for i, v in enumerate(nodes)}
-    obs = list(ev)
-    vals = [np.asarray(ev[k], dtype=np.float64) for k in obs]
-    batched = mean.ndim == 2 or any(v.ndim == 1 for v in vals)
-    if batched:
-        ns = {v.shape[0] for v in vals if v.ndim == 1} | ({mean.shape[0]} if mean.ndim == 2 else set())
-        if len(ns) > 1:
-            raise EvidenceError(f"evidence rows disagree: {sorted(ns)}")
-        n = ns.pop()
-        vals = [np.broadcast_to(v, (n,)) for v in vals]
-        mean = np.broadcast_to(mean, (n, 2 * d))
-    values = np.stack(vals, axis=-1) if vals else np.zeros(mean.shape[:-1] + (0,))
-    m, S, _ = condition(mean, cov, [key[k] for k in obs], values, [k[1] for k in obs])
-    ti = [key[t] for t in targets]
-    return Gaussian(_names(targets), m[..., ti], S[np.ix_(ti, ti)], batched=batched,
-                    method="exact (twin joint Gaussian)", scm=SCM_GAUSSIAN)
+# -- the Gaussian twin ------------------------------------------------------------------------
 
 
-def _point_abduction(model, cf_model, targets, ev, n_rows):
-    """Exact when every noise the counterfactual targets depend on is fixed by factual evidence.
+class GaussianTwinEngine(Engine):
+    """Exact counterfactuals on linear-Gaussian models (constant, per-row and affine interventions)."""
 
-    Returns None (so the caller samples) for discrete targets, evidence in the
-    counterfactual world, or noise the evidence does not determine.
-    """
-    from ..mechanisms.tabular import Tabular
+    name = "Gaussian twin"
 
-    if any(w == "c" for w, _ in ev) or all(model.specs[v].kind == DISCRETE for _, v in targets):
-        return None
-    obs = {v for _, v in ev}
+    def accepts(self, request) -> bool:
+        return (request.is_counterfactual and is_linear_gaussian(request.model)
+                and is_linear_gaussian(request.cf_model))
+
+    def answer(self, request) -> Gaussian:
+        f = affine_form(request.model)
+        c = affine_form(request.cf_model)
+        nodes = f.nodes
+        cidx = [c.index[v] for v in nodes]
+        Mc = c.M[cidx][:, cidx]                                   # the same u order as the factual form
+        cc = c.c[..., cidx]
+        cf_c = f.c
+        if f.batched and not c.batched:
+            cc = np.broadcast_to(cc, f.c.shape)
+        if c.batched and not f.batched:
+            cf_c = np.broadcast_to(f.c, c.c.shape)
+        mean = np.concatenate([cf_c, cc], axis=-1)               # (..., 2d)
+        Mj = np.concatenate([f.M, Mc], axis=0)                   # (2d, d)
+        cov = Mj @ Mj.T                                          # (2d, 2d)
+        d = len(nodes)
+        key = {(FACTUAL, v): i for i, v in enumerate(nodes)} | {(COUNTERFACTUAL, v): d + i for i, v in enumerate(nodes)}
+        obs = list(request.evidence)
+        vals = [np.asarray(request.evidence[k], dtype=np.float64) for k in obs]
+        n = request.n_rows
+        if n is not None:
+            vals = [np.broadcast_to(v, (n,)) for v in vals]
+            mean = np.broadcast_to(mean, (n, 2 * d))
+        values = np.stack(vals, axis=-1) if vals else np.zeros(mean.shape[:-1] + (0,))
+        with np.errstate(all="ignore"):
+            m, S, _ = condition(mean, cov, [key[k] for k in obs], values, [k[1] for k in obs])
+        ti = [key[t] for t in request.targets]
+        if not (np.all(np.isfinite(m[..., ti])) and np.all(np.isfinite(S[np.ix_(ti, ti)]))):
+            raise NumericalError(f"the twin joint Gaussian of {request.labels} overflows float64 (values too large)")
+        return Gaussian(request.labels, m[..., ti], S[np.ix_(ti, ti)], batched=n is not None,
+                        method="exact (twin joint Gaussian)", scm=SCM_GAUSSIAN)
+
+
+# -- additive noise, abducted exactly -----------------------------------------------------------
+
+
+def _abductable(request) -> list | None:
+    """The nodes whose noise the counterfactual reuses, when the evidence determines it; else None."""
+    model, cf_model = request.model, request.cf_model
+    obs = {v for _, v in request.evidence}
     need = set()
-    for w, v in targets:
-        need |= (cf_model if w == "c" else model).dag.ancestors(v, include_self=True)
-    noisy = []                                   # nodes whose noise the counterfactual world reuses
+    for w, v in request.targets:
+        need |= (cf_model if w == COUNTERFACTUAL else model).dag.ancestors(v, include_self=True)
+    noisy = []
     for v in need:
         mech, cf_mech = model.mechanisms[v], cf_model.mechanisms[v]
-        if not cf_mech.deterministic or (getattr(cf_mech, "is_shift", False) and not mech.deterministic):
+        if not cf_mech.deterministic or (isinstance(cf_mech, Intervened) and cf_mech.is_shift
+                                         and not mech.deterministic):
             if v not in obs or not mech.can_abduct or isinstance(mech, Tabular):
                 return None
             noisy.append(v)
@@ -358,75 +295,88 @@ def _point_abduction(model, cf_model, targets, ev, n_rows):
     stochastic = [v for v in need if not model.mechanisms[v].deterministic]
     if any(not model.mechanisms[a].deterministic and a not in obs for a in model.dag.ancestors(stochastic)):
         return None
-    n = n_rows or 1
-    fvals = {v: (np.broadcast_to(a, (n, *np.shape(a))) if np.ndim(a) == len(model.specs[v].shape) else a)
-             for (_, v), a in ev.items()}
-    trace = model.forward(values=fvals, n=n, seed=0)
-    noise = {v: model.mechanisms[v].abduct(v, trace[v], {p: trace[p] for p in model.mechanisms[v].parents},
-                                           model.specs[v]) for v in noisy}
-    # noise of nodes outside `need` is drawn by forward and cannot reach the targets
-    cf = cf_model.forward(noise=noise, n=n, seed=0)
-    samples = {}
-    for w, v in targets:
-        arr = (cf if w == "c" else trace)[v]
-        samples[_names([(w, v)])[0]] = arr[:, None, ...] if n_rows else arr[:1]
-    weights = np.ones((n, 1)) if n_rows else np.ones(1)
-    return EmpiricalDistribution(_names(targets), samples, weights, batched=n_rows is not None,
-                                 method="exact (abduction of additive noise)", scm=SCM_ADDITIVE)
+    return noisy
 
 
-# -- sampled route -----------------------------------------------------------------------
+class AdditiveNoiseEngine(Engine):
+    """Exact counterfactuals when the factual evidence fixes every noise the targets depend on."""
+
+    name = "additive-noise abduction"
+
+    def accepts(self, request) -> bool:
+        if not request.is_counterfactual or any(w == COUNTERFACTUAL for w, _ in request.evidence):
+            return False
+        return not all(request.model.specs[v].kind == DISCRETE for v in request.nodes)
+
+    def answer(self, request) -> EmpiricalDistribution:
+        noisy = _abductable(request)
+        if noisy is None:
+            raise NoExactAnswer("the evidence does not determine the noise the targets depend on")
+        model, cf_model = request.model, request.cf_model
+        n_rows = request.n_rows
+        n = n_rows or 1
+        rng = np.random.default_rng(0)         # noise of nodes the targets do not depend on: irrelevant
+        fvals = {v: (a if np.ndim(a) == len(model.specs[v].shape) + 1 else np.broadcast_to(a, (n, *np.shape(a))))
+                 for (_, v), a in request.evidence.items()}
+        trace, _, _ = likelihood_weighting(model, {}, n, 1, rng, clamped=fvals)
+        noise = {v: model.mechanisms[v].abduct(v, trace[v], {p: trace[p] for p in model.mechanisms[v].parents},
+                                               model.specs[v]) for v in noisy}
+        cf, _, _ = likelihood_weighting(cf_model, {}, n, 1, rng, clamped=request.row_do, noise=noise)
+        samples = {}
+        for w, v in request.targets:
+            arr = (cf if w == COUNTERFACTUAL else trace)[v]
+            samples[label((w, v))] = arr[:, None, ...] if n_rows else arr[:1]
+        weights = np.ones((n, 1)) if n_rows else np.ones(1)
+        return EmpiricalDistribution(request.labels, samples, weights, batched=n_rows is not None,
+                                     method="exact (abduction of additive noise)", scm=SCM_ADDITIVE)
 
 
-def _sampled(model, cf_model, targets, ev, n_rows, n_samples, seed):
-    from .sampling import likelihood_weighting, normalise, weighted_state_probs
+# -- sampled route --------------------------------------------------------------------------------
 
-    rng = as_generator(seed)
-    rows = n_rows or 1
-    m = max(1000, int(n_samples) // rows) if n_rows else int(n_samples)
-    f_ev = {v: a for (w, v), a in ev.items() if w == "f"}
-    c_ev = {v: a for (w, v), a in ev.items() if w == "c"}
-    batched = {v for v, a in f_ev.items() if np.ndim(a) == len(model.specs[v].shape) + 1}
-    fvals, log_w, noise = likelihood_weighting(model, f_ev, rows, m, rng, batched_nodes=batched, keep_noise=True)
-    N = rows * m
-    # nodes with no noise drawn yet (deterministic in the factual world) need none in the other
-    cf_noise = {k: u for k, u in noise.items() if k in cf_model.nodes}
-    cf = cf_model.forward(noise=cf_noise, n=N, seed=rng)
-    for v, a in c_ev.items():
-        spec = model.specs[v]
-        if spec.kind != DISCRETE:
-            raise EvidenceError(f"evidence on the counterfactual continuous node {v!r} cannot be weighted by sampling")
-        want = np.repeat(a, m) if np.ndim(a) else np.full(N, int(a))
-        with np.errstate(divide="ignore"):
-            log_w = log_w + np.log((cf[v] == want).astype(np.float64))
-    if np.any(np.all(np.isneginf(log_w.reshape(rows, m)), axis=1)):
-        raise EvidenceError("no sample is consistent with the evidence in both worlds (impossible, or too rare)")
-    w = normalise(log_w, rows, m)
-    vals = {_names([t])[0]: (cf if t[0] == "c" else fvals)[t[1]] for t in targets}
-    method = f"likelihood weighting over the noise posterior ({m} samples{' per row' if n_rows else ''})"
-    scm = SCM_DISCRETE + "; " + SCM_ADDITIVE
-    names = _names(targets)
-    if all(model.specs[v].kind == DISCRETE for _, v in targets):
-        cards = [model.specs[v].card for _, v in targets]
-        probs, se = weighted_state_probs([vals[nm] for nm in names], cards, w)
-        if not n_rows:
-            probs, se = probs[0], se[0]
-        return DiscreteDistribution(names, probs, [model.specs[v].states for _, v in targets],
-                                    batched=n_rows is not None, method=method, std_err=se, scm=scm)
-    samples = {nm: vals[nm].reshape(rows, m, *vals[nm].shape[1:]) for nm in names}
-    if not n_rows:
-        samples = {k: s[0] for k, s in samples.items()}
-        w = w[0]
-    return EmpiricalDistribution(names, samples, w, batched=n_rows is not None, method=method, scm=scm)
+
+class SampledCounterfactualEngine(Engine):
+    """Likelihood weighting over the noise posterior, replayed in the counterfactual world."""
+
+    name = "sampled counterfactual"
+    exact = False
+
+    def accepts(self, request) -> bool:
+        return request.is_counterfactual
+
+    def answer(self, request):
+        model, cf_model = request.model, request.cf_model
+        rng = request.rng()
+        n_rows = request.n_rows
+        rows = n_rows or 1
+        m = samples_per_row(request.n_samples, n_rows)
+        f_ev = {v: a for (w, v), a in request.evidence.items() if w == FACTUAL}
+        c_ev = {v: a for (w, v), a in request.evidence.items() if w == COUNTERFACTUAL}
+        batched = {v for v, a in f_ev.items() if np.ndim(a) == len(model.specs[v].shape) + 1}
+        fvals, log_w, noise = likelihood_weighting(model, f_ev, rows, m, rng, batched_nodes=batched,
+                                                   keep_noise=True)
+        cf_noise = {k: u for k, u in noise.items() if k in cf_model.nodes}
+        cf, _, _ = likelihood_weighting(cf_model, {}, rows, m, rng, clamped=request.row_do, noise=cf_noise)
+        N = rows * m
+        for v, a in c_ev.items():
+            if model.specs[v].kind != DISCRETE:
+                raise EvidenceError(f"evidence on the counterfactual continuous node {v!r} cannot be weighted by "
+                                    f"sampling")
+            want = np.repeat(a, m) if np.ndim(a) else np.full(N, int(a))
+            log_w = log_w + np.where(cf[v] == want, 0.0, -np.inf)
+        if np.any(np.all(np.isneginf(log_w.reshape(rows, m)), axis=1)):
+            raise EvidenceError("no sample is consistent with the evidence in both worlds (impossible, or too rare)")
+        w = normalise(log_w, rows, m)
+        columns = {label(t): (cf if t[0] == COUNTERFACTUAL else fvals)[t[1]] for t in request.targets}
+        method = f"likelihood weighting over the noise posterior ({m} samples{' per row' if n_rows else ''})"
+        states = [model.specs[v].states if model.specs[v].kind == DISCRETE else None for v in request.nodes]
+        return summarise(request.labels, states, columns, w, n_rows, method, scm=SCM_DISCRETE + "; " + SCM_ADDITIVE)
 
 
 # -- probabilities of causation --------------------------------------------------------------
 
 
 def _state(model, node, s):
-    from ..mechanisms.tabular import state_index
-
-    return state_index(node, model.states(node), s)
+    return int(decode_states(node, model.states(node), s))
 
 
 def probability_of_necessity(model, treatment: Hashable, outcome: Hashable, *, exposed, unexposed, outcome_state):

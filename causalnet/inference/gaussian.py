@@ -7,7 +7,9 @@ then ``N(c, M Mᵀ)``; conditioning is the usual Schur complement, computed with
 a least-squares solve so that deterministic nodes (σ = 0) and exactly
 collinear evidence work, and evidence outside the support is an error.
 Counterfactuals reuse the same ``u`` for both worlds (a twin network in
-closed form).
+closed form). An affine intervention ``x -> a·x + b`` (:func:`causalnet.shift`,
+:func:`causalnet.affine`) keeps the form affine: ``c_i -> a·c_i + b``,
+``M_i -> a·M_i``, so it is answered exactly too.
 
 Symbols: ``n`` batch, ``d`` nodes, ``m`` noise sources (one per node).
 """
@@ -19,10 +21,17 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 from scipy import linalg
 
-from ..errors import EvidenceError, ModelError
+from ..distributions import Gaussian
+from ..errors import EvidenceError, ModelError, NumericalError
+from ..mechanisms.base import REAL
 from ..mechanisms.gaussian import LinearGaussian
+from ..mechanisms.intervened import Intervened
+from .engine import Engine
 
-__all__ = ["AffineForm", "affine_form", "is_linear_gaussian", "condition"]
+__all__ = ["AffineForm", "affine_form", "is_linear_gaussian", "condition", "gaussian_query", "GaussianEngine",
+           "METHOD"]
+
+METHOD = "exact (joint Gaussian)"
 
 
 class AffineForm:
@@ -55,14 +64,14 @@ class AffineForm:
 
 
 def is_linear_gaussian(model) -> bool:
-    """Whether every mechanism is LinearGaussian or a non-shift intervention on a real node."""
-    from ..mechanisms.intervened import Intervened
-
+    """Whether every mechanism is LinearGaussian, a constant intervention on a real node,
+    or an affine intervention (:class:`~causalnet.mechanisms.intervened.Affine`) on a LinearGaussian node."""
     for node, mech in model.mechanisms.items():
         if isinstance(mech, LinearGaussian):
             continue
-        if isinstance(mech, Intervened) and not mech.is_shift and model.specs[node].kind == "real":
-            continue
+        if isinstance(mech, Intervened) and model.specs[node].kind == REAL and model.specs[node].shape == ():
+            if not mech.is_shift or (mech.affine is not None and isinstance(mech.natural, LinearGaussian)):
+                continue
         return False
     return True
 
@@ -73,9 +82,7 @@ def affine_form(model) -> AffineForm:
     Per-row intervention values make ``c`` batched ``(n, d)``. Computed once
     per model (models are immutable) and cached on it.
     """
-    from ..mechanisms.intervened import Intervened
-
-    cached = model._cache.get("affine_form")
+    cached = model.cache.get("affine_form")
     if cached is not None:
         return cached
 
@@ -92,18 +99,25 @@ def affine_form(model) -> AffineForm:
     for v in nodes:
         i = idx[v]
         mech = model.mechanisms[v]
-        if isinstance(mech, LinearGaussian):
-            c[..., i] = mech.bias
-            for w, p in zip(mech.weights, mech.parents):
+        natural = mech.natural if isinstance(mech, Intervened) and mech.affine is not None else mech
+        if isinstance(natural, LinearGaussian):
+            c[..., i] = natural.bias
+            for w, p in zip(natural.weights, natural.parents):
                 j = idx[p]
                 c[..., i] += w * c[..., j]
                 M[i] += w * M[j]
-            M[i, i] += mech.sigma
-        elif isinstance(mech, Intervened):
+            M[i, i] += natural.sigma
+            if natural is not mech:                           # x -> scale·x + offset
+                c[..., i] = mech.affine.scale * c[..., i] + mech.affine.offset
+                M[i] *= mech.affine.scale
+        elif isinstance(mech, Intervened) and not mech.is_shift:
             c[..., i] = np.asarray(mech.value, dtype=np.float64)
         else:
             raise ModelError(f"node {v!r} is {type(mech).__name__}, not linear-Gaussian")
-    form = model._cache["affine_form"] = AffineForm(nodes, c, M)
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(M))):
+        raise NumericalError("the joint Gaussian overflows (an affine intervention or weights too large for "
+                             "float64)")
+    form = model.cache["affine_form"] = AffineForm(nodes, c, M)
     return form
 
 
@@ -155,7 +169,8 @@ def condition(mean: np.ndarray, cov: np.ndarray, obs_idx: Sequence[int], values:
     new_mean = mean + (r_proj[..., pos]) @ K.T        # (..., D)
     new_cov = cov - K @ (S_xe @ Vp).T                 # (D, D)
     new_cov = (new_cov + new_cov.T) / 2
-    maha = np.sum(r_proj[..., pos] ** 2 / wp, axis=-1)
+    with np.errstate(over="ignore"):
+        maha = np.sum(r_proj[..., pos] ** 2 / wp, axis=-1)
     log_ev = -0.5 * (maha + np.sum(np.log(wp)) + pos.sum() * np.log(2 * np.pi))
     return new_mean, new_cov, log_ev
 
@@ -182,3 +197,20 @@ def gaussian_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashabl
     m, c, log_ev = condition(mean, cov, [form.index[v] for v in obs], values, obs)
     ti = [form.index[v] for v in targets]
     return m[..., ti], c[np.ix_(ti, ti)], log_ev, batched
+
+
+class GaussianEngine(Engine):
+    """Exact queries on linear-Gaussian models (also under constant, per-row and affine interventions)."""
+
+    name = "linear-Gaussian"
+
+    def accepts(self, request) -> bool:
+        return not request.is_counterfactual and is_linear_gaussian(request.model)
+
+    def answer(self, request) -> Gaussian:
+        names = request.nodes
+        with np.errstate(all="ignore"):
+            mean, cov, _, batched = gaussian_query(request.model, names, request.observed)
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+            raise NumericalError(f"the joint Gaussian of {names} overflows float64")
+        return Gaussian(names, mean, cov, batched=batched, method=METHOD)

@@ -6,6 +6,11 @@ evidence and weights each draw by the evidence's likelihood given its
 parents. Batched evidence (n rows) draws ``m`` samples per row in one
 vectorized pass of ``n·m`` rows.
 
+Nodes under a per-row ``do`` are clamped to their row's value in all ``m``
+samples of that row. Every real value drawn is checked: a mechanism that
+produces NaN or inf stops with a :class:`~causalnet.errors.ModelError`
+naming the node, never a NaN answer.
+
 The same pass serves counterfactuals: an observed node's noise is drawn from
 its posterior given the observed value and parents (exact for additive noise;
 uniform on the CDF interval for a discrete node under the inverse-CDF SCM),
@@ -20,9 +25,16 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 
+from .. import limits
+from ..distributions import DiscreteDistribution, EmpiricalDistribution
 from ..errors import EvidenceError
+from ..mechanisms.base import DISCRETE, REAL
+from ..mechanisms.intervened import Intervened
+from ..values import check_finite
+from .engine import Engine
 
-__all__ = ["likelihood_weighting", "normalise", "weighted_state_probs"]
+__all__ = ["likelihood_weighting", "normalise", "weighted_state_probs", "samples_per_row", "opaque_shifts",
+           "SamplingEngine"]
 
 
 def _repeat(arr: np.ndarray, n_rows: int, m: int, batched: bool) -> np.ndarray:
@@ -33,7 +45,8 @@ def _repeat(arr: np.ndarray, n_rows: int, m: int, batched: bool) -> np.ndarray:
 
 
 def likelihood_weighting(model, evidence: Mapping[Hashable, np.ndarray], n_rows: int, m: int, rng,
-                         *, batched_nodes=frozenset(), keep_noise: bool = False):
+                         *, batched_nodes=frozenset(), keep_noise: bool = False, clamped=None,
+                         noise=None):
     """Weighted joint samples given evidence.
 
     Parameters
@@ -46,6 +59,10 @@ def likelihood_weighting(model, evidence: Mapping[Hashable, np.ndarray], n_rows:
     m : int
         Samples per row.
     rng : numpy Generator
+    clamped : mapping node -> ndarray of shape (n_rows, ...), optional
+        Per-row intervention values: row i's value in all its m samples.
+    noise : mapping node -> ndarray of shape (n_rows * m, ...), optional
+        Exogenous noise to use instead of drawing it (replaying another world's noise).
 
     Returns
     -------
@@ -61,14 +78,20 @@ def likelihood_weighting(model, evidence: Mapping[Hashable, np.ndarray], n_rows:
         cannot weight it) or every sample of some row has weight zero.
     """
     N = n_rows * m
+    limits.check_bytes(8.0 * N * (len(model.nodes) + 1), what=f"likelihood weighting with {N} samples",
+                       cause=f"{n_rows} rows x {m} samples x {len(model.nodes)} nodes")
+    clamped = dict(clamped or {})
+    given_noise = dict(noise or {})
     values: dict = {}
-    noise: dict = {}
+    noise = {}
     log_w = np.zeros(N)
     for node in model.dag.topological_order():
         mech = model.mechanisms[node]
         spec = model.specs[node]
         pa = {p: values[p] for p in mech.parents}
-        if node in evidence:
+        if node in clamped:
+            values[node] = _repeat(clamped[node], n_rows, m, True)
+        elif node in evidence:
             v = _repeat(evidence[node], n_rows, m, node in batched_nodes)
             if mech.deterministic:
                 got = mech.evaluate(node, pa, None, spec, n=N)
@@ -81,15 +104,22 @@ def likelihood_weighting(model, evidence: Mapping[Hashable, np.ndarray], n_rows:
                 with np.errstate(divide="ignore"):
                     log_w += np.log(same.astype(np.float64))
             else:
-                log_w += mech.log_prob(node, v, pa, spec)
+                with np.errstate(all="ignore"):
+                    lp = np.asarray(mech.log_prob(node, v, pa, spec), dtype=np.float64)
+                if np.any(np.isnan(lp) | (lp == np.inf)):
+                    raise EvidenceError(f"the density of {node!r} at the evidence is NaN or +inf (a degenerate "
+                                        f"mechanism); likelihood weighting cannot weight it")
+                log_w += lp
                 if keep_noise:
                     noise[node] = mech.abduct_sample(node, v, pa, spec, rng)
             values[node] = v
         else:
-            u = mech.sample_noise(N, rng, spec)
+            u = given_noise[node] if node in given_noise else mech.sample_noise(N, rng, spec)
             if keep_noise and u is not None:
                 noise[node] = u
-            values[node] = mech.evaluate(node, pa, u, spec, n=N)
+            with np.errstate(all="ignore"):
+                x = mech.evaluate(node, pa, u, spec, n=N)
+            values[node] = check_finite(node, x) if spec.kind == REAL else x
     lw = log_w.reshape(n_rows, m)
     if np.any(np.all(np.isneginf(lw), axis=1)):
         row = int(np.argmax(np.all(np.isneginf(lw), axis=1)))
@@ -132,3 +162,62 @@ def weighted_state_probs(columns, cards, w: np.ndarray) -> tuple[np.ndarray, np.
     var = sq * (1 - 2 * probs) + probs ** 2 * np.sum(w ** 2, axis=1, keepdims=True)
     se = np.sqrt(np.maximum(var, 0.0))
     return probs.reshape(rows, *cards), se.reshape(rows, *cards)
+
+
+def samples_per_row(n_samples: int, n_rows: int | None) -> int:
+    """Samples drawn per evidence row: `n_samples` in all, at least 1000 per row when batched."""
+    return max(1000, int(n_samples) // n_rows) if n_rows else int(n_samples)
+
+
+def opaque_shifts(model) -> list:
+    """Continuous nodes under a shift that is an opaque callable (why an exact engine may not apply)."""
+    return [v for v, mech in model.mechanisms.items()
+            if isinstance(mech, Intervened) and mech.is_shift and mech.affine is None
+            and model.specs[v].kind != DISCRETE]
+
+
+def summarise(names, states, columns: dict, w: np.ndarray, n_rows: int | None, method: str, scm=None):
+    """Weighted samples -> a DiscreteDistribution (all targets discrete, with std errors) or an EmpiricalDistribution.
+
+    `columns` maps each name to its ``(rows * m, ...)`` values; `states` is
+    the list of state tuples (None for a non-discrete target).
+    """
+    rows, m = w.shape
+    if all(s is not None for s in states):
+        probs, se = weighted_state_probs([columns[t] for t in names], [len(s) for s in states], w)
+        if not n_rows:
+            probs, se = probs[0], se[0]
+        return DiscreteDistribution(names, probs, states, batched=n_rows is not None, method=method, std_err=se,
+                                    scm=scm)
+    samples = {t: columns[t].reshape(rows, m, *columns[t].shape[1:]) for t in names}
+    if not n_rows:
+        samples = {t: s[0] for t, s in samples.items()}
+        w = w[0]
+    return EmpiricalDistribution(names, samples, w, batched=n_rows is not None, method=method, scm=scm)
+
+
+class SamplingEngine(Engine):
+    """Likelihood weighting: any model, with standard errors; the fallback of ``method="auto"``."""
+
+    name = "likelihood weighting"
+    exact = False
+
+    def accepts(self, request) -> bool:
+        return not request.is_counterfactual
+
+    def answer(self, request):
+        m = request.model
+        names = request.nodes
+        ev = request.observed
+        rows = request.n_rows or 1
+        per_row = samples_per_row(request.n_samples, request.n_rows)
+        batched_nodes = {k for k, a in ev.items() if np.ndim(a) == len(m.specs[k].shape) + 1}
+        values, log_w, _ = likelihood_weighting(m, ev, rows, per_row, request.rng(), batched_nodes=batched_nodes,
+                                                clamped=request.row_do)
+        w = normalise(log_w, rows, per_row)                       # (rows, m)
+        method = f"likelihood weighting ({per_row} samples{' per row' if request.n_rows else ''})"
+        opaque = opaque_shifts(m)
+        if opaque and request.method == "auto":
+            method += f"; not exact: the shift on {opaque[0]!r} is an opaque callable (cn.shift/cn.affine are exact)"
+        states = [m.specs[t].states if m.specs[t].kind == DISCRETE else None for t in names]
+        return summarise(names, states, values, w, request.n_rows, method)

@@ -1,0 +1,129 @@
+"""The engine contract: each engine says whether it can answer a request exactly, and answers it.
+
+An engine is a class with two methods over a validated
+:class:`~causalnet.inference.request.Request`:
+
+``accepts(request) -> bool``
+    Cheap: can this engine answer the request *exactly* (or, for a sampling
+    engine, at all)? It looks at the model's mechanisms, never computes.
+``answer(request) -> distribution``
+    The answer, whose ``.method`` names the engine. An exact engine that
+    discovers only while computing that no closed form exists raises
+    :class:`NoExactAnswer`; the registry then moves on.
+
+A :class:`Registry` holds engines in order of preference. ``method="auto"``
+asks the exact engines in turn and falls back to the sampling ones, saying
+why in the result; ``"exact"`` refuses to fall back; ``"sampling"`` goes
+straight to sampling. A new engine plugs in with :meth:`Registry.register`
+without touching the others.
+
+Examples
+--------
+>>> class Constant(Engine):
+...     name = "constant"
+...     def accepts(self, request):
+...         return request.nodes == ["K"]
+...     def answer(self, request):
+...         return 42
+>>> reg = Registry([Constant()])
+>>> [e.name for e in reg]
+['constant']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..errors import ModelError
+
+__all__ = ["Engine", "Registry", "NoExactAnswer"]
+
+
+class NoExactAnswer(ModelError):
+    """An exact engine has no closed form for this request (the registry tries the next engine)."""
+
+
+class Engine:
+    """Base class of engines (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        Short name, used in messages.
+    exact : bool
+        False for engines that estimate (sampling); they run last and only
+        when ``method`` is ``"auto"`` or ``"sampling"``.
+    """
+
+    name: str = "engine"
+    exact: bool = True
+
+    def accepts(self, request) -> bool:
+        """Whether this engine can answer `request` (exactly, when `exact`)."""
+        raise NotImplementedError
+
+    def answer(self, request):
+        """The answer to `request`; :class:`NoExactAnswer` to decline after all."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class Registry:
+    """Engines in order of preference; :meth:`answer` runs the first that applies.
+
+    Parameters
+    ----------
+    engines : iterable of Engine
+    what : str
+        What the registry answers ("query", "counterfactual"), for messages.
+    """
+
+    def __init__(self, engines: Iterable[Engine] = (), what: str = "query") -> None:
+        self._engines: list[Engine] = []
+        self.what = what
+        for e in engines:
+            self.register(e)
+
+    def register(self, engine: Engine, *, before: str | None = None) -> None:
+        """Add `engine` (last among its kind, or before the engine named `before`)."""
+        if not isinstance(engine, Engine):
+            raise ModelError(f"an engine must be an Engine, got {type(engine).__name__}")
+        names = [e.name for e in self._engines]
+        if before is not None and before in names:
+            self._engines.insert(names.index(before), engine)
+        else:
+            self._engines.append(engine)
+
+    def __iter__(self) -> Iterator[Engine]:
+        return iter(self._engines)
+
+    def exact_names(self) -> list[str]:
+        return [e.name for e in self._engines if e.exact]
+
+    def answer(self, request):
+        """Answer `request` by its ``method``; the result's ``method`` names the engine.
+
+        Raises
+        ------
+        ModelError
+            ``method="exact"`` and no exact engine answers (with the reasons).
+        """
+        reasons = []
+        if request.method != "sampling":
+            for engine in self._engines:
+                if not engine.exact or not engine.accepts(request):
+                    continue
+                try:
+                    return engine.answer(request)
+                except NoExactAnswer as e:
+                    reasons.append(f"{engine.name}: {e}")
+            if request.method == "exact":
+                why = f" ({'; '.join(reasons)})" if reasons else ""
+                raise ModelError(f"no exact engine answers this {self.what}{why} (exact engines: "
+                                 f"{', '.join(self.exact_names())}); use method='sampling' or 'auto'")
+        for engine in self._engines:
+            if not engine.exact and engine.accepts(request):
+                return engine.answer(request)
+        raise ModelError(f"no engine answers this {self.what}")
