@@ -497,7 +497,7 @@ class HMM:
                 return u
 
             if not scaled:
-                return _engine._Chain(None, pw, pk.lens, pk.order, shape=(T, n, K), u_fn=u_fn)
+                return _engine.Chain(None, pw, pk.lens, pk.order, shape=(T, n, K), u_fn=u_fn)
             colmax = E.max(axis=1)  # (S,)
             safe = np.where(colmax > 0, colmax, 1.0)
             table = np.zeros((S + 1, K))
@@ -517,7 +517,7 @@ class HMM:
                 return u0
 
             if not scaled:
-                return _engine._Chain(u0, pw, pk.lens, pk.order)
+                return _engine.Chain(u0, pw, pk.lens, pk.order)
             off = u0.max(axis=-1)  # (T, n)
             off[~np.isfinite(off)] = 0.0
             B = np.exp(u0 - off[..., None])
@@ -530,7 +530,7 @@ class HMM:
             B[0] = b0
             with np.errstate(divide="ignore"):
                 off[0] += np.where(ok, np.log(np.where(ok, m0, 1.0)), 0.0)
-        return _engine._Chain(None, pw, pk.lens, pk.order, shape=(T, n, K), scaled_u=(B, off), u_fn=u_fn)
+        return _engine.Chain(None, pw, pk.lens, pk.order, shape=(T, n, K), scaled_u=(B, off), u_fn=u_fn)
 
     # ------------------------------------------------------------------
     # inference
@@ -553,7 +553,7 @@ class HMM:
         """
         self._check()
         pk = self._pack(X, lengths)
-        return float(_engine._log_z(self._chain(pk)).sum())
+        return float(_engine.chain_log_partition(self._chain(pk)).sum())
 
     def score_samples(self, X, lengths=None):
         """Log-likelihood and per-observation state posteriors.
@@ -565,7 +565,7 @@ class HMM:
         """
         self._check()
         pk = self._pack(X, lengths)
-        gamma, log_z, _, _ = _engine._posterior(self._chain(pk))
+        gamma, log_z, _, _ = _engine.chain_posterior(self._chain(pk))
         return float(log_z.sum()), _unpack(pk, gamma)
 
     def predict_proba(self, X, lengths=None):
@@ -595,11 +595,11 @@ class HMM:
         pk = self._pack(X, lengths)
         ch = self._chain(pk, scaled=(algorithm == "map"))
         if algorithm == "map":
-            gamma, _, _, _ = _engine._posterior(ch)
+            gamma, _, _, _ = _engine.chain_posterior(ch)
             post = _unpack(pk, gamma)
             return float(post.max(axis=1).sum()), post.argmax(axis=1)
-        z, score = _engine._viterbi(ch, consume_u=True)  # ch.u was made for this call
-        _engine._raise_impossible(ch, score)
+        z, score = _engine.chain_viterbi(ch, consume_u=True)  # ch.u was made for this call
+        _engine.raise_if_impossible(ch, score)
         return float(score.sum()), _unpack(pk, z)
 
     def predict(self, X, lengths=None):
@@ -770,7 +770,7 @@ class HMM:
 
     def _estep(self, pk):
         ch = self._chain(pk)
-        gamma, log_z, _, E = _engine._posterior(ch, counts="t" in self.params)  # gamma (T, n, K)
+        gamma, log_z, _, E = _engine.chain_posterior(ch, counts="t" in self.params)  # gamma (T, n, K)
         K = self.n_states
         stats = {"start": gamma[0].sum(axis=0), "trans": E}
         G = gamma.reshape(-1, K)  # (T*n, K), padding rows are 0
