@@ -8,7 +8,7 @@ layout (the contract model builders use); the others take batch-first arrays.
 
 >>> import numpy as np
 >>> round(float(log_partition(np.zeros((1, 3, 2)), np.log(np.full((2, 2), 0.5)))[0]), 6)
-2.079442
+0.693147
 """
 
 from __future__ import annotations
