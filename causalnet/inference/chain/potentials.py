@@ -206,13 +206,13 @@ class Chain:  # the engine's input contract (HMM builds it directly)
 
 
 def validate_potentials(unary, pairwise, mask):
-    unary = np.asarray(unary, dtype=np.float64)
+    unary = _as_real(unary, "unary potentials")
     if unary.ndim != 3:
         raise ShapeError(f"unary potentials must have shape (n, T, K); got shape {unary.shape}")
     n, T, K = unary.shape
     if K == 0:
         raise ShapeError(f"unary potentials have K=0 states (shape {unary.shape}); a chain needs at least one state")
-    pairwise = np.asarray(pairwise, dtype=np.float64)
+    pairwise = _as_real(pairwise, "pairwise potentials")
     if pairwise.ndim == 2:
         if pairwise.shape != (K, K):
             raise ShapeError(
@@ -234,11 +234,14 @@ def validate_potentials(unary, pairwise, mask):
         lengths = np.full(n, T, dtype=np.intp)
         real = None
     else:
-        mask = np.asarray(mask)
+        try:
+            mask = np.asarray(mask)
+        except (TypeError, ValueError) as e:
+            raise ShapeError(f"mask must be an array of shape (n, T) = ({n}, {T}); got a ragged sequence ({e})") from None
         if mask.shape != (n, T):
             raise ShapeError(f"mask must have shape (n, T) = ({n}, {T}) like unary; got shape {mask.shape}")
         if mask.dtype != bool:
-            if not np.isin(mask, (0, 1)).all():
+            if mask.dtype == object or not np.isin(mask, (0, 1)).all():
                 raise ShapeError(f"mask must be boolean (or 0/1); got dtype {mask.dtype} with other values")
             mask = mask.astype(bool)
         lengths = mask.sum(axis=1).astype(np.intp)
@@ -264,6 +267,17 @@ def validate_potentials(unary, pairwise, mask):
         live = None if real is None else real[:, 1:]  # transition t -> t+1 is real iff step t+1 is
         _check_finite(pairwise, "pairwise", live)
     return unary, pairwise, mask, lengths
+
+
+def _as_real(x, name):
+    """``x`` as a float64 array; ShapeError for ragged input, ModelError for non-numeric or complex."""
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"{name} must be a rectangular array; got a ragged sequence ({e})") from None
+    if np.iscomplexobj(a) or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ModelError(f"{name} must be real numbers; got dtype {a.dtype}")
+    return a.astype(np.float64, copy=False)
 
 
 def _check_finite(x, name, real):

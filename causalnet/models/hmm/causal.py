@@ -98,9 +98,10 @@ def _observations(hmm, params, evidence, T):
             kind, t = _parse_name(k)
             if kind != "X":
                 raise EvidenceError(f"hidden states are latent: evidence on {k!r} is not allowed (use do=)")
-            items[t] = np.asarray(v)
+            items[t] = _evidence_array(k, v, cat)
         tmax = max(items, default=-1) + 1
         T = max(T or 0, tmax)
+        _check_chain_size(1, T, hmm.n_states, "the HMM query chain", f"{hmm.n_states} states")
         if T == 0:
             raise EvidenceError("give T= or some evidence to fix the sequence length")
         rows = {a.shape[0] for a in items.values() if a.ndim == (1 if cat else 2)}
@@ -114,7 +115,7 @@ def _observations(hmm, params, evidence, T):
             obs[:, t] = a if cat else np.broadcast_to(a.reshape(-1, d) if a.ndim else a, (n, d))
             observed[:, t] = True
     else:
-        a = np.asarray(evidence)
+        a = _evidence_array("evidence", evidence, cat)
         want = 1 if cat else 2
         if a.ndim == want:
             a = a[None]
@@ -128,12 +129,31 @@ def _observations(hmm, params, evidence, T):
         if Te == 0:
             raise EvidenceError("empty observation sequence")
         T = max(T or 0, Te)
+        _check_chain_size(a.shape[0], T, hmm.n_states, "the HMM query chain", f"{hmm.n_states} states")
         obs = np.zeros((a.shape[0], T, *a.shape[2:]), dtype=np.int64 if cat else np.float64)
         obs[:, :Te] = a
         observed = np.zeros(obs.shape[:2], dtype=bool)
         observed[:, :Te] = True
     em.check_evidence(obs, params)
     return obs, observed, batched, T
+
+
+def _evidence_array(name, v, integer):
+    """``v`` as an array of symbols (``integer``) or reals; EvidenceError for ragged, non-numeric or
+    non-integer symbols."""
+    try:
+        a = np.asarray(v)
+    except (TypeError, ValueError) as e:
+        raise EvidenceError(f"{name}: expected a rectangular array; got a ragged sequence ({e})") from None
+    if a.dtype == bool or np.iscomplexobj(a) or not np.issubdtype(a.dtype, np.number):
+        raise EvidenceError(f"{name}: expected {'integer symbols' if integer else 'real numbers'}; got dtype {a.dtype}")
+    if not np.isfinite(a).all():
+        raise EvidenceError(f"{name}: observations must be finite; got {v!r}")
+    if integer and not np.issubdtype(a.dtype, np.integer):
+        if not (a == np.round(a)).all() or (a.size and np.abs(a).max() >= 2**62):
+            raise EvidenceError(f"{name}: expected integer symbols; got {v!r}")
+        a = a.astype(np.int64)
+    return a
 
 
 def _clamps(hmm, do, T, n, *, allow_x=True):
@@ -143,8 +163,8 @@ def _clamps(hmm, do, T, n, *, allow_x=True):
     for k, v in (do or {}).items():
         kind, t = _parse_name(k, T)
         if kind == "Z":
-            a = np.asarray(v)
-            if a.ndim > 1 or (a.ndim == 1 and a.shape[0] != n):
+            a = _evidence_array(f"do on {k!r}", v, True)
+            if a.size == 0 or a.ndim > 1 or (a.ndim == 1 and a.shape[0] != n):
                 raise ShapeError(f"do on {k!r}: expected a state or ({n},) states, got shape {a.shape}")
             if not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= K:
                 raise EvidenceError(f"do on {k!r}: states are 0..{K - 1}, got {v!r}")
@@ -162,6 +182,8 @@ def _horizon(names, do, T):
 
 def _targets(targets):
     single = isinstance(targets, str)
+    if not single and not isinstance(targets, (list, tuple, set, frozenset)):
+        raise EvidenceError(f"targets must be a node name 'Z[t]' / 'X[t]' or a list of them; got {targets!r}")
     names = [targets] if single else list(targets)
     if not names:
         raise EvidenceError("give at least one target")
@@ -202,6 +224,7 @@ def query(hmm, targets, *, evidence=None, do=None, T=None):
     for nm in names:
         _parse_name(nm, T)
     n = obs.shape[0]
+    _check_chain_size(n, T, hmm.n_states, "the HMM query chain", f"{hmm.n_states} states")
     zc, xd = _clamps(hmm, do, T, n)
     for t in xd:
         observed[:, t] = False
@@ -295,10 +318,13 @@ def counterfactual(hmm, targets, *, evidence, do):
 
 def _check_twin_size(n, T, K):
     """ResourceError (causalnet.limits) when the twin chain's potentials would be too large."""
-    KK = K * K
-    nbytes = 8.0 * n * (2 * T * KK + max(T - 1, 0) * KK * KK)  # unary, marginals, per-step pairwise
-    limits.check_bytes(nbytes, what="the HMM counterfactual twin chain",
-                       cause=f"{n} sequences x {T} steps over {K}x{K} joint states, (K^2)^2 pairwise per step")
+    _check_chain_size(n, T, K * K, "the HMM counterfactual twin chain", f"{K}x{K} joint states")
+
+
+def _check_chain_size(n, T, K, what, states):
+    """ResourceError when a chain of ``n`` rows, ``T`` steps, ``K`` states needs more than max_table_bytes."""
+    nbytes = 8.0 * n * (2 * T * K + max(T - 1, 0) * K * K)  # unary, marginals, per-step pairwise
+    limits.check_bytes(nbytes, what=what, cause=f"{n} sequences x {T} steps over {states}, K^2 pairwise per step")
 
 
 def _twin_chain(hmm, params, obs, observed, zc):

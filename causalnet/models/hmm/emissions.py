@@ -42,11 +42,12 @@ __all__ = ["Emission", "CategoricalEmission", "GaussianEmission", "make_emission
 
 SUM_TOL = 1e-8
 _LOG_2PI = math.log(2.0 * math.pi)
+_MAX_ABS = 1e100  # largest Gaussian observation accepted
 
 
 def check_simplex(name, value, shape):
     """``value`` as a float array of ``shape`` whose last axis sums to 1; else ModelError/ShapeError."""
-    p = np.asarray(value)
+    p = _as_array(name, value)
     if np.iscomplexobj(p) or not (np.issubdtype(p.dtype, np.number) or p.dtype == bool):
         raise ModelError(f"{name} must hold real probabilities; got dtype {p.dtype}")
     p = p.astype(np.float64)
@@ -65,10 +66,17 @@ def check_simplex(name, value, shape):
     return p
 
 
-def _real_array(name, value):
-    a = np.asarray(value)
+def _as_array(name, value, error=ModelError):
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as e:  # ragged nested sequences
+        raise error(f"{name} must be a rectangular array; got a ragged sequence ({e})") from None
+
+
+def _real_array(name, value, error=ModelError):
+    a = _as_array(name, value, error)
     if np.iscomplexobj(a) or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ModelError(f"{name} must be a real array; got dtype {a.dtype}")
+        raise error(f"{name} must be a real array; got dtype {a.dtype}")
     return a.astype(np.float64)
 
 
@@ -181,7 +189,7 @@ class CategoricalEmission(Emission):
     def check_params(self, params, K, letters=None):
         if "e" not in (self.letters if letters is None else letters):
             return {}
-        p = np.asarray(params["emissionprob_"])
+        p = _as_array("emissionprob_", params["emissionprob_"])
         if p.ndim != 2 or p.shape[0] != K:
             raise ShapeError(f"emissionprob_ must have shape (n_states, n_symbols) = ({K}, S); got {p.shape}")
         if self.n_symbols is not None and p.shape[1] != self.n_symbols:
@@ -192,7 +200,7 @@ class CategoricalEmission(Emission):
         return {"emissionprob_": check_simplex("emissionprob_", p, p.shape)}
 
     def check_observations(self, X, params):
-        X = np.asarray(X)
+        X = _as_array("observations", X, EvidenceError)
         if X.ndim == 2 and X.shape[1] == 1:
             X = X[:, 0]
         if X.ndim != 1:
@@ -403,7 +411,7 @@ class GaussianEmission(Emission):
         return c
 
     def check_observations(self, X, params):
-        X = _real_array("observations", X)
+        X = _real_array("observations", X, EvidenceError)
         if X.ndim == 1:
             X = X[:, None]
         if X.ndim != 2:
@@ -416,6 +424,10 @@ class GaussianEmission(Emission):
         if not np.isfinite(X).all():
             i = int(np.argwhere(~np.isfinite(X))[0, 0])
             raise EvidenceError(f"Gaussian observations must be finite; row {i} is {X[i].tolist()}")
+        if X.size and np.abs(X).max() > _MAX_ABS:  # squares and sums of squares must not overflow
+            i = int(np.argmax(np.abs(X).max(axis=1)))
+            raise EvidenceError(f"Gaussian observations must be at most {_MAX_ABS:g} in size (rescale the data); "
+                                f"row {i} is {X[i].tolist()}")
         return X
 
     def pad(self, X, pos, real, params):
@@ -545,7 +557,8 @@ class GaussianEmission(Emission):
         """Covariances that are not positive definite get their eigenvalues floored at ``min_covar``.
 
         Nearly singular data (a constant or duplicated column) leave M-step
-        covariances that rounding makes indefinite; hmmlearn repairs them by
+        covariances that rounding makes indefinite (or singular to working
+        precision: smallest eigenvalue below 1e-12 of the largest); hmmlearn repairs them by
         adding ``min_covar``; here the eigenvalues below ``min_covar`` (or
         1e-12 of the largest) are raised to it. Covariances that are positive
         definite are kept exactly, so well-posed fits agree with hmmlearn.
@@ -554,12 +567,9 @@ class GaussianEmission(Emission):
         for k in range(len(c)):
             if not np.isfinite(c[k]).all():
                 raise ModelError(f"the M-step gave a non-finite covariance for state {k}; the data are degenerate")
-            try:
-                linalg.cholesky(c[k], lower=True)
-                continue
-            except linalg.LinAlgError:
-                pass
             w, V = np.linalg.eigh(0.5 * (c[k] + c[k].T))  # (d,), (d, d)
+            if w[0] > 1e-12 * abs(w[-1]):  # numerically positive definite: kept exactly
+                continue
             # the floor is also relative (condition number <= 1e12), so that a
             # huge covariance (a state with almost no mass) survives rounding
             floor = max(self.min_covar, 1e-12 * float(np.abs(w).max()))

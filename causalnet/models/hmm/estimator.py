@@ -588,11 +588,10 @@ _ATTR = {
 
 def _alphabet_size(X):
     """``max(X) + 1`` of integer symbols (the alphabet a first fit infers)."""
-    a = np.asarray(X)
-    if a.size == 0:
-        raise EvidenceError("X has no observations; every sequence needs at least one step")
     probe = CategoricalEmission(n_symbols=np.iinfo(np.intp).max)
-    sym = probe.check_observations(a, {})
+    sym = probe.check_observations(X, {})
+    if sym.size == 0:
+        raise EvidenceError("X has no observations; every sequence needs at least one step")
     if sym.min() < 0:
         i = int(np.argmin(sym))
         raise EvidenceError(f"observation {sym[i]} at position {i} is negative; symbols are 0..S-1")

@@ -73,10 +73,13 @@ def check_lengths(lengths, N):
         if N == 0:
             raise EvidenceError("X has no observations; every sequence needs at least one step")
         return np.array([N], dtype=np.intp)
-    lengths = np.asarray(lengths)
+    try:
+        lengths = np.asarray(lengths)
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"lengths must be a 1-d array of sequence lengths; got a ragged sequence ({e})") from None
     if lengths.ndim != 1 or len(lengths) == 0:
         raise ShapeError(f"lengths must be a non-empty 1-d array of sequence lengths; got shape {lengths.shape}")
-    if not np.issubdtype(lengths.dtype, np.integer):
+    if lengths.dtype == bool or not np.issubdtype(lengths.dtype, np.integer):
         ok = np.issubdtype(lengths.dtype, np.floating) and np.isfinite(lengths).all()
         if not (ok and (lengths == np.round(lengths)).all()):
             raise ShapeError(f"lengths must be integers; got dtype {lengths.dtype}")
