@@ -144,9 +144,9 @@ def test_scaled_engine_equals_log_engine(rng):
     # the fast (scaled, probability-space) engine against the log-space engine
     for shared in (True, False):
         unary, pairwise, mask, _ = _random_chain(rng, 7, 30, 4, shared, True, scale=3.0)
-        ch = chain._Chain.from_batch(unary, pairwise, mask)
-        g1, z1, x1, e1 = chain._posterior(ch, edges=True)
-        g2, z2, x2, e2 = chain._log_posterior(ch, True, True)
+        ch = chain.Chain.from_batch(unary, pairwise, mask)
+        g1, z1, x1, e1 = chain.chain_posterior(ch, edges=True)
+        g2, z2, x2, e2 = chain.log_space_posterior(ch, True, True)
         assert_allclose(z1, z2, rtol=1e-12, atol=0)
         assert_allclose(g1, g2, rtol=0, atol=1e-11)
         assert_allclose(x1, x2, rtol=0, atol=1e-11)
@@ -265,8 +265,8 @@ def _tiny_chain(rng, n, T, K):
 
 
 def _check_stable(unary, pairwise):
-    ch = chain._Chain.from_batch(unary, pairwise, None)
-    ref = chain._log_forward(ch)[1].sum(axis=0)  # pure log-space reference
+    ch = chain.Chain.from_batch(unary, pairwise, None)
+    ref = chain.log_forward(ch)[1].sum(axis=0)  # pure log-space reference
     assert np.isfinite(ref).all()
     lz = log_partition(unary, pairwise)
     assert_allclose(lz, ref, rtol=1e-12, atol=0)
@@ -300,17 +300,17 @@ def test_long_chain_scaled_matches_log(rng):
     T, K = 5000, 5
     unary = np.log(rng.dirichlet(np.ones(K), size=(2, T)))
     pairwise = np.log(rng.dirichlet(np.ones(K), size=K))
-    ch = chain._Chain.from_batch(unary, pairwise, None)
-    _, c, bad = chain._scaled_forward(ch)
+    ch = chain.Chain.from_batch(unary, pairwise, None)
+    _, c, bad = chain.scaled_forward(ch)
     assert not bad.any()
-    ref = chain._log_forward(ch)[1].sum(axis=0)
-    assert_allclose(chain._scaled_log_z(ch, c), ref, rtol=1e-12, atol=0)
+    ref = chain.log_forward(ch)[1].sum(axis=0)
+    assert_allclose(chain.scaled_log_partition(ch, c), ref, rtol=1e-12, atol=0)
 
 
 def _sequential(unary, pairwise, mask, **kw):
-    ch = chain._Chain.from_batch(unary, pairwise, mask)
+    ch = chain.Chain.from_batch(unary, pairwise, mask)
     ch.allow_time_chunks = False
-    return chain._posterior(ch, **kw), ch
+    return chain.chain_posterior(ch, **kw), ch
 
 
 @pytest.mark.parametrize("n, T, K", [(1, 3000, 4), (3, 2500, 3), (2, 1500, 8)])
@@ -322,18 +322,18 @@ def test_time_chunked_sweep_equals_sequential(rng, n, T, K):
     lengths = rng.integers(T // 2, T + 1, size=n)
     lengths[0] = T
     mask = np.arange(T)[None, :] < lengths[:, None]
-    ch = chain._Chain.from_batch(unary, pairwise, mask)
-    assert chain._use_time_chunks(ch)
-    g1, z1, _, e1 = chain._posterior(ch, counts=True)
-    assert ch._tc is not None
+    ch = chain.Chain.from_batch(unary, pairwise, mask)
+    assert chain.use_time_chunks(ch)
+    g1, z1, _, e1 = chain.chain_posterior(ch, counts=True)
+    assert ch.time_chunks is not None
     (g2, z2, _, e2), ch2 = _sequential(unary, pairwise, mask, counts=True)
-    assert ch2._tc is None
+    assert ch2.time_chunks is None
     assert_allclose(z1, z2, rtol=1e-13, atol=0)
     assert_allclose(g1, g2, rtol=0, atol=1e-12)
     assert_allclose(e1, e2, rtol=1e-11, atol=0)
-    assert_allclose(log_partition(unary, pairwise, mask), chain._Chain.from_batch(unary, pairwise, mask).rows_to_batch(z2))
+    assert_allclose(log_partition(unary, pairwise, mask), chain.Chain.from_batch(unary, pairwise, mask).rows_to_batch(z2))
     # messages too
-    la, lb = chain._log_messages(chain._Chain.from_batch(unary, pairwise, mask))
+    la, lb = chain.chain_log_messages(chain.Chain.from_batch(unary, pairwise, mask))
     post = forward_backward(unary, pairwise, mask)
     r = 1 if n > 1 else 0
     L = lengths[r]
@@ -353,12 +353,12 @@ def test_time_chunked_viterbi_equals_sequential(rng, n, T, K, zero):
     lengths = rng.integers(T // 2, T + 1, size=n)
     lengths[0] = T
     mask = np.arange(T)[None, :] < lengths[:, None]
-    ch = chain._Chain.from_batch(unary, pairwise, mask)
-    assert chain._use_time_chunks(ch, chain._TC_MAX_NK3_VITERBI if zero else chain._TC_MAX_NK3)
-    z1, s1 = chain._viterbi(ch)
-    ch2 = chain._Chain.from_batch(unary, pairwise, mask)
+    ch = chain.Chain.from_batch(unary, pairwise, mask)
+    assert chain.use_time_chunks(ch, chain.TC_MAX_NK3_VITERBI if zero else chain.TC_MAX_NK3)
+    z1, s1 = chain.chain_viterbi(ch)
+    ch2 = chain.Chain.from_batch(unary, pairwise, mask)
     ch2.allow_time_chunks = False
-    z2, s2 = chain._viterbi(ch2)
+    z2, s2 = chain.chain_viterbi(ch2)
     assert_array_equal(z1, z2)
     assert_allclose(s1, s2, rtol=1e-12, atol=0)
     paths, scores = viterbi(unary, pairwise, mask)
@@ -372,11 +372,11 @@ def test_time_chunks_fall_back_when_boundaries_disagree(rng):
     # near-zero potentials make chunk products underflow: the boundary check must
     # catch it and the rows be redone (step by step, then in log space)
     unary, pairwise = _tiny_chain(rng, 2, 3000, 4)
-    ch = chain._Chain.from_batch(unary, pairwise, None)
-    assert chain._use_time_chunks(ch)
-    _, _, bad = chain._scaled_forward(ch)
+    ch = chain.Chain.from_batch(unary, pairwise, None)
+    assert chain.use_time_chunks(ch)
+    _, _, bad = chain.scaled_forward(ch)
     assert bad.all()
-    ref = chain._log_forward(chain._Chain.from_batch(unary, pairwise, None))[1].sum(axis=0)
+    ref = chain.log_forward(chain.Chain.from_batch(unary, pairwise, None))[1].sum(axis=0)
     assert_allclose(log_partition(unary, pairwise), ref, rtol=1e-12, atol=0)
     post = forward_backward(unary, pairwise, counts=True)
     assert_allclose(post.log_z, ref, rtol=1e-12, atol=0)

@@ -26,106 +26,39 @@ import re
 from collections.abc import Mapping
 
 import numpy as np
-from scipy import linalg
 
-from ..distributions import DiscreteDistribution, EmpiricalDistribution, GaussianMixture
-from ..errors import EvidenceError, ModelError, ShapeError
-from ..graph.dag import DAG
-from ..inference import chain as _chain
-from ..inference.counterfactual import SCM_DISCRETE
-from ..mechanisms.base import REAL, TENSOR, Mechanism, Spec
-from ..mechanisms.tabular import CPT, Categorical
+from ... import limits
+from ...distributions import DiscreteDistribution
+from ...errors import EvidenceError, ModelError, ShapeError
+from ...graph.dag import DAG
+from ...inference.chain import forward_backward
+from ...inference.counterfactual import SCM_DISCRETE
+from ...mechanisms.tabular import CPT, Categorical
+from ...model import CausalModel
+from .mechanism import GaussianEmissionMechanism, cdf_overlap
 
-__all__ = ["to_model", "folded_dag", "query", "counterfactual", "GaussianEmission"]
+__all__ = ["to_model", "folded_dag", "query", "counterfactual", "GaussianEmissionMechanism"]
 
 _NAME = re.compile(r"^([ZX])\[(\d+)\]$")
-SCM_GAUSS_EMISSION = "Gaussian emission x = mu_z + L_z eps (eps shared between worlds)"
 
 
 # -- unrolling ----------------------------------------------------------------------
-
-
-class GaussianEmission(Mechanism):
-    """``X = mu[z] + L[z] eps``, ``eps ~ N(0, I)``: a Gaussian observation of a discrete parent.
-
-    Parameters
-    ----------
-    parent : node name (discrete, K states)
-    means : array of shape (K, d)
-    covars : array of shape (K, d) (diagonal) or (K, d, d) (full)
-    """
-
-    kind = REAL
-    can_abduct = True
-
-    def __init__(self, parent, means, covars) -> None:
-        super().__init__([parent])
-        self.means = np.asarray(means, dtype=np.float64)
-        cv = np.asarray(covars, dtype=np.float64)
-        K, d = self.means.shape
-        if cv.shape == (K, d):
-            cv = np.stack([np.diag(c) for c in cv])
-        if cv.shape != (K, d, d):
-            raise ShapeError(f"GaussianEmission: covars of shape {cv.shape}; expected ({K}, {d}) or ({K}, {d}, {d})")
-        self.covars = cv
-        self.chol = np.stack([linalg.cholesky(c, lower=True) for c in cv])     # (K, d, d)
-
-    def spec(self, node, parent_specs) -> Spec:
-        ps = parent_specs[self.parents[0]]
-        if ps.kind != "discrete" or ps.card != len(self.means):
-            raise ModelError(f"GaussianEmission {node!r}: parent needs {len(self.means)} discrete states, "
-                             f"got {ps.describe()}")
-        d = self.means.shape[1]
-        return Spec(TENSOR, shape=(d,)) if d > 1 else Spec(REAL)
-
-    def _d(self):
-        return self.means.shape[1]
-
-    def sample_noise(self, n, rng, spec):
-        return rng.standard_normal((n, self._d()))
-
-    def evaluate(self, node, parents, noise, spec, *, n=None):
-        z = np.asarray(parents[self.parents[0]])
-        eps = np.zeros((len(z), self._d())) if noise is None else np.asarray(noise).reshape(len(z), -1)
-        x = self.means[z] + np.einsum("nij,nj->ni", self.chol[z], eps)
-        return x if spec.shape else x[:, 0]
-
-    def abduct(self, node, value, parents, spec):
-        z = np.asarray(parents[self.parents[0]])
-        x = np.asarray(value, dtype=np.float64).reshape(len(z), -1)
-        out = np.empty_like(x)
-        for k in np.unique(z):
-            rows = z == k
-            out[rows] = linalg.solve_triangular(self.chol[k], (x[rows] - self.means[k]).T, lower=True).T
-        return out
-
-    def log_prob(self, node, value, parents, spec):
-        eps = self.abduct(node, value, parents, spec)
-        z = np.asarray(parents[self.parents[0]])
-        logdet = np.log(np.abs(np.diagonal(self.chol, axis1=1, axis2=2))).sum(axis=1)   # (K,)
-        d = self._d()
-        return -0.5 * np.sum(eps ** 2, axis=1) - logdet[z] - 0.5 * d * np.log(2 * np.pi)
 
 
 def to_model(hmm, T: int):
     """The HMM unrolled over `T` steps as a CausalModel: ``Z[t]`` (latent) and ``X[t]``."""
     if not isinstance(T, (int, np.integer)) or T < 1:
         raise ModelError(f"T must be a positive integer, got {T!r}")
-    _check_fitted(hmm)
+    params = hmm.checked_params()
+    em = hmm.emission_model
     K = hmm.n_states
     zstates = list(range(K))
-    mechs = {"Z[0]": Categorical(hmm.startprob_, states=zstates)}
+    mechs = {"Z[0]": Categorical(params["startprob_"], states=zstates)}
     for t in range(1, T):
-        mechs[f"Z[{t}]"] = CPT([f"Z[{t - 1}]"], hmm.transmat_, states=zstates)
+        mechs[f"Z[{t}]"] = CPT([f"Z[{t - 1}]"], params["transmat_"], states=zstates)
     for t in range(T):
-        if hmm.emission == "categorical":
-            S = hmm.emissionprob_.shape[1]
-            mechs[f"X[{t}]"] = CPT([f"Z[{t}]"], hmm.emissionprob_, states=list(range(S)))
-        else:
-            mechs[f"X[{t}]"] = GaussianEmission(f"Z[{t}]", hmm.means_, hmm.covars_)
+        mechs[f"X[{t}]"] = em.mechanism(f"Z[{t}]", params)
     order = [f"{v}[{t}]" for t in range(T) for v in ("Z", "X")]
-    from ..model import CausalModel
-
     return CausalModel({k: mechs[k] for k in order}, latent=[f"Z[{t}]" for t in range(T)])
 
 
@@ -136,14 +69,6 @@ def folded_dag() -> tuple[DAG, dict]:
     """
     g = DAG([("Z[t-1]", "Z[t]"), ("Z[t]", "X[t]")], latent=["Z[t-1]", "Z[t]"])
     return g, {"clusters": {"t = 1..T": ["Z[t]", "X[t]"]}, "observed": {"X[t]"}, "rankdir": "LR"}
-
-
-def _check_fitted(hmm) -> None:
-    needed = ["startprob_", "transmat_"] + (["emissionprob_"] if hmm.emission == "categorical" else
-                                             ["means_", "covars_"])
-    missing = [a for a in needed if getattr(hmm, a, None) is None]
-    if missing:
-        raise ModelError(f"the HMM has no {missing} yet: fit it or give the parameters")
 
 
 # -- parsing requests ------------------------------------------------------------------
@@ -159,10 +84,12 @@ def _parse_name(name, T=None) -> tuple[str, int]:
     return m.group(1), t
 
 
-def _observations(hmm, evidence, T):
+def _observations(hmm, params, evidence, T):
     """-> (obs (n, T[, d]), observed (n, T) bool, batched, T)."""
-    cat = hmm.emission == "categorical"
-    d = None if cat else hmm.means_.shape[1]
+    em = hmm.emission_model
+    width = em.evidence_width(params)
+    cat = not width
+    d = width[0] if width else None
     if evidence is None:
         evidence = {}
     if isinstance(evidence, Mapping):
@@ -171,9 +98,10 @@ def _observations(hmm, evidence, T):
             kind, t = _parse_name(k)
             if kind != "X":
                 raise EvidenceError(f"hidden states are latent: evidence on {k!r} is not allowed (use do=)")
-            items[t] = np.asarray(v)
+            items[t] = _evidence_array(k, v, cat)
         tmax = max(items, default=-1) + 1
         T = max(T or 0, tmax)
+        _check_chain_size(1, T, hmm.n_states, "the HMM query chain", f"{hmm.n_states} states")
         if T == 0:
             raise EvidenceError("give T= or some evidence to fix the sequence length")
         rows = {a.shape[0] for a in items.values() if a.ndim == (1 if cat else 2)}
@@ -187,7 +115,7 @@ def _observations(hmm, evidence, T):
             obs[:, t] = a if cat else np.broadcast_to(a.reshape(-1, d) if a.ndim else a, (n, d))
             observed[:, t] = True
     else:
-        a = np.asarray(evidence)
+        a = _evidence_array("evidence", evidence, cat)
         want = 1 if cat else 2
         if a.ndim == want:
             a = a[None]
@@ -201,19 +129,31 @@ def _observations(hmm, evidence, T):
         if Te == 0:
             raise EvidenceError("empty observation sequence")
         T = max(T or 0, Te)
+        _check_chain_size(a.shape[0], T, hmm.n_states, "the HMM query chain", f"{hmm.n_states} states")
         obs = np.zeros((a.shape[0], T, *a.shape[2:]), dtype=np.int64 if cat else np.float64)
         obs[:, :Te] = a
         observed = np.zeros(obs.shape[:2], dtype=bool)
         observed[:, :Te] = True
-    if cat:
-        S = hmm.emissionprob_.shape[1]
-        if obs.size and (obs.min() < 0 or obs.max() >= S):
-            bad = np.argwhere((obs < 0) | (obs >= S))[0]
-            raise EvidenceError(f"observation X[{bad[1]}] = {obs[tuple(bad)]} (row {bad[0]}) is outside the "
-                                f"alphabet 0..{S - 1}")
-    elif obs.shape[-1] != d:
-        raise ShapeError(f"observations have width {obs.shape[-1]}, the HMM emits {d}")
+    em.check_evidence(obs, params)
     return obs, observed, batched, T
+
+
+def _evidence_array(name, v, integer):
+    """``v`` as an array of symbols (``integer``) or reals; EvidenceError for ragged, non-numeric or
+    non-integer symbols."""
+    try:
+        a = np.asarray(v)
+    except (TypeError, ValueError) as e:
+        raise EvidenceError(f"{name}: expected a rectangular array; got a ragged sequence ({e})") from None
+    if a.dtype == bool or np.iscomplexobj(a) or not np.issubdtype(a.dtype, np.number):
+        raise EvidenceError(f"{name}: expected {'integer symbols' if integer else 'real numbers'}; got dtype {a.dtype}")
+    if not np.isfinite(a).all():
+        raise EvidenceError(f"{name}: observations must be finite; got {v!r}")
+    if integer and not np.issubdtype(a.dtype, np.integer):
+        if not (a == np.round(a)).all() or (a.size and np.abs(a).max() >= 2**62):
+            raise EvidenceError(f"{name}: expected integer symbols; got {v!r}")
+        a = a.astype(np.int64)
+    return a
 
 
 def _clamps(hmm, do, T, n, *, allow_x=True):
@@ -223,8 +163,8 @@ def _clamps(hmm, do, T, n, *, allow_x=True):
     for k, v in (do or {}).items():
         kind, t = _parse_name(k, T)
         if kind == "Z":
-            a = np.asarray(v)
-            if a.ndim > 1 or (a.ndim == 1 and a.shape[0] != n):
+            a = _evidence_array(f"do on {k!r}", v, True)
+            if a.size == 0 or a.ndim > 1 or (a.ndim == 1 and a.shape[0] != n):
                 raise ShapeError(f"do on {k!r}: expected a state or ({n},) states, got shape {a.shape}")
             if not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= K:
                 raise EvidenceError(f"do on {k!r}: states are 0..{K - 1}, got {v!r}")
@@ -242,6 +182,8 @@ def _horizon(names, do, T):
 
 def _targets(targets):
     single = isinstance(targets, str)
+    if not single and not isinstance(targets, (list, tuple, set, frozenset)):
+        raise EvidenceError(f"targets must be a node name 'Z[t]' / 'X[t]' or a list of them; got {targets!r}")
     names = [targets] if single else list(targets)
     if not names:
         raise EvidenceError("give at least one target")
@@ -276,20 +218,22 @@ def query(hmm, targets, *, evidence=None, do=None, T=None):
         ``GaussianMixture`` for a Gaussian ``X[t]``. ``.log_evidence`` holds
         ``log p(observations)`` under the intervention.
     """
-    _check_fitted(hmm)
+    params = hmm.checked_params()
     names, single = _targets(targets)
-    obs, observed, batched, T = _observations(hmm, evidence, _horizon(names, do, T))
+    obs, observed, batched, T = _observations(hmm, params, evidence, _horizon(names, do, T))
     for nm in names:
         _parse_name(nm, T)
     n = obs.shape[0]
+    _check_chain_size(n, T, hmm.n_states, "the HMM query chain", f"{hmm.n_states} states")
     zc, xd = _clamps(hmm, do, T, n)
     for t in xd:
         observed[:, t] = False
     K = hmm.n_states
+    em = hmm.emission_model
     with np.errstate(divide="ignore"):
-        log_a = np.log(hmm.transmat_)
-        log_pi = np.log(hmm.startprob_)
-    logE = hmm._log_emission(obs)                                  # (n, T, K)
+        log_a = np.log(params["transmat_"])
+        log_pi = np.log(params["startprob_"])
+    logE = em.log_likelihood(params, obs)                          # (n, T, K)
     unary = np.where(observed[..., None], logE, 0.0)
     if 0 not in zc:
         unary[:, 0] += log_pi
@@ -299,7 +243,7 @@ def query(hmm, targets, *, evidence=None, do=None, T=None):
             unary[:, t] += np.log(np.eye(K)[k])
         if t > 0:
             pairwise[:, t - 1] = 0.0
-    post = _chain.forward_backward(unary, pairwise)
+    post = forward_backward(unary, pairwise)
     marg = post.marginals                                          # (n, T, K)
     out = {}
     for nm in names:
@@ -309,51 +253,16 @@ def query(hmm, targets, *, evidence=None, do=None, T=None):
                                        batched=batched, method="exact (chain forward-backward)",
                                        log_evidence=post.log_z if batched else float(post.log_z[0]))
         elif t in xd:
-            res = _point(hmm, nm, xd[t], n, batched)
+            res = em.point(nm, params, xd[t], n, batched)
         elif observed[:, t].any():
             raise EvidenceError(f"{nm!r} is both a target and observed")
-        elif hmm.emission == "categorical":
-            p = marg[:, t] @ hmm.emissionprob_                      # (n, S)
-            S = p.shape[1]
-            res = DiscreteDistribution([nm], p if batched else p[0], [tuple(range(S))], batched=batched,
-                                       method="exact (chain forward-backward)")
         else:
-            res = GaussianMixture([nm], marg[:, t] if batched else marg[0, t], hmm.means_, _full_covs(hmm),
-                                  batched=batched, method="exact (chain forward-backward)")
+            res = em.predictive(nm, params, marg[:, t], batched, method="exact (chain forward-backward)")
         out[nm] = res
     return out[names[0]] if single else out
 
 
-def _full_covs(hmm):
-    cv = np.asarray(hmm.covars_)
-    return np.stack([np.diag(c) for c in cv]) if cv.ndim == 2 else cv
-
-
-def _point(hmm, name, v, n, batched):
-    if hmm.emission == "categorical":
-        S = hmm.emissionprob_.shape[1]
-        v = np.broadcast_to(np.asarray(v), (n,))
-        p = np.eye(S)[v]
-        return DiscreteDistribution([name], p if batched else p[0], [tuple(range(S))], batched=batched,
-                                    method="exact (set by do)")
-    d = hmm.means_.shape[1]
-    atoms = np.broadcast_to(np.asarray(v, dtype=np.float64), (n, d))
-    return EmpiricalDistribution([name], {name: atoms[:, None] if batched else atoms[:1]},
-                                 np.ones((n, 1)) if batched else np.ones(1), batched=batched, method="exact (set by do)")
-
-
 # -- counterfactuals -------------------------------------------------------------------------
-
-
-def _overlap(P: np.ndarray) -> np.ndarray:
-    """``O[a, b, i, j]`` = length of [F(i-1|a), F(i|a)) ∩ [F(j-1|b), F(j|b)) for a row-stochastic P (K, S)."""
-    hi = np.cumsum(P, axis=1)
-    hi[:, -1] = 1.0
-    lo = hi - P
-    lo[:, 0] = 0.0
-    top = np.minimum(hi[:, None, :, None], hi[None, :, None, :])        # (K, K, S, S)
-    bot = np.maximum(lo[:, None, :, None], lo[None, :, None, :])
-    return np.clip(top - bot, 0.0, None)
 
 
 def counterfactual(hmm, targets, *, evidence, do):
@@ -378,28 +287,64 @@ def counterfactual(hmm, targets, *, evidence, do):
         ``mu_b + L_b L_a^{-1}(x - mu_a)``; unobserved, a ``GaussianMixture``.
         ``.scm`` names the SCM.
     """
-    _check_fitted(hmm)
+    params = hmm.checked_params()
     names, single = _targets(targets)
-    obs, observed, batched, T = _observations(hmm, evidence, _horizon(names, do, None))
+    obs, observed, batched, T = _observations(hmm, params, evidence, _horizon(names, do, None))
     n = obs.shape[0]
     zc, xd = _clamps(hmm, do, T, n, allow_x=False)
     if not zc:
         raise EvidenceError("a counterfactual needs do={'Z[t]': k} on some hidden state")
     K = hmm.n_states
+    _check_twin_size(n, T, K)
+    unary, pairwise = _twin_chain(hmm, params, obs, observed, zc)
+    post = forward_backward(unary, pairwise)
+    marg = post.marginals.reshape(n, T, K, K)                           # (n, T, a, b)
+    em = hmm.emission_model
+    out = {}
+    method = f"exact (twin chain over {K}x{K} joint states)"
+    for nm in names:
+        kind, t = _parse_name(nm, T)
+        w = marg[:, t]                                                  # (n, a, b)
+        if kind == "Z":
+            p = w.sum(axis=1)                                           # (n, K) cf state b
+            out[nm] = DiscreteDistribution([nm + "*"], p if batched else p[0], [tuple(range(K))], batched=batched,
+                                           method=method, scm=SCM_DISCRETE)
+        elif observed[:, t].any():
+            out[nm] = em.counterfactual_observed(nm + "*", params, w, obs[:, t], batched, method)
+        else:
+            out[nm] = em.predictive(nm + "*", params, w.sum(axis=1), batched, method=method, scm=SCM_DISCRETE)
+    return out[names[0]] if single else out
+
+
+def _check_twin_size(n, T, K):
+    """ResourceError (causalnet.limits) when the twin chain's potentials would be too large."""
+    _check_chain_size(n, T, K * K, "the HMM counterfactual twin chain", f"{K}x{K} joint states")
+
+
+def _check_chain_size(n, T, K, what, states):
+    """ResourceError when a chain of ``n`` rows, ``T`` steps, ``K`` states needs more than max_table_bytes."""
+    nbytes = 8.0 * n * (2 * T * K + max(T - 1, 0) * K * K)  # unary, marginals, per-step pairwise
+    limits.check_bytes(nbytes, what=what, cause=f"{n} sequences x {T} steps over {states}, K^2 pairwise per step")
+
+
+def _twin_chain(hmm, params, obs, observed, zc):
+    """Unary ``(n, T, K*K)`` and pairwise ``(n, T-1, K*K, K*K)`` log-potentials of the twin chain."""
+    n, T = observed.shape
+    K = hmm.n_states
     KK = K * K
-    A = np.asarray(hmm.transmat_)
-    pair_T = _overlap(A).reshape(KK, KK)          # pair (a, b) -> (a', b'), index a*K + b
-    logE = hmm._log_emission(obs)                                       # (n, T, K)
+    A = np.asarray(params["transmat_"])
+    pair_T = cdf_overlap(A).reshape(KK, KK)          # pair (a, b) -> (a', b'), index a*K + b
+    logE = hmm.emission_model.log_likelihood(params, obs)               # (n, T, K)
     fact = np.where(observed[..., None], logE, 0.0)                     # factual emissions only
     unary = np.broadcast_to(fact[..., :, None], (n, T, K, K)).reshape(n, T, KK).copy()
     # start: the same u gives the same state in both worlds, unless Z[0] is set
+    pi = params["startprob_"]
     with np.errstate(divide="ignore"):
         if 0 in zc:
-            start = hmm.startprob_[None, :, None] * np.eye(K)[zc[0]][:, None, :]      # (n, K, K)
+            start = pi[None, :, None] * np.eye(K)[zc[0]][:, None, :]    # (n, K, K)
         else:
-            start = np.broadcast_to(np.diag(hmm.startprob_), (n, K, K))
+            start = np.broadcast_to(np.diag(pi), (n, K, K))
         unary[:, 0] += np.log(start.reshape(n, KK))
-    with np.errstate(divide="ignore"):
         log_pair = np.log(pair_T)
     pairwise = np.broadcast_to(log_pair, (n, max(T - 1, 0), KK, KK)).copy() if T > 1 else np.zeros((n, 0, KK, KK))
     for t, k in zc.items():
@@ -410,49 +355,4 @@ def counterfactual(hmm, targets, *, evidence, do):
         clamp = np.broadcast_to(A[None, :, None, :, None] * hit, (n, K, K, K, K)).reshape(n, KK, KK)
         with np.errstate(divide="ignore"):
             pairwise[:, t - 1] = np.log(clamp)
-    post = _chain.forward_backward(unary, pairwise)
-    marg = post.marginals.reshape(n, T, K, K)                           # (n, T, a, b)
-    out = {}
-    method = f"exact (twin chain over {K}x{K} joint states)"
-    if hmm.emission == "categorical":
-        B = np.asarray(hmm.emissionprob_)
-        emit_overlap = _overlap(B)                                       # (a, b, x, x*), once for all targets
-    else:
-        mu, covs = np.asarray(hmm.means_), _full_covs(hmm)
-        L = np.stack([linalg.cholesky(c, lower=True) for c in covs])
-    for nm in names:
-        kind, t = _parse_name(nm, T)
-        if kind == "Z":
-            p = marg[:, t].sum(axis=1)                                     # (n, K) cf state b
-            out[nm] = DiscreteDistribution([nm + "*"], p if batched else p[0], [tuple(range(K))], batched=batched,
-                                           method=method, scm=SCM_DISCRETE)
-        elif hmm.emission == "categorical":
-            S = B.shape[1]
-            if observed[:, t].any():
-                x = obs[:, t]
-                cond = emit_overlap[:, :, x, :]                            # (a, b, n, S)
-                denom = B[:, x]                                            # (a, n)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    cond = np.where(denom[:, None, :, None] > 0, cond / denom[:, None, :, None], 0.0)
-                p = np.einsum("nab,abns->ns", marg[:, t], cond)
-            else:
-                p = marg[:, t].sum(axis=1) @ B
-            out[nm] = DiscreteDistribution([nm + "*"], p if batched else p[0], [tuple(range(S))], batched=batched,
-                                           method=method, scm=SCM_DISCRETE)
-        else:
-            w = marg[:, t]                                                 # (n, a, b)
-            if observed[:, t].any():
-                x = obs[:, t]                                               # (n, d)
-                eps = np.stack([linalg.solve_triangular(L[a], (x - mu[a]).T, lower=True).T for a in range(K)],
-                               axis=1)                                      # (n, a, d)
-                atoms = mu[None, None, :, :] + np.einsum("bij,naj->nabi", L, eps)   # (n, a, b, d)
-                d = mu.shape[1]
-                samples = atoms.reshape(n, KK, d)
-                weights = w.reshape(n, KK)
-                out[nm] = EmpiricalDistribution([nm + "*"], {nm + "*": samples if batched else samples[0]},
-                                                weights if batched else weights[0], batched=batched, method=method,
-                                                scm=SCM_DISCRETE + "; " + SCM_GAUSS_EMISSION)
-            else:
-                out[nm] = GaussianMixture([nm + "*"], w.sum(axis=1) if batched else w[0].sum(axis=0), mu, covs,
-                                          batched=batched, method=method, scm=SCM_DISCRETE)
-    return out[names[0]] if single else out
+    return unary, pairwise

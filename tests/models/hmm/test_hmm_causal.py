@@ -6,8 +6,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from causalnet import EvidenceError, ShapeError
-from causalnet.models import _hmm_causal as hc
 from causalnet.models.hmm import HMM
+from causalnet.models.hmm import causal as hc
 
 
 def random_hmm(rng, K=3, S=4):

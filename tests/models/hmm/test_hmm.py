@@ -125,7 +125,7 @@ def test_gaussian_inference_matches_hmmlearn(rng, lengths, cov, impl):
 def test_log_emission_helper(rng, cat_params):
     m = HMM(K, **cat_params)
     Xp = rng.integers(0, S, size=(3, 5))
-    le = m._log_emission(Xp)
+    le = m.log_emission(Xp)
     assert le.shape == (3, 5, K)
     assert_allclose(le, np.log(cat_params["emissionprob"].T)[Xp], rtol=1e-15)
     # the HMM is the chain with unary = log emission (+ log start at t=0) and pairwise = log transmat
@@ -135,7 +135,7 @@ def test_log_emission_helper(rng, cat_params):
     assert_allclose(lz, [m.score(x) for x in Xp], rtol=1e-12)
     g = HMM(K, "gaussian", covariance_type="full", **_gauss_params(rng, "full"))
     Xg = rng.normal(size=(2, 4, D))
-    assert_allclose(g._log_emission(Xg)[1, 2], g._gauss_logpdf(Xg[1, 2][None])[0], rtol=1e-14)
+    assert_allclose(g.log_emission(Xg)[1, 2], g.emission_model.logpdf(g.checked_params(), Xg[1, 2][None])[0], rtol=1e-14)
 
 
 def test_one_long_sequence_and_single_steps(rng, cat_params):
@@ -316,7 +316,7 @@ def test_matches_chain_engine(rng, cat_params, lengths):
     Xp = np.zeros((n, T), dtype=int)
     mask = np.arange(T)[None, :] < lengths[:, None]
     Xp[mask] = X
-    u = m._log_emission(Xp)
+    u = m.log_emission(Xp)
     u[:, 0] += np.log(m.startprob_)
     post = forward_backward(u, np.log(m.transmat_), mask)
     assert_allclose(m.predict_proba(X, lengths), post.marginals[mask], rtol=0, atol=1e-12)

@@ -1,0 +1,20 @@
+"""Hidden Markov models: the estimator, its emission kinds, and the HMM as a causal model.
+
+* :mod:`.estimator` — :class:`HMM`, hmmlearn-like (``fit``, ``score``,
+  ``decode``, ``predict_proba``, ``sample``) on the chain engine;
+* :mod:`.emissions` — one class per emission kind (categorical, Gaussian)
+  behind one small interface;
+* :mod:`.packing` — ``(X, lengths)`` to the chain layout and back;
+* :mod:`.causal` — unrolling, do-queries and exact counterfactuals (twin chain);
+* :mod:`.mechanism` — the Gaussian observation mechanism and the CDF overlaps
+  of the inverse-CDF SCM.
+
+>>> from causalnet.models.hmm import HMM
+>>> HMM(2).n_states
+2
+"""
+
+from .emissions import CategoricalEmission, Emission, GaussianEmission
+from .estimator import HMM, ConvergenceMonitor
+
+__all__ = ["HMM", "ConvergenceMonitor", "Emission", "CategoricalEmission", "GaussianEmission"]

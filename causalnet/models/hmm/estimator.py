@@ -1,0 +1,624 @@
+"""Hidden Markov models on the chain engine, with an hmmlearn-like interface.
+
+An HMM over ``K`` hidden states ``Z[t]`` and observations ``X[t]``::
+
+    Z[0] ~ startprob,   Z[t+1] | Z[t] ~ transmat[Z[t]],   X[t] | Z[t] ~ emission(Z[t])
+
+with categorical emissions (``emissionprob_`` of shape ``(K, S)`` over ``S``
+symbols) or Gaussian ones (``means_`` ``(K, d)``, ``covars_`` ``(K, d)`` diagonal
+or ``(K, d, d)`` full). Every computation packs the sequences into a batch
+``(n, T, K)`` with a length mask and runs on :mod:`causalnet.inference.chain`
+(scaled forward-backward with log-space fallback, batched Viterbi).
+
+The interface follows hmmlearn so code can switch: ``fit(X, lengths)``,
+``score``, ``score_samples``, ``predict``, ``decode``, ``predict_proba``,
+``sample``; concatenated observations ``X`` with ``lengths``; fitted attributes
+``startprob_``, ``transmat_``, ``emissionprob_`` / ``means_``, ``covars_``,
+``monitor_``. Differences: the state count is ``n_states``, the symbol count
+``n_symbols``; ``covars_`` keeps the shape of its type (``(K, d)`` for diag);
+``seed=`` replaces ``random_state``; ``history_`` keeps every iteration's
+log-likelihood; ``n_init`` random restarts keep the best.
+
+What depends on the kind of observation lives in an emission class
+(:mod:`.emissions`); the causal side (unrolling, do-queries, exact
+counterfactuals) in :mod:`.causal`; packing ``(X, lengths)`` into the chain
+layout in :mod:`.packing`.
+
+Legend: ``n`` sequences, ``T`` longest length, ``K`` states, ``S`` symbols,
+``d`` observation width, ``N`` total observations.
+
+Examples
+--------
+>>> import numpy as np
+>>> import causalnet as cn
+>>> from causalnet.models.hmm import HMM
+>>> m = HMM(2, "categorical", startprob=[0.6, 0.4],
+...         transmat=[[0.7, 0.3], [0.4, 0.6]],
+...         emissionprob=[[0.5, 0.4, 0.1], [0.1, 0.3, 0.6]])
+>>> X = np.array([0, 1, 2])
+>>> round(m.score(X), 6)                      # log p(X)
+-3.316489
+>>> m.predict(X).tolist()                     # Viterbi path
+[0, 0, 1]
+
+References
+----------
+.. [1] L. R. Rabiner, "A tutorial on hidden Markov models and selected
+       applications in speech recognition", Proc. IEEE 77(2), 1989.
+.. [2] hmmlearn, https://hmmlearn.readthedocs.io (interface and M-step
+       conventions, priors as Dirichlet concentrations).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import EvidenceError, ModelError, NumericalError
+from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
+from ...mechanisms.base import as_generator
+from . import causal
+from .emissions import CategoricalEmission, check_simplex, make_emission, normalize_rows
+from .packing import pack, unpack
+
+__all__ = ["HMM", "ConvergenceMonitor"]
+
+_KINDS = ("categorical", "gaussian")
+_COVARIANCE_TYPES = ("diag", "full")
+
+
+@dataclass
+class ConvergenceMonitor:
+    """EM progress, as hmmlearn's monitor: converged when the gain is below ``tol``.
+
+    Attributes
+    ----------
+    tol : float
+    n_iter : int
+    history : list of float
+        Log-likelihood of the data under the parameters entering each iteration.
+    iter : int
+        Iterations run.
+    """
+
+    tol: float
+    n_iter: int
+    history: list = field(default_factory=list)
+    iter: int = 0
+
+    @property
+    def converged(self) -> bool:
+        """True when the last gain fell below ``tol`` or ``n_iter`` iterations ran."""
+        return self.iter == self.n_iter or (
+            len(self.history) >= 2 and self.history[-1] - self.history[-2] < self.tol
+        )
+
+
+def _check_int(name, value, low):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+        raise ModelError(f"{name} must be {what}; got {value!r}")
+    return int(value)
+
+
+def _check_real(name, value, *, positive=False, allow_inf=False):
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    v = float(value) if ok else math.nan
+    if not ok or math.isnan(v) or (not allow_inf and math.isinf(v)) or (positive and not v > 0):
+        what = "a positive finite number" if positive else ("a number" if allow_inf else "a finite number")
+        raise ModelError(f"{name} must be {what}; got {value!r}")
+    return v
+
+
+def _check_prior(name, value):
+    a = np.asarray(value)
+    if np.iscomplexobj(a) or not np.issubdtype(a.dtype, np.number) or a.dtype == bool or not np.isfinite(a).all():
+        raise ModelError(f"{name} must be a finite real number or array; got {value!r}")
+    return value
+
+
+class HMM:
+    """Hidden Markov model with categorical or Gaussian emissions.
+
+    Parameters
+    ----------
+    n_states : int
+        Number of hidden states ``K``.
+    emission : {"categorical", "gaussian"}, default "categorical"
+    covariance_type : {"diag", "full"}, default "diag"
+        Gaussian emissions only.
+    n_symbols : int, optional
+        Alphabet size ``S`` (categorical); inferred from ``emissionprob`` or as
+        ``max(X) + 1`` at the first fit.
+    startprob, transmat, emissionprob, means, covars : array_like, optional
+        Initial / fixed parameters, validated now. Parameters given here are not
+        re-initialised by :meth:`fit` unless ``init_params`` names them.
+    n_iter : int, default 100
+        Maximum EM iterations.
+    tol : float, default 1e-2
+        Stop when the log-likelihood gain of an iteration is below ``tol``
+        (hmmlearn's rule).
+    n_init : int, default 1
+        Random restarts; the run with the highest final log-likelihood is kept.
+    params : str, optional
+        Parameters EM updates: letters of ``"ste"`` (categorical, default all) or
+        ``"stmc"`` (Gaussian): start, transitions, emissions / means, covars.
+    init_params : str, optional
+        Parameters initialised at random before EM. Default: those in ``params``
+        not given at construction (restarts re-initialise the same set).
+    startprob_prior, transmat_prior, emissionprob_prior : float or array_like, default 1.0
+        Dirichlet concentrations as in hmmlearn: the M-step adds ``prior - 1``
+        pseudo-counts (1.0 = no prior).
+    means_prior, means_weight, covars_prior, covars_weight : float or array_like
+        Normal / inverse-gamma (Wishart) priors of the Gaussian M-step, with
+        hmmlearn's defaults 0, 0, 1e-2, 1.
+    min_covar : float, default 1e-3
+        Added to the data variance when covariances are initialised, and the
+        floor of the eigenvalues (variances) of any covariance an M-step leaves
+        not positive definite (nearly singular data), as hmmlearn's.
+    progress : bool, default False
+        Show a progress bar during fit when ``tqdm`` is installed.
+    seed : int or numpy.random.Generator, optional
+        Randomness of initialisation and restarts.
+
+    Attributes
+    ----------
+    startprob_ : ndarray (K,)
+    transmat_ : ndarray (K, K)
+    emissionprob_ : ndarray (K, S)
+    means_ : ndarray (K, d)
+    covars_ : ndarray (K, d) for diag, (K, d, d) for full
+    monitor_ : ConvergenceMonitor
+    history_ : list of float
+        Log-likelihood entering each EM iteration of the kept run.
+    """
+
+    def __init__(
+        self,
+        n_states,
+        emission="categorical",
+        *,
+        covariance_type="diag",
+        n_symbols=None,
+        startprob=None,
+        transmat=None,
+        emissionprob=None,
+        means=None,
+        covars=None,
+        n_iter=100,
+        tol=1e-2,
+        n_init=1,
+        params=None,
+        init_params=None,
+        startprob_prior=1.0,
+        transmat_prior=1.0,
+        emissionprob_prior=1.0,
+        means_prior=0.0,
+        means_weight=0.0,
+        covars_prior=1e-2,
+        covars_weight=1.0,
+        min_covar=1e-3,
+        progress=False,
+        seed=None,
+    ):
+        self.n_states = _check_int("n_states", n_states, 1)
+        if not isinstance(emission, str) or emission not in _KINDS:
+            raise ModelError(f"emission must be 'categorical' or 'gaussian'; got {emission!r}")
+        if not isinstance(covariance_type, str) or covariance_type not in _COVARIANCE_TYPES:
+            raise ModelError(f"covariance_type must be 'diag' or 'full'; got {covariance_type!r}")
+        self.emission = emission
+        self.covariance_type = covariance_type
+        self.n_symbols = None if n_symbols is None else _check_int("n_symbols", n_symbols, 1)
+        letters = "st" + make_emission(emission).letters
+        params = letters if params is None else params
+        for name, val in (("params", params), ("init_params", init_params)):
+            if val is not None and (not isinstance(val, str) or set(val) - set(letters)):
+                raise ModelError(f"{name} must be a string of letters from {letters!r}; got {val!r}")
+        self.params = params
+        self.n_iter = _check_int("n_iter", n_iter, 0)
+        self.tol = _check_real("tol", tol, allow_inf=True)
+        self.n_init = _check_int("n_init", n_init, 1)
+        for name in ("startprob_prior", "transmat_prior", "emissionprob_prior", "means_prior", "means_weight",
+                     "covars_prior", "covars_weight"):
+            setattr(self, name, _check_prior(name, locals()[name]))
+        self.min_covar = _check_real("min_covar", min_covar, positive=True)
+        if not isinstance(progress, (bool, np.bool_)):
+            raise ModelError(f"progress must be True or False; got {progress!r}")
+        self.progress = bool(progress)
+        as_generator(seed)  # validates; the seed itself is kept as given
+        self.seed = seed
+        given = self._take_initial(startprob, transmat, emissionprob, means, covars)
+        self.init_params = "".join(c for c in params if c not in given) if init_params is None else init_params
+        self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter)
+        self.history_ = []
+
+    def _take_initial(self, startprob, transmat, emissionprob, means, covars):
+        """Validate and set the parameters given at construction; their letters."""
+        em = self.emission_model
+        values = {"s": startprob, "t": transmat, "e": emissionprob, "m": means, "c": covars}
+        names = {"e": "emissionprob", "m": "means", "c": "covars"}
+        for code, name in names.items():
+            if values[code] is not None and code not in em.letters:
+                owner = "a categorical" if code == "e" else "a Gaussian"
+                raise ModelError(f"{name} is {owner} parameter; this HMM has {self.emission} emissions "
+                                 f"(parameters {[names[c] for c in em.letters]})")
+        given = "".join(c for c, v in values.items() if v is not None)
+        if "e" in given and self.n_symbols is None and np.ndim(emissionprob) == 2:
+            self.n_symbols = int(np.shape(emissionprob)[1])
+        checked = self._checked({_ATTR[c]: values[c] for c in given}, given)
+        for name, value in checked.items():
+            setattr(self, name, value)
+        return given
+
+    # ------------------------------------------------------------------
+    # parameters
+    # ------------------------------------------------------------------
+
+    @property
+    def emission_model(self):
+        """The emission kind (:mod:`causalnet.models.hmm.emissions`) configured from this estimator."""
+        return make_emission(
+            self.emission, n_symbols=self.n_symbols, emissionprob_prior=self.emissionprob_prior,
+            covariance_type=self.covariance_type, min_covar=self.min_covar, means_prior=self.means_prior,
+            means_weight=self.means_weight, covars_prior=self.covars_prior, covars_weight=self.covars_weight,
+        )
+
+    def emission_params(self):
+        """The emission parameters set so far, as a dict attribute name -> array."""
+        return {a: getattr(self, a) for a in self.emission_model.attrs.values() if hasattr(self, a)}
+
+    def _checked(self, values, letters):
+        """Validated copies of the parameters in ``values`` (named by ``letters``)."""
+        K = self.n_states
+        out = {}
+        if "s" in letters:
+            out["startprob_"] = check_simplex("startprob_", values["startprob_"], (K,))
+        if "t" in letters:
+            out["transmat_"] = check_simplex("transmat_", values["transmat_"], (K, K))
+        em = self.emission_model
+        own = "".join(c for c in letters if c in em.letters)
+        out.update(em.check_params({**self.emission_params(), **values}, K, own))
+        return out
+
+    def checked_params(self):
+        """Every parameter the model needs, validated (ModelError/ShapeError naming the bad one), as a dict."""
+        need = "st" + self.emission_model.letters
+        for code in need:
+            if not hasattr(self, _ATTR[code]):
+                name = _ATTR[code]
+                raise ModelError(f"HMM has no {name}; call fit() or pass {name[:-1]}= first")
+        values = {_ATTR[c]: getattr(self, _ATTR[c]) for c in need}
+        return self._checked(values, need)
+
+    # ------------------------------------------------------------------
+    # inference
+    # ------------------------------------------------------------------
+
+    def _pack(self, X, lengths, params):
+        em = self.emission_model
+        pk = pack(em.check_observations(X, params), lengths)
+        pk.X = em.pad(pk.Xflat, pk.pos, pk.real, params)
+        return pk
+
+    def _chain(self, pk, params, scaled=True):
+        """The packed data as a chain (internal layout); probability-space unaries now when ``scaled``."""
+        with np.errstate(divide="ignore"):
+            pw = np.log(params["transmat_"])
+        u_fn, sc = self.emission_model.unaries(params, pk, params["startprob_"], scaled)
+        return Chain(None, pw, pk.lens, pk.order, shape=(pk.T, pk.n, self.n_states), scaled_u=sc, u_fn=u_fn)
+
+    def _prepare(self, X, lengths, scaled=True):
+        params = self.checked_params()
+        pk = self._pack(X, lengths, params)
+        return pk, self._chain(pk, params, scaled)
+
+    def log_emission(self, X):
+        """Emission log-likelihoods ``log p(x | Z = k)`` of observations batch-first.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, T) (symbols) or (n, T, d)
+            Any leading shape; padding must hold valid values.
+
+        Returns
+        -------
+        ndarray of shape (n, T, K)
+        """
+        params = self.checked_params()
+        return self.emission_model.log_likelihood(params, X)
+
+    def score(self, X, lengths=None):
+        """Total log-likelihood ``log p(X)`` of the sequences.
+
+        Parameters
+        ----------
+        X : array_like of shape (N,) / (N, 1) (categorical) or (N, d) (Gaussian)
+            Concatenated sequences.
+        lengths : array_like of int, optional
+            Sequence lengths, summing to ``N``; None for one sequence.
+
+        Returns
+        -------
+        float
+            ``-inf`` if some sequence is impossible under the model.
+        """
+        _, ch = self._prepare(X, lengths)
+        return float(chain_log_partition(ch).sum())
+
+    def score_samples(self, X, lengths=None):
+        """Log-likelihood and per-observation state posteriors.
+
+        Returns
+        -------
+        log_prob : float
+        posteriors : ndarray of shape (N, K)
+        """
+        pk, ch = self._prepare(X, lengths)
+        gamma, log_z, _, _ = chain_posterior(ch)
+        return float(log_z.sum()), unpack(pk, gamma)
+
+    def predict_proba(self, X, lengths=None):
+        """Posterior state probabilities ``p(Z[t] = k | X)``, shape (N, K)."""
+        return self.score_samples(X, lengths)[1]
+
+    def decode(self, X, lengths=None, algorithm="viterbi"):
+        """Most likely state sequence.
+
+        Parameters
+        ----------
+        algorithm : {"viterbi", "map"}
+            ``"viterbi"``: the jointly most likely path; ``"map"``: the most
+            likely state at each step (posterior argmax).
+
+        Returns
+        -------
+        log_prob : float
+            ``log p(X, path)`` summed over sequences (Viterbi); for MAP, as in
+            hmmlearn, the sum over observations of the largest posterior
+            probability (not a log-probability).
+        states : ndarray of int, shape (N,)
+        """
+        if not isinstance(algorithm, str) or algorithm not in ("viterbi", "map"):
+            raise ModelError(f"algorithm must be 'viterbi' or 'map'; got {algorithm!r}")
+        pk, ch = self._prepare(X, lengths, scaled=(algorithm == "map"))
+        if algorithm == "map":
+            gamma, _, _, _ = chain_posterior(ch)
+            post = unpack(pk, gamma)
+            return float(post.max(axis=1).sum()), post.argmax(axis=1)
+        z, score = chain_viterbi(ch, consume_u=True)  # ch.u was made for this call
+        raise_if_impossible(ch, score)
+        return float(score.sum()), unpack(pk, z)
+
+    def predict(self, X, lengths=None):
+        """Viterbi state sequence, shape (N,)."""
+        return self.decode(X, lengths)[1]
+
+    def n_parameters(self):
+        """Free parameters EM estimates (those in ``params``), for :meth:`aic` / :meth:`bic`."""
+        params = self.checked_params()
+        K = self.n_states
+        n = (K - 1) * ("s" in self.params) + K * (K - 1) * ("t" in self.params)
+        em = self.emission_model
+        return n + (em.n_parameters(params, K) if set(em.letters) & set(self.params) else 0)
+
+    def aic(self, X, lengths=None):
+        """Akaike information criterion ``-2 log p(X) + 2 p`` (lower is better)."""
+        return -2.0 * self.score(X, lengths) + 2.0 * self.n_parameters()
+
+    def bic(self, X, lengths=None):
+        """Bayesian information criterion ``-2 log p(X) + p log N`` (lower is better)."""
+        N = len(np.asarray(X))
+        return -2.0 * self.score(X, lengths) + self.n_parameters() * math.log(N)
+
+    # ------------------------------------------------------------------
+    # as a causal model (see causalnet.models.hmm.causal)
+    # ------------------------------------------------------------------
+
+    def to_model(self, T):
+        """The HMM unrolled over `T` steps: a CausalModel with latent ``Z[t]`` and observed ``X[t]``."""
+        return causal.to_model(self, T)
+
+    @staticmethod
+    def folded_dag():
+        """The folded (plate) drawing: ``(DAG, to_dot options)``; draw with ``cn.render(dag, path, **options)``."""
+        return causal.folded_dag()
+
+    def query(self, targets, *, evidence=None, do=None, T=None):
+        """Posterior of ``Z[t]`` / ``X[t]`` given observations under ``do={"Z[t]": k}`` (transition cut, state
+        clamped) — exact, on the chain engine. See :func:`causalnet.models.hmm.causal.query`."""
+        return causal.query(self, targets, evidence=evidence, do=do, T=T)
+
+    def counterfactual(self, targets, *, evidence, do):
+        """What ``X[t']`` / ``Z[t']`` would have been, given the observed sequence, had ``Z[t]`` been k — exact,
+        by a twin chain over K×K joint states under the inverse-CDF SCM.
+        See :func:`causalnet.models.hmm.causal.counterfactual`."""
+        return causal.counterfactual(self, targets, evidence=evidence, do=do)
+
+    def sample(self, n_samples=1, seed=None):
+        """Draw one sequence from the model.
+
+        Parameters
+        ----------
+        n_samples : int
+            Length of the sequence.
+        seed : int or numpy.random.Generator, optional
+
+        Returns
+        -------
+        X : ndarray
+            ``(n_samples, 1)`` int symbols (categorical, as hmmlearn) or
+            ``(n_samples, d)`` (Gaussian).
+        Z : ndarray of int, shape (n_samples,)
+            The hidden states.
+        """
+        n_samples = _check_int("n_samples", n_samples, 0)
+        params = self.checked_params()
+        rng = as_generator(seed)
+        Z = _sample_states(params["startprob_"], params["transmat_"], rng.random(n_samples))
+        return self.emission_model.sample(params, Z, rng), Z
+
+    # ------------------------------------------------------------------
+    # learning
+    # ------------------------------------------------------------------
+
+    def fit(self, X, lengths=None):
+        """Estimate parameters by Baum-Welch (EM) from the sequences.
+
+        The model changes only when the fit succeeds: it runs on a copy whose
+        state is taken over at the end.
+
+        Parameters
+        ----------
+        X : array_like
+            Concatenated sequences, ``(N,)``/``(N, 1)`` ints or ``(N, d)`` floats.
+        lengths : array_like of int, optional
+            Sequence lengths summing to ``N``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        EvidenceError, ShapeError
+            If the observations or lengths are not valid (e.g. no observation).
+        NumericalError
+            If EM produced a non-finite parameter.
+        """
+        work = copy.copy(self)
+        work.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
+        work._fit(X, lengths)
+        self.__dict__.update(work.__dict__)
+        return self
+
+    def _fit(self, X, lengths):
+        rng = as_generator(self.seed)
+        if isinstance(self.emission_model, CategoricalEmission) and self.n_symbols is None:
+            self.n_symbols = _alphabet_size(X)
+        fixed = {a: v for a, v in self.emission_params().items()
+                 if not any(_ATTR[c] == a for c in self.init_params)}
+        pk = self._pack(X, lengths, fixed)
+        best = None
+        for _ in range(self.n_init):
+            params = self._initial(pk, rng)
+            monitor, params = self._em(pk, params)
+            final = monitor.history[-1] if monitor.history else -np.inf
+            if best is None or final > best[0]:
+                best = (final, params, monitor)
+        _, params, monitor = best
+        for name, val in params.items():
+            if not np.isfinite(val).all():
+                raise NumericalError(f"Baum-Welch gave a non-finite {name}; the data or priors are degenerate")
+            setattr(self, name, val)
+        self.monitor_ = monitor
+        self.history_ = list(monitor.history)
+
+    def _initial(self, pk, rng):
+        """Current parameters with those in ``init_params`` drawn at random; validated."""
+        K = self.n_states
+        ip = self.init_params
+        values = {_ATTR[c]: getattr(self, _ATTR[c]) for c in "st" + self.emission_model.letters
+                  if hasattr(self, _ATTR[c])}
+        if "s" in ip:
+            values["startprob_"] = rng.dirichlet(np.ones(K))
+        if "t" in ip:
+            values["transmat_"] = rng.dirichlet(np.ones(K), size=K)
+        values.update(self.emission_model.init(values, pk.Xflat, K, rng, ip))
+        for code in "st" + self.emission_model.letters:
+            if _ATTR[code] not in values:
+                raise ModelError(f"HMM has no {_ATTR[code]} and init_params={ip!r} does not initialise it")
+        return {**values, **self._checked(values, "st" + self.emission_model.letters)}
+
+    def _em(self, pk, params):
+        monitor = ConvergenceMonitor(self.tol, self.n_iter)
+        bar = _progress_bar(self.n_iter) if self.progress else None
+        try:
+            for _ in range(self.n_iter):
+                stats, logprob = self._estep(pk, params)
+                params = self._mstep(params, stats)
+                monitor.history.append(logprob)
+                monitor.iter += 1
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loglik=f"{logprob:.4f}")
+                if monitor.converged:
+                    break
+        finally:
+            if bar is not None:
+                bar.close()
+        return monitor, params
+
+    def _estep(self, pk, params):
+        ch = self._chain(pk, params)
+        gamma, log_z, _, E = chain_posterior(ch, counts="t" in self.params)  # gamma (T, n, K)
+        stats = {"start": gamma[0].sum(axis=0), "trans": E}
+        G = gamma.reshape(-1, self.n_states)  # (T*n, K), padding rows are 0
+        stats.update(self.emission_model.statistics(pk.X, G, self.params, pk.cache))
+        return stats, float(log_z.sum())
+
+    def _mstep(self, params, stats):
+        p = self.params
+        params = dict(params)
+        if "s" in p:
+            new = np.maximum(self.startprob_prior - 1.0 + stats["start"], 0.0)
+            new = np.where(params["startprob_"] == 0, 0.0, new)
+            s = new.sum()
+            if s > 0:
+                params["startprob_"] = new / s
+        if "t" in p:
+            new = np.maximum(self.transmat_prior - 1.0 + stats["trans"], 0.0)
+            new = np.where(params["transmat_"] == 0, 0.0, new)
+            params["transmat_"] = normalize_rows(new, params["transmat_"])
+        params.update(self.emission_model.mstep(params, stats, p))
+        return params
+
+
+_ATTR = {
+    "s": "startprob_",
+    "t": "transmat_",
+    "e": "emissionprob_",
+    "m": "means_",
+    "c": "covars_",
+}
+
+
+def _alphabet_size(X):
+    """``max(X) + 1`` of integer symbols (the alphabet a first fit infers)."""
+    probe = CategoricalEmission(n_symbols=np.iinfo(np.intp).max)
+    sym = probe.check_observations(X, {})
+    if sym.size == 0:
+        raise EvidenceError("X has no observations; every sequence needs at least one step")
+    if sym.min() < 0:
+        i = int(np.argmin(sym))
+        raise EvidenceError(f"observation {sym[i]} at position {i} is negative; symbols are 0..S-1")
+    return int(sym.max()) + 1
+
+
+def _sample_states(start, trans, u):
+    """Hidden states by the inverse CDF of uniforms ``u`` (N,)."""
+    K = len(start)
+    N = len(u)
+    Z = np.empty(N, dtype=np.intp)
+    if N == 0:
+        return Z
+    start_cdf = np.cumsum(start)
+    rows = np.cumsum(trans, axis=1).tolist()
+    z = min(int(np.searchsorted(start_cdf, u[0] * start_cdf[-1], side="right")), K - 1)
+    Z[0] = z
+    for t in range(1, N):
+        row = rows[z]
+        z = min(bisect.bisect_right(row, u[t] * row[-1]), K - 1)
+        Z[t] = z
+    return Z
+
+
+def _progress_bar(total):
+    try:
+        from tqdm.auto import tqdm  # optional dependency
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="Baum-Welch", leave=False)

@@ -1,0 +1,124 @@
+"""Concatenated sequences ``(X, lengths)`` packed into the chain engine's layout, and back.
+
+hmmlearn's convention is one array ``X`` of every observation, one sequence
+after another, with ``lengths``. The chain engine wants a batch: time-major,
+rows sorted by length (longest first) so the rows alive at step ``t`` are a
+prefix. :func:`pack` builds the index ``pos`` (T, n) into ``X`` once;
+:func:`unpack` scatters a time-major result back to ``(N, ...)``.
+
+>>> import numpy as np
+>>> pk = pack(np.arange(5), [2, 3])
+>>> pk.lens.tolist(), pk.order.tolist(), pk.pos.tolist()
+([3, 2], [1, 0], [[2, 0], [3, 1], [4, 0]])
+>>> unpack(pk, pk.pos).tolist()        # (T, n) -> (N,)
+[0, 1, 2, 3, 4]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import EvidenceError, ShapeError
+
+__all__ = ["Packed", "pack", "unpack", "check_lengths"]
+
+
+@dataclass
+class Packed:
+    """Sequences packed time-major with rows sorted by length (longest first).
+
+    Attributes
+    ----------
+    lengths : ndarray (n,)
+        Caller's order.
+    lens : ndarray (n,)
+        Internal order (non-increasing).
+    order : ndarray (n,) or None
+        Internal row -> caller's sequence; None when the orders agree.
+    pos : ndarray of int, shape (T, n)
+        Index into the concatenated ``X`` of each real (t, row); 0 on padding.
+    real : ndarray of bool, shape (T, n) or None
+        None when no row is padded.
+    Xflat : ndarray
+        The concatenated observations (N,) or (N, d).
+    X : ndarray or None
+        The packed observations (T, n[, d]) once an emission filled them in.
+    cache : dict
+        Per-data caches of the emission (e.g. one-hot symbols), kept for one fit.
+    """
+
+    lengths: np.ndarray
+    lens: np.ndarray
+    order: np.ndarray | None
+    pos: np.ndarray
+    real: np.ndarray | None
+    Xflat: np.ndarray
+    X: np.ndarray | None = None
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def n(self):
+        return len(self.lens)
+
+    @property
+    def T(self):
+        return int(self.lens[0])
+
+
+def check_lengths(lengths, N):
+    """``lengths`` as a 1-d int array of positive lengths summing to ``N``."""
+    if lengths is None:
+        if N == 0:
+            raise EvidenceError("X has no observations; every sequence needs at least one step")
+        return np.array([N], dtype=np.intp)
+    try:
+        lengths = np.asarray(lengths)
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"lengths must be a 1-d array of sequence lengths; got a ragged sequence ({e})") from None
+    if lengths.ndim != 1 or len(lengths) == 0:
+        raise ShapeError(f"lengths must be a non-empty 1-d array of sequence lengths; got shape {lengths.shape}")
+    if lengths.dtype == bool or not np.issubdtype(lengths.dtype, np.integer):
+        ok = np.issubdtype(lengths.dtype, np.floating) and np.isfinite(lengths).all()
+        if not (ok and (lengths == np.round(lengths)).all()):
+            raise ShapeError(f"lengths must be integers; got dtype {lengths.dtype}")
+    lengths = lengths.astype(np.intp)
+    if (lengths <= 0).any():
+        i = int(np.flatnonzero(lengths <= 0)[0])
+        raise EvidenceError(f"sequence {i} has length {lengths[i]}; every sequence needs at least one step")
+    if lengths.sum() != N:
+        raise ShapeError(f"lengths sum to {int(lengths.sum())} but X has {N} observations")
+    return lengths
+
+
+def pack(X, lengths):
+    """The layout of validated observations ``X`` ``(N, ...)`` cut by ``lengths``."""
+    lengths = check_lengths(lengths, len(X))
+    n = len(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    if np.array_equal(order, np.arange(n)):
+        order = None
+    lens = lengths if order is None else lengths[order]
+    T = int(lens[0])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    st = starts if order is None else starts[order]
+    pos = st[None, :] + np.arange(T)[:, None]  # (T, n)
+    real = None
+    if lens[-1] < T:
+        real = np.arange(T)[:, None] < lens[None, :]  # (T, n)
+        pos = np.where(real, pos, 0)
+    return Packed(lengths, lens, order, pos, real, X)
+
+
+def unpack(pk, x):
+    """Internal time-major (T, n, ...) -> concatenated (N, ...) in the caller's order."""
+    if pk.real is None and pk.order is None:
+        # equal lengths in the caller's order: sequence r is rows r*T .. (r+1)*T
+        return np.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:])
+    out = np.empty((len(pk.Xflat),) + x.shape[2:], dtype=x.dtype)
+    if pk.real is None:
+        out[pk.pos.reshape(-1)] = x.reshape((-1,) + x.shape[2:])
+    else:
+        out[pk.pos[pk.real]] = x[pk.real]
+    return out
