@@ -46,6 +46,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ... import limits
 from ...distributions import DiscreteDistribution
 from ...errors import EvidenceError, ModelError
 from ...inference import chain as _chain
@@ -108,6 +109,13 @@ def to_model(crf, T: int | None = None, X=None):
         raise ModelError(f"give T (a positive integer) or an input sequence X, got T={T!r}")
     else:
         T = int(T)
+        U = None
+    limits.check_bytes(
+        8.0 * T * (3 * K + 2 * K * K + 8),
+        what=f"the CRF's factor network over T = {T} steps",
+        cause=f"{4 * T - 1} nodes with tables of up to {2 * K * K} entries ({K} labels)",
+    )
+    if U is None:
         U = np.zeros((T, K))
     W = np.asarray(crf.transition_weights_, dtype=np.float64)
     mechs: dict = {}

@@ -59,7 +59,7 @@ from itertools import chain as _iter_chain
 import numpy as np
 
 from ... import limits
-from ...errors import EvidenceError, ModelError, ShapeError
+from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
 from ...inference import chain as _chain
 from . import causal
 from .features import Vocab, encode_labels, parse_sequences
@@ -387,7 +387,14 @@ class CRF:
         self._check_fitted()
         lengths, feats = parse_sequences(X, mask)
         Xd = feats.design(self._vocab, lengths)  # (N, F)
-        return lengths, Xd @ self.state_weights_  # (N, K)
+        U = Xd @ self.state_weights_  # (N, K)
+        if not np.isfinite(U).all():
+            token = int(np.flatnonzero(~np.isfinite(U).all(1))[0])
+            raise NumericalError(
+                f"the unary log-potentials x·W of token {token} (in input order) overflow to {U[token].tolist()}; "
+                "feature values or weights are too large"
+            )
+        return lengths, U
 
     def unary_potentials(self, X, *, mask=None):
         """Log unary potentials ``x_t · W`` of a batch, padded to its longest sequence.

@@ -254,11 +254,7 @@ def parse_sequences(X, mask):
         X = list(X)
     except TypeError as err:
         raise EvidenceError(f"X must be a list of sequences; got a {type(X).__name__}") from err
-    try:
-        lengths = np.fromiter(map(len, X), np.intp, len(X))
-    except TypeError as err:
-        s = next(i for i, x in enumerate(X) if not hasattr(x, "__len__"))
-        raise EvidenceError(f"sequence {s} of X is a {type(X[s]).__name__}; expected a list of items") from err
+    lengths = np.fromiter(map(_length, X, range(len(X))), np.intp, len(X))
     _check_lengths(lengths)
     if X and all(isinstance(x, np.ndarray) for x in X):
         return lengths, DenseFeatures(_stack_arrays(X, lengths))
@@ -293,14 +289,22 @@ def _parse_array(X, mask):
     return lengths, DenseFeatures(dense)
 
 
+def _length(x, s):
+    """Number of items of sequence `s` of X."""
+    try:
+        return len(x)
+    except TypeError as err:
+        raise EvidenceError(f"sequence {s} of X is a {type(x).__name__}; expected a list of items") from err
+
+
 def _stack_arrays(X, lengths):
     """(N, F) floats of a list of (T_i, F) arrays."""
-    bad = [i for i, x in enumerate(X) if x.ndim != 2 or x.shape[1] != X[0].shape[1]]
-    if bad or X[0].ndim != 2:
-        s = bad[0] if bad else 0
+    bad = [i for i, x in enumerate(X) if x.ndim != 2 or x.shape[1] != X[0].shape[-1]]
+    if bad:
+        s = bad[0]
         raise ShapeError(
             f"sequence {s} of X has shape {X[s].shape}; dense sequences must be (T_i, F) with one F, "
-            f"F = {X[0].shape[-1] if X[0].ndim else None}"
+            f"F = {X[0].shape[-1]} (from sequence 0)"
         )
     for s, x in enumerate(X):
         _check_numeric(x, f"sequence {s} of X")
