@@ -297,6 +297,14 @@ def _length(x, s):
         raise EvidenceError(f"sequence {s} of X is a {type(x).__name__}; expected a list of items") from err
 
 
+def _is_sized(v):
+    try:
+        len(v)
+    except TypeError:
+        return False
+    return True
+
+
 def _stack_arrays(X, lengths):
     """(N, F) floats of a list of (T_i, F) arrays."""
     bad = [i for i, x in enumerate(X) if x.ndim != 2 or x.shape[1] != X[0].shape[-1]]
@@ -355,13 +363,13 @@ def encode_labels(y, lengths, index):
     n = lengths.size
     if isinstance(y, np.ndarray) and y.ndim == 2:
         y = [row[:L] for row, L in zip(y.tolist(), lengths.tolist())]
-    elif isinstance(y, (str, bytes, dict)) or not hasattr(y, "__iter__"):
+    elif isinstance(y, (str, bytes, dict)) or not hasattr(y, "__iter__") or (isinstance(y, np.ndarray) and y.ndim == 0):
         raise EvidenceError(f"y must be a list of label sequences; got a {type(y).__name__}")
     else:
         y = list(y)
     if len(y) != n:
         raise ShapeError(f"X has {n} sequences but y has {len(y)}")
-    bad = [s for s, ys in enumerate(y) if isinstance(ys, (str, bytes, dict)) or not hasattr(ys, "__len__")]
+    bad = [s for s, ys in enumerate(y) if isinstance(ys, (str, bytes, dict)) or not _is_sized(ys)]
     if bad:
         raise EvidenceError(f"sequence {bad[0]} of y is a {type(y[bad[0]]).__name__}; expected a list of labels")
     ylen = np.fromiter(map(len, y), np.intp, n)
