@@ -35,7 +35,7 @@ from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
-from .models import causal_head, transformer
+from .models import causal_head, crf, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
 from .queries import parse_query
@@ -79,6 +79,7 @@ __all__ = [
     "transformer",
     "causal_head",
     "CRF",
+    "crf",
     "HMM",
     "Cauchy",
     "CauchyLinear",

@@ -9,7 +9,8 @@ One idea per module:
 * :mod:`.optimize` -- L-BFGS and OWL-QN (L1), which scipy does not have;
 * :mod:`.estimator` -- :class:`CRF`: fit, predict, marginals, weights, sklearn protocol;
 * :mod:`.causal` -- the CRF as a causal model: factor-node DAG, ``do`` on tokens;
-* :mod:`.synthetic` -- a seeded tagging task for tests and benchmarks.
+* :mod:`.synthetic` -- a seeded tagging task for tests and benchmarks;
+* :mod:`.metrics` -- token-level (flat) scores of label sequences, as sklearn-crfsuite's.
 
 Imports flow one way: features, layout, optimize -> objective -> causal ->
 estimator (the estimator calls the causal module, never the reverse).
@@ -24,10 +25,11 @@ Examples
 
 from __future__ import annotations
 
+from . import metrics
 from .causal import factor_evidence
 from .estimator import CRF
 from .synthetic import synthetic_tagging
 
-__all__ = ["CRF", "factor_evidence", "synthetic_tagging"]
+__all__ = ["CRF", "factor_evidence", "synthetic_tagging", "metrics"]
 
 _synthetic_tagging = synthetic_tagging  # the name causalnet.cli imported before the split

@@ -236,14 +236,12 @@ class CRF:
         return hasattr(self, "state_weights_")
 
     def __sklearn_tags__(self):
-        """scikit-learn's estimator tags (scikit-learn >= 1.6): a classifier of sequences."""
-        from sklearn.utils import ClassifierTags, Tags, TargetTags  # optional heavy dependency
+        """scikit-learn's estimator tags (scikit-learn >= 1.6), so `clone`, `cross_val_score` and
+        `GridSearchCV` work. Not tagged a classifier: its targets are label sequences, which
+        scikit-learn's stratified splitters do not take (sklearn-crfsuite does the same)."""
+        from sklearn.utils import Tags, TargetTags  # optional dependency: only scikit-learn calls this
 
-        tags = Tags(
-            estimator_type="classifier",
-            target_tags=TargetTags(required=True),
-            classifier_tags=ClassifierTags(multi_class=True),
-        )
+        tags = Tags(estimator_type=None, target_tags=TargetTags(required=True))
         tags.input_tags.two_d_array = False
         tags.non_deterministic = False
         return tags
