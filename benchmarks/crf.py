@@ -5,7 +5,7 @@ Usage::
     python benchmarks/crf.py             # 2,000 training + 500 test sequences, 50 iterations
     python benchmarks/crf.py --quick     # 500 + 150 sequences, 20 iterations (smoke run)
 
-The data come from ``causalnet.models.crf._synthetic_tagging`` (seeded): an
+The data come from ``causalnet.models.crf.synthetic_tagging`` (seeded): an
 HMM-like source with 9 labels emitting words, about 20 tokens per sequence and
 ~19 CRFsuite-style features per token (word, suffixes, prefix, shape flags,
 neighbour words, a word bigram), about 10^5 distinct attributes. Both
@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from causalnet.models.crf import CRF, _synthetic_tagging
+from causalnet.models.crf import CRF, synthetic_tagging
 
 
 def best_of(fn, repeats):
@@ -57,7 +57,7 @@ def main(argv=None) -> None:
 
     import sklearn_crfsuite
 
-    X, y = _synthetic_tagging(args.train + args.test, seed=args.seed)
+    X, y = synthetic_tagging(args.train + args.test, seed=args.seed)
     Xtr, ytr, Xte, yte = X[: args.train], y[: args.train], X[args.train :], y[args.train :]
     n_tok = sum(map(len, X))
     n_feat = sum(len(item) for seq in X for item in seq)

@@ -36,7 +36,7 @@ from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import affine, shift
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
-from .models import causal_head, transformer
+from .models import causal_head, crf, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
 from .queries import parse_query
@@ -80,6 +80,7 @@ __all__ = [
     "transformer",
     "causal_head",
     "CRF",
+    "crf",
     "HMM",
     "Cauchy",
     "CauchyLinear",

@@ -8,8 +8,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from causalnet import EvidenceError
-from causalnet.models import _crf_causal as cc
 from causalnet.models.crf import CRF
+from causalnet.models.crf import causal as cc
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_factor_network_equals_chain_engine(crf, rng, T):
     X = seq(rng, T)
     m = crf.to_model(X=X)
     ev = cc.factor_evidence(m)
-    U = cc._one(crf, X)
+    U = cc.sequence_unary(crf, X)
     ref = brute_marginals(U, np.asarray(crf.transition_weights_))
     for t in range(T):
         fast = crf.query(f"y[{t}]", X)

@@ -13,7 +13,10 @@ from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from causalnet.errors import EvidenceError, ModelError, ShapeError
-from causalnet.models.crf import CRF, _synthetic_tagging
+from causalnet.models.crf import CRF, synthetic_tagging
+from causalnet.models.crf.features import ItemFeatures, encode_labels, parse_sequences
+from causalnet.models.crf.layout import Layout
+from causalnet.models.crf.objective import Objective, active_weights
 
 # ---------------------------------------------------------------------------
 # brute force: enumerate all K^T label sequences
@@ -58,7 +61,7 @@ def _toy_dicts():
 
 @pytest.fixture
 def small_task(seed):
-    X, y = _synthetic_tagging(300, mean_len=8, n_words=3000, seed=seed)
+    X, y = synthetic_tagging(300, mean_len=8, n_words=3000, seed=seed)
     return X[:200], y[:200], X[200:], y[200:]
 
 
@@ -87,7 +90,7 @@ def test_unary_potentials_are_features_times_weights(rng):
     W, A = rng.normal(size=(3, 2)), rng.normal(size=(2, 2))
     crf = CRF.from_weights(W, A, labels=["a", "b"])
     X = _random_dense(rng, 5, 3)
-    unary, mask = crf._unary(X)
+    unary, mask = crf.unary_potentials(X)
     assert unary.shape == (5, max(map(len, X)), 2)
     for i, x in enumerate(X):
         assert_allclose(unary[i, : len(x)], x @ W, rtol=0, atol=1e-12)
@@ -97,15 +100,11 @@ def test_unary_potentials_are_features_times_weights(rng):
 
 def _objective(crf, X, y, c2, all_states=True):
     """The training objective of `crf` as a function of packed weights."""
-    from causalnet.models import crf as mod
-
-    lengths, feats = mod._parse_X(X, None)
-    y_idx, labels = crf._encode_labels(y, lengths, None)
-    Xd = mod._design(feats, mod._Vocab(range(feats[1].shape[1])), lengths)
-    crf.all_possible_states = all_states
-    crf.all_possible_transitions = all_states
-    si, ti = crf._active(Xd, y_idx, lengths, len(labels))
-    return mod._Objective(Xd, y_idx, mod._Layout(lengths), si, ti, len(labels), c2), labels
+    lengths, feats = parse_sequences(X, None)
+    y_idx, labels = encode_labels(y, lengths, None)
+    Xd = feats.design(feats.new_vocab(), lengths)
+    si, ti = active_weights(Xd, y_idx, lengths, len(labels), all_states, all_states, 0.0)
+    return Objective(Xd, y_idx, Layout(lengths), si, ti, len(labels), c2), labels
 
 
 def test_objective_is_brute_force_negative_log_likelihood(rng):
@@ -214,7 +213,7 @@ def test_unseen_features_are_ignored(small_task):
     noisy = [[{**item, "never-seen": "x", "w": item["w"] + "#unseen"} for item in seq] for seq in Xte[:30]]
     stripped = [[{k: v for k, v in item.items() if k != "w"} for item in seq] for seq in Xte[:30]]
     assert crf.predict(noisy) == crf.predict(stripped)
-    assert_allclose(crf._unary(noisy)[0], crf._unary(stripped)[0], rtol=0, atol=1e-12)
+    assert_allclose(crf.unary_potentials(noisy)[0], crf.unary_potentials(stripped)[0], rtol=0, atol=1e-12)
 
 
 def test_item_formats_follow_pycrfsuite():
@@ -222,15 +221,15 @@ def test_item_formats_follow_pycrfsuite():
     crf = CRF(c2=0.01, max_iterations=30).fit(X, y)
     assert "w:dog" in crf.attributes_ and "bias" in crf.attributes_
     as_lists = [[["w:" + d["w"], "bias"] for d in seq] for seq in X]
-    assert_allclose(crf._unary(as_lists)[0], crf._unary(X)[0], rtol=0, atol=0)
+    assert_allclose(crf.unary_potentials(as_lists)[0], crf.unary_potentials(X)[0], rtol=0, atol=0)
     nested = [[{"w": [d["w"]], "bias": True} for d in seq] for seq in X]
-    assert_allclose(crf._unary(nested)[0], crf._unary(X)[0], rtol=0, atol=0)
+    assert_allclose(crf.unary_potentials(nested)[0], crf.unary_potentials(X)[0], rtol=0, atol=0)
     scaled = [[{"w": d["w"], "bias": 2.5} for d in seq] for seq in X]
-    diff = crf._unary(scaled)[0] - crf._unary(X)[0]
+    diff = crf.unary_potentials(scaled)[0] - crf.unary_potentials(X)[0]
     k = crf.attributes_.index("bias")
     assert_allclose(diff[0], np.tile(1.5 * crf.state_weights_[k], (3, 1)), rtol=0, atol=1e-12)
     off = [[{"w": d["w"], "bias": False} for d in seq] for seq in X]
-    assert_allclose(crf._unary(off)[0][0], crf._unary([[{"w": d["w"]} for d in X[0]]])[0][0], rtol=0, atol=1e-12)
+    assert_allclose(crf.unary_potentials(off)[0][0], crf.unary_potentials([[{"w": d["w"]} for d in X[0]]])[0][0], rtol=0, atol=1e-12)
     assert crf.predict(X) == y
 
 
@@ -247,33 +246,30 @@ _items = st.dictionaries(st.sampled_from(["a", "b", "c:d", "e"]), _values, max_s
 @given(X=st.lists(st.lists(_items, min_size=1, max_size=5), min_size=1, max_size=6), irregular=st.booleans())
 def test_vectorised_features_follow_pycrfsuite_rules(X, irregular):
     # the column-wise fast path builds the same design matrix as the item-by-item rules
-    from causalnet.models import crf as mod
-
     if irregular:  # enough distinct key sets to take the key-id grouping path
         X = X + [[{f"k{i}": 1.0}] for i in range(40)]
-    lengths, feats = mod._parse_X(X, None)
-    vocab = mod._Vocab()
-    got = mod._design(feats, vocab, lengths, grow=True)
-    names, values, counts = mod._item_names(X, int(lengths.sum()))
-    assert set(vocab.names) == set(names)
-    rows = np.repeat(np.arange(int(lengths.sum())), counts)
-    want = np.zeros(got.shape)
-    np.add.at(want, (rows, [vocab.index[a] for a in names]), values)
+    lengths, feats = parse_sequences(X, None)
+    assert feats.fast is not None  # dict items with str keys take the vectorised path
+    vocab = feats.new_vocab()
+    got = feats.design(vocab, lengths, grow=True)
+    slow = ItemFeatures(X, lengths, vectorised=False)  # pycrfsuite's rules, item by item
+    slow_vocab = slow.new_vocab()
+    slow.design(slow_vocab, lengths, grow=True)
+    assert set(vocab.names) == set(slow_vocab.names)
+    want = slow.design(vocab, lengths).toarray()
     assert_allclose(got.toarray(), want, rtol=0, atol=0)
-    again = mod._design(mod._parse_X(X, None)[1], vocab, lengths)  # prediction: no growth
+    again = parse_sequences(X, None)[1].design(vocab, lengths)  # prediction: no growth
     assert_allclose(again.toarray(), want, rtol=0, atol=0)
 
 
 def test_mixed_and_exotic_feature_values():
-    from causalnet.models import crf as mod
-
     X = [
         [{"a": "x", "n": np.float32(0.5)}, {"a": 2.0, "n": np.int64(3)}, {"a": np.str_("y"), "n": True}],
         [{"a": b"x", "nest": {"p": "q", "r": 1.5}}, {"lst": ["u", "v"]}],
     ]
-    lengths, feats = mod._parse_X(X, None)
-    vocab = mod._Vocab()
-    Xd = mod._design(feats, vocab, lengths, grow=True).toarray()
+    lengths, feats = parse_sequences(X, None)
+    vocab = feats.new_vocab()
+    Xd = feats.design(vocab, lengths, grow=True).toarray()
     col = vocab.index
     assert Xd[0, col["a:x"]] == 1 and Xd[1, col["a"]] == 2.0 and Xd[2, col["a:y"]] == 1
     assert Xd[0, col["n"]] == 0.5 and Xd[1, col["n"]] == 3 and Xd[2, col["n"]] == 1

@@ -1,0 +1,35 @@
+"""Linear-chain conditional random fields: a CRFsuite-like estimator on the shared chain engine.
+
+One idea per module:
+
+* :mod:`.features` -- python-crfsuite items (feature dicts) or dense arrays ->
+  one sparse design matrix ``(N, F)``, and the attribute vocabulary;
+* :mod:`.layout` -- ragged sequences placed in the chain engine's padded batch;
+* :mod:`.objective` -- CRFsuite's penalised negative log-likelihood and its gradient;
+* :mod:`.optimize` -- L-BFGS and OWL-QN (L1), which scipy does not have;
+* :mod:`.estimator` -- :class:`CRF`: fit, predict, marginals, weights, sklearn protocol;
+* :mod:`.causal` -- the CRF as a causal model: factor-node DAG, ``do`` on tokens;
+* :mod:`.synthetic` -- a seeded tagging task for tests and benchmarks;
+* :mod:`.metrics` -- token-level (flat) scores of label sequences, as sklearn-crfsuite's.
+
+Imports flow one way: features, layout, optimize -> objective -> causal ->
+estimator (the estimator calls the causal module, never the reverse).
+
+Examples
+--------
+>>> from causalnet.models.crf import CRF
+>>> crf = CRF(c2=0.01, max_iterations=50).fit([[{"w": "a"}, {"w": "b"}]], [["A", "B"]])
+>>> crf.predict([[{"w": "b"}, {"w": "a"}]])
+[['B', 'A']]
+"""
+
+from __future__ import annotations
+
+from . import metrics
+from .causal import factor_evidence
+from .estimator import CRF
+from .synthetic import synthetic_tagging
+
+__all__ = ["CRF", "factor_evidence", "synthetic_tagging", "metrics"]
+
+_synthetic_tagging = synthetic_tagging  # the name causalnet.cli imported before the split
