@@ -14,9 +14,8 @@ from .. import gallery
 from ..errors import CausalNetError
 from ..inference.cauchy import cauchy_marginals
 from ..models import transformer as tf
-from ..models._crf_causal import factor_evidence
 from ..models.causal_head import MODES, CausalHead
-from ..models.crf import CRF, _synthetic_tagging
+from ..models.crf import CRF, factor_evidence, synthetic_tagging
 from ..models.hmm import HMM
 from .tour_context import Section, TourContext
 
@@ -178,7 +177,7 @@ def _section_hmm(ctx: TourContext) -> str:
 
 def _section_crf(ctx: TourContext) -> str:
     """A linear-chain CRF: train on a generated tagging task, decode, a do on a token."""
-    X, y = _synthetic_tagging(500, mean_len=12, n_labels=5, n_words=2000, seed=0)
+    X, y = synthetic_tagging(500, mean_len=12, n_labels=5, n_words=2000, seed=0)
     train, test = slice(0, 400), slice(400, 500)
     crf = CRF(c1=0.05, c2=0.05, max_iterations=60).fit(X[train], y[train])
     acc = crf.score(X[test], y[test])

@@ -186,9 +186,9 @@ def test_huge_sample_is_a_resource_error(sprinkler):
 def test_function_producing_nan_names_the_node(seed):
     m = cn.CausalModel({"X": cn.LinearGaussian(),
                         "Y": cn.Function(["X"], lambda x: np.log(x), noise=scipy.stats.norm(0, 1))})
-    with pytest.raises(ModelError, match="'Y'.*NaN"):
+    with pytest.raises(ModelError, match="(?i)'Y'.*nan"):
         m.sample(100, seed=seed)
-    with pytest.raises(ModelError, match="'Y'.*NaN"):
+    with pytest.raises(ModelError, match="(?i)'Y'.*nan"):
         m.forward({"X": np.array([-1.0, 1.0])}, seed=seed)
     with pytest.raises(ModelError, match="'Y'"):
         m.query("Y", seed=seed, n_samples=1000)

@@ -32,4 +32,3 @@ from .synthetic import synthetic_tagging
 
 __all__ = ["CRF", "factor_evidence", "synthetic_tagging", "metrics"]
 
-_synthetic_tagging = synthetic_tagging  # the name causalnet.cli imported before the split
