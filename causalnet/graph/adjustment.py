@@ -83,8 +83,8 @@ import warnings
 from collections.abc import Iterator
 
 from ..errors import CausalNetWarning, GraphError
-from .dag import DAG
-from .separation import _bayes_ball, _closure, _index, _moral_graph
+from .core import DAGCore, closure
+from .separation import bayes_ball, moral_graph
 
 __all__ = [
     "is_backdoor_adjustment",
@@ -102,13 +102,13 @@ __all__ = [
 # -- validation ------------------------------------------------------------------
 
 
-def _names(dag: DAG, nodes) -> list:
-    return dag._sorted(nodes)
+def _names(dag: DAGCore, nodes) -> list:
+    return dag.in_order(nodes)
 
 
-def _node_set(dag: DAG, nodes, fn: str, arg: str, role: str, allow_empty: bool) -> frozenset:
+def _node_set(dag: DAGCore, nodes, fn: str, arg: str, role: str, allow_empty: bool) -> frozenset:
     try:
-        out = dag._as_set(nodes, role, allow_empty=allow_empty)
+        out = dag.node_set(nodes, role, allow_empty=allow_empty)
     except GraphError as err:
         raise GraphError(f"{fn}: argument {arg}: {err}") from None
     hidden = out & dag.latent
@@ -119,8 +119,8 @@ def _node_set(dag: DAG, nodes, fn: str, arg: str, role: str, allow_empty: bool) 
     return out
 
 
-def _check_xy(dag: DAG, fn: str, x, y) -> tuple[frozenset, frozenset]:
-    if not isinstance(dag, DAG):
+def _check_xy(dag: DAGCore, fn: str, x, y) -> tuple[frozenset, frozenset]:
+    if not isinstance(dag, DAGCore):
         raise GraphError(f"{fn}: expects a causalnet DAG, got {type(dag).__name__}")
     xs = _node_set(dag, x, fn, "x", "treatment", allow_empty=False)
     ys = _node_set(dag, y, fn, "y", "outcome", allow_empty=False)
@@ -130,7 +130,7 @@ def _check_xy(dag: DAG, fn: str, x, y) -> tuple[frozenset, frozenset]:
     return xs, ys
 
 
-def _check_xyz(dag: DAG, fn: str, x, y, z) -> tuple[frozenset, frozenset, frozenset]:
+def _check_xyz(dag: DAGCore, fn: str, x, y, z) -> tuple[frozenset, frozenset, frozenset]:
     xs, ys = _check_xy(dag, fn, x, y)
     zs = _node_set(dag, z, fn, "z", "adjustment node", allow_empty=True)
     for arg, other, role in (("x", xs, "treatments"), ("y", ys, "outcomes")):
@@ -147,17 +147,17 @@ def _check_max_sets(fn: str, max_sets) -> None:
         raise GraphError(f"{fn}: max_sets must be a positive int or None, got {max_sets!r}")
 
 
-def _ints(dag: DAG, nodes: frozenset) -> frozenset:
-    pos = dag._pos
+def _ints(dag: DAGCore, nodes: frozenset) -> frozenset:
+    pos = dag.index.pos
     return frozenset(pos[v] for v in nodes)
 
 
-def _observed_ints(dag: DAG) -> frozenset:
-    pos = dag._pos
+def _observed_ints(dag: DAGCore) -> frozenset:
+    pos = dag.index.pos
     return frozenset(pos[v] for v in dag.observed)
 
 
-def _collect(dag: DAG, sets: Iterator[frozenset], max_sets: int | None) -> list[frozenset]:
+def _collect(dag: DAGCore, sets: Iterator[frozenset], max_sets: int | None) -> list[frozenset]:
     """Take at most `max_sets` integer sets, sort them, and map them to node names."""
     out: list[frozenset] = []
     for s in sets:
@@ -165,7 +165,7 @@ def _collect(dag: DAG, sets: Iterator[frozenset], max_sets: int | None) -> list[
         if max_sets is not None and len(out) >= max_sets:
             break
     out.sort(key=lambda s: (len(s), sorted(s)))
-    order = dag._order
+    order = dag.nodes
     return [frozenset(order[i] for i in s) for s in out]
 
 
@@ -200,13 +200,13 @@ def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
 
 def _reachable(par: list, chi: list, sources, given) -> set:
     """Nodes with a path from `sources` that is open given `given` (Bayes-ball)."""
-    up_seen, down_seen = _bayes_ball(par, chi, sources, given)
+    up_seen, down_seen = bayes_ball(par, chi, sources, given)
     return up_seen | down_seen
 
 
 def _separated(par: list, chi: list, xs, ys, zs, keep: set | None = None) -> bool:
     """d-separation; with `keep`, an ancestral set holding X, Y and Z, the ball stays inside it."""
-    up_seen, down_seen = _bayes_ball(par, chi, xs, zs, stop=ys, keep=keep)
+    up_seen, down_seen = bayes_ball(par, chi, xs, zs, stop=ys, keep=keep)
     return not ((up_seen | down_seen) & ys)
 
 
@@ -291,15 +291,15 @@ def _minimal_d_separators(par: list, xs: frozenset, ys: frozenset, allowed: froz
     They lie in An(X ∪ Y), where d-separation is vertex separation in the
     moral graph of An(X ∪ Y) (Lauritzen et al. 1990; Tian, Paz & Pearl 1998).
     """
-    anc = _closure(par, xs | ys)
-    nb = _moral_graph(par, anc)
+    anc = closure(par, xs | ys)
+    nb = moral_graph(par, anc)
     yield from _minimal_separators(nb, xs, ys, frozenset(allowed & anc))
 
 
 # -- backdoor ------------------------------------------------------------------------
 
 
-def is_backdoor_adjustment(dag: DAG, x, y, z) -> bool:
+def is_backdoor_adjustment(dag: DAGCore, x, y, z) -> bool:
     """Whether `z` satisfies Pearl's backdoor criterion relative to (`x`, `y`).
 
     For sets: no node of Z is a descendant of a node of X, and Z d-separates
@@ -337,9 +337,9 @@ def is_backdoor_adjustment(dag: DAG, x, y, z) -> bool:
     (True, False)
     """
     xs, ys, zs = _check_xyz(dag, "is_backdoor_adjustment", x, y, z)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
-    if zi & _closure(ix.chi, xi):
+    if zi & closure(ix.chi, xi):
         return False
     par, chi = _cut_out(ix.par, ix.chi, xi)
     return _separated(par, chi, xi, yi, zi)
@@ -361,7 +361,7 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
         # the candidate lies in `anc`, an ancestral set holding X and Y, so the search can stay inside it
         return _separated(par, chi, xs, ys, anc & rng, anc)
 
-    anc0 = _closure(par, xy)
+    anc0 = closure(par, xy)
     rng0 = frozenset(allowed)
     if not separates(anc0, rng0):
         return
@@ -387,7 +387,7 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
             stack.append(without_v)
 
 
-def backdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
+def backdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
     """All sets of observed nodes that satisfy the backdoor criterion.
 
     Candidates are the observed nodes other than X, Y and the descendants of
@@ -442,9 +442,9 @@ def backdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets:
     fn = "backdoor_adjustment_sets"
     xs, ys = _check_xy(dag, fn, x, y)
     _check_max_sets(fn, max_sets)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi = _ints(dag, xs), _ints(dag, ys)
-    allowed = _observed_ints(dag) - yi - _closure(ix.chi, xi)
+    allowed = _observed_ints(dag) - yi - closure(ix.chi, xi)
     par, chi = _cut_out(ix.par, ix.chi, xi)
     if minimal:
         sets = _minimal_d_separators(par, xi, yi, allowed)
@@ -480,7 +480,7 @@ def _proper_backdoor(ix, xi: frozenset, yi: frozenset) -> tuple[list, list, set]
                 up.add(p)
                 stack.append(p)
     pcp = down & up
-    forbidden = _closure(chi, pcp) | xi
+    forbidden = closure(chi, pcp) | xi
     par2 = list(par)
     chi2 = list(chi)
     for u in xi:
@@ -492,7 +492,7 @@ def _proper_backdoor(ix, xi: frozenset, yi: frozenset) -> tuple[list, list, set]
     return par2, chi2, forbidden
 
 
-def is_adjustment_set(dag: DAG, x, y, z) -> bool:
+def is_adjustment_set(dag: DAGCore, x, y, z) -> bool:
     """Whether `z` is an adjustment set for (`x`, `y`) (complete criterion).
 
     Z is an adjustment set, ``P(y | do(x)) = sum_z P(y | x, z) P(z)`` for every
@@ -538,7 +538,7 @@ def is_adjustment_set(dag: DAG, x, y, z) -> bool:
     (True, False)
     """
     xs, ys, zs = _check_xyz(dag, "is_adjustment_set", x, y, z)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
     par, chi, forbidden = _proper_backdoor(ix, xi, yi)
     if zi & forbidden:
@@ -546,7 +546,7 @@ def is_adjustment_set(dag: DAG, x, y, z) -> bool:
     return _separated(par, chi, xi, yi, zi)
 
 
-def minimal_adjustment_sets(dag: DAG, x, y, *, max_sets: int | None = None) -> list[frozenset]:
+def minimal_adjustment_sets(dag: DAGCore, x, y, *, max_sets: int | None = None) -> list[frozenset]:
     """All minimal adjustment sets for (`x`, `y`) under the complete criterion.
 
     A minimal adjustment set is one with no proper subset that is also an
@@ -601,7 +601,7 @@ def minimal_adjustment_sets(dag: DAG, x, y, *, max_sets: int | None = None) -> l
     fn = "minimal_adjustment_sets"
     xs, ys = _check_xy(dag, fn, x, y)
     _check_max_sets(fn, max_sets)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi = _ints(dag, xs), _ints(dag, ys)
     par, _, forbidden = _proper_backdoor(ix, xi, yi)
     allowed = _observed_ints(dag) - yi - forbidden
@@ -628,7 +628,7 @@ class _FrontDoor:
         self.xi, self.yi = xi, yi
         par_x, chi_x = _cut_out(self.par, self.chi, xi)
         self.cand = frozenset(observed - xi - yi - _reachable(par_x, chi_x, xi, ()))
-        self.anx = frozenset(_closure(self.par, xi))  # no candidate is in here
+        self.anx = frozenset(closure(self.par, xi))  # no candidate is in here
 
     def intercepts(self, z) -> bool:
         chi, yi = self.chi, self.yi
@@ -694,10 +694,10 @@ class _FrontDoor:
     def relevant(self) -> frozenset:
         """Candidates that can belong to a minimal set (see :meth:`minimal_sets`)."""
         par, chi, xi = self.par, self.chi, self.xi
-        pool = self.cand & _closure(par, self.yi)
-        rel = set(pool & _closure(chi, xi))
+        pool = self.cand & closure(par, self.yi)
+        rel = set(pool & closure(chi, xi))
         guards = pool - rel
-        hits = {g: _bayes_ball(par, chi, (g,), xi)[1] & pool for g in guards}
+        hits = {g: bayes_ball(par, chi, (g,), xi)[1] & pool for g in guards}
         grown = True
         while grown:
             new = {g for g in guards if g not in rel and hits[g] & rel}
@@ -824,7 +824,7 @@ class _FrontDoor:
             stack.append([q2, m2, sorted(w2 - m2), 0])
 
 
-def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:
+def is_frontdoor_adjustment(dag: DAGCore, x, y, z) -> bool:
     """Whether `z` satisfies Pearl's front-door criterion relative to (`x`, `y`).
 
     For sets (Jeong et al. 2022): (i) every directed path from a node of X
@@ -866,12 +866,12 @@ def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:
     True
     """
     xs, ys, zs = _check_xyz(dag, "is_frontdoor_adjustment", x, y, z)
-    ix = _index(dag)
+    ix = dag.index
     fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
     return fd.valid(_ints(dag, zs))
 
 
-def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
+def frontdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
                               max_candidates: int | None = 100_000) -> list[frozenset]:
     """All sets of observed nodes that satisfy the front-door criterion.
 
@@ -943,7 +943,7 @@ def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets
     fn = "frontdoor_adjustment_sets"
     xs, ys = _check_xy(dag, fn, x, y)
     _check_max_sets(fn, max_sets)
-    ix = _index(dag)
+    ix = dag.index
     fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
     if not minimal:
         return _collect(dag, fd.all_sets(), max_sets)
