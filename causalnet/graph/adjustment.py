@@ -79,6 +79,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterator
 
@@ -198,9 +199,9 @@ def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
     return par2, chi2
 
 
-def _reachable(par: list, chi: list, sources, given) -> set:
-    """Nodes with a path from `sources` that is open given `given` (Bayes-ball)."""
-    up_seen, down_seen = bayes_ball(par, chi, sources, given)
+def _reachable(par: list, chi: list, sources, given, cut=frozenset()) -> set:
+    """Nodes with a path from `sources` that is open given `given` (Bayes-ball), edges out of `cut` removed."""
+    up_seen, down_seen = bayes_ball(par, chi, sources, given, cut=frozenset(cut))
     return up_seen | down_seen
 
 
@@ -354,37 +355,43 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
     v is in An(X ∪ Y ∪ I), including it leaves that candidate unchanged;
     otherwise excluding it does. Excluding is explored first, so the first
     answer is a minimal separator and the early ones are small.
+
+    The nodes are decided in a fixed order, the allowed ancestors of X ∪ Y
+    first, so a range is ``I ∪ nodes[i:]`` and a frame is just ``(i, I, An)``;
+    a branch that needs a test is pushed untested and tested when popped.
+    On a large sparse graph most nodes are outside An(X ∪ Y ∪ I), where the
+    descent is free: the first answer costs about |An(X ∪ Y)| tests, each
+    confined to the ancestral set, instead of one test per node of the graph.
     """
-    xy = xs | ys
+    anc0 = closure(par, xs | ys)
+    nodes = sorted(allowed & anc0) + sorted(allowed - anc0)
+    rank = {v: i for i, v in enumerate(nodes)}
 
-    def separates(anc: set, rng: frozenset) -> bool:
-        # the candidate lies in `anc`, an ancestral set holding X and Y, so the search can stay inside it
-        return _separated(par, chi, xs, ys, anc & rng, anc)
+    def separates(anc: set, inc: frozenset, i: int) -> bool:
+        # the largest candidate of the range I ∪ nodes[i:] inside the ancestral set `anc`
+        cand = {v for v in anc if v in inc or rank.get(v, -1) >= i}
+        return _separated(par, chi, xs, ys, cand, anc)
 
-    anc0 = closure(par, xy)
-    rng0 = frozenset(allowed)
-    if not separates(anc0, rng0):
+    if not separates(anc0, frozenset(), 0):
         return
-    stack = [(frozenset(), rng0, anc0)]  # every frame holds an answer
+    stack: list[tuple] = [(0, frozenset(), anc0, None)]  # (i, I, An(X ∪ Y ∪ I), node to add after a test)
     while stack:
-        inc, rng, anc = stack.pop()
-        if inc == rng:
-            yield inc
-            continue
-        v = min(rng - inc)
-        if v in anc:
-            with_v = (inc | {v}, rng, anc)
-            without_v = (inc, rng - {v}, anc)
-            ok_with, ok_without = True, separates(anc, rng - {v})
-        else:
-            anc_v = _extend_ancestral(par, anc, v)
-            with_v = (inc | {v}, rng, anc_v)
-            without_v = (inc, rng - {v}, anc)
-            ok_with, ok_without = separates(anc_v, rng), True
-        if ok_with:
-            stack.append(with_v)
-        if ok_without:
-            stack.append(without_v)
+        i, inc, anc, add = stack.pop()
+        if add is not None:
+            anc = _extend_ancestral(par, anc, add)
+            inc = inc | {add}
+            if not separates(anc, inc, i):
+                continue
+        while i < len(nodes):  # descend, excluding first
+            v = nodes[i]
+            i += 1
+            if v not in anc:
+                stack.append((i, inc, anc, v))      # including v needs a test, done when popped
+            elif separates(anc, inc, i):
+                stack.append((i, inc | {v}, anc, None))  # including v is free
+            else:
+                inc = inc | {v}                     # v cannot be left out
+        yield inc
 
 
 def backdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
@@ -621,22 +628,32 @@ class _FrontDoor:
     are closed under union (removing edges out of more nodes only closes
     paths), so within any range R there is a largest one, reached by
     repeatedly dropping the nodes that violate (iii).
+
+    The candidates split into the *core*, those in An(Y), and the rest. A
+    valid set minus any node outside An(Y) is still valid (an open path given
+    X through the out-edge of such a node would make it an ancestor of Y or
+    of X), and whether the core part is valid does not depend on the rest.
+    So the valid sets are exactly Z' ∪ W with Z' a valid core set and W any
+    subset of the nodes w outside An(Y) that Z' ∪ {w} keeps valid; the core
+    tests run inside An(X ∪ Y), where they depend on nothing else.
     """
 
     def __init__(self, ix, xi: frozenset, yi: frozenset, observed: frozenset) -> None:
         self.par, self.chi = ix.par, ix.chi
         self.xi, self.yi = xi, yi
-        par_x, chi_x = _cut_out(self.par, self.chi, xi)
-        self.cand = frozenset(observed - xi - yi - _reachable(par_x, chi_x, xi, ()))
+        self.cand = frozenset(observed - xi - yi - _reachable(self.par, self.chi, xi, (), cut=xi))
         self.anx = frozenset(closure(self.par, xi))  # no candidate is in here
+        self.any = frozenset(closure(self.par, yi))
+        self.axy = self.anx | self.any
+        self.core = self.cand & self.any
 
     def intercepts(self, z) -> bool:
-        chi, yi = self.chi, self.yi
+        chi, yi, any_ = self.chi, self.yi, self.any
         seen = set(self.xi)
         stack = list(seen)
         while stack:
             for c in chi[stack.pop()]:
-                if c in seen or c in z:
+                if c in seen or c in z or c not in any_:  # a directed path to Y stays in An(Y)
                     continue
                 if c in yi:
                     return False
@@ -648,8 +665,9 @@ class _FrontDoor:
         """Nodes of Z with an open backdoor path to Y given X (condition iii)."""
         if not z:
             return set()
-        par, chi = _cut_out(self.par, self.chi, z)
-        return _reachable(par, chi, self.yi, self.xi) & set(z)
+        keep = self.axy if z <= self.any else None  # d-separation depends on An(X ∪ Y ∪ Z) only
+        _, down = bayes_ball(self.par, self.chi, self.yi, self.xi, keep=keep, cut=frozenset(z))
+        return down & set(z)
 
     def largest(self, rng) -> frozenset:
         """The largest subset of `rng` meeting (ii) and (iii)."""
@@ -674,9 +692,14 @@ class _FrontDoor:
         # a valid W ⊊ Z lies inside some Z - {u}, hence inside its largest (ii)+(iii) set
         return any(self.witness(frozenset(), z - {u}) is not None for u in z)
 
-    def all_sets(self) -> Iterator[frozenset]:
-        """Every valid set, by branching on one node at a time (Jeong et al. 2022)."""
-        w = self.witness(frozenset(), self.cand)
+    def free(self, core_set: frozenset) -> list:
+        """Candidates outside An(Y) that may join the valid core set `core_set`, in node order."""
+        _, down = bayes_ball(self.par, self.chi, self.yi, self.xi, cut=core_set)
+        return sorted(self.cand - self.any - down)
+
+    def core_sets(self) -> Iterator[frozenset]:
+        """Every valid core set, by branching on one node at a time (Jeong et al. 2022)."""
+        w = self.witness(frozenset(), self.core)
         if w is None:
             return
         stack = [(frozenset(), w)]  # (I, R) with R the largest valid set of the range
@@ -691,13 +714,23 @@ class _FrontDoor:
             if w_out is not None:
                 stack.append((inc, w_out))
 
+    def all_sets(self) -> Iterator[frozenset]:
+        """Every valid set: each valid core set with every subset of its free nodes (fewest first)."""
+        for z in self.core_sets():
+            free = self.free(z)
+            for count in itertools.count():
+                if count >> len(free):
+                    break
+                # subsets in binary counting order from the end of `free`: the empty one first
+                yield z | {free[-1 - b] for b in range(count.bit_length()) if count >> b & 1}
+
     def relevant(self) -> frozenset:
         """Candidates that can belong to a minimal set (see :meth:`minimal_sets`)."""
         par, chi, xi = self.par, self.chi, self.xi
         pool = self.cand & closure(par, self.yi)
         rel = set(pool & closure(chi, xi))
         guards = pool - rel
-        hits = {g: bayes_ball(par, chi, (g,), xi)[1] & pool for g in guards}
+        hits = {g: bayes_ball(par, chi, (g,), xi, keep=self.axy)[1] & pool for g in guards}
         grown = True
         while grown:
             new = {g for g in guards if g not in rel and hits[g] & rel}
@@ -714,7 +747,7 @@ class _FrontDoor:
         through its children). Returns the stopping nodes and the nodes
         reached from a child (`up`) and from a parent (`down`).
         """
-        par, chi, xi, cand, anx = self.par, self.chi, self.xi, stoppable, self.anx
+        par, chi, xi, cand, anx, axy = self.par, self.chi, self.xi, stoppable, self.anx, self.axy
         up = set(self.yi)
         down: set = set()
         stop: set = set()
@@ -732,7 +765,7 @@ class _FrontDoor:
                         up.add(p)
                         stack.append((p, True))
                 for c in chi[v]:
-                    if c not in down:
+                    if c not in down and c in axy:  # below An(X ∪ Y) the ball never turns back up
                         down.add(c)
                         stack.append((c, False))
             else:
@@ -741,7 +774,7 @@ class _FrontDoor:
                     stack.append((v, True))
                 if v not in xi:
                     for c in chi[v]:
-                        if c not in down:
+                        if c not in down and c in axy:
                             down.add(c)
                             stack.append((c, False))
                 if v in anx:  # an open collider
@@ -785,7 +818,7 @@ class _FrontDoor:
             stop, up, down = self.closest_to_y(q, stoppable)
             free = {
                 s for s in stop
-                if not any(p in xi or p not in up for p in par[s]) and all(c in down for c in chi[s])
+                if not any(p in xi or p not in up for p in par[s]) and all(c in down or c not in self.axy for c in chi[s])
             }
             if free & m:
                 return None

@@ -194,10 +194,17 @@ class DAGCore:
             pos.setdefault(v, len(pos))
         pairs = []
         for e in edges:
-            u, v = _edge_pair(e)
-            pos.setdefault(u, len(pos))
-            pos.setdefault(v, len(pos))
-            pairs.append((pos[u], pos[v]))
+            if type(e) is not tuple or len(e) != 2 or e[0] is None or e[1] is None:
+                e = _edge_pair(e)  # the slow path validates and names what is wrong
+            try:
+                iu = pos.setdefault(e[0], len(pos))
+                iv = pos.setdefault(e[1], len(pos))
+            except TypeError:
+                _edge_pair(e)  # raises: a name is not hashable
+                raise
+            if iu == iv:
+                _edge_pair(e)  # raises: a self-loop
+            pairs.append((iu, iv))
         par, chi = self._adjacency(len(pos), pairs)
         order = tuple(pos)
         if _topological(par, chi) is None:
@@ -212,8 +219,9 @@ class DAGCore:
         chi: list[list[int]] = [[] for _ in range(n)]
         seen: set = set()
         for u, v in pairs:
-            if (u, v) not in seen:  # a repeated edge is one edge
-                seen.add((u, v))
+            key = u * n + v
+            if key not in seen:  # a repeated edge is one edge
+                seen.add(key)
                 par[v].append(u)
                 chi[u].append(v)
         return par, chi

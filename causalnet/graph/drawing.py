@@ -233,27 +233,28 @@ def _check_names(dag: DAGCore) -> None:
         names[s] = v
 
 
-def _node_line(v, marks: _Marks, node_style: Style | None) -> str:
+def _node_line(v, name: str, marks: _Marks, node_style: Style | None) -> str:
     attrs = _node_attrs(v, marks, node_style)
+    if not attrs:
+        return f"\t{name}\n"
     label = attrs.pop("label", None)
     attrs = {k: graphviz.nohtml(x) for k, x in attrs.items()}
     text = attr_list(None if label is None else graphviz.nohtml(label), kwargs=attrs)
-    return f"\t{quote(graphviz.nohtml(str(v)))}{text}\n"
+    return f"\t{name}{text}\n"
 
 
-def _edge_lines(dag: DAGCore, path_edges: list, edge_style: Style | None) -> list[str]:
-    pos = dag.index.pos
-    on_path = set(path_edges)
+def _edge_lines(dag: DAGCore, names: list[str], path_edges: list, edge_style: Style | None) -> list[str]:
+    ix = dag.index
+    on_path = {(ix.pos[u], ix.pos[v]) for u, v in path_edges}
     out = []
-    for u, v in sorted(dag.edges, key=lambda e: (pos[e[0]], pos[e[1]])):
-        attrs = _str_attrs(edge_style(u, v), "edge_style") if edge_style else {}
-        if (u, v) in on_path:
-            attrs = _merge(attrs, {"color": _RED, "penwidth": "2.5"})
-        # Written by hand: Digraph.edge would read a ':' in a name as a port.
-        tail = quote(graphviz.nohtml(str(u)))
-        head = quote(graphviz.nohtml(str(v)))
-        attr_text = a_list(attributes={k: graphviz.nohtml(x) for k, x in sorted(attrs.items())})
-        out.append(f"\t{tail} -> {head}" + (f" [{attr_text}]" if attr_text else "") + "\n")
+    for u in range(ix.n):
+        for c in sorted(ix.chi[u]):  # edges in order of (parent, child) position
+            attrs = _str_attrs(edge_style(ix.nodes[u], ix.nodes[c]), "edge_style") if edge_style else {}
+            if (u, c) in on_path:
+                attrs = _merge(attrs, {"color": _RED, "penwidth": "2.5"})
+            # Written by hand: Digraph.edge would read a ':' in a name as a port.
+            attr_text = a_list(attributes={k: graphviz.nohtml(x) for k, x in sorted(attrs.items())}) if attrs else ""
+            out.append(f"\t{names[u]} -> {names[c]}" + (f" [{attr_text}]" if attr_text else "") + "\n")
     return out
 
 
@@ -296,7 +297,9 @@ def dot_text(
         graph_attr.update(label=graphviz.nohtml(_text(title)), labelloc="t")
     dot = graphviz.Digraph(graph_attr=graph_attr)
     top, forest = _layout_clusters(dag, clusters)
-    dot.body.extend(_node_line(v, marks, node_style) for v in top)
+    names = [quote(graphviz.nohtml(str(v))) for v in dag.nodes]  # DOT ids, quoted once
+    pos = dag.index.pos
+    dot.body.extend(_node_line(v, names[pos[v]], marks, node_style) for v in top)
     counter = [0]
 
     def add_cluster(target, c: _Cluster) -> None:
@@ -304,11 +307,11 @@ def dot_text(
         counter[0] += 1
         with target.subgraph(name=name) as sub:
             sub.attr(label=graphviz.nohtml(c.label), style="rounded")
-            sub.body.extend(_node_line(v, marks, node_style) for v in c.nodes)
+            sub.body.extend(_node_line(v, names[pos[v]], marks, node_style) for v in c.nodes)
             for ch in c.children:
                 add_cluster(sub, ch)
 
     for c in forest:
         add_cluster(dot, c)
-    dot.body.extend(_edge_lines(dag, path_edges, edge_style))
+    dot.body.extend(_edge_lines(dag, names, path_edges, edge_style))
     return dot.source

@@ -160,7 +160,8 @@ def d_connected(dag: DAGCore, x, y, given=None) -> bool:
     return not d_separated(dag, x, y, given)
 
 
-def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None) -> tuple[set, set]:
+def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None,
+               cut=frozenset()) -> tuple[set, set]:
     """Bayes-ball from `sources` given `given` on integer adjacency lists.
 
     Returns the nodes reached from a child (the sources included) and those
@@ -170,7 +171,9 @@ def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=N
     1998), which opens exactly the colliders with a descendant in `given`.
     The search returns as soon as it reaches a node of `stop`, and never
     steps down to a child outside `keep` when `keep` is given (an ancestral
-    set containing X, Y and Z: d-separation only depends on it).
+    set containing X, Y and Z: d-separation only depends on it). The edges
+    out of the nodes of `cut` are treated as absent (Pearl's G with `cut`
+    underlined), without copying the graph.
     """
     given = set(given)
     up_seen = set(sources)      # reached from a child, or a source
@@ -187,6 +190,9 @@ def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=N
             v = down.pop()
             ups = par[v] if v in given else ()            # bounce: the colliders above it open
             downs = chi[v] if v not in given else ()
+        if cut:
+            ups = [p for p in ups if p not in cut]
+            downs = () if v in cut else downs
         for p in ups:
             if p not in up_seen:
                 up_seen.add(p)
