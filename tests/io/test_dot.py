@@ -451,7 +451,7 @@ def test_docs_graphs_md_examples_run():
     missing = [n for n in ("render", "to_dot", "gallery") if not hasattr(cn, n)]
     if missing:
         pytest.skip(f"causalnet does not export {missing} yet")
-    path = Path(__file__).resolve().parents[1] / "docs" / "graphs.md"
+    path = Path(__file__).resolve().parents[2] / "docs" / "graphs.md"
     result = doctest.testfile(str(path), module_relative=False, globs={}, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted > 40
     assert result.failed == 0
