@@ -214,6 +214,40 @@ def _separated(par: list, chi: list, xs, ys, zs, keep: set | None = None) -> boo
 # -- minimal vertex separators --------------------------------------------------------
 
 
+def _close(nb: dict, b: frozenset, allowed: frozenset, s: set, new) -> frozenset | None:
+    """`s` plus `new`, closed under neighbours outside `allowed`; None if it touches `b`."""
+    s = set(s)
+    stack = []
+    for v in new:
+        if v in b:
+            return None
+        if v not in s:
+            s.add(v)
+            stack.append(v)
+    while stack:
+        for w in nb[stack.pop()]:
+            if w in s:
+                continue
+            if w in b:
+                return None
+            if w not in allowed:
+                s.add(w)
+                stack.append(w)
+    return frozenset(s)
+
+def _closest(nb: dict, b: frozenset, s: frozenset) -> frozenset:
+    """The minimal separator closest to `b` with `s` on the other side: N(C_b) in the graph minus N(s)."""
+    ns = {w for u in s for w in nb[u] if w not in s}
+    comp = set(b)
+    stack = list(b)
+    while stack:
+        for w in nb[stack.pop()]:
+            if w not in comp and w not in ns:
+                comp.add(w)
+                stack.append(w)
+    return frozenset(w for u in comp for w in nb[u] if w not in comp)
+
+
 def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset) -> Iterator[frozenset]:
     """All minimal vertex separators of `a` and `b` in `nb` that lie inside `allowed`.
 
@@ -231,41 +265,10 @@ def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset
     The search keeps an explicit stack (no recursion limit on large graphs).
     """
 
-    def close(s: set, new) -> frozenset | None:
-        s = set(s)
-        stack = []
-        for v in new:
-            if v in b:
-                return None
-            if v not in s:
-                s.add(v)
-                stack.append(v)
-        while stack:
-            for w in nb[stack.pop()]:
-                if w in s:
-                    continue
-                if w in b:
-                    return None
-                if w not in allowed:
-                    s.add(w)
-                    stack.append(w)
-        return frozenset(s)
-
-    def closest(s: frozenset) -> frozenset:
-        ns = {w for u in s for w in nb[u] if w not in s}
-        comp = set(b)
-        stack = list(b)
-        while stack:
-            for w in nb[stack.pop()]:
-                if w not in comp and w not in ns:
-                    comp.add(w)
-                    stack.append(w)
-        return frozenset(w for u in comp for w in nb[u] if w not in comp)
-
-    s0 = close(set(), a)
+    s0 = _close(nb, b, allowed, set(), a)
     if s0 is None:
         return
-    z0 = closest(s0)
+    z0 = _closest(nb, b, s0)
     yield z0
     stack = [[s0, frozenset(), sorted(z0), 0]]
     while stack:
@@ -275,11 +278,11 @@ def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset
             stack.pop()
             continue
         frame[3] = i + 1
-        s2 = close(s, (vs[i],))
+        s2 = _close(nb, b, allowed, s, (vs[i],))
         if s2 is None:
             continue
         m2 = m.union(vs[:i])
-        z0 = closest(s2)
+        z0 = _closest(nb, b, s2)
         if not m2 <= z0:
             continue
         yield z0
@@ -738,7 +741,9 @@ class _FrontDoor:
             grown = bool(new)
         return frozenset(rel)
 
-    def closest_to_y(self, q: frozenset, stoppable: frozenset) -> tuple[set, set, set]:
+    # Cyclomatic complexity 16: one Bayes-ball state machine (up/down moves, stops, bounces);
+    # split, its eight pieces of state would travel between functions.
+    def closest_to_y(self, q: frozenset, stoppable: frozenset) -> tuple[set, set, set]:  # noqa: C901
         """Bayes-ball from Y given X that stops at candidates reached only from a child.
 
         Nodes of `q`, nodes outside `stoppable` (candidates) and nodes reached

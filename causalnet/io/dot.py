@@ -1,11 +1,14 @@
-"""Diagrams: DOT text for graphs and models, and rendering to SVG/PNG.
+"""Diagrams of graphs and models: model styles, files, and rendering to SVG/PNG.
 
-:func:`to_dot` builds DOT text with the ``graphviz`` Python package (for
-quoting) and needs no binary. :func:`render` writes a file: DOT text as is, or
-SVG/PNG through the Graphviz ``dot`` program when it is on ``PATH``, else
-through the ``graphviz-pure`` command (``pip install causalnet[render]``; no
-system libraries), else it raises :class:`~causalnet.errors.RenderError` with
-the install hint.
+The DOT text of a graph is the graph layer's (:func:`causalnet.graph.drawing.dot_text`);
+this module adds what sits above it. :func:`to_dot` draws a DAG or a model,
+passing the model's style hooks (below) to the graph layer; it needs no
+binary. :func:`render` writes a file atomically (a temporary file beside the
+target, then ``os.replace``): DOT text as is, or SVG/PNG through the Graphviz
+``dot`` program, else through the ``graphviz-pure`` command
+(``pip install causalnet[render]``; no system libraries), each looked up on
+``PATH`` and then beside ``sys.executable``; else it raises
+:class:`~causalnet.errors.RenderError` saying where it looked and what to install.
 
 Conventions
 -----------
