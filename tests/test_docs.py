@@ -13,7 +13,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_docs_examples(page):
     if page.name == "graphs.md":
-        pytest.skip("run by tests/test_dot.py")
+        pytest.skip("run by tests/io/test_dot.py")
     result = doctest.testfile(str(page), module_relative=False, globs={},
                               optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.failed == 0

@@ -79,12 +79,13 @@ References
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterator
 
 from ..errors import CausalNetWarning, GraphError
-from .dag import DAG
-from .separation import _bayes_ball, _closure, _index, _moral_graph
+from .core import DAGCore, closure
+from .separation import bayes_ball, moral_graph
 
 __all__ = [
     "is_backdoor_adjustment",
@@ -102,13 +103,13 @@ __all__ = [
 # -- validation ------------------------------------------------------------------
 
 
-def _names(dag: DAG, nodes) -> list:
-    return dag._sorted(nodes)
+def _names(dag: DAGCore, nodes) -> list:
+    return dag.in_order(nodes)
 
 
-def _node_set(dag: DAG, nodes, fn: str, arg: str, role: str, allow_empty: bool) -> frozenset:
+def _node_set(dag: DAGCore, nodes, fn: str, arg: str, role: str, allow_empty: bool) -> frozenset:
     try:
-        out = dag._as_set(nodes, role, allow_empty=allow_empty)
+        out = dag.node_set(nodes, role, allow_empty=allow_empty)
     except GraphError as err:
         raise GraphError(f"{fn}: argument {arg}: {err}") from None
     hidden = out & dag.latent
@@ -119,8 +120,8 @@ def _node_set(dag: DAG, nodes, fn: str, arg: str, role: str, allow_empty: bool) 
     return out
 
 
-def _check_xy(dag: DAG, fn: str, x, y) -> tuple[frozenset, frozenset]:
-    if not isinstance(dag, DAG):
+def _check_xy(dag: DAGCore, fn: str, x, y) -> tuple[frozenset, frozenset]:
+    if not isinstance(dag, DAGCore):
         raise GraphError(f"{fn}: expects a causalnet DAG, got {type(dag).__name__}")
     xs = _node_set(dag, x, fn, "x", "treatment", allow_empty=False)
     ys = _node_set(dag, y, fn, "y", "outcome", allow_empty=False)
@@ -130,7 +131,7 @@ def _check_xy(dag: DAG, fn: str, x, y) -> tuple[frozenset, frozenset]:
     return xs, ys
 
 
-def _check_xyz(dag: DAG, fn: str, x, y, z) -> tuple[frozenset, frozenset, frozenset]:
+def _check_xyz(dag: DAGCore, fn: str, x, y, z) -> tuple[frozenset, frozenset, frozenset]:
     xs, ys = _check_xy(dag, fn, x, y)
     zs = _node_set(dag, z, fn, "z", "adjustment node", allow_empty=True)
     for arg, other, role in (("x", xs, "treatments"), ("y", ys, "outcomes")):
@@ -147,17 +148,17 @@ def _check_max_sets(fn: str, max_sets) -> None:
         raise GraphError(f"{fn}: max_sets must be a positive int or None, got {max_sets!r}")
 
 
-def _ints(dag: DAG, nodes: frozenset) -> frozenset:
-    pos = dag._pos
+def _ints(dag: DAGCore, nodes: frozenset) -> frozenset:
+    pos = dag.index.pos
     return frozenset(pos[v] for v in nodes)
 
 
-def _observed_ints(dag: DAG) -> frozenset:
-    pos = dag._pos
+def _observed_ints(dag: DAGCore) -> frozenset:
+    pos = dag.index.pos
     return frozenset(pos[v] for v in dag.observed)
 
 
-def _collect(dag: DAG, sets: Iterator[frozenset], max_sets: int | None) -> list[frozenset]:
+def _collect(dag: DAGCore, sets: Iterator[frozenset], max_sets: int | None) -> list[frozenset]:
     """Take at most `max_sets` integer sets, sort them, and map them to node names."""
     out: list[frozenset] = []
     for s in sets:
@@ -165,7 +166,7 @@ def _collect(dag: DAG, sets: Iterator[frozenset], max_sets: int | None) -> list[
         if max_sets is not None and len(out) >= max_sets:
             break
     out.sort(key=lambda s: (len(s), sorted(s)))
-    order = dag._order
+    order = dag.nodes
     return [frozenset(order[i] for i in s) for s in out]
 
 
@@ -198,19 +199,53 @@ def _cut_out(par: list, chi: list, cut) -> tuple[list, list]:
     return par2, chi2
 
 
-def _reachable(par: list, chi: list, sources, given) -> set:
-    """Nodes with a path from `sources` that is open given `given` (Bayes-ball)."""
-    up_seen, down_seen = _bayes_ball(par, chi, sources, given)
+def _reachable(par: list, chi: list, sources, given, cut=frozenset()) -> set:
+    """Nodes with a path from `sources` that is open given `given` (Bayes-ball), edges out of `cut` removed."""
+    up_seen, down_seen = bayes_ball(par, chi, sources, given, cut=frozenset(cut))
     return up_seen | down_seen
 
 
 def _separated(par: list, chi: list, xs, ys, zs, keep: set | None = None) -> bool:
     """d-separation; with `keep`, an ancestral set holding X, Y and Z, the ball stays inside it."""
-    up_seen, down_seen = _bayes_ball(par, chi, xs, zs, stop=ys, keep=keep)
+    up_seen, down_seen = bayes_ball(par, chi, xs, zs, stop=ys, keep=keep)
     return not ((up_seen | down_seen) & ys)
 
 
 # -- minimal vertex separators --------------------------------------------------------
+
+
+def _close(nb: dict, b: frozenset, allowed: frozenset, s: set, new) -> frozenset | None:
+    """`s` plus `new`, closed under neighbours outside `allowed`; None if it touches `b`."""
+    s = set(s)
+    stack = []
+    for v in new:
+        if v in b:
+            return None
+        if v not in s:
+            s.add(v)
+            stack.append(v)
+    while stack:
+        for w in nb[stack.pop()]:
+            if w in s:
+                continue
+            if w in b:
+                return None
+            if w not in allowed:
+                s.add(w)
+                stack.append(w)
+    return frozenset(s)
+
+def _closest(nb: dict, b: frozenset, s: frozenset) -> frozenset:
+    """The minimal separator closest to `b` with `s` on the other side: N(C_b) in the graph minus N(s)."""
+    ns = {w for u in s for w in nb[u] if w not in s}
+    comp = set(b)
+    stack = list(b)
+    while stack:
+        for w in nb[stack.pop()]:
+            if w not in comp and w not in ns:
+                comp.add(w)
+                stack.append(w)
+    return frozenset(w for u in comp for w in nb[u] if w not in comp)
 
 
 def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset) -> Iterator[frozenset]:
@@ -230,41 +265,10 @@ def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset
     The search keeps an explicit stack (no recursion limit on large graphs).
     """
 
-    def close(s: set, new) -> frozenset | None:
-        s = set(s)
-        stack = []
-        for v in new:
-            if v in b:
-                return None
-            if v not in s:
-                s.add(v)
-                stack.append(v)
-        while stack:
-            for w in nb[stack.pop()]:
-                if w in s:
-                    continue
-                if w in b:
-                    return None
-                if w not in allowed:
-                    s.add(w)
-                    stack.append(w)
-        return frozenset(s)
-
-    def closest(s: frozenset) -> frozenset:
-        ns = {w for u in s for w in nb[u] if w not in s}
-        comp = set(b)
-        stack = list(b)
-        while stack:
-            for w in nb[stack.pop()]:
-                if w not in comp and w not in ns:
-                    comp.add(w)
-                    stack.append(w)
-        return frozenset(w for u in comp for w in nb[u] if w not in comp)
-
-    s0 = close(set(), a)
+    s0 = _close(nb, b, allowed, set(), a)
     if s0 is None:
         return
-    z0 = closest(s0)
+    z0 = _closest(nb, b, s0)
     yield z0
     stack = [[s0, frozenset(), sorted(z0), 0]]
     while stack:
@@ -274,11 +278,11 @@ def _minimal_separators(nb: dict, a: frozenset, b: frozenset, allowed: frozenset
             stack.pop()
             continue
         frame[3] = i + 1
-        s2 = close(s, (vs[i],))
+        s2 = _close(nb, b, allowed, s, (vs[i],))
         if s2 is None:
             continue
         m2 = m.union(vs[:i])
-        z0 = closest(s2)
+        z0 = _closest(nb, b, s2)
         if not m2 <= z0:
             continue
         yield z0
@@ -291,15 +295,15 @@ def _minimal_d_separators(par: list, xs: frozenset, ys: frozenset, allowed: froz
     They lie in An(X ∪ Y), where d-separation is vertex separation in the
     moral graph of An(X ∪ Y) (Lauritzen et al. 1990; Tian, Paz & Pearl 1998).
     """
-    anc = _closure(par, xs | ys)
-    nb = _moral_graph(par, anc)
+    anc = closure(par, xs | ys)
+    nb = moral_graph(par, anc)
     yield from _minimal_separators(nb, xs, ys, frozenset(allowed & anc))
 
 
 # -- backdoor ------------------------------------------------------------------------
 
 
-def is_backdoor_adjustment(dag: DAG, x, y, z) -> bool:
+def is_backdoor_adjustment(dag: DAGCore, x, y, z) -> bool:
     """Whether `z` satisfies Pearl's backdoor criterion relative to (`x`, `y`).
 
     For sets: no node of Z is a descendant of a node of X, and Z d-separates
@@ -337,9 +341,9 @@ def is_backdoor_adjustment(dag: DAG, x, y, z) -> bool:
     (True, False)
     """
     xs, ys, zs = _check_xyz(dag, "is_backdoor_adjustment", x, y, z)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
-    if zi & _closure(ix.chi, xi):
+    if zi & closure(ix.chi, xi):
         return False
     par, chi = _cut_out(ix.par, ix.chi, xi)
     return _separated(par, chi, xi, yi, zi)
@@ -354,40 +358,46 @@ def _all_separators(par: list, chi: list, xs: frozenset, ys: frozenset, allowed:
     v is in An(X ∪ Y ∪ I), including it leaves that candidate unchanged;
     otherwise excluding it does. Excluding is explored first, so the first
     answer is a minimal separator and the early ones are small.
+
+    The nodes are decided in a fixed order, the allowed ancestors of X ∪ Y
+    first, so a range is ``I ∪ nodes[i:]`` and a frame is just ``(i, I, An)``;
+    a branch that needs a test is pushed untested and tested when popped.
+    On a large sparse graph most nodes are outside An(X ∪ Y ∪ I), where the
+    descent is free: the first answer costs about |An(X ∪ Y)| tests, each
+    confined to the ancestral set, instead of one test per node of the graph.
     """
-    xy = xs | ys
+    anc0 = closure(par, xs | ys)
+    nodes = sorted(allowed & anc0) + sorted(allowed - anc0)
+    rank = {v: i for i, v in enumerate(nodes)}
 
-    def separates(anc: set, rng: frozenset) -> bool:
-        # the candidate lies in `anc`, an ancestral set holding X and Y, so the search can stay inside it
-        return _separated(par, chi, xs, ys, anc & rng, anc)
+    def separates(anc: set, inc: frozenset, i: int) -> bool:
+        # the largest candidate of the range I ∪ nodes[i:] inside the ancestral set `anc`
+        cand = {v for v in anc if v in inc or rank.get(v, -1) >= i}
+        return _separated(par, chi, xs, ys, cand, anc)
 
-    anc0 = _closure(par, xy)
-    rng0 = frozenset(allowed)
-    if not separates(anc0, rng0):
+    if not separates(anc0, frozenset(), 0):
         return
-    stack = [(frozenset(), rng0, anc0)]  # every frame holds an answer
+    stack: list[tuple] = [(0, frozenset(), anc0, None)]  # (i, I, An(X ∪ Y ∪ I), node to add after a test)
     while stack:
-        inc, rng, anc = stack.pop()
-        if inc == rng:
-            yield inc
-            continue
-        v = min(rng - inc)
-        if v in anc:
-            with_v = (inc | {v}, rng, anc)
-            without_v = (inc, rng - {v}, anc)
-            ok_with, ok_without = True, separates(anc, rng - {v})
-        else:
-            anc_v = _extend_ancestral(par, anc, v)
-            with_v = (inc | {v}, rng, anc_v)
-            without_v = (inc, rng - {v}, anc)
-            ok_with, ok_without = separates(anc_v, rng), True
-        if ok_with:
-            stack.append(with_v)
-        if ok_without:
-            stack.append(without_v)
+        i, inc, anc, add = stack.pop()
+        if add is not None:
+            anc = _extend_ancestral(par, anc, add)
+            inc = inc | {add}
+            if not separates(anc, inc, i):
+                continue
+        while i < len(nodes):  # descend, excluding first
+            v = nodes[i]
+            i += 1
+            if v not in anc:
+                stack.append((i, inc, anc, v))      # including v needs a test, done when popped
+            elif separates(anc, inc, i):
+                stack.append((i, inc | {v}, anc, None))  # including v is free
+            else:
+                inc = inc | {v}                     # v cannot be left out
+        yield inc
 
 
-def backdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
+def backdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_sets: int | None = 1000) -> list[frozenset]:
     """All sets of observed nodes that satisfy the backdoor criterion.
 
     Candidates are the observed nodes other than X, Y and the descendants of
@@ -442,9 +452,9 @@ def backdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets:
     fn = "backdoor_adjustment_sets"
     xs, ys = _check_xy(dag, fn, x, y)
     _check_max_sets(fn, max_sets)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi = _ints(dag, xs), _ints(dag, ys)
-    allowed = _observed_ints(dag) - yi - _closure(ix.chi, xi)
+    allowed = _observed_ints(dag) - yi - closure(ix.chi, xi)
     par, chi = _cut_out(ix.par, ix.chi, xi)
     if minimal:
         sets = _minimal_d_separators(par, xi, yi, allowed)
@@ -480,7 +490,7 @@ def _proper_backdoor(ix, xi: frozenset, yi: frozenset) -> tuple[list, list, set]
                 up.add(p)
                 stack.append(p)
     pcp = down & up
-    forbidden = _closure(chi, pcp) | xi
+    forbidden = closure(chi, pcp) | xi
     par2 = list(par)
     chi2 = list(chi)
     for u in xi:
@@ -492,7 +502,7 @@ def _proper_backdoor(ix, xi: frozenset, yi: frozenset) -> tuple[list, list, set]
     return par2, chi2, forbidden
 
 
-def is_adjustment_set(dag: DAG, x, y, z) -> bool:
+def is_adjustment_set(dag: DAGCore, x, y, z) -> bool:
     """Whether `z` is an adjustment set for (`x`, `y`) (complete criterion).
 
     Z is an adjustment set, ``P(y | do(x)) = sum_z P(y | x, z) P(z)`` for every
@@ -538,7 +548,7 @@ def is_adjustment_set(dag: DAG, x, y, z) -> bool:
     (True, False)
     """
     xs, ys, zs = _check_xyz(dag, "is_adjustment_set", x, y, z)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi, zi = _ints(dag, xs), _ints(dag, ys), _ints(dag, zs)
     par, chi, forbidden = _proper_backdoor(ix, xi, yi)
     if zi & forbidden:
@@ -546,7 +556,7 @@ def is_adjustment_set(dag: DAG, x, y, z) -> bool:
     return _separated(par, chi, xi, yi, zi)
 
 
-def minimal_adjustment_sets(dag: DAG, x, y, *, max_sets: int | None = None) -> list[frozenset]:
+def minimal_adjustment_sets(dag: DAGCore, x, y, *, max_sets: int | None = None) -> list[frozenset]:
     """All minimal adjustment sets for (`x`, `y`) under the complete criterion.
 
     A minimal adjustment set is one with no proper subset that is also an
@@ -601,7 +611,7 @@ def minimal_adjustment_sets(dag: DAG, x, y, *, max_sets: int | None = None) -> l
     fn = "minimal_adjustment_sets"
     xs, ys = _check_xy(dag, fn, x, y)
     _check_max_sets(fn, max_sets)
-    ix = _index(dag)
+    ix = dag.index
     xi, yi = _ints(dag, xs), _ints(dag, ys)
     par, _, forbidden = _proper_backdoor(ix, xi, yi)
     allowed = _observed_ints(dag) - yi - forbidden
@@ -621,22 +631,32 @@ class _FrontDoor:
     are closed under union (removing edges out of more nodes only closes
     paths), so within any range R there is a largest one, reached by
     repeatedly dropping the nodes that violate (iii).
+
+    The candidates split into the *core*, those in An(Y), and the rest. A
+    valid set minus any node outside An(Y) is still valid (an open path given
+    X through the out-edge of such a node would make it an ancestor of Y or
+    of X), and whether the core part is valid does not depend on the rest.
+    So the valid sets are exactly Z' ∪ W with Z' a valid core set and W any
+    subset of the nodes w outside An(Y) that Z' ∪ {w} keeps valid; the core
+    tests run inside An(X ∪ Y), where they depend on nothing else.
     """
 
     def __init__(self, ix, xi: frozenset, yi: frozenset, observed: frozenset) -> None:
         self.par, self.chi = ix.par, ix.chi
         self.xi, self.yi = xi, yi
-        par_x, chi_x = _cut_out(self.par, self.chi, xi)
-        self.cand = frozenset(observed - xi - yi - _reachable(par_x, chi_x, xi, ()))
-        self.anx = frozenset(_closure(self.par, xi))  # no candidate is in here
+        self.cand = frozenset(observed - xi - yi - _reachable(self.par, self.chi, xi, (), cut=xi))
+        self.anx = frozenset(closure(self.par, xi))  # no candidate is in here
+        self.any = frozenset(closure(self.par, yi))
+        self.axy = self.anx | self.any
+        self.core = self.cand & self.any
 
     def intercepts(self, z) -> bool:
-        chi, yi = self.chi, self.yi
+        chi, yi, any_ = self.chi, self.yi, self.any
         seen = set(self.xi)
         stack = list(seen)
         while stack:
             for c in chi[stack.pop()]:
-                if c in seen or c in z:
+                if c in seen or c in z or c not in any_:  # a directed path to Y stays in An(Y)
                     continue
                 if c in yi:
                     return False
@@ -648,8 +668,9 @@ class _FrontDoor:
         """Nodes of Z with an open backdoor path to Y given X (condition iii)."""
         if not z:
             return set()
-        par, chi = _cut_out(self.par, self.chi, z)
-        return _reachable(par, chi, self.yi, self.xi) & set(z)
+        keep = self.axy if z <= self.any else None  # d-separation depends on An(X ∪ Y ∪ Z) only
+        _, down = bayes_ball(self.par, self.chi, self.yi, self.xi, keep=keep, cut=frozenset(z))
+        return down & set(z)
 
     def largest(self, rng) -> frozenset:
         """The largest subset of `rng` meeting (ii) and (iii)."""
@@ -674,9 +695,14 @@ class _FrontDoor:
         # a valid W ⊊ Z lies inside some Z - {u}, hence inside its largest (ii)+(iii) set
         return any(self.witness(frozenset(), z - {u}) is not None for u in z)
 
-    def all_sets(self) -> Iterator[frozenset]:
-        """Every valid set, by branching on one node at a time (Jeong et al. 2022)."""
-        w = self.witness(frozenset(), self.cand)
+    def free(self, core_set: frozenset) -> list:
+        """Candidates outside An(Y) that may join the valid core set `core_set`, in node order."""
+        _, down = bayes_ball(self.par, self.chi, self.yi, self.xi, cut=core_set)
+        return sorted(self.cand - self.any - down)
+
+    def core_sets(self) -> Iterator[frozenset]:
+        """Every valid core set, by branching on one node at a time (Jeong et al. 2022)."""
+        w = self.witness(frozenset(), self.core)
         if w is None:
             return
         stack = [(frozenset(), w)]  # (I, R) with R the largest valid set of the range
@@ -691,13 +717,23 @@ class _FrontDoor:
             if w_out is not None:
                 stack.append((inc, w_out))
 
+    def all_sets(self) -> Iterator[frozenset]:
+        """Every valid set: each valid core set with every subset of its free nodes (fewest first)."""
+        for z in self.core_sets():
+            free = self.free(z)
+            for count in itertools.count():
+                if count >> len(free):
+                    break
+                # subsets in binary counting order from the end of `free`: the empty one first
+                yield z | {free[-1 - b] for b in range(count.bit_length()) if count >> b & 1}
+
     def relevant(self) -> frozenset:
         """Candidates that can belong to a minimal set (see :meth:`minimal_sets`)."""
         par, chi, xi = self.par, self.chi, self.xi
-        pool = self.cand & _closure(par, self.yi)
-        rel = set(pool & _closure(chi, xi))
+        pool = self.cand & closure(par, self.yi)
+        rel = set(pool & closure(chi, xi))
         guards = pool - rel
-        hits = {g: _bayes_ball(par, chi, (g,), xi)[1] & pool for g in guards}
+        hits = {g: bayes_ball(par, chi, (g,), xi, keep=self.axy)[1] & pool for g in guards}
         grown = True
         while grown:
             new = {g for g in guards if g not in rel and hits[g] & rel}
@@ -705,7 +741,9 @@ class _FrontDoor:
             grown = bool(new)
         return frozenset(rel)
 
-    def closest_to_y(self, q: frozenset, stoppable: frozenset) -> tuple[set, set, set]:
+    # Cyclomatic complexity 16: one Bayes-ball state machine (up/down moves, stops, bounces);
+    # split, its eight pieces of state would travel between functions.
+    def closest_to_y(self, q: frozenset, stoppable: frozenset) -> tuple[set, set, set]:  # noqa: C901
         """Bayes-ball from Y given X that stops at candidates reached only from a child.
 
         Nodes of `q`, nodes outside `stoppable` (candidates) and nodes reached
@@ -714,7 +752,7 @@ class _FrontDoor:
         through its children). Returns the stopping nodes and the nodes
         reached from a child (`up`) and from a parent (`down`).
         """
-        par, chi, xi, cand, anx = self.par, self.chi, self.xi, stoppable, self.anx
+        par, chi, xi, cand, anx, axy = self.par, self.chi, self.xi, stoppable, self.anx, self.axy
         up = set(self.yi)
         down: set = set()
         stop: set = set()
@@ -732,7 +770,7 @@ class _FrontDoor:
                         up.add(p)
                         stack.append((p, True))
                 for c in chi[v]:
-                    if c not in down:
+                    if c not in down and c in axy:  # below An(X ∪ Y) the ball never turns back up
                         down.add(c)
                         stack.append((c, False))
             else:
@@ -741,7 +779,7 @@ class _FrontDoor:
                     stack.append((v, True))
                 if v not in xi:
                     for c in chi[v]:
-                        if c not in down:
+                        if c not in down and c in axy:
                             down.add(c)
                             stack.append((c, False))
                 if v in anx:  # an open collider
@@ -785,7 +823,7 @@ class _FrontDoor:
             stop, up, down = self.closest_to_y(q, stoppable)
             free = {
                 s for s in stop
-                if not any(p in xi or p not in up for p in par[s]) and all(c in down for c in chi[s])
+                if not any(p in xi or p not in up for p in par[s]) and all(c in down or c not in self.axy for c in chi[s])
             }
             if free & m:
                 return None
@@ -824,7 +862,7 @@ class _FrontDoor:
             stack.append([q2, m2, sorted(w2 - m2), 0])
 
 
-def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:
+def is_frontdoor_adjustment(dag: DAGCore, x, y, z) -> bool:
     """Whether `z` satisfies Pearl's front-door criterion relative to (`x`, `y`).
 
     For sets (Jeong et al. 2022): (i) every directed path from a node of X
@@ -866,12 +904,12 @@ def is_frontdoor_adjustment(dag: DAG, x, y, z) -> bool:
     True
     """
     xs, ys, zs = _check_xyz(dag, "is_frontdoor_adjustment", x, y, z)
-    ix = _index(dag)
+    ix = dag.index
     fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
     return fd.valid(_ints(dag, zs))
 
 
-def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
+def frontdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
                               max_candidates: int | None = 100_000) -> list[frozenset]:
     """All sets of observed nodes that satisfy the front-door criterion.
 
@@ -943,7 +981,7 @@ def frontdoor_adjustment_sets(dag: DAG, x, y, *, minimal: bool = False, max_sets
     fn = "frontdoor_adjustment_sets"
     xs, ys = _check_xy(dag, fn, x, y)
     _check_max_sets(fn, max_sets)
-    ix = _index(dag)
+    ix = dag.index
     fd = _FrontDoor(ix, _ints(dag, xs), _ints(dag, ys), _observed_ints(dag))
     if not minimal:
         return _collect(dag, fd.all_sets(), max_sets)

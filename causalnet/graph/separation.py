@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import limits
 from ..errors import GraphError
-from .dag import DAG
+from .core import DAGCore, GraphIndex, closure
 
 __all__ = [
     "d_separated",
@@ -49,11 +50,18 @@ __all__ = [
     "minimal_d_separator",
     "implied_independencies",
     "Independence",
+    "bayes_ball",
+    "moral_graph",
+    "closure",
 ]
 
 # Graphs at least this large use the frontier-at-a-time numpy search; smaller
 # ones the plain Python search (numpy's per-call overhead dominates there).
 _NUMPY_MIN_NODES = 400
+
+# Bytes of one Independence statement in a list (object, slots, list pointer);
+# the conditioning sets are shared between statements.
+_STATEMENT_BYTES = 120
 
 
 @dataclass(frozen=True)
@@ -69,38 +77,9 @@ class Independence:
         return f"{self.x} ⊥ {self.y}" + (f" | {g}" if g else "")
 
 
-class _Index:
-    """Integer-indexed adjacency of a DAG, built once and cached on it."""
-
-    __slots__ = ("pos", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "par", "chi")
-
-    def __init__(self, dag: DAG) -> None:
-        pos = dag._pos
-        n = len(pos)
-        self.pos = pos
-        self.n = n
-        g = dag._g
-        par = [[pos[p] for p in g._pred[v]] for v in dag._order]
-        chi = [[pos[c] for c in g._succ[v]] for v in dag._order]
-        self.par = par
-        self.chi = chi
-        self.p_ptr, self.p_idx = _csr(par, n)
-        self.c_ptr, self.c_idx = _csr(chi, n)
-
-
-def _csr(adj: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.fromiter((len(a) for a in adj), dtype=np.int64, count=n)
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    idx = np.fromiter((j for a in adj for j in a), dtype=np.int64, count=int(ptr[-1]))
-    return ptr, idx
-
-
-def _index(dag: DAG) -> _Index:
-    idx = dag._cache.get("index")
-    if idx is None:
-        idx = dag._cache["index"] = _Index(dag)
-    return idx
+def _index(dag: DAGCore) -> GraphIndex:
+    """Old name of ``dag.index`` (kept for callers not yet switched)."""
+    return dag.index
 
 
 def _gather(ptr: np.ndarray, idx: np.ndarray, front: np.ndarray) -> np.ndarray:
@@ -125,10 +104,12 @@ def _dedupe(c: np.ndarray, stamp: np.ndarray) -> np.ndarray:
     return c[stamp[c] == order]
 
 
-def _check_sets(dag: DAG, x, y, given) -> tuple[frozenset, frozenset, frozenset]:
-    xs = dag._as_set(x, "node", allow_empty=False)
-    ys = dag._as_set(y, "node", allow_empty=False)
-    zs = dag._as_set(given, "conditioning node")
+def _check_sets(dag: DAGCore, x, y, given) -> tuple[frozenset, frozenset, frozenset]:
+    if not isinstance(dag, DAGCore):
+        raise GraphError(f"d_separated expects a causalnet DAG, got {type(dag).__name__}")
+    xs = dag.node_set(x, "node", allow_empty=False)
+    ys = dag.node_set(y, "node", allow_empty=False)
+    zs = dag.node_set(given, "conditioning node")
     if xs & ys:
         raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}; d-separation needs disjoint sets")
     both = (xs | ys) & zs
@@ -137,7 +118,7 @@ def _check_sets(dag: DAG, x, y, given) -> tuple[frozenset, frozenset, frozenset]
     return xs, ys, zs
 
 
-def d_separated(dag: DAG, x, y, given=None) -> bool:
+def d_separated(dag: DAGCore, x, y, given=None) -> bool:
     """Whether `x` and `y` are d-separated by `given` in `dag`.
 
     Parameters
@@ -164,7 +145,7 @@ def d_separated(dag: DAG, x, y, given=None) -> bool:
     integer index, later calls reuse it.
     """
     xs, ys, zs = _check_sets(dag, x, y, given)
-    ix = _index(dag)
+    ix = dag.index
     pos = ix.pos
     xi = [pos[v] for v in xs]
     yi = [pos[v] for v in ys]
@@ -174,28 +155,13 @@ def d_separated(dag: DAG, x, y, given=None) -> bool:
     return not _reach_python(ix, xi, yi, zi)
 
 
-def d_connected(dag: DAG, x, y, given=None) -> bool:
+def d_connected(dag: DAGCore, x, y, given=None) -> bool:
     """Whether some path between `x` and `y` is open given `given` (not d-separated)."""
     return not d_separated(dag, x, y, given)
 
 
-def _closure(adj, start) -> set:
-    """`start` and every node reachable from it along `adj` (a list or dict of neighbour lists).
-
-    With parent lists: the ancestors (self included); with child lists: the
-    descendants; with an undirected adjacency: the connected component.
-    """
-    seen = set(start)
-    stack = list(seen)
-    while stack:
-        for p in adj[stack.pop()]:
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return seen
-
-
-def _bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None) -> tuple[set, set]:
+def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None,
+               cut=frozenset()) -> tuple[set, set]:
     """Bayes-ball from `sources` given `given` on integer adjacency lists.
 
     Returns the nodes reached from a child (the sources included) and those
@@ -205,7 +171,9 @@ def _bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=
     1998), which opens exactly the colliders with a descendant in `given`.
     The search returns as soon as it reaches a node of `stop`, and never
     steps down to a child outside `keep` when `keep` is given (an ancestral
-    set containing X, Y and Z: d-separation only depends on it).
+    set containing X, Y and Z: d-separation only depends on it). The edges
+    out of the nodes of `cut` are treated as absent (Pearl's G with `cut`
+    underlined), without copying the graph.
     """
     given = set(given)
     up_seen = set(sources)      # reached from a child, or a source
@@ -222,6 +190,9 @@ def _bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=
             v = down.pop()
             ups = par[v] if v in given else ()            # bounce: the colliders above it open
             downs = chi[v] if v not in given else ()
+        if cut:
+            ups = [p for p in ups if p not in cut]
+            downs = () if v in cut else downs
         for p in ups:
             if p not in up_seen:
                 up_seen.add(p)
@@ -237,14 +208,14 @@ def _bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=
     return up_seen, down_seen
 
 
-def _reach_python(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
+def _reach_python(ix: GraphIndex, xi: list[int], yi: list[int], zi: list[int]) -> bool:
     """Bayes-ball from X; True when some node of Y is reached (d-connected)."""
     targets = set(yi)
-    up_seen, down_seen = _bayes_ball(ix.par, ix.chi, xi, zi, stop=targets)
+    up_seen, down_seen = bayes_ball(ix.par, ix.chi, xi, zi, stop=targets)
     return bool((up_seen | down_seen) & targets)
 
 
-def _reach_numpy(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> bool:
+def _reach_numpy(ix: GraphIndex, xi: list[int], yi: list[int], zi: list[int]) -> bool:
     """Frontier-at-a-time Bayes-ball; same answer as :func:`_reach_python`."""
     n = ix.n
     stamp = np.empty(n, dtype=np.int64)
@@ -287,7 +258,7 @@ def _reach_numpy(ix: _Index, xi: list[int], yi: list[int], zi: list[int]) -> boo
 # -- minimal separators ------------------------------------------------------
 
 
-def _moral_graph(par: list, keep: set) -> dict:
+def moral_graph(par: list, keep: set) -> dict:
     """Moral graph (integer adjacency) of the subgraph induced by an ancestral set `keep`."""
     nb: dict = {v: set() for v in keep}
     for v in keep:
@@ -314,7 +285,7 @@ def _reach_undirected(nb: dict, start: Iterable, block: frozenset | set) -> set:
     return seen
 
 
-def minimal_d_separator(dag: DAG, x, y, *, include=None, restrict=None) -> frozenset | None:
+def minimal_d_separator(dag: DAGCore, x, y, *, include=None, restrict=None) -> frozenset | None:
     """A minimal set Z with `include` ⊆ Z ⊆ `restrict` that d-separates `x` and `y`.
 
     Minimal means no proper subset of Z that still contains `include`
@@ -337,21 +308,23 @@ def minimal_d_separator(dag: DAG, x, y, *, include=None, restrict=None) -> froze
     frozenset or None
         None when no separator within `restrict` exists (e.g. X and Y adjacent).
     """
-    xs = dag._as_set(x, "node", allow_empty=False)
-    ys = dag._as_set(y, "node", allow_empty=False)
-    inc = dag._as_set(include, "included node")
-    res = frozenset(dag.observed) if restrict is None else dag._as_set(restrict, "restricted node")
+    if not isinstance(dag, DAGCore):
+        raise GraphError(f"minimal_d_separator expects a causalnet DAG, got {type(dag).__name__}")
+    xs = dag.node_set(x, "node", allow_empty=False)
+    ys = dag.node_set(y, "node", allow_empty=False)
+    inc = dag.node_set(include, "included node")
+    res = frozenset(dag.observed) if restrict is None else dag.node_set(restrict, "restricted node")
     if xs & ys:
         raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}")
     if inc & (xs | ys):
         raise GraphError(f"included nodes overlap X or Y on {sorted(map(str, inc & (xs | ys)))}")
     if not inc <= res:
         raise GraphError(f"included nodes {sorted(map(str, inc - res))} are outside the allowed set")
-    ix = _index(dag)
+    ix = dag.index
     pos = ix.pos
     xi, yi, ii = ({pos[v] for v in vs} for vs in (xs, ys, inc))
-    anc = _closure(ix.par, xi | yi | ii)
-    nb = _moral_graph(ix.par, anc)
+    anc = closure(ix.par, xi | yi | ii)
+    nb = moral_graph(ix.par, anc)
     cand = {pos[v] for v in res} & anc - xi - yi
     # Z' itself must separate in the moral ancestral graph, or nothing does.
     reach_x = _reach_undirected(nb, xi, cand)
@@ -359,13 +332,13 @@ def minimal_d_separator(dag: DAG, x, y, *, include=None, restrict=None) -> froze
         return None
     zx = (reach_x & cand) | ii
     reach_y = _reach_undirected(nb, yi, zx)
-    return frozenset(dag._order[i] for i in (reach_y & zx) | ii)
+    return frozenset(ix.nodes[i] for i in (reach_y & zx) | ii)
 
 
 # -- implied independencies -------------------------------------------------------
 
 
-def implied_independencies(dag: DAG, kind: str = "basis") -> list[Independence]:
+def implied_independencies(dag: DAGCore, kind: str = "basis") -> list[Independence]:
     """Conditional independencies among observed nodes implied by the DAG.
 
     Parameters
@@ -383,36 +356,68 @@ def implied_independencies(dag: DAG, kind: str = "basis") -> list[Independence]:
     Returns
     -------
     list of Independence
+
+    Raises
+    ------
+    GraphError
+        If `kind` is not one of the two.
+    ResourceError
+        If the list would exceed the ``max_table_bytes`` limit: both lists
+        grow with the square of the number of observed nodes.
     """
+    if not isinstance(kind, str) or kind not in ("basis", "local"):
+        raise GraphError(f"kind must be 'basis' or 'local', got {kind!r}")
+    if not isinstance(dag, DAGCore):
+        raise GraphError(f"implied_independencies expects a causalnet DAG, got {type(dag).__name__}")
+    n_obs = len(dag.observed)
+    pairs = n_obs * (n_obs - 1) / 2
+    estimate = pairs - len(dag.edges) if kind == "basis" else 2 * pairs
+    limits.check_bytes(max(estimate, 0) * _STATEMENT_BYTES, what=f"the {kind!r} list of implied independencies",
+                       cause=f"about {max(estimate, 0):.3g} statements for {n_obs} observed nodes")
+    if kind == "basis":
+        return _basis(dag)
+    return _local(dag)
+
+
+def _basis(dag: DAGCore) -> list[Independence]:
+    ix = dag.index
+    order = dag.topological_order()
+    latent = dag.latent
+    out: list[Independence] = []
+    obs = [ix.pos[v] for v in order if v not in latent]
+    latent_i = {ix.pos[v] for v in latent}
+    for j, v in enumerate(obs):
+        pa_i = ix.par[v]
+        near = set(pa_i) | set(ix.chi[v])
+        pa = frozenset(ix.nodes[p] for p in pa_i)
+        hidden = any(p in latent_i for p in pa_i)
+        for u in obs[:j]:
+            if u in near:
+                continue
+            z = minimal_d_separator(dag, ix.nodes[u], ix.nodes[v]) if hidden else pa
+            if z is not None:
+                out.append(Independence(ix.nodes[v], ix.nodes[u], frozenset(z)))
+    return out
+
+
+def _local(dag: DAGCore) -> list[Independence]:
     order = dag.topological_order()
     rank = {v: i for i, v in enumerate(order)}
     latent = dag.latent
     out: list[Independence] = []
-    if kind == "basis":
-        obs = [v for v in order if v not in latent]
-        for j, v in enumerate(obs):
-            pa = frozenset(dag.parents(v))
-            for u in obs[:j]:
-                if dag.is_adjacent(u, v):
-                    continue
-                if pa & latent:
-                    z = minimal_d_separator(dag, u, v)
-                    if z is None:
-                        continue
-                else:
-                    z = pa
-                first, second = (u, v) if rank[u] < rank[v] else (v, u)
-                out.append(Independence(second, first, frozenset(z)))
-        return out
-    if kind == "local":
-        for v in order:
-            if v in latent:
-                continue
-            pa = frozenset(dag.parents(v))
-            if pa & latent:
-                continue
-            nondesc = frozenset(dag.nodes) - dag.descendants(v, include_self=True) - pa - latent
-            for u in sorted(nondesc, key=rank.__getitem__):
-                out.append(Independence(v, u, pa))
-        return out
-    raise GraphError(f"kind must be 'basis' or 'local', got {kind!r}")
+    for v in order:
+        if v in latent:
+            continue
+        pa = frozenset(dag.parents(v))
+        if pa & latent:
+            continue
+        nondesc = frozenset(dag.nodes) - dag.descendants(v, include_self=True) - pa - latent
+        for u in sorted(nondesc, key=rank.__getitem__):
+            out.append(Independence(v, u, pa))
+    return out
+
+
+# names other modules used before the contract had public names
+_closure = closure
+_bayes_ball = bayes_ball
+_moral_graph = moral_graph

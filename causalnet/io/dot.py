@@ -1,11 +1,14 @@
-"""Diagrams: DOT text for graphs and models, and rendering to SVG/PNG.
+"""Diagrams of graphs and models: model styles, files, and rendering to SVG/PNG.
 
-:func:`to_dot` builds DOT text with the ``graphviz`` Python package (for
-quoting) and needs no binary. :func:`render` writes a file: DOT text as is, or
-SVG/PNG through the Graphviz ``dot`` program when it is on ``PATH``, else
-through the ``graphviz-pure`` command (``pip install causalnet[render]``; no
-system libraries), else it raises :class:`~causalnet.errors.RenderError` with
-the install hint.
+The DOT text of a graph is the graph layer's (:func:`causalnet.graph.drawing.dot_text`);
+this module adds what sits above it. :func:`to_dot` draws a DAG or a model,
+passing the model's style hooks (below) to the graph layer; it needs no
+binary. :func:`render` writes a file atomically (a temporary file beside the
+target, then ``os.replace``): DOT text as is, or SVG/PNG through the Graphviz
+``dot`` program, else through the ``graphviz-pure`` command
+(``pip install causalnet[render]``; no system libraries), each looked up on
+``PATH`` and then beside ``sys.executable``; else it raises
+:class:`~causalnet.errors.RenderError` saying where it looked and what to install.
 
 Conventions
 -----------
@@ -61,20 +64,20 @@ digraph {
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import graphviz
-from graphviz.quoting import a_list, quote
-
 from ..errors import GraphError, RenderError
 from ..graph.dag import DAG
+from ..graph.drawing import dot_text
 
 __all__ = ["to_dot", "render", "find_renderer", "Drawable", "FORMATS", "RENDERERS"]
 
@@ -83,18 +86,11 @@ FORMATS = ("svg", "png", "dot")
 #: Renderer programs :func:`render` can use, in the order ``"auto"`` tries them.
 RENDERERS = ("dot", "graphviz-pure")
 
-_RANKDIRS = ("TB", "LR", "BT", "RL")
 _SUFFIX_FORMAT = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
 _INSTALL_HINT = (
     "install the Graphviz 'dot' program (e.g. `apt-get install graphviz`) "
     "or the pure renderer (`pip install causalnet[render]`, which provides 'graphviz-pure')"
 )
-
-# Colours of the marks (ColorBrewer-like, readable on white).
-_RED = "#d62728"
-_BLUE = "#2171b5"
-_BLUE_FILL = "#c6dbef"
-_GREY_FILL = "#d9d9d9"
 
 
 @runtime_checkable
@@ -105,13 +101,6 @@ class Drawable(Protocol):
 
 
 # -- to_dot -------------------------------------------------------------------
-
-
-@dataclass
-class _Cluster:
-    label: str
-    nodes: list = field(default_factory=list)
-    children: list = field(default_factory=list)
 
 
 def _as_dag(obj: Any) -> DAG:
@@ -127,117 +116,16 @@ def _hook(obj: Any, name: str):
     if isinstance(obj, DAG):
         return None
     fn = getattr(obj, name, None)
-    return fn if callable(fn) else None
+    if not callable(fn):
+        return None
 
+    def checked(*args):
+        attrs = fn(*args)
+        if attrs is not None and not isinstance(attrs, Mapping):
+            raise GraphError(f"{name} must return a mapping of DOT attributes, got {type(attrs).__name__}")
+        return attrs
 
-def _str_attrs(attrs: Mapping | None, what: str) -> dict[str, str]:
-    if attrs is None:
-        return {}
-    if not isinstance(attrs, Mapping):
-        raise GraphError(f"{what} must return a mapping of DOT attributes, got {type(attrs).__name__}")
-    return {str(k): _text(v) for k, v in attrs.items() if v is not None}
-
-
-def _text(v: Any) -> str:
-    """DOT-safe text: real newlines become DOT's ``\\n`` escape."""
-    return str(v).replace("\r\n", "\n").replace("\n", "\\n")
-
-
-def _merge(base: dict[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    """Merge `extra` over `base`; ``style`` lists are combined, not replaced."""
-    out = dict(base)
-    for k, v in extra.items():
-        if k == "style" and out.get("style"):
-            parts = [p.strip() for p in out["style"].split(",") if p.strip()]
-            for p in v.split(","):
-                p = p.strip()
-                if p and p not in parts:
-                    parts.append(p)
-            out["style"] = ",".join(parts)
-        else:
-            out[k] = v
-    return out
-
-
-def _node_set(dag: DAG, nodes: Any, what: str) -> frozenset:
-    if nodes is None:
-        return frozenset()
-    return dag._as_set(nodes, what)
-
-
-def _path_edges(dag: DAG, path: Any) -> list[tuple]:
-    if path is None:
-        return []
-    if isinstance(path, str) or not isinstance(path, Iterable):
-        raise GraphError(f"highlight_path must be a list of nodes, got {path!r}")
-    nodes = [dag._check_node(v, "path node") for v in path]
-    edges = []
-    for u, v in zip(nodes, nodes[1:]):
-        if dag.has_edge(u, v):
-            edges.append((u, v))
-        elif dag.has_edge(v, u):
-            edges.append((v, u))
-        else:
-            raise GraphError(f"highlight_path steps from {u!r} to {v!r}, which are not adjacent")
-    return edges
-
-
-def _explicit_clusters(dag: DAG, clusters: Mapping) -> list[_Cluster]:
-    out = []
-    owner: dict = {}
-    for label, members in clusters.items():
-        c = _Cluster(str(label))
-        for v in dag._sorted(dag._as_set(members, f"node of cluster {label!r}")):
-            if v in owner:
-                raise GraphError(f"node {v!r} is in two clusters, {owner[v]!r} and {label!r}")
-            owner[v] = label
-            c.nodes.append(v)
-        out.append(c)
-    return out
-
-
-def _prefix_clusters(dag: DAG) -> tuple[list, list[_Cluster]]:
-    """Nested clusters from dotted names: ``enc.0.Q`` goes in ``enc`` > ``enc.0``."""
-    root = _Cluster("")
-    index: dict[tuple, _Cluster] = {(): root}
-    for v in dag.nodes:
-        parts = str(v).split(".")[:-1]
-        parent = root
-        for k in range(1, len(parts) + 1):
-            key = tuple(parts[:k])
-            c = index.get(key)
-            if c is None:
-                c = index[key] = _Cluster(".".join(key))
-                parent.children.append(c)
-            parent = c
-        parent.nodes.append(v)
-
-    def collapse(c: _Cluster) -> _Cluster:
-        c.children = [collapse(ch) for ch in c.children]
-        if not c.nodes and len(c.children) == 1:
-            return c.children[0]
-        return c
-
-    root.children = [collapse(ch) for ch in root.children]
-    return root.nodes, root.children
-
-
-def _layout_clusters(dag: DAG, clusters: Any, obj: Any) -> tuple[list, list[_Cluster]]:
-    """Top-level nodes and the cluster forest, in deterministic order."""
-    if clusters is None:
-        hook = _hook(obj, "_dot_clusters")
-        clusters = hook() if hook else None
-    if clusters is None:
-        return list(dag.nodes), []
-    if isinstance(clusters, str):
-        if clusters != "prefix":
-            raise GraphError(f"clusters must be None, 'prefix' or a mapping of label -> nodes, got {clusters!r}")
-        return _prefix_clusters(dag)
-    if not isinstance(clusters, Mapping):
-        raise GraphError(f"clusters must be None, 'prefix' or a mapping of label -> nodes, got {type(clusters).__name__}")
-    forest = _explicit_clusters(dag, clusters)
-    inside = {v for c in forest for v in c.nodes}
-    return [v for v in dag.nodes if v not in inside], forest
+    return checked
 
 
 def to_dot(
@@ -310,112 +198,75 @@ def to_dot(
     }
     """
     dag = _as_dag(obj)
-    if rankdir not in _RANKDIRS:
-        raise RenderError(f"rankdir must be one of {list(_RANKDIRS)}, got {rankdir!r}")
-    path_edges = _path_edges(dag, highlight_path)
-    path_nodes = {v for e in path_edges for v in e}
-    hl = _node_set(dag, highlight_nodes, "highlighted node") | path_nodes
-    sep = _node_set(dag, separating_set, "separating-set node")
-    if observed is True:
-        obs = frozenset(dag.observed)
-    elif observed is False:
-        obs = frozenset()
-    else:
-        obs = _node_set(dag, observed, "observed node")
-    label_map: dict = {}
-    if labels is not None:
-        if not isinstance(labels, Mapping):
-            raise GraphError(f"labels must be a mapping of node -> text, got {type(labels).__name__}")
-        for v, text in labels.items():
-            label_map[dag._check_node(v, "labelled node")] = _text(text)
-
-    names: dict = {}
-    for v in dag.nodes:
-        s = str(v)
-        if s in names:
-            raise GraphError(f"nodes {names[s]!r} and {v!r} have the same DOT name {s!r}")
-        names[s] = v
-    node_hook = _hook(obj, "_dot_node_attrs")
-    edge_hook = _hook(obj, "_dot_edge_attrs")
-
-    def node_attrs(v) -> dict[str, str]:
-        attrs = _str_attrs(node_hook(v), "_dot_node_attrs") if node_hook else {}
-        if v in label_map:
-            attrs["label"] = label_map[v]
-        if v in dag.latent:
-            attrs = _merge(attrs, {"style": "dashed"})
-        if v in obs:
-            attrs = _merge(attrs, {"style": "filled", "fillcolor": _GREY_FILL})
-        if v in sep:
-            attrs = _merge(attrs, {"style": "filled", "fillcolor": _BLUE_FILL, "color": _BLUE, "penwidth": "2"})
-        if v in dag.intervened:
-            attrs = _merge(attrs, {"peripheries": "2"})
-        if v in hl:
-            attrs = _merge(attrs, {"color": _RED, "penwidth": "2"})
-        return attrs
-
-    graph_attr = {"rankdir": rankdir}
-    if title is not None:
-        graph_attr.update(label=graphviz.nohtml(_text(title)), labelloc="t")
-    dot = graphviz.Digraph(graph_attr=graph_attr)
-
-    def add_node(target, v) -> None:
-        attrs = node_attrs(v)
-        label = attrs.pop("label", None)
-        target.node(graphviz.nohtml(str(v)), label=None if label is None else graphviz.nohtml(label), **attrs)
-
-    top, forest = _layout_clusters(dag, clusters, obj)
-    for v in top:
-        add_node(dot, v)
-    counter = [0]
-
-    def add_cluster(target, c: _Cluster) -> None:
-        name = f"cluster_{counter[0]}"
-        counter[0] += 1
-        with target.subgraph(name=name) as sub:
-            sub.attr(label=graphviz.nohtml(c.label), style="rounded")
-            for v in c.nodes:
-                add_node(sub, v)
-            for ch in c.children:
-                add_cluster(sub, ch)
-
-    for c in forest:
-        add_cluster(dot, c)
-
-    pos = dag._pos
-    on_path = set(path_edges)
-    for u, v in sorted(dag.edges, key=lambda e: (pos[e[0]], pos[e[1]])):
-        attrs = _str_attrs(edge_hook(u, v), "_dot_edge_attrs") if edge_hook else {}
-        if (u, v) in on_path:
-            attrs = _merge(attrs, {"color": _RED, "penwidth": "2.5"})
-        # Written by hand: Digraph.edge would read a ':' in a name as a port.
-        tail = quote(graphviz.nohtml(str(u)))
-        head = quote(graphviz.nohtml(str(v)))
-        attr_text = a_list(attributes={k: graphviz.nohtml(x) for k, x in sorted(attrs.items())})
-        dot.body.append(f"\t{tail} -> {head}" + (f" [{attr_text}]" if attr_text else "") + "\n")
-    return dot.source
+    if clusters is None:
+        hook = _hook(obj, "_dot_clusters")
+        clusters = hook() if hook else None
+    return dot_text(dag, highlight_path=highlight_path, highlight_nodes=highlight_nodes,
+                    separating_set=separating_set, observed=observed, labels=labels, clusters=clusters,
+                    title=title, rankdir=rankdir, node_style=_hook(obj, "_dot_node_attrs"),
+                    edge_style=_hook(obj, "_dot_edge_attrs"))
 
 
 # -- render --------------------------------------------------------------------
 
 
+def _script_dirs() -> list[Path]:
+    """Folders where pip puts commands for this interpreter (the venv need not be active)."""
+    dirs = [Path(sys.executable).parent]
+    scripts = sysconfig.get_path("scripts")
+    if scripts:
+        dirs.append(Path(scripts))
+    return list(dict.fromkeys(dirs))
+
+
+def _which(name: str) -> str | None:
+    exe = shutil.which(name)
+    if exe:
+        return exe
+    for d in _script_dirs():
+        for exe in (d / name, d / f"{name}.exe"):
+            if exe.is_file() and os.access(exe, os.X_OK):
+                return str(exe)
+    return None
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def find_renderer(renderer: str = "auto") -> str | None:
     """Path of the renderer program `render` would use, or None if absent.
+
+    Programs are looked up on ``PATH``, then beside the running Python
+    (``sys.executable``'s folder and the interpreter's scripts folder), so a
+    ``graphviz-pure`` installed into a virtual environment is found even when
+    the environment is not activated.
 
     Parameters
     ----------
     renderer : {"auto", "dot", "graphviz-pure"}
         ``"auto"`` tries ``dot`` first, then ``graphviz-pure``.
     """
-    if renderer == "auto":
-        for name in RENDERERS:
-            exe = shutil.which(name)
-            if exe:
-                return exe
-        return None
-    if renderer not in RENDERERS:
+    if not isinstance(renderer, str) or (renderer != "auto" and renderer not in RENDERERS):
         raise RenderError(f"renderer must be 'auto' or one of {list(RENDERERS)}, got {renderer!r}")
-    return shutil.which(renderer)
+    for name in RENDERERS if renderer == "auto" else (renderer,):
+        exe = _which(name)
+        if exe:
+            return exe
+    return None
+
+
+def _no_renderer_message(renderer: str) -> str:
+    places = "on PATH or in " + ", ".join(repr(str(d)) for d in _script_dirs())
+    wanted = "no renderer for SVG/PNG found" if renderer == "auto" else f"renderer {renderer!r} not found"
+    if _installed("graphviz-pure") and renderer in ("auto", "graphviz-pure"):
+        return (f"{wanted} {places}: the graphviz-pure package is installed but its 'graphviz-pure' command "
+                f"is not in those folders; put its folder on PATH, or write .dot instead")
+    return f"{wanted} {places}; {_INSTALL_HINT}, or write .dot instead"
 
 
 def _format_of(path: Path, format: str | None) -> str:
@@ -433,6 +284,51 @@ def _format_of(path: Path, format: str | None) -> str:
     return fmt
 
 
+def _as_path(path: Any) -> Path:
+    try:
+        out = Path(path)
+    except TypeError:
+        raise RenderError(f"path must be a str or path-like, got {type(path).__name__}") from None
+    if not out.name:
+        raise RenderError(f"cannot write {str(path)!r}: it names no file")
+    return out
+
+
+def _run(exe: str, fmt: str, source: str, out: str, name: str) -> None:
+    """Run the renderer on `source`, writing `out`; RenderError on failure."""
+    try:
+        proc = subprocess.run([exe, f"-T{fmt}", "-o", out], input=source.encode("utf-8"),
+                              capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RenderError(f"renderer {exe!r} could not run: {e}") from None
+    if proc.returncode != 0 or os.path.getsize(out) == 0:
+        err = proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}, no output"
+        raise RenderError(f"renderer {Path(exe).name!r} failed on {name!r}: {err}")
+
+
+def _write_atomically(path: Path, fmt: str, fill) -> None:
+    """Write `path` through a temporary file beside it: `fill(tmp_name)` writes it, then os.replace.
+
+    A failure leaves the old file (or none) and removes the temporary file.
+    """
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}.tmp", dir=path.parent)
+    except OSError as e:
+        raise RenderError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    os.close(fd)
+    try:
+        fill(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes 0600; a written diagram gets the usual mode
+        os.replace(tmp, path)
+    except OSError as e:
+        raise RenderError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def render(
     obj: Any,
     path: str | os.PathLike,
@@ -443,6 +339,10 @@ def render(
 ) -> Path:
     """Write a diagram of `obj` to `path` as SVG, PNG or DOT text.
 
+    The file is written atomically: into a temporary file in the same folder,
+    then moved over `path`, so a failure leaves the old file (or none), never
+    half of one.
+
     Parameters
     ----------
     obj : DAG or Drawable
@@ -451,8 +351,9 @@ def render(
     format : {"svg", "png", "dot"}, optional
         Defaults to the suffix of `path` (``.gv`` counts as ``dot``).
     renderer : {"auto", "dot", "graphviz-pure"}
-        Program for SVG/PNG. ``"auto"`` uses ``dot`` when on ``PATH``, else
-        ``graphviz-pure``. Ignored for DOT output.
+        Program for SVG/PNG. ``"auto"`` uses ``dot`` when found, else
+        ``graphviz-pure`` (see :func:`find_renderer` for where they are
+        looked up). Ignored for DOT output.
     **to_dot_options
         Passed to :func:`to_dot` (``highlight_path``, ``separating_set``, ...).
 
@@ -464,45 +365,22 @@ def render(
     Raises
     ------
     RenderError
-        If the format is unknown, no renderer is installed (the message says
-        how to install one), or the renderer fails (its stderr is included).
+        If the format is unknown, the folder is missing or not writable, no
+        renderer is found (the message says where it looked and how to
+        install one), or the renderer fails (its stderr is included).
     GraphError
         From :func:`to_dot`, on bad options.
     """
-    path = Path(path)
+    path = _as_path(path)
     fmt = _format_of(path, format)
     source = to_dot(obj, **to_dot_options)
     if not path.parent.is_dir():
         raise RenderError(f"cannot write {str(path)!r}: directory {str(path.parent)!r} does not exist")
     if fmt == "dot":
-        path.write_text(source, encoding="utf-8")
+        _write_atomically(path, fmt, lambda tmp: Path(tmp).write_text(source, encoding="utf-8"))
         return path
     exe = find_renderer(renderer)
     if exe is None:
-        wanted = "no renderer for SVG/PNG found on PATH" if renderer == "auto" else f"renderer {renderer!r} not found on PATH"
-        raise RenderError(f"{wanted}; {_INSTALL_HINT}, or write .dot instead")
-    # Render into a temporary file beside the target so a failed run leaves no partial output.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
-    os.close(fd)
-    try:
-        try:
-            proc = subprocess.run(
-                [exe, f"-T{fmt}", "-o", tmp],
-                input=source.encode("utf-8"),
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise RenderError(f"renderer {exe!r} could not run: {e}") from None
-        if proc.returncode != 0 or os.path.getsize(tmp) == 0:
-            err = proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}, no output"
-            raise RenderError(f"renderer {Path(exe).name!r} failed on {path.name!r}: {err}")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes 0600; a written diagram gets the usual mode
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        raise RenderError(_no_renderer_message(renderer))
+    _write_atomically(path, fmt, lambda tmp: _run(exe, fmt, source, tmp, path.name))
     return path

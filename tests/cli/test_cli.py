@@ -195,7 +195,11 @@ def test_user_errors_are_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_missing_renderer_is_a_user_error(tmp_path, capsys, monkeypatch):
+    from causalnet.io import dot  # renderers are also looked up beside sys.executable: hide those too
+
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(dot, "_script_dirs", lambda: [tmp_path])
+    monkeypatch.setattr(dot, "_installed", lambda name: False)
     assert_user_error(capsys, "draw", "gallery:asia", "-o", str(tmp_path / "a.svg"), match="apt-get install graphviz")
     assert not (tmp_path / "a.svg").exists()
 
@@ -254,7 +258,10 @@ def test_tour_without_renderer_writes_dot_and_report(tmp_path, capsys):
 
 
 def test_tour_falls_back_when_renderer_missing(tmp_path, monkeypatch):
+    from causalnet.io import dot  # renderers are also looked up beside sys.executable: hide those too
+
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(dot, "_script_dirs", lambda: [tmp_path])
     report = run_tour(tmp_path / "t").read_text()
     assert "no SVG renderer found" in report
     assert not list((tmp_path / "t").glob("*.svg"))

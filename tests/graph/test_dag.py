@@ -131,3 +131,40 @@ def test_equality_and_hash():
     b = cn.DAG([("A", "B")], nodes=["C"])
     assert a == b and hash(a) == hash(b)
     assert a != cn.DAG.parse("A -> B")
+
+
+# -- layering (issue 11) ------------------------------------------------------------
+
+
+def test_graph_layer_imports_run_one_way():
+    import ast
+    from pathlib import Path
+
+    root = Path(cn.__file__).parent
+    files = sorted((root / "graph").glob("*.py")) + [root / "io" / "dot.py"]
+    deps = {}
+    for path in files:
+        tree = ast.parse(path.read_text())
+        top = {n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in top:
+                raise AssertionError(f"{path.name}: import inside a function at line {node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not any(a.name.startswith("_") and a.name != "__future__" for a in node.names
+                               if node.module.startswith(("causalnet", ".")) or node.level), (path.name, node.module)
+        deps[path.stem] = {a.name for n in top if isinstance(n, ast.ImportFrom) and n.level for a in n.names} | {
+            n.module.split(".")[-1] for n in top if isinstance(n, ast.ImportFrom) and n.level and n.module}
+    # structure first: core imports no sibling; the algorithms import core, never dag
+    assert not deps["core"] & {"dag", "separation", "adjustment", "drawing", "parse"}
+    for algo in ("separation", "adjustment", "drawing", "parse"):
+        assert "dag" not in deps[algo], algo
+
+
+def test_old_private_names_stay_importable():
+    from causalnet.graph.core import closure
+    from causalnet.graph.separation import _closure
+
+    assert _closure is closure
+    g = cn.DAG.parse("A -> B")
+    assert g._as_set("A") == g.node_set("A") == frozenset({"A"})
+    assert g._check_node("A") == "A"

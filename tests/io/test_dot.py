@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from causalnet import DAG
 from causalnet.errors import GraphError, RenderError
+from causalnet.io import dot as dotmod
 from causalnet.io.dot import find_renderer, render, to_dot
 
 HAS_DOT = shutil.which("dot") is not None
@@ -397,6 +398,8 @@ def test_render_dot_text_needs_no_renderer(tmp_path, monkeypatch):
 
 def test_no_renderer_raises_with_hint(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(dotmod, "_script_dirs", lambda: [tmp_path])
+    monkeypatch.setattr(dotmod, "_installed", lambda name: False)
     assert find_renderer() is None
     with pytest.raises(RenderError, match="no renderer") as info:
         render(DAG.parse("A -> B"), tmp_path / "g.svg")
@@ -409,6 +412,7 @@ def test_no_renderer_raises_with_hint(tmp_path, monkeypatch):
 
 def test_no_renderer_via_which(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(dotmod, "_script_dirs", lambda: [tmp_path])
     with pytest.raises(RenderError, match="no renderer"):
         render(DAG.parse("A -> B"), tmp_path / "g.png")
 
@@ -447,7 +451,57 @@ def test_docs_graphs_md_examples_run():
     missing = [n for n in ("render", "to_dot", "gallery") if not hasattr(cn, n)]
     if missing:
         pytest.skip(f"causalnet does not export {missing} yet")
-    path = Path(__file__).resolve().parents[1] / "docs" / "graphs.md"
+    path = Path(__file__).resolve().parents[2] / "docs" / "graphs.md"
     result = doctest.testfile(str(path), module_relative=False, globs={}, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted > 40
     assert result.failed == 0
+
+
+def test_renderer_found_beside_the_interpreter(tmp_path, monkeypatch):
+    # a venv's graphviz-pure is found although the venv is not activated (not on PATH)
+    fake = tmp_path / "graphviz-pure"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(dotmod.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(dotmod.sysconfig, "get_path", lambda name: None)
+    assert find_renderer() == str(fake)
+    assert find_renderer("graphviz-pure") == str(fake)
+
+
+def test_installed_but_unreachable_renderer_does_not_ask_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(dotmod, "_script_dirs", lambda: [tmp_path])
+    monkeypatch.setattr(dotmod, "_installed", lambda name: name == "graphviz-pure")
+    with pytest.raises(RenderError, match="graphviz-pure package is installed") as info:
+        render(DAG.parse("A -> B"), tmp_path / "g.svg")
+    assert "pip install" not in str(info.value)
+
+
+def test_dot_file_written_atomically(tmp_path, monkeypatch):
+    target = tmp_path / "g.dot"
+    target.write_text("old")
+    render(DAG.parse("A -> B"), target)
+    assert "A -> B" in target.read_text()
+
+    def boom(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(dotmod.os, "replace", boom)
+    with pytest.raises(RenderError, match="No space left"):
+        render(DAG.parse("X -> Y"), target)
+    assert "A -> B" in target.read_text()          # the old file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.dot"]   # no temporary left
+
+
+def test_failed_render_keeps_the_old_file(tmp_path, monkeypatch):
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\necho half > \"$3\"; exit 3\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    target = tmp_path / "g.svg"
+    target.write_text("<svg>old</svg>")
+    with pytest.raises(RenderError, match="failed"):
+        render(DAG.parse("A -> B"), target, renderer="dot")
+    assert target.read_text() == "<svg>old</svg>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dot", "g.svg"]

@@ -1,0 +1,533 @@
+"""The structure of a DAG, and the contract every graph algorithm is written against.
+
+:class:`DAGCore` holds what a directed acyclic graph *is* — nodes, edges, the
+latent and intervened marks — and the questions that need no algorithm beyond
+a walk: parents, children, ancestors, descendants, a topological order, and
+the graph surgeries that return new graphs. It knows nothing of d-separation,
+adjustment or drawing. :class:`~causalnet.graph.dag.DAG` adds those as thin
+methods that delegate to the algorithm modules, which import only this module::
+
+    core  <-  separation  <-  adjustment
+      ^           ^               ^
+      |           +------ dag ----+---> drawing (DOT text)
+    parse --------------/
+
+The package-internal contract (public names, stable, not exported from
+``causalnet``) that algorithms use:
+
+- :meth:`DAGCore.check_node`, :meth:`DAGCore.node_set`, :meth:`DAGCore.in_order`
+  validate and order node arguments with the library's error messages;
+- :attr:`DAGCore.index` is a :class:`GraphIndex`: the nodes numbered
+  ``0 .. n-1`` in node order, with integer parent and child lists
+  (``par[v]``, ``chi[v]``) and their CSR arrays, built once per graph;
+- :func:`closure` is the one reachability walk (ancestors with parent lists,
+  descendants with child lists, components with an undirected adjacency).
+
+A graph is immutable: every operation returns a new one, and caches (the
+index, the topological order) fill in on first use.
+
+Examples
+--------
+>>> from causalnet.graph.core import DAGCore, closure
+>>> g = DAGCore([("Z", "X"), ("Z", "Y"), ("X", "Y")])
+>>> g.topological_order()
+('Z', 'X', 'Y')
+>>> ix = g.index
+>>> sorted(g.nodes[i] for i in closure(ix.par, {ix.pos["Y"]}))
+['X', 'Y', 'Z']
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from ..errors import GraphError
+
+__all__ = ["DAGCore", "GraphIndex", "closure", "check_hashable"]
+
+
+def check_hashable(item: Any, what: str) -> None:
+    """Raise :class:`GraphError` unless `item` can name a node (hashable, not None)."""
+    if item is None:
+        raise GraphError(f"{what} None cannot name a node")
+    try:
+        hash(item)
+    except TypeError:
+        raise GraphError(f"{what} {item!r} is not hashable; node names must be hashable (strings are usual)") from None
+
+
+def closure(adj, start) -> set:
+    """`start` and every node reachable from it along `adj` (a list or dict of neighbour lists).
+
+    With parent lists: the ancestors (self included); with child lists: the
+    descendants; with an undirected adjacency: the connected component.
+    """
+    seen = set(start)
+    stack = list(seen)
+    while stack:
+        for p in adj[stack.pop()]:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return seen
+
+
+def _edge_pair(e: Any) -> tuple:
+    """A validated ``(u, v)`` from one item of an edge list."""
+    if isinstance(e, (str, bytes, set, frozenset, Mapping)):
+        raise GraphError(f"edge {e!r} is not a (parent, child) pair; a {type(e).__name__} is not an edge")
+    try:
+        u, v = e
+    except (TypeError, ValueError):
+        raise GraphError(f"edge {e!r} is not a (parent, child) pair") from None
+    check_hashable(u, f"node in edge {e!r}:")
+    check_hashable(v, f"node in edge {e!r}:")
+    if u == v:
+        raise GraphError(f"self-loop on {u!r}: an edge {u!r} -> {v!r} is not allowed in a DAG")
+    return u, v
+
+
+def _iterable(items: Any, what: str) -> Iterable:
+    """`items` as an iterable of items; a lone string or hashable is one item."""
+    if items is None:
+        return ()
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        return (items,)
+    return items
+
+
+class GraphIndex:
+    """Integer-indexed adjacency of a DAG: node ``i`` is ``nodes[i]``.
+
+    Attributes
+    ----------
+    pos : dict
+        Node -> integer.
+    nodes : tuple
+        Integer -> node (the DAG's node order).
+    n : int
+    par, chi : list of list of int
+        Parents and children of each node, in edge insertion order.
+    p_ptr, p_idx, c_ptr, c_idx : ndarray of int64
+        The same lists as CSR arrays (row ``v`` is ``idx[ptr[v]:ptr[v + 1]]``),
+        for frontier-at-a-time numpy searches.
+    """
+
+    __slots__ = ("pos", "nodes", "n", "par", "chi", "p_ptr", "p_idx", "c_ptr", "c_idx")
+
+    def __init__(self, pos: dict, nodes: tuple, par: list, chi: list) -> None:
+        self.pos = pos
+        self.nodes = nodes
+        self.n = len(nodes)
+        self.par = par
+        self.chi = chi
+        self.p_ptr, self.p_idx = _csr(par, self.n)
+        self.c_ptr, self.c_idx = _csr(chi, self.n)
+
+
+def _csr(adj: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.fromiter((len(a) for a in adj), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    idx = np.fromiter((j for a in adj for j in a), dtype=np.int64, count=int(ptr[-1]))
+    return ptr, idx
+
+
+def _topological(par: list, chi: list) -> list[int] | None:
+    """Kahn's algorithm, smallest index first among the ready nodes; None on a cycle."""
+    indeg = [len(p) for p in par]
+    ready = [v for v, d in enumerate(indeg) if d == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        v = heapq.heappop(ready)
+        out.append(v)
+        for c in chi[v]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                heapq.heappush(ready, c)
+    return out if len(out) == len(par) else None
+
+
+class DAGCore:
+    """An immutable directed acyclic graph with latent and intervened marks (structure only).
+
+    Parameters
+    ----------
+    edges : iterable of (u, v) pairs, optional
+        Directed edges ``u -> v``. A string is not an edge.
+    nodes : node or iterable of nodes, optional
+        Extra nodes (isolated nodes, or to fix the node order).
+    latent : node or iterable of nodes, optional
+        Nodes that are not observed. They must be nodes of the graph.
+    intervened : node or iterable of nodes, optional
+        Nodes marked as intervened on (set by :meth:`do`; used by diagrams).
+
+    Raises
+    ------
+    GraphError
+        On a cycle (the message names it), a self-loop, a malformed edge (the
+        message names it), a name that is None or not hashable, or a
+        latent/intervened node that is not in the graph.
+    """
+
+    __slots__ = ("_order", "_pos", "_par", "_chi", "_latent", "_intervened", "_cache")
+
+    def __init__(
+        self,
+        edges: Iterable[tuple[Hashable, Hashable]] = (),
+        nodes: Iterable[Hashable] = (),
+        latent: Iterable[Hashable] = (),
+        intervened: Iterable[Hashable] = (),
+    ) -> None:
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
+            raise GraphError(f"DAG() expects an iterable of edges, got {type(edges).__name__} {edges!r:.60}")
+        pos: dict = {}
+        for v in _iterable(nodes, "node"):
+            check_hashable(v, "node")
+            pos.setdefault(v, len(pos))
+        pairs = []
+        for e in edges:
+            if type(e) is not tuple or len(e) != 2 or e[0] is None or e[1] is None:
+                e = _edge_pair(e)  # the slow path validates and names what is wrong
+            try:
+                iu = pos.setdefault(e[0], len(pos))
+                iv = pos.setdefault(e[1], len(pos))
+            except TypeError:
+                _edge_pair(e)  # raises: a name is not hashable
+                raise
+            if iu == iv:
+                _edge_pair(e)  # raises: a self-loop
+            pairs.append((iu, iv))
+        par, chi = self._adjacency(len(pos), pairs)
+        order = tuple(pos)
+        if _topological(par, chi) is None:
+            raise GraphError(f"the edges contain the cycle {_cycle_text(order, pairs)}")
+        self._set(order, pos, par, chi, frozenset(), frozenset())
+        self._latent = self.node_set(latent, "latent node", unknown="is not a node of the graph")
+        self._intervened = self.node_set(intervened, "intervened node", unknown="is not a node of the graph")
+
+    @staticmethod
+    def _adjacency(n: int, pairs: list[tuple[int, int]]) -> tuple[list, list]:
+        par: list[list[int]] = [[] for _ in range(n)]
+        chi: list[list[int]] = [[] for _ in range(n)]
+        seen: set = set()
+        for u, v in pairs:
+            key = u * n + v
+            if key not in seen:  # a repeated edge is one edge
+                seen.add(key)
+                par[v].append(u)
+                chi[u].append(v)
+        return par, chi
+
+    def _set(self, order: tuple, pos: dict, par: list, chi: list, latent: frozenset, intervened: frozenset) -> None:
+        self._order = order
+        self._pos = pos
+        self._par = par
+        self._chi = chi
+        self._latent = latent
+        self._intervened = intervened
+        self._cache: dict[str, Any] = {}
+
+    def _derived(self, keep: Iterable[int] | None, edge_ok, latent: frozenset, intervened: frozenset):
+        """A new graph of the same class on the nodes `keep` (all if None) and the edges passing `edge_ok(u, v)`."""
+        new = type(self).__new__(type(self))
+        if keep is None:
+            order, pos, old = self._order, self._pos, range(len(self._order))
+        else:
+            old = sorted(keep)
+            order = tuple(self._order[i] for i in old)
+            pos = {v: i for i, v in enumerate(order)}
+        renum = {o: i for i, o in enumerate(old)} if keep is not None else None
+        pairs = []
+        for u in old:
+            for c in self._chi[u]:
+                if (renum is None or c in renum) and edge_ok(u, c):
+                    pairs.append((u, c) if renum is None else (renum[u], renum[c]))
+        par, chi = self._adjacency(len(order), pairs)
+        new._set(order, pos, par, chi, latent, intervened)
+        return new
+
+    @classmethod
+    def from_networkx(cls, graph: nx.DiGraph, latent: Iterable[Hashable] | None = None):
+        """Build a DAG from a networkx ``DiGraph``.
+
+        Latent nodes are those in `latent`, or, when it is None, those whose
+        node attribute ``latent`` is true.
+        """
+        if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
+            raise GraphError(f"from_networkx expects a networkx DiGraph, got {type(graph).__name__}")
+        if latent is None:
+            latent = [v for v, d in graph.nodes(data=True) if d.get("latent")]
+        return cls(graph.edges, nodes=graph.nodes, latent=latent)
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A new (mutable) networkx ``DiGraph``; latent nodes carry ``latent=True``."""
+        g = nx.DiGraph()
+        for v in self._order:
+            g.add_node(v, latent=v in self._latent)
+        g.add_edges_from(self.edges)
+        return g
+
+    @property
+    def _g(self) -> nx.DiGraph:
+        """A frozen networkx view of the structure (built on first use)."""
+        g = self._cache.get("nx")
+        if g is None:
+            g = self._cache["nx"] = nx.freeze(self.to_networkx())
+        return g
+
+    # -- basic views ----------------------------------------------------------
+
+    @property
+    def nodes(self) -> tuple:
+        """All nodes, in order of first appearance."""
+        return self._order
+
+    @property
+    def edges(self) -> tuple:
+        """All edges ``(parent, child)``, grouped by parent in node order."""
+        order = self._order
+        return tuple((order[u], order[c]) for u in range(len(order)) for c in self._chi[u])
+
+    @property
+    def latent(self) -> frozenset:
+        """The latent (unobserved) nodes."""
+        return self._latent
+
+    @property
+    def observed(self) -> tuple:
+        """The observed nodes, in node order."""
+        return tuple(v for v in self._order if v not in self._latent)
+
+    @property
+    def intervened(self) -> frozenset:
+        """Nodes cut from their parents by :meth:`do`."""
+        return self._intervened
+
+    @property
+    def index(self) -> GraphIndex:
+        """The integer-indexed adjacency (:class:`GraphIndex`), built once and cached."""
+        ix = self._cache.get("index")
+        if ix is None:
+            ix = self._cache["index"] = GraphIndex(self._pos, self._order, self._par, self._chi)
+        return ix
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self):
+        return iter(self._order)
+
+    def __contains__(self, v: object) -> bool:
+        try:
+            return v in self._pos
+        except TypeError:
+            return False
+
+    def _key(self) -> tuple:
+        return (frozenset(self._order), frozenset(self.edges), self._latent, self._intervened)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DAGCore):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        parts = [f"{len(self._order)} nodes", f"{sum(map(len, self._chi))} edges"]
+        if self._latent:
+            parts.append(f"{len(self._latent)} latent")
+        if self._intervened:
+            parts.append(f"do({', '.join(map(str, self.in_order(self._intervened)))})")
+        return f"<DAG {', '.join(parts)}>"
+
+    def __getstate__(self):
+        return {"edges": list(self.edges), "nodes": list(self._order),
+                "latent": list(self._latent), "intervened": list(self._intervened)}
+
+    def __setstate__(self, state):
+        pos = {v: i for i, v in enumerate(state["nodes"])}
+        par, chi = self._adjacency(len(pos), [(pos[u], pos[v]) for u, v in state["edges"]])
+        self._set(tuple(state["nodes"]), pos, par, chi, frozenset(state["latent"]), frozenset(state["intervened"]))
+
+    # -- validation (the contract algorithms use) -----------------------------
+
+    def hint(self, v: Any) -> str:
+        """``"; did you mean 'X'?"`` for the node name closest to `v`, or ``""``."""
+        names = [str(n) for n in self._order]
+        close = difflib.get_close_matches(str(v), names, n=1)
+        return f"; did you mean {close[0]!r}?" if close else ""
+
+    def check_node(self, v: Any, what: str = "node") -> Hashable:
+        """`v` if it is a node of the graph, else :class:`GraphError` naming it (and a close match)."""
+        check_hashable(v, what)
+        if v not in self._pos:
+            raise GraphError(f"unknown {what} {v!r}{self.hint(v)}")
+        return v
+
+    def node_set(self, nodes: Any, what: str = "node", allow_empty: bool = True, *,
+                 unknown: str | None = None) -> frozenset:
+        """A node or an iterable of nodes as a frozenset of known nodes.
+
+        None is the empty set; a string, or a tuple that is itself a node, is
+        one node. `unknown` replaces the "unknown node" wording of the error.
+        """
+        if isinstance(nodes, tuple) and nodes in self:
+            nodes = (nodes,)  # a tuple that is itself a node name
+        out = set()
+        for v in _iterable(nodes, what):
+            if unknown is not None:
+                check_hashable(v, what)
+                if v not in self._pos:
+                    raise GraphError(f"{what} {v!r} {unknown}")
+            else:
+                self.check_node(v, what)
+            out.add(v)
+        if not out and not allow_empty:
+            raise GraphError(f"the {what} set is empty")
+        return frozenset(out)
+
+    def in_order(self, nodes: Iterable[Hashable]) -> list:
+        """`nodes` sorted by node order."""
+        pos = self._pos
+        return sorted(nodes, key=lambda v: pos.get(v, len(pos)))
+
+    # names other modules used before the contract had public names
+    _hint = hint
+    _check_node = check_node
+    _sorted = in_order
+
+    def _as_set(self, nodes: Any, what: str = "node", allow_empty: bool = True) -> frozenset:
+        return self.node_set(nodes, what, allow_empty)
+
+    # -- family ---------------------------------------------------------------
+
+    def _names(self, ints: Iterable[int]) -> list:
+        order = self._order
+        return [order[i] for i in sorted(ints)]
+
+    def parents(self, v: Hashable) -> tuple:
+        """Parents of `v`, in node order."""
+        return tuple(self._names(self._par[self._pos[self.check_node(v)]]))
+
+    def children(self, v: Hashable) -> tuple:
+        """Children of `v`, in node order."""
+        return tuple(self._names(self._chi[self._pos[self.check_node(v)]]))
+
+    def ancestors(self, nodes: Hashable | Iterable[Hashable], include_self: bool = False) -> frozenset:
+        """Nodes with a directed path into `nodes` (a node or a set).
+
+        The nodes themselves are excluded unless `include_self` (they are
+        included anyway when they are ancestors of one another).
+        """
+        return self._strict(self._par, nodes, include_self)
+
+    def descendants(self, nodes: Hashable | Iterable[Hashable], include_self: bool = False) -> frozenset:
+        """Nodes reachable from `nodes` by a directed path (see :meth:`ancestors`)."""
+        return self._strict(self._chi, nodes, include_self)
+
+    def _strict(self, adj: list, nodes: Any, include_self: bool) -> frozenset:
+        start = {self._pos[v] for v in self.node_set(nodes)}
+        out: set = set()
+        stack = list(start)
+        while stack:  # like closure(), but a start node counts only when reached again
+            for p in adj[stack.pop()]:
+                if p not in out:
+                    out.add(p)
+                    stack.append(p)
+        if include_self:
+            out |= start
+        order = self._order
+        return frozenset(order[i] for i in out)
+
+    def topological_order(self) -> tuple:
+        """Nodes with every parent before its children; ties broken by node order."""
+        if "topo" not in self._cache:
+            order = self._order
+            self._cache["topo"] = tuple(order[i] for i in _topological(self._par, self._chi))
+        return self._cache["topo"]
+
+    def markov_blanket(self, v: Hashable) -> frozenset:
+        """Parents, children and the children's other parents of `v`."""
+        i = self._pos[self.check_node(v)]
+        mb = set(self._par[i]) | set(self._chi[i])
+        for c in self._chi[i]:
+            mb.update(self._par[c])
+        mb.discard(i)
+        return frozenset(self._order[j] for j in mb)
+
+    def has_edge(self, u: Hashable, v: Hashable) -> bool:
+        """Whether the edge ``u -> v`` is in the graph."""
+        if u not in self or v not in self:
+            return False
+        return self._pos[u] in self._par[self._pos[v]]
+
+    def is_adjacent(self, u: Hashable, v: Hashable) -> bool:
+        """Whether an edge joins `u` and `v` in either direction."""
+        self.check_node(u)
+        self.check_node(v)
+        return self.has_edge(u, v) or self.has_edge(v, u)
+
+    # -- new graphs -----------------------------------------------------------
+
+    def subgraph(self, nodes: Iterable[Hashable]):
+        """The induced subgraph on `nodes` (marks restricted to them)."""
+        keep = self.node_set(nodes)
+        return self._derived({self._pos[v] for v in keep}, lambda u, c: True,
+                             self._latent & keep, self._intervened & keep)
+
+    def do(self, nodes: Hashable | Iterable[Hashable]):
+        """Graph surgery: remove every edge into `nodes` and mark them intervened.
+
+        Intervened nodes are set, not merely unobserved, so they lose any
+        latent mark.
+        """
+        cut = self.node_set(nodes, "intervened node")
+        ci = {self._pos[v] for v in cut}
+        return self._derived(None, lambda u, c: c not in ci, self._latent - cut, self._intervened | cut)
+
+    def backdoor_graph(self, treatments: Hashable | Iterable[Hashable]):
+        """Remove every edge out of `treatments` (Pearl's G with X underlined)."""
+        ci = {self._pos[v] for v in self.node_set(treatments, "treatment")}
+        return self._derived(None, lambda u, c: u not in ci, self._latent, self._intervened)
+
+    def remove_edges(self, edges: Iterable[tuple[Hashable, Hashable]]):
+        """A copy without the given edges (each must exist)."""
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
+            raise GraphError(f"remove_edges expects an iterable of edges, got {type(edges).__name__}")
+        drop = set()
+        for e in edges:
+            u, v = _edge_pair(e)
+            if not self.has_edge(u, v):
+                raise GraphError(f"edge {u!r} -> {v!r} is not in the graph")
+            drop.add((self._pos[u], self._pos[v]))
+        return self._derived(None, lambda u, c: (u, c) not in drop, self._latent, self._intervened)
+
+    def add_edges(self, edges: Iterable[tuple[Hashable, Hashable]]):
+        """A copy with extra edges (new nodes are added); cycles are refused."""
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
+            raise GraphError(f"add_edges expects an iterable of edges, got {type(edges).__name__}")
+        return type(self)(list(self.edges) + list(edges), nodes=self._order,
+                          latent=self._latent, intervened=self._intervened)
+
+    def with_latent(self, nodes: Iterable[Hashable]):
+        """A copy whose latent set is exactly `nodes`."""
+        lat = self.node_set(nodes, "latent node")
+        return self._derived(None, lambda u, c: True, lat, self._intervened)
+
+
+def _cycle_text(order: tuple, pairs: list[tuple[int, int]]) -> str:
+    g = nx.DiGraph()
+    g.add_edges_from(pairs)
+    cycle = nx.find_cycle(g)
+    nodes = [order[u] for u, _ in cycle] + [order[cycle[0][0]]]
+    return " -> ".join(str(v) for v in nodes)

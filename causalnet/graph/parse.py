@@ -1,0 +1,161 @@
+"""Reading graphs from dagitty-like text.
+
+A text is a list of statements separated by ``;`` or new lines. A statement is
+a chain of node groups joined by ``->`` or ``<-`` (``A -> B <- C``), one node
+(an isolated node), or a node followed by attributes in brackets
+(``U [latent]``; ``unobserved`` and ``hidden`` are synonyms). ``{A B}`` groups
+nodes on one side of an arrow: every node of the left group gets an edge to
+every node of the right one. Names are identifiers (letters, digits, ``_``,
+``.``, an optional index ``[3]``) or double-quoted strings. A surrounding
+``dag { ... }`` is accepted, and ``#`` / ``//`` start comments.
+
+:func:`parse_graph` returns plain lists — edges, nodes in order of first
+appearance, latent nodes — so that this module needs no graph class;
+:meth:`causalnet.graph.dag.DAG.parse` builds the DAG from them.
+
+Examples
+--------
+>>> parse_graph("A -> B <- C; U [latent]; U -> {A C}")
+([('A', 'B'), ('C', 'B'), ('U', 'A'), ('U', 'C')], ['A', 'B', 'C', 'U'], ['U'])
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import GraphError
+
+__all__ = ["parse_graph"]
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<comment>\#[^\n]*|//[^\n]*)
+  | (?P<arrow>->|<-)
+  | (?P<sep>;)
+  | (?P<lbrace>\{)
+  | (?P<rbrace>\})
+  | (?P<attr>\[\s*[A-Za-z_][\w\s,=".]*\])
+  | (?P<quoted>"(?:[^"\\]|\\.)*")
+  | (?P<name>[A-Za-z_0-9][\w.]*(?:\[\d+\])*)
+    """,
+    re.VERBOSE,
+)
+
+_LATENT_WORDS = {"latent", "unobserved", "u", "hidden"}
+
+Token = tuple[str, str, int]  # (kind, text, offset)
+
+
+def _tokenize(text: str) -> list[Token]:
+    tokens = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            line = text.count("\n", 0, pos) + 1
+            raise GraphError(f"cannot parse graph text at line {line}: unexpected {text[pos:pos + 12]!r}")
+        kind = m.lastgroup
+        if kind == "ws" and "\n" in m.group():
+            tokens.append(("sep", "\n", pos))
+        elif kind not in ("ws", "comment"):
+            tokens.append((kind, m.group(), pos))
+        pos = m.end()
+    return tokens
+
+
+def _statements(tokens: list[Token]) -> list[list[Token]]:
+    out: list[list[Token]] = [[]]
+    for tok in tokens:
+        if tok[0] == "sep":
+            out.append([])
+        else:
+            out[-1].append(tok)
+    return [st for st in out if st]
+
+
+def _name(kind: str, val: str) -> str:
+    if kind == "quoted":
+        return re.sub(r"\\(.)", r"\1", val[1:-1])
+    return val
+
+
+def _group(st: list[Token], i: int) -> tuple[list[str], int]:
+    """The node group starting at token `i` (one name or ``{...}``) and the index after it."""
+    kind, val, pos = st[i]
+    if kind in ("name", "quoted"):
+        return [_name(kind, val)], i + 1
+    if kind != "lbrace":
+        raise GraphError(f"cannot parse graph text: expected a node name, got {val!r} at offset {pos}")
+    grp = []
+    i += 1
+    while i < len(st) and st[i][0] != "rbrace":
+        k2, v2, p2 = st[i]
+        if k2 not in ("name", "quoted"):
+            raise GraphError(f"cannot parse graph text: {v2!r} inside braces at offset {p2}")
+        grp.append(_name(k2, v2))
+        i += 1
+    if i >= len(st):
+        raise GraphError("cannot parse graph text: unclosed '{'")
+    return grp, i + 1
+
+
+def _attributes(st: list[Token], i: int) -> tuple[bool, int]:
+    """Whether the bracketed attributes from token `i` mark latent nodes, and the index after them."""
+    latent = False
+    while i < len(st) and st[i][0] == "attr":
+        words = {w.strip().strip('"').lower() for w in re.split(r"[\s,=]+", st[i][1][1:-1]) if w.strip()}
+        latent = latent or bool(words & _LATENT_WORDS)
+        i += 1
+    return latent, i
+
+
+def _statement(st: list[Token]) -> tuple[list[list[str]], list[str], list[str]]:
+    """Groups, the arrows between them, and the nodes marked latent, of one statement."""
+    groups: list[list[str]] = []
+    arrows: list[str] = []
+    latent: list[str] = []
+    i = 0
+    while True:
+        grp, i = _group(st, i)
+        is_latent, i = _attributes(st, i)
+        if is_latent:
+            latent.extend(grp)
+        groups.append(grp)
+        if i == len(st):
+            return groups, arrows, latent
+        kind, val, pos = st[i]
+        if kind != "arrow":
+            raise GraphError(f"cannot parse graph text: expected '->' or '<-' or ';', got {val!r} at offset {pos}")
+        arrows.append(val)
+        i += 1
+        if i == len(st):
+            raise GraphError("cannot parse graph text: an arrow has no node after it")
+
+
+def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """Edges, nodes (in order of first appearance) and latent nodes of dagitty-like `text`.
+
+    Raises
+    ------
+    GraphError
+        If `text` is not a string or cannot be parsed (the message says where).
+    """
+    if not isinstance(text, str):
+        raise GraphError(f"DAG.parse expects a string, got {type(text).__name__}")
+    body = text.strip()
+    m = re.match(r"^(?:dag|digraph)\s*\{(.*)\}\s*$", body, re.DOTALL)
+    if m:
+        body = m.group(1)
+    nodes: dict[str, None] = {}
+    edges: list[tuple[str, str]] = []
+    latent: list[str] = []
+    for st in _statements(_tokenize(body)):
+        groups, arrows, lat = _statement(st)
+        latent.extend(lat)
+        nodes.update(dict.fromkeys(v for grp in groups for v in grp))
+        for k, arrow in enumerate(arrows):
+            for a in groups[k]:
+                for b in groups[k + 1]:
+                    edges.append((a, b) if arrow == "->" else (b, a))
+    return edges, list(nodes), latent
