@@ -191,7 +191,6 @@ class CausalModel:
             raise exc(f"unknown {what} {node!r}{hint}")
         return node
 
-    _check_node = check_node          # the older name, still used by some builders
 
     # -- values ---------------------------------------------------------------------------
 
@@ -230,7 +229,6 @@ class CausalModel:
             raise ShapeError(f"node {node!r} expects shape (n, *{spec.shape}) or {spec.shape}, got {arr.shape}")
         return arr
 
-    _coerce = coerce                  # the older name, still used by some engines
 
     def batch_size(self, arrays: Mapping[Hashable, np.ndarray], n: int | None = None,
                    what: str = "values") -> int | None:
@@ -257,7 +255,6 @@ class CausalModel:
                              f"{', '.join(f'{k!r}: {v}' for k, v in sizes.items())}" + (f" (n={n})" if n else ""))
         return distinct.pop() if distinct else None
 
-    _batch_size = batch_size
 
     # -- sampling and forward ---------------------------------------------------------
 

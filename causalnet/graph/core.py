@@ -401,14 +401,6 @@ class DAGCore:
         pos = self._pos
         return sorted(nodes, key=lambda v: pos.get(v, len(pos)))
 
-    # names other modules used before the contract had public names
-    _hint = hint
-    _check_node = check_node
-    _sorted = in_order
-
-    def _as_set(self, nodes: Any, what: str = "node", allow_empty: bool = True) -> frozenset:
-        return self.node_set(nodes, what, allow_empty)
-
     # -- family ---------------------------------------------------------------
 
     def _names(self, ints: Iterable[int]) -> list:

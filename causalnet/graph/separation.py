@@ -77,11 +77,6 @@ class Independence:
         return f"{self.x} ⊥ {self.y}" + (f" | {g}" if g else "")
 
 
-def _index(dag: DAGCore) -> GraphIndex:
-    """Old name of ``dag.index`` (kept for callers not yet switched)."""
-    return dag.index
-
-
 def _gather(ptr: np.ndarray, idx: np.ndarray, front: np.ndarray) -> np.ndarray:
     """Concatenated CSR rows of `front` (neighbours of a frontier), vectorized."""
     if front.size == 0:
@@ -418,6 +413,3 @@ def _local(dag: DAGCore) -> list[Independence]:
 
 
 # names other modules used before the contract had public names
-_closure = closure
-_bayes_ball = bayes_ball
-_moral_graph = moral_graph

@@ -106,8 +106,8 @@ import numpy as np
 
 from .. import limits
 from ..errors import EvidenceError, GraphError, ModelError
+from ..graph.core import closure
 from ..graph.dag import DAG
-from ..graph.separation import _closure
 from .factors import Factor, factor_product
 from .junction_tree import MAX_PRIOR_CLIQUE, MAX_PRIOR_TOTAL, JunctionTree
 from .network import DiscreteNetwork
@@ -298,7 +298,7 @@ class DiscreteBN(DiscreteNetwork):
             raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
         nodes = self.ancestral(set(tidx) | ev)
         fam_free, adj = self.reduced(nodes, ev)
-        comp = _closure(adj, tidx)
+        comp = closure(adj, tidx)
         return frozenset(self._names[v] for v in nodes if fam_free[v] and fam_free[v][0] in comp)
 
     def _order(self, adj: dict, elim: Iterable[int], method, restrict: bool = False) -> list[int]:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import ModelError, ShapeError
 from ..mechanisms.tensor import Input
+from ..values import Trace
 
 __all__ = ["Plan"]
 
@@ -68,8 +69,8 @@ class Plan:
                  inputs: Iterable[Hashable] | None = None) -> None:
         self.model = model
         mechs = model.mechanisms
-        outs = tuple(model.nodes) if outputs is None else tuple(model._check_node(v, "output node") for v in outputs)
-        given = None if inputs is None else {model._check_node(v, "input node") for v in inputs}
+        outs = tuple(model.nodes) if outputs is None else tuple(model.check_node(v, "output node") for v in outputs)
+        given = None if inputs is None else {model.check_node(v, "input node") for v in inputs}
         needed: set = set()
         stack = list(outs)
         while stack:
@@ -121,8 +122,6 @@ class Plan:
         Trace
             The outputs and the kept nodes.
         """
-        from ..model import Trace
-
         model = self.model
         missing = [v for v in self.inputs if v not in values]
         if missing:
@@ -130,11 +129,11 @@ class Plan:
         extra = [k for k in values if k not in self.inputs]
         if extra:
             raise ModelError(f"plan got values for {extra}, which are not among its inputs {list(self.inputs)}")
-        keep_set = set(self.outputs) | ({model._check_node(k, "node in keep") for k in keep} if keep else set())
+        keep_set = set(self.outputs) | ({model.check_node(k, "node in keep") for k in keep} if keep else set())
         vals: dict = {}
         sizes = {}
         for v in self.inputs:
-            a = model._coerce(v, values[v], ModelError)
+            a = model.coerce(v, values[v], ModelError)
             if a.ndim == len(model.specs[v].shape) + 1:
                 sizes[v] = a.shape[0]
             vals[v] = a

@@ -160,11 +160,11 @@ def test_graph_layer_imports_run_one_way():
         assert "dag" not in deps[algo], algo
 
 
-def test_old_private_names_stay_importable():
+def test_contract_names_are_public():
     from causalnet.graph.core import closure
-    from causalnet.graph.separation import _closure
+    from causalnet.graph.separation import closure as closure_from_separation
 
-    assert _closure is closure
+    assert closure_from_separation is closure
     g = cn.DAG.parse("A -> B")
-    assert g._as_set("A") == g.node_set("A") == frozenset({"A"})
-    assert g._check_node("A") == "A"
+    assert g.node_set("A") == frozenset({"A"})
+    assert g.check_node("A") == "A"

@@ -65,7 +65,7 @@ def test_large_graph_engines_agree(seed):
     for _ in range(100):
         pick = rng.choice(len(nodes), size=12, replace=False)
         x, y, z = nodes[pick[0]], nodes[pick[1]], {nodes[i] for i in pick[2:]}
-        ix = sep._index(g)
+        ix = g.index
         args = ([ix.pos[x]], [ix.pos[y]], [ix.pos[v] for v in z])
         assert sep._reach_numpy(ix, *args) == sep._reach_python(ix, *args) == (not nx.is_d_separator(G, x, y, z))
 

@@ -113,28 +113,18 @@ __all__ = [
     "chain_viterbi",
     "chain_sample",
     "raise_if_impossible",
+    "BLAS_MNK",
+    "CHUNK_ELEMS",
+    "FB_TOL",
+    "SCALE_FLOOR",
+    "log_backward",
+    "log_forward",
+    "log_space_posterior",
+    "scaled_forward",
+    "scaled_log_partition",
+    "TC_MAX_NK3",
+    "TC_MAX_NK3_VITERBI",
+    "TC_MIN_T",
+    "use_time_chunks",
 ]
 
-# Old private names, kept importable until every caller uses the public ones
-# (the coordinator removes them after the merge).
-_Chain = Chain
-_validate = validate_potentials
-_posterior = chain_posterior
-_log_z = chain_log_partition
-_log_messages = chain_log_messages
-_viterbi = chain_viterbi
-_sample = chain_sample
-_raise_impossible = raise_if_impossible
-_log_posterior = log_space_posterior
-_log_forward = log_forward
-_log_backward = log_backward
-_scaled_forward = scaled_forward
-_scaled_log_z = scaled_log_partition
-_use_time_chunks = use_time_chunks
-_TC_MAX_NK3 = TC_MAX_NK3
-_TC_MAX_NK3_VITERBI = TC_MAX_NK3_VITERBI
-_TC_MIN_T = TC_MIN_T
-_SCALE_FLOOR = SCALE_FLOOR
-_FB_TOL = FB_TOL
-_CHUNK_ELEMS = CHUNK_ELEMS
-_BLAS_MNK = BLAS_MNK

@@ -627,7 +627,7 @@ class CausalHead:
             Decoder nodes, then ``{prefix}loc_U`` ... ``{prefix}S``, ``{prefix}Y``.
         """
         T = int(T)
-        decoder._check_node(features, "features node")
+        decoder.check_node(features, "features node")
         H = self._p["W_loc"].shape[1]
         fshape = decoder.specs[features].shape
         if len(fshape) != 2 or fshape[-1] != H:

@@ -37,7 +37,7 @@ def generate(model: CausalModel, prompt, steps: int, *, source=None, source_padd
     -------
     ndarray of int, shape (n, T0 + steps)
     """
-    model._check_node("I", "node (a decoder with an LM head)")
+    model.check_node("I", "node (a decoder with an LM head)")
     tokens = np.asarray(prompt)
     if tokens.ndim != 2 or tokens.dtype.kind not in "iu":
         raise ShapeError(f"prompt must be (n, T0) integer token ids, got {tokens.dtype} {tokens.shape}")
@@ -61,7 +61,7 @@ def generate(model: CausalModel, prompt, steps: int, *, source=None, source_padd
         pad_nodes = ["dec.pad"] if "dec.pad" in model else []
     else:
         tok = "x"
-        model._check_node(tok, "token node")
+        model.check_node(tok, "token node")
         if source is not None:
             raise ModelError("source= is for encoder-decoder models; this model has no 'dec.x'")
         fixed = {}

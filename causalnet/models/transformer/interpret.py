@@ -54,9 +54,9 @@ class Site:
 
 def _site(model: CausalModel, s) -> Site:
     if isinstance(s, Site):
-        model._check_node(s.node, "node in site")
+        model.check_node(s.node, "node in site")
         return s
-    model._check_node(s, "node")
+    model.check_node(s, "node")
     return Site(s)
 
 
@@ -84,7 +84,7 @@ def head(model: CausalModel, node: Hashable, i: int) -> Site:
     ModelError
         If the node has no heads or `i` is out of range.
     """
-    model._check_node(node)
+    model.check_node(node)
     h = _heads_of(model, node)
     if h is None:
         raise ModelError(f"node {node!r} has no heads (its mechanism and children declare none)")
@@ -290,8 +290,8 @@ def rewire(model: CausalModel, edges) -> tuple[CausalModel, dict]:
     copies: dict = {}
     per_child: dict = {}
     for p, c in edges:
-        model._check_node(p, "node in edge")
-        model._check_node(c, "node in edge")
+        model.check_node(p, "node in edge")
+        model.check_node(c, "node in edge")
         if not model.dag.has_edge(p, c):
             raise GraphError(f"no edge {p!r} -> {c!r} in the model; {c!r} has parents {list(model.dag.parents(c))}")
         name = _copy_name(p, c)
@@ -391,7 +391,7 @@ def mediation(model: CausalModel, base: Mapping, treated: Mapping, mediators, ou
     if callable(outcome):
         f, keep = outcome, None
     else:
-        model._check_node(outcome, "outcome node")
+        model.check_node(outcome, "outcome node")
         if model.spec(outcome).shape != ():
             raise ShapeError(f"outcome node {outcome!r} holds {fmt_shape(('n', *model.spec(outcome).shape))} per batch; "
                              f"pass a callable trace -> (n,) to reduce it")
