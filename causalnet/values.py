@@ -110,7 +110,8 @@ def decode_states(node: Hashable, states: tuple, value) -> np.ndarray:
     if arr.dtype.kind in "iu" and not int_names:           # indices only: one vectorized range check
         bad = (arr < 0) | (arr >= len(states))
         if bad.any():
-            raise EvidenceError(f"{node!r} has no state {arr[bad][0]!r}; states: {list(states)} "
+            row = int(np.flatnonzero(bad)[0])
+            raise EvidenceError(f"{node!r} has no state {int(arr[row])!r} (row {row}); states: {list(states)} "
                                 f"(indices 0..{len(states) - 1})")
         return arr.astype(np.int64)
     # resolve each distinct value once, then index: no Python loop over rows

@@ -14,16 +14,14 @@ Symbols: ``n`` batch, ``K`` states.
 
 from __future__ import annotations
 
-import functools
-import numbers
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import EvidenceError, ModelError
+from ..errors import ModelError
 from .base import DISCRETE, Mechanism, Spec, as_real_array, check_states
 
-__all__ = ["Categorical", "CPT", "Tabular", "TOL", "DECODE_RULES", "state_index", "check_table"]
+__all__ = ["Categorical", "CPT", "Tabular", "TOL", "check_table"]
 
 TOL = 1e-9
 """Absolute tolerance on a table row's sum: ``|sum - 1| <= TOL`` (rows are not renormalised)."""
@@ -73,130 +71,6 @@ def check_table(table, parents: tuple, who: str) -> np.ndarray:
         raise ModelError(f"{who}: {where} sums to {float(sums[row]):.12g}{_where(row, parents)}, expected 1 "
                          f"(tolerance {TOL:g})")
     return t
-
-
-@functools.lru_cache(maxsize=4096)
-def _decoder(states: tuple) -> tuple[dict, bool]:
-    """``({name: index}, identity)`` for a tuple of state names, built once per distinct tuple.
-
-    `identity` is True when no integral name sits at another position than its
-    own value, so that an integer in ``0..K-1`` decodes to itself under every rule.
-    """
-    lookup = {s: i for i, s in enumerate(states)}
-    identity = all(not _is_integral(s) or s == i for i, s in enumerate(states))
-    return lookup, identity
-
-
-def _is_integral(v) -> bool:
-    return isinstance(v, numbers.Number) and not isinstance(v, (str, bytes)) and np.isreal(v) and \
-        np.isfinite(v) and float(np.real(v)) == int(np.real(v))
-
-
-def _is_index(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-DECODE_RULES = ("names_first", "strict", "names", "indices")
-
-
-def _decode_one(node, states: tuple, lookup: dict, v, decode: str, row=lambda: "") -> int:
-    """One value -> a state index under `decode` (the single rule scalars and arrays share).
-
-    `row` gives the text locating the value, computed only for a message.
-    """
-    card = len(states)
-    try:
-        named = lookup.get(v) if decode != "indices" else None
-    except TypeError:                       # unhashable value (a dict, a list)
-        raise EvidenceError(f"{node!r} has no state {v!r}{row()}; states: {list(states)}") from None
-    indexed = int(v) if decode != "names" and _is_index(v) and 0 <= v < card else None
-    if decode == "strict" and named is not None and indexed is not None and named != indexed:
-        raise EvidenceError(f"{node!r}: {v!r}{row()} is ambiguous: the name of state {named} and the index of state "
-                            f"{states[indexed]!r}; states: {list(states)}")
-    if named is not None:
-        return named
-    if indexed is not None:
-        return indexed
-    how = {"names": "no state named", "indices": "no state index"}.get(decode, "no state")
-    raise EvidenceError(f"{node!r} has {how} {v!r}{row()}; states: {list(states)} (indices 0..{card - 1})")
-
-
-def state_index(node: Hashable, states: tuple, value, *, decode: str = "names_first") -> np.ndarray | int:
-    """Map a state name, an index, or an array of either to state indices.
-
-    Scalars and arrays are decoded by one rule, value by value; `decode` names it:
-
-    ``"names_first"`` (default)
-        A value equal to a state name means that state; otherwise an int in
-        ``0..K-1`` means the state at that index. With states ``(2, 1, 0)``,
-        ``2`` means the state named 2 (index 0), never index 2.
-    ``"strict"``
-        As ``"names_first"``, but a value that is the name of one state and the
-        index of another raises :class:`~causalnet.errors.EvidenceError`.
-    ``"names"`` / ``"indices"``
-        Only names / only integer indices.
-
-    Returns
-    -------
-    int, or ndarray of int64 of `value`'s shape (1-d)
-
-    Raises
-    ------
-    EvidenceError
-        Naming the node, the bad value (and its row) and the known states.
-
-    Examples
-    --------
-    >>> state_index("X", ("no", "yes"), ["yes", "no"]).tolist(), state_index("X", ("no", "yes"), 1)
-    ([1, 0], 1)
-    >>> state_index("X", (2, 1, 0), 2), state_index("X", (2, 1, 0), [2, 0]).tolist()
-    (0, [0, 2])
-    """
-    if decode not in DECODE_RULES:
-        raise EvidenceError(f"decode must be one of {list(DECODE_RULES)}, got {decode!r}")
-    states = tuple(states)
-    lookup, identity = _decoder(states)
-    try:
-        scalar = isinstance(value, (str, bytes)) or np.ndim(value) == 0
-        arr = None if scalar else np.asarray(value)
-    except (TypeError, ValueError):
-        raise EvidenceError(f"evidence for {node!r} must be a state or a 1-d array of states, got a ragged "
-                            f"{type(value).__name__}") from None
-    if scalar:
-        v = value.item() if isinstance(value, np.generic) else value
-        return _decode_one(node, states, lookup, v, decode)
-    if arr.ndim != 1:
-        raise EvidenceError(f"evidence for {node!r} must be a state or a 1-d array of states, got shape {arr.shape}")
-    if np.issubdtype(arr.dtype, np.integer) and (identity or decode == "indices"):
-        card = len(states)
-        if arr.size and (arr.min() < 0 or arr.max() >= card):
-            row = int(np.flatnonzero((arr < 0) | (arr >= card))[0])
-            raise EvidenceError(f"{node!r} has no state {int(arr[row])} (row {row}); states: {list(states)} "
-                                f"(indices 0..{card - 1})")
-        if decode != "names" or all(lookup.get(i) == i for i in range(card)):
-            return arr.astype(np.int64)
-    return _decode_array(node, states, lookup, arr, decode)
-
-
-def _decode_array(node, states: tuple, lookup: dict, arr: np.ndarray, decode: str) -> np.ndarray:
-    """Decode each distinct value once, then index: no loop over rows."""
-    try:
-        uniq, inverse = np.unique(arr, return_inverse=True)
-    except TypeError:  # unorderable mixture (e.g. str and int): fall back to Python's hashing
-        try:
-            uniq_list = list(dict.fromkeys(arr.tolist()))
-        except TypeError:
-            raise EvidenceError(f"evidence for {node!r} holds unhashable values") from None
-        where = {u: i for i, u in enumerate(uniq_list)}
-        uniq = np.empty(len(uniq_list), dtype=object)
-        uniq[:] = uniq_list
-        inverse = np.fromiter((where[v] for v in arr.tolist()), dtype=np.int64, count=arr.size)
-    inverse = inverse.reshape(arr.shape)
-    codes = np.empty(len(uniq), dtype=np.int64)
-    for j, v in enumerate(uniq.tolist()):
-        codes[j] = _decode_one(node, states, lookup, v, decode,
-                               row=lambda j=j: f" (row {int(np.flatnonzero(inverse == j)[0])})")
-    return codes[inverse]
 
 
 class Tabular(Mechanism):

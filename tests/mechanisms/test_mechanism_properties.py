@@ -17,7 +17,7 @@ from hypothesis.extra.numpy import arrays
 import causalnet as cn
 from causalnet.errors import CausalNetError
 from causalnet.mechanisms.base import Spec, as_generator
-from causalnet.mechanisms.tabular import state_index
+from causalnet.values import decode_states
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -149,9 +149,8 @@ def test_cpt_evaluate_and_log_prob(x, u):
 
 @SETTINGS
 @given(value=st.one_of(bad_things, st.integers(-3, 5), arrays(np.int64, st.integers(0, 4), elements=st.integers(-2, 4))),
-       states=st.sampled_from([("no", "yes"), (2, 1, 0), (0, 1), ("a", 5)]),
-       decode=st.sampled_from(["names_first", "strict", "names", "indices"]))
-def test_state_index_on_anything(value, states, decode):
-    out = guarded(state_index, "X", states, value, decode=decode)
+       states=st.sampled_from([("no", "yes"), (2, 1, 0), (0, 1), ("a", 5)]))
+def test_decode_states_on_anything(value, states):
+    out = guarded(decode_states, "X", states, value)
     if not isinstance(out, CausalNetError):
         assert np.all((np.asarray(out) >= 0) & (np.asarray(out) < len(states)))

@@ -17,7 +17,8 @@ from numpy.testing import assert_allclose
 import causalnet as cn
 from causalnet.errors import EvidenceError, ModelError
 from causalnet.mechanisms.base import Spec
-from causalnet.mechanisms.tabular import DECODE_RULES, TOL, check_table, state_index
+from causalnet.mechanisms.tabular import TOL, check_table
+from causalnet.values import decode_states
 
 TABLE = np.array([[[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]],
                   [[0.0, 0.0, 1.0], [1 / 3, 1 / 3, 1 / 3]]])           # (2, 2, 3)
@@ -150,48 +151,29 @@ def test_table_checks_return_a_read_only_copy():
 # -- decoding evidence: one rule for scalars and arrays (issue 10) -------------------------
 
 
-def test_names_first_rule_on_integer_state_names():
-    states = (2, 1, 0)
-    assert state_index("X", states, 2) == 0                       # the name 2, not index 2
-    assert state_index("X", states, [2, 1, 0]).tolist() == [0, 1, 2]
-    assert state_index("X", states, np.array([2, 0])).tolist() == [0, 2]
-    assert state_index("X", (5, "a"), 5) == 0
-    assert state_index("X", (5, "a"), np.array([5, 1])).tolist() == [0, 1]   # 1 is not a name: an index
-
-
-def test_strict_rule_refuses_ambiguity():
-    with pytest.raises(EvidenceError, match=r"'X': 2 is ambiguous: the name of state 0 and the index of state 0"):
-        state_index("X", (2, 1, 0), 2, decode="strict")
-    with pytest.raises(EvidenceError, match=r"\(row 1\) is ambiguous"):
-        state_index("X", (2, 1, 0), [1, 0], decode="strict")
-    assert state_index("X", ("no", "yes"), [1, "yes"] and [1, 1], decode="strict").tolist() == [1, 1]
-    assert state_index("X", (0, 1), np.array([1, 0]), decode="strict").tolist() == [1, 0]
-
-
-def test_names_and_indices_rules():
-    assert state_index("X", ("no", "yes"), "yes", decode="names") == 1
-    with pytest.raises(EvidenceError, match="has no state named 1"):
-        state_index("X", ("no", "yes"), 1, decode="names")
-    with pytest.raises(EvidenceError, match="has no state index 'yes'"):
-        state_index("X", ("no", "yes"), "yes", decode="indices")
-    assert state_index("X", (2, 1, 0), np.array([2, 0]), decode="indices").tolist() == [2, 0]
-    with pytest.raises(EvidenceError, match="decode must be one of"):
-        state_index("X", (0, 1), 0, decode="auto")
+def test_one_decoding_rule_for_integer_state_names():
+    # a state name always wins; integers are indices only when no state name is an integer
+    assert decode_states("X", (2, 1, 0), 2) == 0                       # the name 2, not index 2
+    assert decode_states("X", (2, 1, 0), [2, 1, 0]).tolist() == [0, 1, 2]
+    assert decode_states("X", (2, 1, 0), np.array([2, 0])).tolist() == [0, 2]
+    assert decode_states("X", ("no", "yes"), [1, "yes"]).tolist() == [1, 1]
+    with pytest.raises(EvidenceError, match="'X'"):
+        decode_states("X", (5, "a"), 1)                                 # 1 is not a name and names are integers
 
 
 @pytest.mark.parametrize("value, fragment", [
     ("maybe", r"'X' has no state 'maybe'; states: \['no', 'yes'\]"),
     (["no", "maybe"], r"'X' has no state 'maybe' \(row 1\)"),
     (np.array([0, 1, 5]), r"'X' has no state 5 \(row 2\)"),
-    ([[0, 1]], r"1-d array of states, got shape \(1, 2\)"),
-    ({"a": 1}, r"'X' has no state \{'a': 1\}"),
+    ([[0, 1]], r"1-d array of states; got a ragged or nested sequence"),
+    ({"a": 1}, r"'X': a state must be a name or an index"),
     ([0, [1, 2]], r"ragged"),
     (np.nan, r"'X' has no state nan"),
     ([0.5], r"'X' has no state 0\.5 \(row 0\)"),
 ])
 def test_bad_evidence_values(value, fragment):
     with pytest.raises(EvidenceError, match=fragment):
-        state_index("X", ("no", "yes"), value)
+        decode_states("X", ("no", "yes"), value)
 
 
 state_names = st.one_of(
@@ -208,11 +190,10 @@ def test_scalar_and_array_evidence_agree(states, data):
     card = len(states)
     pool = list(states) + list(range(-1, card + 2)) + ["zz"]
     values = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=8))
-    decode = data.draw(st.sampled_from(DECODE_RULES))
     scalar = []
     for v in values:
         try:
-            scalar.append(state_index("X", states, v, decode=decode))
+            scalar.append(int(decode_states("X", states, v)))
         except EvidenceError:
             scalar.append(None)
     if all(isinstance(v, int) for v in values) or all(isinstance(v, str) for v in values):
@@ -221,7 +202,7 @@ def test_scalar_and_array_evidence_agree(states, data):
         arrays = [np.array(values, dtype=object)]
     for arr in arrays:
         try:
-            got = state_index("X", states, arr, decode=decode).tolist()
+            got = decode_states("X", states, arr).tolist()
         except EvidenceError:
             assert None in scalar
         else:
