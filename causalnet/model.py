@@ -35,8 +35,8 @@ import numpy as np
 from . import limits
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
+from .graph.drawing import to_dot as _dot_text
 from .inference.dispatch import run_counterfactual, run_map, run_query
-from .io.dot import to_dot as _dot_text
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -573,10 +573,10 @@ class CausalModel:
     # -- diagrams ---------------------------------------------------------------------------
 
     def to_dot(self, **options) -> str:
-        """DOT text of the model's DAG with node kinds; see :func:`causalnet.io.dot.to_dot`."""
+        """DOT text of the model's DAG with node kinds; see :func:`causalnet.graph.drawing.to_dot`."""
         return _dot_text(self, **options)
 
-    def _dot_node_attrs(self, node: Hashable) -> dict:
+    def dot_node_attrs(self, node: Hashable) -> dict:
         """Per-node drawing attributes: the node kind's shape and colour."""
         spec = self._specs[node]
         mech = self._mechs[node]

@@ -21,10 +21,10 @@ A ⊥ C | B: yes, d-separated
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 
-from .. import __version__
 from ..errors import CausalNetError
 from .graphs import add_adjust, add_draw, add_dsep, add_gallery
 from .query import add_query
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``causalnet`` argument parser, with every command of :data:`COMMANDS`."""
     p = _Parser(prog=PROG, description="Causal DAGs and models: d-separation, adjustment sets, queries, diagrams.",
                 epilog=_EPILOG)
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {importlib.metadata.version('causalnet')}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, _ in COMMANDS:
         _DECLARE[name](sub)

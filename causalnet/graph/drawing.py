@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import graphviz
 from graphviz.quoting import a_list, attr_list, quote
@@ -56,7 +56,7 @@ from graphviz.quoting import a_list, attr_list, quote
 from ..errors import GraphError, RenderError
 from .core import DAGCore
 
-__all__ = ["dot_text", "RANKDIRS"]
+__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS"]
 
 #: Layout directions :func:`dot_text` accepts.
 RANKDIRS = ("TB", "LR", "BT", "RL")
@@ -315,3 +315,120 @@ def dot_text(
         add_cluster(dot, c)
     dot.body.extend(_edge_lines(dag, names, path_edges, edge_style))
     return dot.source
+
+
+# -- drawing objects that hold a DAG (models) ------------------------------------
+
+
+@runtime_checkable
+class Drawable(Protocol):
+    """Anything with a ``.dag``; see the module docstring for the optional hooks."""
+
+    dag: DAGCore
+
+
+# -- to_dot -------------------------------------------------------------------
+
+
+def _as_dag(obj: Any) -> DAGCore:
+    if isinstance(obj, DAGCore):
+        return obj
+    dag = getattr(obj, "dag", None)
+    if isinstance(dag, DAGCore):
+        return dag
+    raise GraphError(f"cannot draw a {type(obj).__name__}: expected a DAG or an object with a .dag attribute")
+
+
+def _hook(obj: Any, name: str):
+    if isinstance(obj, DAGCore):
+        return None
+    fn = getattr(obj, name, None)
+    if not callable(fn):
+        return None
+
+    def checked(*args):
+        attrs = fn(*args)
+        if attrs is not None and not isinstance(attrs, Mapping):
+            raise GraphError(f"{name} must return a mapping of DOT attributes, got {type(attrs).__name__}")
+        return attrs
+
+    return checked
+
+
+def to_dot(
+    obj: Any,
+    *,
+    highlight_path: Iterable[Hashable] | None = None,
+    highlight_nodes: Iterable[Hashable] | None = None,
+    separating_set: Iterable[Hashable] | None = None,
+    observed: bool | Iterable[Hashable] | None = None,
+    labels: Mapping[Hashable, str] | None = None,
+    clusters: str | Mapping[str, Iterable[Hashable]] | None = None,
+    title: str | None = None,
+    rankdir: str = "TB",
+) -> str:
+    """DOT text for a DAG or a model (anything with a ``.dag``).
+
+    Parameters
+    ----------
+    obj : DAG or Drawable
+        What to draw. A model's own hooks (module docstring) add node kinds,
+        tensor shapes and clusters.
+    highlight_path : sequence of nodes, optional
+        A path ``[a, b, c, ...]``; consecutive nodes must be adjacent (edges
+        may point either way). Its edges are drawn bold red.
+    highlight_nodes : node or iterable of nodes, optional
+        Nodes outlined bold red.
+    separating_set : node or iterable of nodes, optional
+        Nodes drawn as a conditioning / separating set (blue fill).
+    observed : bool or iterable of nodes, optional
+        Nodes drawn shaded as observed: an iterable of nodes, ``True`` for
+        every observed (non-latent) node, or None (default) for none.
+    labels : mapping of node to str, optional
+        Label text per node, e.g. ``{"Q": "Q\\n(n, T, 64)"}``; newlines are kept.
+    clusters : "prefix" or mapping of label to nodes, optional
+        ``"prefix"`` nests nodes in boxes by their dotted name
+        (``enc.0.attn.Q`` in ``enc.0.attn``; a box holding only one box is
+        merged into it); a mapping ``{"label": [nodes]}`` draws one box per
+        entry (a node in at most one). None uses the object's
+        ``dot_clusters()`` if it has one, else no boxes.
+    title : str, optional
+        A title above the graph.
+    rankdir : {"TB", "LR", "BT", "RL"}
+        Layout direction.
+
+    Returns
+    -------
+    str
+        DOT source, deterministic for equal inputs.
+
+    Raises
+    ------
+    GraphError
+        If an option names an unknown node, a path steps between
+        non-adjacent nodes, or a node is in two clusters.
+    RenderError
+        If `rankdir` is not one of the four directions.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG([("A", "B"), ("B", "C")])
+    >>> print(to_dot(g, highlight_path=["A", "B"], rankdir="LR"))  # doctest: +NORMALIZE_WHITESPACE
+    digraph {
+        graph [rankdir=LR]
+        A [color="#d62728" penwidth=2]
+        B [color="#d62728" penwidth=2]
+        C
+        A -> B [color="#d62728" penwidth=2.5]
+        B -> C
+    }
+    """
+    dag = _as_dag(obj)
+    if clusters is None:
+        hook = _hook(obj, "dot_clusters")
+        clusters = hook() if hook else None
+    return dot_text(dag, highlight_path=highlight_path, highlight_nodes=highlight_nodes,
+                    separating_set=separating_set, observed=observed, labels=labels, clusters=clusters,
+                    title=title, rankdir=rankdir, node_style=_hook(obj, "dot_node_attrs"),
+                    edge_style=_hook(obj, "dot_edge_attrs"))

@@ -1,9 +1,8 @@
 """Diagrams of graphs and models: model styles, files, and rendering to SVG/PNG.
 
-The DOT text of a graph is the graph layer's (:func:`causalnet.graph.drawing.dot_text`);
-this module adds what sits above it. :func:`to_dot` draws a DAG or a model,
-passing the model's style hooks (below) to the graph layer; it needs no
-binary. :func:`render` writes a file atomically (a temporary file beside the
+The DOT text of a graph or a model is the graph layer's (:func:`causalnet.graph.drawing.to_dot`,
+re-exported here): it draws a DAG or a model, asking the model's style hooks
+(below); it needs no binary. This module adds files and rendering. :func:`render` writes a file atomically (a temporary file beside the
 target, then ``os.replace``): DOT text as is, or SVG/PNG through the Graphviz
 ``dot`` program, else through the ``graphviz-pure`` command
 (``pip install causalnet[render]``; no system libraries), each looked up on
@@ -33,17 +32,18 @@ Drawable objects
 ----------------
 :func:`to_dot` draws a :class:`~causalnet.graph.dag.DAG`, or any object with a
 ``.dag`` attribute holding one (a model). Such an object may add optional
-hooks, all private by convention and all consulted only if present:
+hooks (the drawing contract, defined in :mod:`causalnet.graph.drawing`), each
+consulted only if present:
 
-``_dot_node_attrs(node) -> dict``
+``dot_node_attrs(node) -> dict``
     DOT attributes for one node (e.g. ``shape``/``fillcolor`` for its kind,
     ``label`` with a tensor shape). They are merged over the defaults; the
     marks above are merged over them (``style`` values are combined, so a
     latent node of a filled kind is ``"dashed,filled"``), and the ``labels=``
     option wins over a hook's label.
-``_dot_edge_attrs(parent, child) -> dict``
+``dot_edge_attrs(parent, child) -> dict``
     DOT attributes for one edge; a highlighted path is merged over them.
-``_dot_clusters() -> dict``
+``dot_clusters() -> dict``
     Clusters used when ``clusters=None``: ``{"label": [nodes]}`` or the
     string ``"prefix"`` (see the `clusters` option).
 
@@ -71,13 +71,11 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from ..errors import GraphError, RenderError
-from ..graph.dag import DAG
-from ..graph.drawing import dot_text
+from ..errors import RenderError
+from ..graph.drawing import Drawable, to_dot
 
 __all__ = ["to_dot", "render", "find_renderer", "Drawable", "FORMATS", "RENDERERS"]
 
@@ -91,120 +89,6 @@ _INSTALL_HINT = (
     "install the Graphviz 'dot' program (e.g. `apt-get install graphviz`) "
     "or the pure renderer (`pip install causalnet[render]`, which provides 'graphviz-pure')"
 )
-
-
-@runtime_checkable
-class Drawable(Protocol):
-    """Anything with a ``.dag``; see the module docstring for the optional hooks."""
-
-    dag: DAG
-
-
-# -- to_dot -------------------------------------------------------------------
-
-
-def _as_dag(obj: Any) -> DAG:
-    if isinstance(obj, DAG):
-        return obj
-    dag = getattr(obj, "dag", None)
-    if isinstance(dag, DAG):
-        return dag
-    raise GraphError(f"cannot draw a {type(obj).__name__}: expected a DAG or an object with a .dag attribute")
-
-
-def _hook(obj: Any, name: str):
-    if isinstance(obj, DAG):
-        return None
-    fn = getattr(obj, name, None)
-    if not callable(fn):
-        return None
-
-    def checked(*args):
-        attrs = fn(*args)
-        if attrs is not None and not isinstance(attrs, Mapping):
-            raise GraphError(f"{name} must return a mapping of DOT attributes, got {type(attrs).__name__}")
-        return attrs
-
-    return checked
-
-
-def to_dot(
-    obj: Any,
-    *,
-    highlight_path: Iterable[Hashable] | None = None,
-    highlight_nodes: Iterable[Hashable] | None = None,
-    separating_set: Iterable[Hashable] | None = None,
-    observed: bool | Iterable[Hashable] | None = None,
-    labels: Mapping[Hashable, str] | None = None,
-    clusters: str | Mapping[str, Iterable[Hashable]] | None = None,
-    title: str | None = None,
-    rankdir: str = "TB",
-) -> str:
-    """DOT text for a DAG or a model (anything with a ``.dag``).
-
-    Parameters
-    ----------
-    obj : DAG or Drawable
-        What to draw. A model's own hooks (module docstring) add node kinds,
-        tensor shapes and clusters.
-    highlight_path : sequence of nodes, optional
-        A path ``[a, b, c, ...]``; consecutive nodes must be adjacent (edges
-        may point either way). Its edges are drawn bold red.
-    highlight_nodes : node or iterable of nodes, optional
-        Nodes outlined bold red.
-    separating_set : node or iterable of nodes, optional
-        Nodes drawn as a conditioning / separating set (blue fill).
-    observed : bool or iterable of nodes, optional
-        Nodes drawn shaded as observed: an iterable of nodes, ``True`` for
-        every observed (non-latent) node, or None (default) for none.
-    labels : mapping of node to str, optional
-        Label text per node, e.g. ``{"Q": "Q\\n(n, T, 64)"}``; newlines are kept.
-    clusters : "prefix" or mapping of label to nodes, optional
-        ``"prefix"`` nests nodes in boxes by their dotted name
-        (``enc.0.attn.Q`` in ``enc.0.attn``; a box holding only one box is
-        merged into it); a mapping ``{"label": [nodes]}`` draws one box per
-        entry (a node in at most one). None uses the object's
-        ``_dot_clusters()`` if it has one, else no boxes.
-    title : str, optional
-        A title above the graph.
-    rankdir : {"TB", "LR", "BT", "RL"}
-        Layout direction.
-
-    Returns
-    -------
-    str
-        DOT source, deterministic for equal inputs.
-
-    Raises
-    ------
-    GraphError
-        If an option names an unknown node, a path steps between
-        non-adjacent nodes, or a node is in two clusters.
-    RenderError
-        If `rankdir` is not one of the four directions.
-
-    Examples
-    --------
-    >>> import causalnet as cn
-    >>> g = cn.DAG([("A", "B"), ("B", "C")])
-    >>> print(to_dot(g, highlight_path=["A", "B"], rankdir="LR"))  # doctest: +NORMALIZE_WHITESPACE
-    digraph {
-        graph [rankdir=LR]
-        A [color="#d62728" penwidth=2]
-        B [color="#d62728" penwidth=2]
-        C
-        A -> B [color="#d62728" penwidth=2.5]
-        B -> C
-    }
-    """
-    dag = _as_dag(obj)
-    if clusters is None:
-        hook = _hook(obj, "_dot_clusters")
-        clusters = hook() if hook else None
-    return dot_text(dag, highlight_path=highlight_path, highlight_nodes=highlight_nodes,
-                    separating_set=separating_set, observed=observed, labels=labels, clusters=clusters,
-                    title=title, rankdir=rankdir, node_style=_hook(obj, "_dot_node_attrs"),
-                    edge_style=_hook(obj, "_dot_edge_attrs"))
 
 
 # -- render --------------------------------------------------------------------

@@ -241,15 +241,15 @@ class _FakeModel:
         self.dag = dag
         self._clusters = clusters
 
-    def _dot_node_attrs(self, node):
+    def dot_node_attrs(self, node):
         if node == "Q":
             return {"shape": "box", "style": "filled", "fillcolor": "#fff2cc", "label": "Q\n(n, 4)"}
         return {}
 
-    def _dot_edge_attrs(self, u, v):
+    def dot_edge_attrs(self, u, v):
         return {"arrowhead": "vee"} if v == "Q" else None
 
-    def _dot_clusters(self):
+    def dot_clusters(self):
         return self._clusters
 
 
