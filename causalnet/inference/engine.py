@@ -91,10 +91,18 @@ class Registry:
         if not isinstance(engine, Engine):
             raise ModelError(f"an engine must be an Engine, got {type(engine).__name__}")
         names = [e.name for e in self._engines]
-        if before is not None and before in names:
+        if before is not None and before not in names:
+            raise ModelError(f"no engine named {before!r} in this registry; engines: {names}")
+        if before is not None:
             self._engines.insert(names.index(before), engine)
         else:
             self._engines.append(engine)
+
+    def unregister(self, engine: Engine) -> None:
+        """Remove `engine` (the same object that was registered)."""
+        if not any(e is engine for e in self._engines):
+            raise ModelError(f"{engine!r} is not registered")
+        self._engines = [e for e in self._engines if e is not engine]
 
     def __iter__(self) -> Iterator[Engine]:
         return iter(self._engines)
