@@ -11,8 +11,14 @@ same noise (prediction). Three exact routes and one sampled route:
   parents. A *twin network* — factual nodes and counterfactual copies of the
   intervened nodes' descendants sharing those interval variables — is then an
   ordinary discrete network, solved exactly by variable elimination.
-* **Linear-Gaussian** models: both worlds are affine in the same Gaussian
-  noise, so the twin is one joint Gaussian; conditioning it is exact.
+  The same construction serves any number of worlds (a *multi-world
+  network*: ``P(Y_{X=1}=1, Y_{X=0}=0)``, the probability of necessity and
+  sufficiency) and nested ones (``Y_{X=1, M=M_{X=0}}``: the copy of M in the
+  first world is the copy of M in the second).
+* **Linear-Gaussian** models: every world is affine in the same Gaussian
+  noise, so all worlds together are one joint Gaussian; conditioning it is
+  exact. A nested intervention adds the node's total effect times its
+  affine form in the other world.
 * **Additive-noise** nodes (``x = f(pa) + u``) whose noise the evidence
   determines abduct exactly (``u = x − f(pa)``), giving a point answer.
 * Otherwise the noise posterior is sampled (likelihood weighting with each
@@ -437,9 +443,13 @@ class SampledCounterfactualEngine(Engine):
     exact = False
 
     def accepts(self, request) -> bool:
-        return request.is_counterfactual and not request.is_multiworld
+        return request.is_counterfactual
 
     def answer(self, request):
+        if request.is_multiworld:
+            raise ModelError(f"counterfactuals across several worlds ({', '.join(map(str, request.labels))}) are "
+                             f"answered exactly on discrete and linear-Gaussian models only; this model is "
+                             f"neither, or method='sampling' was asked")
         model, cf_model = request.model, request.cf_model
         rng = request.rng()
         n_rows = request.n_rows

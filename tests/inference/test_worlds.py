@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.stats
 from conftest import guarded
 from numpy.testing import assert_allclose
 from test_queries import random_discrete_model
@@ -225,10 +226,14 @@ def test_multi_world_errors():
         cf("Y", {"M": Term("M", (("X", 0),), 1)})
     with pytest.raises(EvidenceError, match="do\\(\\.\\.\\.\\)"):
         m.query("P(Y_{X=1} | do(Z=0), Y_{X=0}=1)")
-    with pytest.raises(ModelError, match="no exact engine|no engine"):
+    with pytest.raises(ModelError, match="several worlds .*Y_\\{X=1\\}.*exactly on discrete"):
         m.query("P(Y_{X=1}, Y_{X=0})", method="sampling")
     with pytest.raises(EvidenceError, match="probability zero|impossible|zero"):
         m.query([cf("Y", {"X": 1})], evidence={cf("X", {"X": 1}): 0})
+    nonlinear = cn.CausalModel({"X": cn.Function([], lambda: 0.0, noise=scipy.stats.norm()),
+                                "Y": cn.Function(["X"], lambda x: x ** 2, noise=scipy.stats.norm())})
+    err = guarded(nonlinear.query, "P(Y_{X=1}, Y_{X=0})")
+    assert isinstance(err, ModelError) and "several worlds" in str(err)
 
 
 @pytest.mark.parametrize("query", [
