@@ -7,13 +7,19 @@ Grammar (whitespace is free)::
     term     := name [ "_{" assigns "}" ] [ "=" value ]     # Y, Y=1, Y_{X=0}=1
     conds    := cond ("," cond)*
     cond     := "do" "(" assigns ")" | term                # evidence terms need "=" value
-    assigns  := name "=" value ("," name "=" value)*
+    assigns  := name "=" (nested | value) ("," name "=" (nested | value))*
+    nested   := name "_{" assigns "}"                        # M=M_{X=0}
     name     := identifier (letters, digits, _, ., [k] indices) | "quoted"
     value    := identifier | number | "quoted"
 
 A term with a subscript ``Y_{X=0}`` is the value of Y in the world where X
 was set to 0: a counterfactual term. ``P(Y_{X=0}=1 | X=1, Y=1)`` is the
-probability of necessity. Nothing is ever evaluated as Python.
+probability of necessity. Terms may live in different worlds:
+``P(Y_{X=1}=1, Y_{X=0}=0)`` is the probability of necessity and sufficiency,
+and a subscript may set a node to its value in another world —
+``Y_{X=1, M=M_{X=0}}`` (a *nested* counterfactual, the outcome of natural
+direct effects). :func:`cf` builds the same terms from Python. Nothing is
+ever evaluated as Python.
 
 Examples
 --------
@@ -21,6 +27,11 @@ Examples
 >>> q.targets, q.do, q.evidence
 ([Term(name='Y', world=None, value=None)], {'X': 1}, [Term(name='Z', world=None, value=0)])
 >>> parse_query("P(Y_{X=0}=1 | X=1, Y=1)").is_counterfactual
+True
+>>> t = parse_query("P(Y_{X=1, M=M_{X=0}})").targets[0]
+>>> t.world
+(('M', Term(name='M', world=(('X', 0),), value=None)), ('X', 1))
+>>> cf("Y", {"X": 1, "M": cf("M", {"X": 0})}) == t
 True
 """
 
@@ -32,12 +43,16 @@ from typing import Any
 
 from .errors import EvidenceError
 
-__all__ = ["parse_query", "Query", "Term"]
+__all__ = ["parse_query", "Query", "Term", "cf"]
 
 
 @dataclass(frozen=True)
 class Term:
-    """One variable of a query: its name, its world (a do-dict) and an optional value."""
+    """One variable of a query: its name, its world (a do-dict) and an optional value.
+
+    A value in the world may itself be a :class:`Term` without a value: the
+    node is set to what that term would have been (a nested counterfactual).
+    """
 
     name: str
     world: tuple | None = None    # sorted ((node, value), ...) of the subscript, None = factual
@@ -46,6 +61,44 @@ class Term:
     @property
     def world_dict(self) -> dict:
         return dict(self.world or ())
+
+    def __str__(self) -> str:
+        text = str(self.name)
+        if self.world:
+            text += "_{" + ", ".join(f"{k}={v}" for k, v in self.world) + "}"
+        return text if self.value is None else f"{text}={self.value}"
+
+
+def _sorted_world(items) -> tuple:
+    return tuple(sorted(items, key=lambda kv: str(kv[0])))
+
+
+def cf(node, do=None) -> Term:
+    """The counterfactual variable ``node_{do}``: `node` in the world where `do` was applied.
+
+    Use it wherever a query takes a node (targets, evidence keys) to ask
+    questions across worlds from Python; a value in `do` may be another
+    ``cf(...)`` (the node set to its value in that world).
+
+    Parameters
+    ----------
+    node : hashable
+    do : mapping node -> value or Term, optional
+        Empty or None: the factual variable.
+
+    Examples
+    --------
+    >>> str(cf("Y", {"X": 1, "M": cf("M", {"X": 0})}))
+    'Y_{M=M_{X=0}, X=1}'
+    """
+    if do is None:
+        do = {}
+    if not isinstance(do, dict):
+        raise EvidenceError(f"cf({node!r}, do): do must be a dict node -> value, got {type(do).__name__}")
+    for k, v in do.items():
+        if isinstance(v, Term) and v.value is not None:
+            raise EvidenceError(f"cf({node!r}): the nested term for {k!r} must not carry a value, got {v}")
+    return Term(node, _sorted_world(do.items()) if do else None)
 
 
 @dataclass
@@ -122,14 +175,24 @@ class _Parser:
             return self.take("num")
         return self.take("name")
 
-    def assigns(self) -> dict:
+    def assigned(self) -> Any:
+        """The right side of ``name=...`` in a subscript: a value, or a nested term ``M_{X=0}``."""
+        if self.at("name") and self.toks[self.i + 1][0] == "sub":
+            name = self.take("name")
+            self.take("sub")
+            w = self.assigns()
+            self.take("punct", "}")
+            return Term(name, _sorted_world(w.items()))
+        return self.value()
+
+    def assigns(self, nested: bool = True) -> dict:
         out = {}
         while True:
             name = self.take("name")
             self.take("punct", "=")
             if name in out:
                 raise EvidenceError(f"query {self.text!r} sets {name!r} twice")
-            out[name] = self.value()
+            out[name] = self.assigned() if nested else self.value()
             if not self.at("punct", ","):
                 return out
             # a comma may separate the next assignment, or end this group
@@ -147,7 +210,7 @@ class _Parser:
             self.take("sub")
             w = self.assigns()
             self.take("punct", "}")
-            world = tuple(sorted(w.items(), key=lambda kv: str(kv[0])))
+            world = _sorted_world(w.items())
         value = None
         if self.at("punct", "="):
             self.take("punct", "=")
@@ -171,7 +234,7 @@ class _Parser:
                 if self.at("name", "do") and self.toks[self.i + 1][1] == "(":
                     self.take("name")
                     self.take("punct", "(")
-                    for k, v in self.assigns().items():
+                    for k, v in self.assigns(nested=False).items():
                         if k in do:
                             raise EvidenceError(f"query {self.text!r} intervenes on {k!r} twice")
                         do[k] = v

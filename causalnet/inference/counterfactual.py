@@ -11,8 +11,14 @@ same noise (prediction). Three exact routes and one sampled route:
   parents. A *twin network* — factual nodes and counterfactual copies of the
   intervened nodes' descendants sharing those interval variables — is then an
   ordinary discrete network, solved exactly by variable elimination.
-* **Linear-Gaussian** models: both worlds are affine in the same Gaussian
-  noise, so the twin is one joint Gaussian; conditioning it is exact.
+  The same construction serves any number of worlds (a *multi-world
+  network*: ``P(Y_{X=1}=1, Y_{X=0}=0)``, the probability of necessity and
+  sufficiency) and nested ones (``Y_{X=1, M=M_{X=0}}``: the copy of M in the
+  first world is the copy of M in the second).
+* **Linear-Gaussian** models: every world is affine in the same Gaussian
+  noise, so all worlds together are one joint Gaussian; conditioning it is
+  exact. A nested intervention adds the node's total effect times its
+  affine form in the other world.
 * **Additive-noise** nodes (``x = f(pa) + u``) whose noise the evidence
   determines abduct exactly (``u = x − f(pa)``), giving a point answer.
 * Otherwise the noise posterior is sampled (likelihood weighting with each
@@ -142,76 +148,132 @@ class _Twin:
         return type(e)(text)
 
 
-def _twin_node(twin: _Twin, names: dict, v, K, cpt_f, cpt_c, mech_c, pa, row_c, evidence) -> None:
-    """Add the factual and counterfactual copies of a node changed by the intervention."""
-    f_name, c_name = names[(FACTUAL, v)], names[(COUNTERFACTUAL, v)]
-    f_pa = [names[(FACTUAL, p)] for p in pa]
-    c_disp = label((COUNTERFACTUAL, v))
-    shared_u = not (isinstance(mech_c, Intervened) and not mech_c.is_shift)
-    if shared_u and pa:
-        # both copies as functions of (parents, U_v); U_v ranges over the CDF intervals
-        size = cpt_f.size
-        cuts, weights, natural = noise_intervals(cpt_f)                 # natural: (*pa, m)
-        limits.check_bytes(16.0 * natural.size * K, what=f"the twin-network tables of {v!r}",
-                           cause=f"a CPT of {size} entries cut into {len(weights)} noise intervals: memory grows "
-                                 f"with the square of the CPT size")
-        u_name = f"u{f_name[1:]}"
-        twin.add(u_name, weights, [], len(weights), f"U_{v}")
-        twin.add(f_name, np.eye(K)[natural], f_pa + [u_name], K, v)      # (*pa, m, K)
-        cf = shift_map(v, mech_c, K)[natural] if isinstance(mech_c, Intervened) else natural
-        twin.add(c_name, np.eye(K)[cf], [names[(COUNTERFACTUAL, p)] for p in pa] + [u_name], K, c_disp)
-    elif shared_u:                       # a root under a shift: the counterfactual is f(factual)
-        twin.add(f_name, cpt_f, [], K, v)
-        twin.add(c_name, np.eye(K)[shift_map(v, mech_c, K)], [f_name], K, c_disp)
-    else:                                # under do: a constant (or per-row observed) root
-        twin.add(f_name, cpt_f, f_pa, K, v)
-        twin.add(c_name, cpt_c, [], K, c_disp)
-        if v in row_c:
-            evidence[c_name] = row_c[v]
+class _MultiWorld:
+    """The discrete network of a counterfactual request: one copy of each node per world that changes it.
+
+    A node keeps its factual copy in every world whose interventions do not
+    reach it. A changed copy is, in its world, a constant (``do``), a copy of
+    the node in another world (nested), or its natural mechanism — possibly
+    shifted — as a deterministic function of its parents *in that world* and
+    of the shared noise ``U_v`` (the CDF intervals of its factual table), so
+    that every world reuses the same exogenous value. Copies are built on
+    demand, from the targets and the evidence up to their ancestors.
+    """
+
+    def __init__(self, request) -> None:
+        self.request = request
+        self.dag = request.model.dag
+        self.order = {v: i for i, v in enumerate(self.dag.topological_order())}
+        self.nets = {}
+        for key, w in request.worlds.items():
+            net = discrete_network(w.model)
+            if key == FACTUAL and net.row_evidence:
+                raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
+            self.nets[key] = net
+        self.changed = {key: w.intervened | set(self.dag.descendants(w.intervened)) if w.intervened else set()
+                        for key, w in request.worlds.items()}
+        self.twin = _Twin()
+        self.names: dict = {}
+        self.evidence: dict = {}               # internal name -> per-row states of per-row do copies
+        self.u: dict = {}
+
+    def name(self, world: str, v) -> str:
+        """The internal name of node `v` in `world`, built (with its ancestors) on first use."""
+        if v not in self.changed[world]:
+            world = FACTUAL
+        key = (world, v)
+        if key not in self.names:
+            i = self.order[v]
+            self.names[key] = f"f{i}" if world == FACTUAL else f"{world}_{i}"
+            if world == FACTUAL:
+                self._factual(v)
+            else:
+                self._changed(world, v)
+        return self.names[key]
+
+    def _shares_noise(self, v) -> bool:
+        """Whether `v` has parents and a copy, besides the factual one, that runs its natural mechanism."""
+        if not self.dag.parents(v):
+            return False
+        for key, w in self.request.worlds.items():
+            if key != FACTUAL and v in self.changed[key] and v not in w.nested:
+                mech = w.model.mechanisms[v]
+                if not (isinstance(mech, Intervened) and not mech.is_shift):
+                    return True
+        return False
+
+    def _factual(self, v) -> None:
+        net = self.nets[FACTUAL]
+        K = net.cards[v]
+        parents = [self.name(FACTUAL, p) for p in self.dag.parents(v)]
+        if self._shares_noise(v):
+            self.twin.add(self.names[(FACTUAL, v)], np.eye(K)[self._noise(v)], parents + [self.u[v]], K, v)
+        else:
+            self.twin.add(self.names[(FACTUAL, v)], net.cpts[v], parents, K, v)
+
+    def _noise(self, v) -> np.ndarray:
+        """The natural states of `v` on each noise interval, ``(*pa, m)``; adds the node ``U_v`` once."""
+        table = self.nets[FACTUAL].cpts[v]
+        cuts, weights, natural = noise_intervals(table)                 # natural: (*pa, m)
+        if v not in self.u:
+            limits.check_bytes(16.0 * natural.size * table.shape[-1], what=f"the twin-network tables of {v!r}",
+                               cause=f"a CPT of {table.size} entries cut into {len(weights)} noise intervals: "
+                                     f"memory grows with the square of the CPT size")
+            self.u[v] = f"u{self.order[v]}"
+            self.twin.add(self.u[v], weights, [], len(weights), f"U_{v}")
+        return natural
+
+    def _changed(self, world: str, v) -> None:
+        w = self.request.worlds[world]
+        net = self.nets[world]
+        K = net.cards[v]
+        name = self.names[(world, v)]
+        disp = self.request.label((world, v))
+        mech = w.model.mechanisms[v]
+        if v in w.nested:                                                # M := M in another world
+            self.twin.add(name, np.eye(K), [self.name(*w.nested[v])], K, disp)
+        elif isinstance(mech, Intervened) and not mech.is_shift:        # do: a constant or per-row root
+            self.twin.add(name, net.cpts[v], [], K, disp)
+            if v in net.row_evidence:
+                self.evidence[name] = net.row_evidence[v]
+        elif self.dag.parents(v):                                        # natural (or shifted), shared U_v
+            natural = self._noise(v)
+            states = shift_map(v, mech, K)[natural] if isinstance(mech, Intervened) else natural
+            parents = [self.name(world, p) for p in self.dag.parents(v)]
+            self.twin.add(name, np.eye(K)[states], parents + [self.u[v]], K, disp)
+        else:                                                            # a shifted root: f(factual value)
+            self.twin.add(name, np.eye(K)[shift_map(v, mech, K)], [self.name(FACTUAL, v)], K, disp)
+
+    def observe(self) -> dict:
+        """Engine evidence: per-row do copies and the request's evidence on the internal names."""
+        observed: dict = {}
+        for (w, v), a in self.request.evidence.items():
+            key = self.name(w, v)
+            if key in self.evidence:
+                raise EvidenceError(f"{v!r} is observed in the counterfactual world where it is set by do")
+            if key in observed and not np.array_equal(observed[key], a):
+                raise EvidenceError(f"{v!r} is observed with different values in two worlds, but the "
+                                    f"intervention does not change it: the evidence is impossible")
+            observed[key] = a
+        return {**self.evidence, **{k: (int(a) if np.ndim(a) == 0 else a) for k, a in observed.items()}}
 
 
 def _discrete_twin(request) -> DiscreteDistribution:
-    model, cf_model = request.model, request.cf_model
-    net_f, net_c = discrete_network(model), discrete_network(cf_model)
-    if net_f.row_evidence:
-        raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
-    dag = model.dag
-    order = dag.topological_order()
-    changed = set(request.world) | set(dag.descendants(set(request.world))) if request.world else set()
-    names: dict = {}                      # (world, v) -> internal name
-    for i, v in enumerate(order):
-        names[(FACTUAL, v)] = f"f{i}"
-        names[(COUNTERFACTUAL, v)] = f"c{i}" if v in changed else f"f{i}"
-    twin = _Twin()
-    evidence: dict = {}
-    for v in order:
-        K = net_f.cards[v]
-        if v not in changed:
-            twin.add(names[(FACTUAL, v)], net_f.cpts[v], [names[(FACTUAL, p)] for p in dag.parents(v)], K, v)
-        else:
-            _twin_node(twin, names, v, K, net_f.cpts[v], net_c.cpts[v], cf_model.mechanisms[v],
-                       list(dag.parents(v)), net_c.row_evidence, evidence)
-    observed: dict = {}
-    for (w, v), a in request.evidence.items():
-        key = names[(w, v)]
-        if key in evidence:
-            raise EvidenceError(f"{v!r} is observed in the counterfactual world where it is set by do")
-        if key in observed and not np.array_equal(observed[key], a):
-            raise EvidenceError(f"{v!r} is observed with different values in the two worlds, but the intervention "
-                                f"does not change it: the evidence is impossible")
-        observed[key] = a
-    evidence.update({k: (int(a) if np.ndim(a) == 0 else a) for k, a in observed.items()})
-    tnames = [names[t] for t in request.targets]
+    mw = _MultiWorld(request)
+    tnames = [mw.name(w, v) for w, v in request.targets]
+    evidence = mw.observe()
     free = [t for t in dict.fromkeys(tnames) if t not in evidence]
     try:
-        bn = twin.network()
+        bn = mw.twin.network()
         pf, _ = bn.query(free, evidence, joint=True)                    # also checks P(e) > 0
     except CausalNetError as e:
-        raise twin.readable(e) from None
-    cards = [net_f.cards[v] for _, v in request.targets]
+        raise mw.twin.readable(e) from None
+    model = request.model
+    cards = [mw.nets[FACTUAL].cards[v] for _, v in request.targets]
     probs = embed_point_masses(pf, free, tnames, evidence, cards, request.n_rows)
+    kind = "multi-world network" if request.is_multiworld else "twin network"
     return DiscreteDistribution(request.labels, probs, [model.specs[v].states for _, v in request.targets],
-                                batched=request.batched, method="exact (twin network, variable elimination)",
+                                batched=request.batched, method=f"exact ({kind}, variable elimination)",
                                 scm=SCM_DISCRETE)
 
 
@@ -221,8 +283,8 @@ class DiscreteTwinEngine(Engine):
     name = "discrete twin network"
 
     def accepts(self, request) -> bool:
-        return (request.is_counterfactual and discrete_network(request.model) is not None
-                and discrete_network(request.cf_model) is not None)
+        return request.is_counterfactual and all(discrete_network(w.model) is not None
+                                                 for w in request.worlds.values())
 
     def answer(self, request):
         return _discrete_twin(request)
@@ -231,46 +293,84 @@ class DiscreteTwinEngine(Engine):
 # -- the Gaussian twin ------------------------------------------------------------------------
 
 
+def _reordered(form, nodes: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """``(c, M)`` of an affine form with rows and noise columns in the order of `nodes`."""
+    idx = [form.index[v] for v in nodes]
+    return form.c[..., idx], form.M[idx][:, idx]
+
+
+def _world_forms(request) -> dict:
+    """world key -> ``(c, M)``: every world's nodes as affine forms in the *same* noise ``u``.
+
+    A world that sets ``M`` to its value in world ``w'`` is its model with
+    ``M := 0`` plus, for each such node, the total effect of ``M`` (the change
+    of every node when ``M`` goes from 0 to 1 in that world) times ``M``'s
+    affine form in ``w'``: exact, because every world is affine.
+    """
+    nodes = affine_form(request.model).nodes
+    forms: dict = {}
+
+    def form(key):
+        if key in forms:
+            return forms[key]
+        w = request.worlds[key]
+        zero = {m: 0.0 for m in w.nested}
+        c, M = _reordered(affine_form(w.model.do(zero) if zero else w.model), nodes)
+        for m, (other, _) in w.nested.items():
+            c1, _ = _reordered(affine_form(w.model.do({**zero, m: 1.0})), nodes)
+            effect = c1 - c                                    # (..., d): total effect of m in this world
+            if effect.ndim > 1:                                # the same in every row: the model is linear
+                effect = effect[0]                             # (d,)
+            co, Mo = form(other)
+            j = nodes.index(m)
+            c = c + effect * co[..., j:j + 1]                  # (..., d)
+            M = M + np.outer(effect, Mo[j])                    # (d, d)
+        forms[key] = (c, M)
+        return forms[key]
+
+    for key in request.worlds:
+        form(key)
+    return forms
+
+
 class GaussianTwinEngine(Engine):
-    """Exact counterfactuals on linear-Gaussian models (constant, per-row and affine interventions)."""
+    """Exact counterfactuals on linear-Gaussian models, over any number of worlds (constant, per-row,
+    affine and nested interventions): one joint Gaussian of every world's copy of every node."""
 
     name = "Gaussian twin"
 
     def accepts(self, request) -> bool:
-        return (request.is_counterfactual and is_linear_gaussian(request.model)
-                and is_linear_gaussian(request.cf_model))
+        return request.is_counterfactual and all(is_linear_gaussian(w.model) for w in request.worlds.values())
 
     def answer(self, request) -> Gaussian:
-        f = affine_form(request.model)
-        c = affine_form(request.cf_model)
-        nodes = f.nodes
-        cidx = [c.index[v] for v in nodes]
-        Mc = c.M[cidx][:, cidx]                                   # the same u order as the factual form
-        cc = c.c[..., cidx]
-        cf_c = f.c
-        if f.batched and not c.batched:
-            cc = np.broadcast_to(cc, f.c.shape)
-        if c.batched and not f.batched:
-            cf_c = np.broadcast_to(f.c, c.c.shape)
-        mean = np.concatenate([cf_c, cc], axis=-1)               # (..., 2d)
-        Mj = np.concatenate([f.M, Mc], axis=0)                   # (2d, d)
-        cov = Mj @ Mj.T                                          # (2d, 2d)
-        d = len(nodes)
-        key = {(FACTUAL, v): i for i, v in enumerate(nodes)} | {(COUNTERFACTUAL, v): d + i for i, v in enumerate(nodes)}
+        with np.errstate(all="ignore"):
+            forms = _world_forms(request)
+        keys = list(forms)
+        d = forms[FACTUAL][1].shape[0]
+        nodes = affine_form(request.model).nodes
+        n = request.n_rows
+        cs = [forms[k][0] for k in keys]
+        if n is not None or any(c.ndim > 1 for c in cs):
+            rows = n if n is not None else next(c.shape[0] for c in cs if c.ndim > 1)
+            cs = [np.broadcast_to(c, (rows, d)) for c in cs]
+        mean = np.concatenate(cs, axis=-1)                       # (..., W d)
+        Mj = np.concatenate([forms[k][1] for k in keys], axis=0)  # (W d, d)
+        with np.errstate(all="ignore"):
+            cov = Mj @ Mj.T                                      # (W d, W d)
+        key = {(k, v): a * d + i for a, k in enumerate(keys) for i, v in enumerate(nodes)}
         obs = list(request.evidence)
         vals = [np.asarray(request.evidence[k], dtype=np.float64) for k in obs]
-        n = request.n_rows
-        if n is not None:
-            vals = [np.broadcast_to(v, (n,)) for v in vals]
-            mean = np.broadcast_to(mean, (n, 2 * d))
+        if mean.ndim > 1:
+            vals = [np.broadcast_to(v, mean.shape[:1]) for v in vals]
         values = np.stack(vals, axis=-1) if vals else np.zeros(mean.shape[:-1] + (0,))
         with np.errstate(all="ignore"):
-            m, S, _ = condition(mean, cov, [key[k] for k in obs], values, [k[1] for k in obs])
+            m, S, _ = condition(mean, cov, [key[k] for k in obs], values, [request.label(k) for k in obs])
         ti = [key[t] for t in request.targets]
         if not (np.all(np.isfinite(m[..., ti])) and np.all(np.isfinite(S[np.ix_(ti, ti)]))):
             raise NumericalError(f"the twin joint Gaussian of {request.labels} overflows float64 (values too large)")
-        return Gaussian(request.labels, m[..., ti], S[np.ix_(ti, ti)], batched=n is not None,
-                        method="exact (twin joint Gaussian)", scm=SCM_GAUSSIAN)
+        kind = "multi-world joint Gaussian" if request.is_multiworld else "twin joint Gaussian"
+        return Gaussian(request.labels, m[..., ti], S[np.ix_(ti, ti)], batched=mean.ndim > 1,
+                        method=f"exact ({kind})", scm=SCM_GAUSSIAN)
 
 
 # -- additive noise, abducted exactly -----------------------------------------------------------
@@ -304,7 +404,9 @@ class AdditiveNoiseEngine(Engine):
     name = "additive-noise abduction"
 
     def accepts(self, request) -> bool:
-        if not request.is_counterfactual or any(w == COUNTERFACTUAL for w, _ in request.evidence):
+        if not request.is_counterfactual or request.is_multiworld:
+            return False
+        if any(w == COUNTERFACTUAL for w, _ in request.evidence):
             return False
         return not all(request.model.specs[v].kind == DISCRETE for v in request.nodes)
 
@@ -344,6 +446,10 @@ class SampledCounterfactualEngine(Engine):
         return request.is_counterfactual
 
     def answer(self, request):
+        if request.is_multiworld:
+            raise ModelError(f"counterfactuals across several worlds ({', '.join(map(str, request.labels))}) are "
+                             f"answered exactly on discrete and linear-Gaussian models only; this model is "
+                             f"neither, or method='sampling' was asked")
         model, cf_model = request.model, request.cf_model
         rng = request.rng()
         n_rows = request.n_rows

@@ -6,7 +6,7 @@ runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 
 * :data:`QUERY_ENGINES` — discrete (variable elimination), linear-Gaussian
   (joint Gaussian), linear-Cauchy (affine forms), then likelihood weighting;
-* :data:`COUNTERFACTUAL_ENGINES` — discrete twin network, Gaussian twin,
+* :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
   additive-noise abduction, then sampling over the noise posterior.
 
 ``result.method`` names the engine that answered. A new engine plugs in with

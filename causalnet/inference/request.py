@@ -18,6 +18,14 @@ everything an engine would otherwise check on its own:
   states, a finite value, or a callable of the natural value);
 * ``method``, ``n_samples`` and ``seed`` are legal.
 
+Counterfactual requests may span several worlds. Each distinct subscript is a
+:class:`World` (``"f"`` the factual one, ``"c"``, ``"c2"``, ... the others),
+and a world may set a node to its value in another world (a nested
+counterfactual, ``Y_{X=1, M=M_{X=0}}``). A request with more than one
+counterfactual world, or a nested one, is *multi-world*
+(:attr:`Request.is_multiworld`); its results name variables by their
+subscripts (``Y_{X=1}``), while a one-world counterfactual keeps ``Y*``.
+
 Engines (:mod:`causalnet.inference.engine`) then only decide whether they can
 answer and answer. Nothing here changes the model or the caller's arguments.
 
@@ -28,6 +36,9 @@ Examples
 >>> r = query_request(m, "P(Wet | do(Sprinkler=on), Rain=yes)")
 >>> r.nodes, dict(r.observed), r.n_rows
 (['Wet'], {'Rain': array(1)}, None)
+>>> r = query_request(m, "P(Wet_{Sprinkler=on}=wet, Wet_{Sprinkler=off}=dry)")
+>>> r.targets, r.labels, r.is_multiworld
+((('c', 'Wet'), ('c2', 'Wet')), ['Wet_{Sprinkler=on}', 'Wet_{Sprinkler=off}'], True)
 """
 
 from __future__ import annotations
@@ -43,8 +54,8 @@ from ..mechanisms.base import DISCRETE, as_generator
 from ..mechanisms.intervened import Intervened
 from ..queries import Query, Term, parse_query
 
-__all__ = ["Request", "query_request", "counterfactual_request", "map_request", "FACTUAL", "COUNTERFACTUAL",
-           "METHODS", "label"]
+__all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
+           "COUNTERFACTUAL", "METHODS", "label"]
 
 FACTUAL = "f"
 COUNTERFACTUAL = "c"
@@ -59,6 +70,40 @@ def label(var: tuple) -> Hashable:
     return f"{v}*" if isinstance(v, str) else (v, "*")
 
 
+class World:
+    """One world of a counterfactual request: the interventions that define it.
+
+    Attributes
+    ----------
+    key : str
+        ``"f"`` (factual), ``"c"``, ``"c2"``, ...
+    do : dict node -> value
+        Constant, per-row or shift interventions, as given to ``model.do``.
+    nested : dict node -> (world key, node)
+        Nodes set to their value in another world (``M=M_{X=0}``).
+    model : CausalModel
+        The factual model under `do` (nested nodes keep their natural
+        mechanisms there: engines replace them by the other world's value).
+    text : str
+        The subscript as results show it, e.g. ``"X=1, M=M_{X=0}"``.
+    """
+
+    def __init__(self, key: str, do: dict, nested: dict, model, text: str) -> None:
+        self.key = key
+        self.do = dict(do)
+        self.nested = dict(nested)
+        self.model = model
+        self.text = text
+
+    @property
+    def intervened(self) -> set:
+        """Every node this world sets (by value or from another world)."""
+        return set(self.do) | set(self.nested)
+
+    def __repr__(self) -> str:
+        return f"<World {self.key!r}: {{{self.text}}}>"
+
+
 class Request:
     """A validated query: what to compute, on which model(s), with which options.
 
@@ -70,7 +115,11 @@ class Request:
     cf_model : CausalModel or None
         The counterfactual world's model (``model.do(world)``), None for plain queries.
     world : dict
-        The counterfactual intervention (empty for plain queries).
+        The counterfactual intervention of a one-world counterfactual (empty
+        for plain queries and multi-world requests).
+    worlds : dict key -> World
+        Every world of a counterfactual request, the factual one (``"f"``)
+        first (empty for plain queries).
     targets : tuple of (world, node)
     target_values : tuple or None
         For ``P(Y=y | ...)``: the asked states (the answer is a probability).
@@ -86,10 +135,11 @@ class Request:
     """
 
     def __init__(self, *, model, cf_model, world, targets, target_values, evidence, row_do, n_rows, method,
-                 n_samples, seed) -> None:
+                 n_samples, seed, worlds=None) -> None:
         self.model = model
         self.cf_model = cf_model
         self.world = dict(world)
+        self.worlds = dict(worlds or {})
         self.targets = tuple(targets)
         self.target_values = target_values
         self.evidence = dict(evidence)
@@ -104,14 +154,28 @@ class Request:
         return self.cf_model is not None
 
     @property
+    def is_multiworld(self) -> bool:
+        """Whether the request spans more than one counterfactual world, or nests one in another."""
+        return len(self.worlds) > 2 or any(w.nested for w in self.worlds.values())
+
+    @property
     def nodes(self) -> list:
         """Target nodes (without their worlds)."""
         return [v for _, v in self.targets]
 
+    def label(self, var: tuple) -> Hashable:
+        """How results name the variable ``(world, node)``: ``Y``, ``Y*`` (one counterfactual world)
+        or ``Y_{X=1}`` (several)."""
+        world, v = var
+        if world == FACTUAL or not self.is_multiworld:
+            return label(var)
+        sub = f"_{{{self.worlds[world].text}}}"
+        return f"{v}{sub}" if isinstance(v, str) else (v, sub)
+
     @property
     def labels(self) -> list:
-        """Target names as results show them (``Y*`` for a counterfactual copy)."""
-        return [label(t) for t in self.targets]
+        """Target names as results show them (``Y*`` or ``Y_{X=1}`` for a counterfactual copy)."""
+        return [self.label(t) for t in self.targets]
 
     @property
     def observed(self) -> dict:
@@ -175,13 +239,18 @@ def _parsed(model, text: str) -> Query:
     q = parse_query(text)
     for t in q.targets + q.evidence:
         model.check_node(t.name, "node in the query", EvidenceError)
-        for k in t.world_dict:
-            model.check_node(k, "intervened node in the query", EvidenceError)
     for k in q.do:
         model.check_node(k, "intervened node in the query", EvidenceError)
 
     def world(w):
-        return None if w is None else tuple((k, _resolve_literal(model, k, v)) for k, v in w)
+        return None if w is None else tuple((k, resolved(k, v)) for k, v in w)
+
+    def resolved(k, v):
+        if isinstance(v, Term):
+            model.check_node(v.name, "node in the query", EvidenceError)
+            return Term(v.name, world(v.world), None)
+        model.check_node(k, "intervened node in the query", EvidenceError)
+        return _resolve_literal(model, k, v)
 
     targets = [Term(t.name, world(t.world), None if t.value is None else _resolve_literal(model, t.name, t.value))
                for t in q.targets]
@@ -193,13 +262,38 @@ def _is_query_string(targets) -> bool:
     return isinstance(targets, str) and "(" in targets
 
 
+def _has_terms(targets, evidence: Mapping) -> bool:
+    """Whether the caller used :func:`causalnet.queries.cf` terms (targets or evidence keys)."""
+    if isinstance(targets, Term) or any(isinstance(k, Term) for k in evidence):
+        return True
+    return isinstance(targets, (list, tuple)) and any(isinstance(t, Term) for t in targets)
+
+
+def _term_query(model, targets, evidence: Mapping) -> Query:
+    """The :class:`Query` of API arguments written with ``cf(...)`` terms."""
+    items = [targets] if isinstance(targets, Term) or not isinstance(targets, (list, tuple)) else list(targets)
+    if not items:
+        raise EvidenceError("a query needs at least one target")
+    terms = []
+    for t in items:
+        t = t if isinstance(t, Term) else Term(t)
+        if t.value is not None:
+            raise EvidenceError(f"target {t} carries a value; give targets without values")
+        model.check_node(t.name, "target", EvidenceError)
+        terms.append(t)
+    ev = [Term(k.name, k.world, v) if isinstance(k, Term) else Term(k, None, v) for k, v in evidence.items()]
+    return Query(terms, ev, {})
+
+
 # -- building requests --------------------------------------------------------------------------
 
 
 def query_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000, seed=None) -> Request:
     """The request of ``model.query(targets, evidence=..., do=...)`` (a query string allowed).
 
-    A query string with counterfactual terms (``Y_{X=0}``) gives a counterfactual request.
+    A query string with counterfactual terms (``Y_{X=0}``), or targets and
+    evidence keys written with :func:`causalnet.queries.cf`, give a
+    counterfactual request (several worlds allowed).
 
     Raises
     ------
@@ -209,10 +303,13 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
     _check_options(method, n_samples, seed)
     evidence = _mapping(evidence, "evidence", EvidenceError)
     do = _mapping(do, "do", ModelError)
-    if _is_query_string(targets):
-        q = _parsed(model, targets)
-        for k, v in evidence.items():
-            q.evidence.append(Term(k, None, v))
+    if _is_query_string(targets) or _has_terms(targets, evidence):
+        if _is_query_string(targets):
+            q = _parsed(model, targets)
+            for k, v in evidence.items():
+                q.evidence.append(Term(k, None, v))
+        else:
+            q = _term_query(model, targets, evidence)
         for k, v in q.do.items():
             if k in do:
                 raise EvidenceError(f"{k!r} is intervened on both in the query string and in do=")
@@ -246,17 +343,22 @@ def counterfactual_request(model, targets, evidence=None, do=None, *, method="au
     """The request of ``model.counterfactual(targets, evidence=..., do=...)``.
 
     `targets` are read in the world ``do`` (counterfactual), `evidence` is
-    factual; a query string with subscripts may be given instead.
+    factual; a query string with subscripts, or ``cf(...)`` terms, may be
+    given instead.
     """
     _check_options(method, n_samples, seed)
     evidence = _mapping(evidence, "evidence", EvidenceError)
     do = _mapping(do, "do", ModelError)
-    if _is_query_string(targets):
+    if _is_query_string(targets) or _has_terms(targets, evidence):
         if do:
-            raise EvidenceError("give the intervention either in the query string or in do=, not both")
-        q = _parsed(model, targets)
-        for k, v in evidence.items():
-            q.evidence.append(Term(k, None, v))
+            raise EvidenceError("give the intervention either in the query (string or cf terms) or in do=, "
+                                "not both")
+        if _is_query_string(targets):
+            q = _parsed(model, targets)
+            for k, v in evidence.items():
+                q.evidence.append(Term(k, None, v))
+        else:
+            q = _term_query(model, targets, evidence)
         if q.do:
             raise EvidenceError("a counterfactual query cannot also contain do(...) outside the subscripts; "
                                 "put the intervention in the subscript, e.g. P(Y_{X=0} | X=1)")
@@ -265,40 +367,95 @@ def counterfactual_request(model, targets, evidence=None, do=None, *, method="au
         raise EvidenceError("a counterfactual needs an intervention: do={node: value}")
     for k in do:
         model.check_node(k, "intervened node", EvidenceError)
+    worlds = _Worlds(model)
+    key = worlds.key(tuple(do.items()))
     names = _target_list(model, targets)
-    targets = [(COUNTERFACTUAL, t) for t in names]
+    targets = [(key, t) for t in names]
     _distinct(targets)
-    ev_raw = _evidence_dict(model, [Term(k, None, v) for k, v in evidence.items()])
-    return _counterfactual_parts(model, do, targets, ev_raw, None, method, n_samples, seed)
+    ev_raw = _evidence_dict(model, [Term(k, None, v) for k, v in evidence.items()], worlds)
+    return _counterfactual_parts(model, worlds.worlds, targets, ev_raw, None, method, n_samples, seed)
+
+
+class _Worlds:
+    """The worlds of one counterfactual request, each distinct subscript once (nested ones first)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.worlds: dict = {FACTUAL: World(FACTUAL, {}, {}, model, "")}
+        self._keys: dict = {}
+
+    def key(self, items) -> str:
+        """The key of the world with these ``(node, value or Term)`` interventions (created if new)."""
+        if not items:
+            return FACTUAL
+        do, nested, canon, text = {}, {}, [], []
+        for node, v in items:
+            self.model.check_node(node, "intervened node", EvidenceError)
+            if isinstance(v, Term):
+                nested[node] = self._nested(node, v)
+                canon.append((node, "world", nested[node][0]))
+            else:
+                do[node] = v
+                canon.append((node, "value", self._canon(node, v)))
+            text.append(f"{node}={_show(v)}")
+        canon = tuple(sorted(canon, key=str))
+        if canon not in self._keys:
+            key = COUNTERFACTUAL if len(self.worlds) == 1 else f"{COUNTERFACTUAL}{len(self.worlds)}"
+            self.worlds[key] = World(key, do, nested, self.model.do(do) if do else self.model, ", ".join(text))
+            self._keys[canon] = key
+        return self._keys[canon]
+
+    def _nested(self, node, term: Term) -> tuple:
+        if term.value is not None:
+            raise EvidenceError(f"the nested term {term} setting {node!r} must not carry a value")
+        self.model.check_node(term.name, "node of a nested term", EvidenceError)
+        if term.name != node:
+            raise EvidenceError(f"a nested intervention sets a node to its own value in another world, e.g. "
+                                f"{node}={node}_{{...}}; got {node}={term}")
+        return self.key(term.world or ()), node
+
+    def _canon(self, node, v) -> Hashable:
+        if callable(v):
+            return ("id", id(v))
+        a = self.model.coerce(node, v, ModelError)
+        return a.item() if a.ndim == 0 else ("id", id(v))
+
+
+def _show(v) -> str:
+    if isinstance(v, Term) or np.ndim(v) == 0 and not callable(v):
+        return str(v)
+    return "<per-row>" if not callable(v) else getattr(v, "__name__", None) or repr(v)
 
 
 def _counterfactual(model, q: Query, method, n_samples, seed) -> Request:
-    worlds = {t.world for t in q.targets + q.evidence if t.world is not None}
-    if len(worlds) > 1:
-        raise EvidenceError(f"counterfactual terms must share one world; got {len(worlds)}: "
-                            f"{[dict(w) for w in worlds]}")
-    world = dict(next(iter(worlds))) if worlds else {}
-    for k in world:
-        model.check_node(k, "intervened node", EvidenceError)
-    targets = [(COUNTERFACTUAL if t.world else FACTUAL, t.name) for t in q.targets]
+    worlds = _Worlds(model)
+    targets = [(worlds.key(t.world), t.name) for t in q.targets]
     _distinct(targets)
     values = [t.value for t in q.targets]
-    return _counterfactual_parts(model, world, targets, _evidence_dict(model, q.evidence),
+    return _counterfactual_parts(model, worlds.worlds, targets, _evidence_dict(model, q.evidence, worlds),
                                  None if values[0] is None else tuple(values), method, n_samples, seed)
 
 
-def _counterfactual_parts(model, world: dict, targets: list, ev_raw: dict, values, method, n_samples,
+def _counterfactual_parts(model, worlds: dict, targets: list, ev_raw: dict, values, method, n_samples,
                           seed) -> Request:
     both = set(targets) & set(ev_raw)
     if both:
         raise EvidenceError(f"{sorted(str(k[1]) for k in both)} are both targets and evidence in the same world")
-    cf_model = model.do(world) if world else model
-    ev_f, _, n_f = _decode(model, {k: v for k, v in ev_raw.items() if k[0] == FACTUAL}, {})
-    ev_c, row_do, n_c = _decode(cf_model, {k: v for k, v in ev_raw.items() if k[0] == COUNTERFACTUAL}, world)
-    n_rows = _one_size({"factual evidence": n_f, "counterfactual evidence and do": n_c})
-    return Request(model=model, cf_model=cf_model, world=world, targets=targets, target_values=values,
-                   evidence={**ev_f, **ev_c}, row_do=row_do, n_rows=n_rows, method=method,
-                   n_samples=int(n_samples), seed=seed)
+    ev, sizes, row_do = {}, {}, {}
+    for key, w in worlds.items():
+        e, rows, n = _decode(w.model, {k: v for k, v in ev_raw.items() if k[0] == key}, w.do)
+        ev.update(e)
+        sizes["factual evidence" if key == FACTUAL else f"evidence and do of world {{{w.text}}}"] = n
+        if key == COUNTERFACTUAL:
+            row_do = rows
+    n_rows = _one_size(sizes)
+    if COUNTERFACTUAL not in worlds:            # only factual terms after all (e.g. cf(Y, {}))
+        worlds = {**worlds, COUNTERFACTUAL: World(COUNTERFACTUAL, {}, {}, model, "")}
+    cf = worlds[COUNTERFACTUAL]
+    multi = len(worlds) > 2 or bool(cf.nested)
+    return Request(model=model, cf_model=cf.model, world={} if multi else cf.do, targets=targets,
+                   target_values=values, evidence=ev, row_do=row_do, n_rows=n_rows, method=method,
+                   n_samples=int(n_samples), seed=seed, worlds=worlds)
 
 
 def map_request(model, targets=None, evidence=None, do=None) -> Request:
@@ -326,11 +483,11 @@ def _distinct(names: list) -> None:
         seen.add(t)
 
 
-def _evidence_dict(model, terms) -> dict:
+def _evidence_dict(model, terms, worlds: _Worlds | None = None) -> dict:
     out: dict = {}
     for t in terms:
         model.check_node(t.name, "evidence node", EvidenceError)
-        key = (COUNTERFACTUAL if t.world else FACTUAL, t.name)
+        key = (FACTUAL if worlds is None else worlds.key(t.world), t.name)
         if key in out:
             raise EvidenceError(f"evidence on {t.name!r} is given twice")
         out[key] = t.value
