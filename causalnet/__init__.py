@@ -24,6 +24,7 @@ from .graph.dag import DAG
 from .graph.separation import Independence
 from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
+from .inference.effects import CausalEffects
 from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
 from .io.json import from_json, load_json, save_json, to_json
@@ -39,7 +40,7 @@ from .model import CausalModel, Samples, Trace
 from .models import causal_head, crf, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
-from .queries import parse_query
+from .queries import cf, parse_query
 
 __version__ = "0.1.0"
 
@@ -60,6 +61,8 @@ __all__ = [
     "Gaussian",
     "EmpiricalDistribution",
     "parse_query",
+    "cf",
+    "CausalEffects",
     "probability_of_necessity",
     "probability_of_sufficiency",
     "tian_pearl_bounds",
