@@ -28,6 +28,7 @@ from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
 from .io.json import from_json, load_json, save_json, to_json
 from .io.pgmpy import from_pgmpy, to_pgmpy
+from .learning import fit, score
 from .mechanisms import tensor
 from .mechanisms.base import Mechanism, Spec
 from .mechanisms.cauchy import CauchyLinear
@@ -95,4 +96,6 @@ __all__ = [
     "ModelFilePermissionError",
     "ShapeError",
     "limits",
+    "fit",
+    "score",
 ]
