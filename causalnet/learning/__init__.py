@@ -10,10 +10,12 @@ The map:
 - :mod:`~causalnet.learning.fit` — :func:`fit` and :func:`fit_model`.
 - :mod:`~causalnet.learning.em` — EM for missing cells and latent nodes.
 - :mod:`~causalnet.learning.scores` — decomposable scores with cached local scores.
+- :mod:`~causalnet.learning.structure` — hill climbing, tabu search, PC.
 """
 
 from .em import FitInfo, fit_info
 from .fit import fit, fit_model
 from .scores import score
+from .structure import learn_structure
 
-__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score"]
+__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure"]
