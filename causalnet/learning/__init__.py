@@ -11,11 +11,13 @@ The map:
 - :mod:`~causalnet.learning.em` — EM for missing cells and latent nodes.
 - :mod:`~causalnet.learning.scores` — decomposable scores with cached local scores.
 - :mod:`~causalnet.learning.structure` — hill climbing, tabu search, PC.
+- :mod:`~causalnet.learning.predict` — per-row posteriors and MAP fill-in from a DataFrame.
 """
 
 from .em import FitInfo, fit_info
 from .fit import fit, fit_model
+from .predict import predict, predict_proba
 from .scores import score
 from .structure import learn_structure
 
-__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure"]
+__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba"]
