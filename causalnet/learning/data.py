@@ -30,6 +30,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +60,11 @@ class DiscreteColumn:
     @property
     def missing(self) -> np.ndarray:
         return self.codes < 0
+
+    @functools.cached_property
+    def complete(self) -> bool:
+        """True when no cell is missing (computed once)."""
+        return bool(self.codes.size == 0 or self.codes.min() >= 0)
 
     is_discrete = True
 
@@ -273,15 +280,17 @@ def family_counts(table: Table, child: Hashable, parents: Sequence[Hashable], ro
     names = (*parents, child)
     cols = [table.column(v) for v in names]
     cards = tuple(c.card for c in cols)
-    limits.check_bytes(8.0 * float(np.prod(cards, dtype=float)), what=f"count table of {child!r} given {list(parents)}",
-                       cause=f"cards {cards}")
+    size = math.prod(cards)
+    limits.check_bytes(8.0 * size, what=f"count table of {child!r} given {list(parents)}", cause=f"cards {cards}")
     codes = [c.codes if rows is None else c.codes[rows] for c in cols]
-    flat = np.ravel_multi_index(codes, cards, mode="clip") if len(codes) > 1 else codes[0].copy()   # (n,)
-    ok = np.ones(flat.shape, dtype=bool)
-    for c in codes:
-        ok &= c >= 0
-    size = int(np.prod(cards))
-    if not ok.all():
+    flat = codes[0].astype(np.int64)                                                             # (n,)
+    for c, k in zip(codes[1:], cards[1:]):
+        flat *= k
+        flat += c
+    if not all(c.complete for c in cols):
+        ok = np.ones(flat.shape, dtype=bool)
+        for c in codes:
+            ok &= c >= 0
         flat = flat[ok]
         weights = None if weights is None else weights[ok]
     out = np.bincount(flat, weights=weights, minlength=size)                                      # (prod cards,)
