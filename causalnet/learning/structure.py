@@ -205,7 +205,11 @@ class CITest:
 
 
 class ChiSquare(CITest):
-    """Pearson's χ² summed over the strata of S; degrees of freedom from the non-empty rows/columns per stratum."""
+    """Pearson's χ² summed over the strata of S that have no empty row or column (pgmpy's rule).
+
+    Without S, the table's empty rows and columns are dropped (as a crosstab does). No usable
+    stratum means no evidence of dependence: p = 1.
+    """
 
     name = "chi2"
 
@@ -218,6 +222,9 @@ class ChiSquare(CITest):
         c = family_counts(self.table, y, (*given, x)).astype(np.float64)             # (*S cards, Kx, Ky)
         c = c.reshape(-1, c.shape[-2], c.shape[-1])                                  # (q, Kx, Ky)
         nx_, ny_ = c.sum(axis=2), c.sum(axis=1)                                      # (q, Kx), (q, Ky)
+        if given:   # strata with an empty row or column carry no usable evidence (as pgmpy); skip them
+            full = (nx_ > 0).all(axis=1) & (ny_ > 0).all(axis=1)                     # (q,)
+            c, nx_, ny_ = c[full], nx_[full], ny_[full]
         n = nx_.sum(axis=1)                                                          # (q,)
         exp = nx_[:, :, None] * ny_[:, None, :] / np.where(n > 0, n, 1.0)[:, None, None]
         stat = float(self.statistic(c, exp).sum())
