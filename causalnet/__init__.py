@@ -21,6 +21,7 @@ from .errors import (
     ShapeError,
 )
 from .graph.dag import DAG
+from .graph.equivalence import PDAG
 from .graph.separation import Independence
 from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
@@ -29,6 +30,7 @@ from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
 from .io.json import from_json, load_json, save_json, to_json
 from .io.pgmpy import from_pgmpy, to_pgmpy
+from .learning import fit, learn_structure, score
 from .mechanisms import tensor
 from .mechanisms.base import Mechanism, Spec
 from .mechanisms.cauchy import CauchyLinear
@@ -102,4 +104,8 @@ __all__ = [
     "limits",
     "shift",
     "affine",
+    "fit",
+    "score",
+    "learn_structure",
+    "PDAG",
 ]

@@ -1,0 +1,23 @@
+"""Models from data: parameters (MLE, Bayesian, EM), scores, structure search.
+
+The map:
+
+- :mod:`~causalnet.learning.data` — a DataFrame or mapping of arrays as integer
+  codes and real columns; family counts by ``np.bincount``.
+- :mod:`~causalnet.learning.problem` — a structure and a table validated together.
+- :mod:`~causalnet.learning.parameters` — Dirichlet priors (none, BDeu, K2,
+  explicit) and least squares.
+- :mod:`~causalnet.learning.fit` — :func:`fit` and :func:`fit_model`.
+- :mod:`~causalnet.learning.em` — EM for missing cells and latent nodes.
+- :mod:`~causalnet.learning.scores` — decomposable scores with cached local scores.
+- :mod:`~causalnet.learning.structure` — hill climbing, tabu search, PC.
+- :mod:`~causalnet.learning.predict` — per-row posteriors and MAP fill-in from a DataFrame.
+"""
+
+from .em import FitInfo, fit_info
+from .fit import fit, fit_model
+from .predict import predict, predict_proba
+from .scores import score
+from .structure import learn_structure
+
+__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba"]

@@ -1,0 +1,297 @@
+"""Data adapters: a table of observations as integer codes and real columns.
+
+Learning starts from a table — a pandas DataFrame, a mapping of column arrays,
+or (optionally) a Dask DataFrame — and turns each column into one of two
+*columns*:
+
+- a :class:`DiscreteColumn`: integer **codes** ``(n,)`` into a tuple of state
+  names, ``-1`` where the cell is missing. pandas categoricals keep their
+  category order; booleans get ``(False, True)``; strings and small integers get
+  their sorted distinct values (as pgmpy does), unless ``states=`` fixes them.
+- a :class:`RealColumn`: float64 values ``(n,)``, NaN where missing.
+
+Everything downstream (parameters, scores, structure search) needs only
+*sufficient statistics*. For discrete families these are **counts**: the codes
+of a child and its parents are flattened to one index with
+``np.ravel_multi_index`` and counted by ``np.bincount``, giving a table of shape
+``(*parent_cards, card)`` — the same layout as a CPT.
+
+Symbols: ``n`` rows, ``K`` states.
+
+Examples
+--------
+>>> import pandas as pd
+>>> t = as_table(pd.DataFrame({"A": ["x", "y", "y"], "B": [True, False, True]}))
+>>> t.states("A"), t.column("B").codes.tolist()
+(('x', 'y'), [1, 0, 1])
+>>> family_counts(t, "B", ("A",)).tolist()
+[[0, 1], [1, 1]]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import limits
+from ..errors import ModelError
+
+__all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "MAX_INTEGER_STATES"]
+
+#: An integer column with more distinct values than this is not taken as state codes.
+MAX_INTEGER_STATES = 1000
+
+
+@dataclass(frozen=True)
+class DiscreteColumn:
+    """A discrete column: ``codes`` (n,) int64 into ``states``, -1 where missing."""
+
+    codes: np.ndarray
+    states: tuple
+
+    @property
+    def card(self) -> int:
+        return len(self.states)
+
+    @property
+    def missing(self) -> np.ndarray:
+        return self.codes < 0
+
+    @functools.cached_property
+    def complete(self) -> bool:
+        """True when no cell is missing (computed once)."""
+        return bool(self.codes.size == 0 or self.codes.min() >= 0)
+
+    is_discrete = True
+
+
+@dataclass(frozen=True)
+class RealColumn:
+    """A continuous column: float64 ``values`` (n,), NaN where missing."""
+
+    values: np.ndarray
+
+    @property
+    def missing(self) -> np.ndarray:
+        return np.isnan(self.values)
+
+    is_discrete = False
+
+
+class Table:
+    """Columns by name, all of length ``n`` (read-only once built)."""
+
+    def __init__(self, columns: Mapping[Hashable, DiscreteColumn | RealColumn], n: int) -> None:
+        self._columns = dict(columns)
+        self.n = int(n)
+
+    @property
+    def names(self) -> tuple:
+        return tuple(self._columns)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._columns
+
+    def column(self, name: Hashable) -> DiscreteColumn | RealColumn:
+        try:
+            return self._columns[name]
+        except KeyError:
+            raise ModelError(f"the data have no column {name!r}; columns: {list(self._columns)}") from None
+
+    def states(self, name: Hashable) -> tuple:
+        return self.column(name).states
+
+    def card(self, name: Hashable) -> int:
+        return len(self.column(name).states)
+
+    def has_missing(self, names: Sequence[Hashable] | None = None) -> bool:
+        return any(bool(self.column(c).missing.any()) for c in (self.names if names is None else names))
+
+    def select(self, rows: np.ndarray) -> Table:
+        """The table restricted to `rows` (a boolean mask or indices)."""
+        cols = {k: (DiscreteColumn(c.codes[rows], c.states) if c.is_discrete else RealColumn(c.values[rows]))
+                for k, c in self._columns.items()}
+        return Table(cols, int(np.count_nonzero(rows)) if np.asarray(rows).dtype == bool else len(rows))
+
+
+# -- building a table ----------------------------------------------------------------
+
+
+def _frame_columns(data) -> tuple[dict, int]:
+    """``{name: 1-d array or pandas Series}`` and the row count, from a DataFrame or mapping."""
+    if hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc"):
+        return {c: data[c] for c in data.columns}, len(data)
+    if isinstance(data, Mapping):
+        cols, lengths = {}, set()
+        for k, v in data.items():
+            arr = v if hasattr(v, "dtype") and hasattr(v, "cat") else np.asarray(v)
+            if np.ndim(arr) != 1:
+                raise ModelError(f"column {k!r} must be 1-d, got shape {np.shape(arr)}")
+            cols[k] = arr
+            lengths.add(len(arr))
+        if len(lengths) > 1:
+            raise ModelError(f"columns have different lengths {sorted(lengths)}; every column needs one value per row")
+        return cols, lengths.pop() if lengths else 0
+    raise ModelError(f"data must be a pandas DataFrame or a mapping of column arrays, got {type(data).__name__}")
+
+
+def _codes_for(name, values: np.ndarray, missing: np.ndarray, states: tuple) -> np.ndarray:
+    lookup = {s: i for i, s in enumerate(states)}
+    uniq, inverse = np.unique(values[~missing], return_inverse=True) if values.dtype != object else \
+        _unique_objects(values[~missing])
+    codes_u = np.empty(len(uniq), dtype=np.int64)
+    for j, v in enumerate(uniq.tolist()):
+        if v not in lookup:
+            raise ModelError(f"column {name!r} has the value {v!r}, which is not among its states {list(states)}")
+        codes_u[j] = lookup[v]
+    codes = np.full(len(values), -1, dtype=np.int64)
+    codes[~missing] = codes_u[inverse.reshape(-1)]
+    return codes
+
+
+def _unique_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return np.unique(values, return_inverse=True)
+    except TypeError:  # unorderable mixture: keep first-seen order
+        seen = list(dict.fromkeys(values.tolist()))
+        where = {u: i for i, u in enumerate(seen)}
+        uniq = np.empty(len(seen), dtype=object)
+        uniq[:] = seen
+        return uniq, np.fromiter((where[v] for v in values.tolist()), dtype=np.int64, count=len(values))
+
+
+def _check_card(name, card: int) -> None:
+    if card > limits.get("max_states"):
+        raise ModelError(f"column {name!r} has {card} distinct values, more than the limit max_states="
+                         f"{limits.get('max_states')}: too many states for a discrete node")
+
+
+def _categorical_column(name, series, states) -> DiscreteColumn:
+    cats = tuple(series.cat.categories.tolist())
+    codes = np.asarray(series.cat.codes, dtype=np.int64)
+    if states is None or tuple(states) == cats:
+        _check_card(name, len(cats))
+        return DiscreteColumn(codes, cats)
+    values = np.asarray(cats, dtype=object)[np.maximum(codes, 0)]
+    return DiscreteColumn(_codes_for(name, values, codes < 0, tuple(states)), tuple(states))
+
+
+def _is_missing(arr: np.ndarray) -> np.ndarray:
+    if arr.dtype == object:
+        import pandas as pd
+
+        return np.asarray(pd.isna(arr), dtype=bool)
+    if arr.dtype.kind == "f":
+        return np.isnan(arr)
+    return np.zeros(arr.shape, dtype=bool)
+
+
+def _to_numpy(series) -> np.ndarray:
+    if hasattr(series, "to_numpy"):
+        dt = series.dtype
+        if getattr(dt, "kind", "O") in "iub" and not hasattr(dt, "na_value"):
+            return series.to_numpy()
+        if str(dt) in ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "boolean"):
+            return series.to_numpy(dtype=object, na_value=None)
+        if str(dt) in ("Float32", "Float64"):
+            return series.to_numpy(dtype=np.float64, na_value=np.nan)
+        return series.to_numpy()
+    return np.asarray(series)
+
+
+def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
+    """One column of the table, discrete or real, by its dtype (or by `states` when given)."""
+    if hasattr(raw, "cat"):
+        if str(raw.dtype) == "category":
+            return _categorical_column(name, raw, states)
+    arr = _to_numpy(raw)
+    missing = _is_missing(arr)
+    if states is not None:
+        states = tuple(states)
+        return DiscreteColumn(_codes_for(name, arr, missing, states), states)
+    if arr.dtype.kind == "f" or arr.dtype.kind == "c":
+        if arr.dtype.kind == "c":
+            raise ModelError(f"column {name!r} is complex; learning needs real or discrete columns")
+        vals = arr.astype(np.float64)
+        if np.isinf(vals).any():
+            raise ModelError(f"column {name!r} has an infinite value at row {int(np.flatnonzero(np.isinf(vals))[0])}")
+        return RealColumn(vals)
+    if arr.dtype.kind == "b":
+        return DiscreteColumn(arr.astype(np.int64), (False, True))
+    present = arr[~missing]
+    if present.dtype == object and all(isinstance(v, (float, np.floating)) for v in present.tolist()):
+        return _column(name, np.where(missing, np.nan, arr).astype(np.float64))
+    uniq, _ = _unique_objects(present) if present.dtype == object else (np.unique(present), None)
+    if arr.dtype.kind in "iu" and len(uniq) > MAX_INTEGER_STATES:
+        raise ModelError(f"column {name!r} has {len(uniq)} distinct integers, too many states for a discrete node "
+                         f"(more than {MAX_INTEGER_STATES}); cast it to float for a continuous node, or pass states=")
+    _check_card(name, len(uniq))
+    st = tuple(v.item() if isinstance(v, np.generic) else v for v in uniq.tolist())
+    return DiscreteColumn(_codes_for(name, arr, missing, st), st)
+
+
+def as_table(data, *, states: Mapping[Hashable, Sequence] | None = None,
+             columns: Sequence[Hashable] | None = None) -> Table:
+    """Turn a DataFrame or a mapping of columns into a :class:`Table`.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or mapping name -> 1-d array
+        A :class:`Table` is returned as it is.
+    states : mapping name -> sequence, optional
+        Fixed state names (and order) for discrete columns; a value outside them
+        is an error naming the column.
+    columns : sequence of names, optional
+        Keep only these columns (each must exist).
+
+    Raises
+    ------
+    ModelError
+        Naming the column: not 1-d, unequal lengths, a value outside ``states``,
+        complex or infinite values, or too many distinct values.
+    """
+    if isinstance(data, Table):
+        return data
+    cols, n = _frame_columns(data)
+    states = dict(states or {})
+    for k in states:
+        if k not in cols:
+            raise ModelError(f"states= names {k!r}, which is not a column of the data; columns: {list(cols)}")
+    keep = list(cols) if columns is None else list(columns)
+    out = {}
+    for k in keep:
+        if k not in cols:
+            raise ModelError(f"the data have no column {k!r}; columns: {list(cols)}")
+        out[k] = _column(k, cols[k], states.get(k))
+    return Table(out, n)
+
+
+def family_counts(table: Table, child: Hashable, parents: Sequence[Hashable], rows: np.ndarray | None = None,
+                  weights: np.ndarray | None = None) -> np.ndarray:
+    """Counts of (parents, child) configurations, shape ``(*parent_cards, card)``.
+
+    Rows where any family member is missing are skipped. `weights` (n,) gives
+    weighted counts (float) instead of integer counts.
+    """
+    names = (*parents, child)
+    cols = [table.column(v) for v in names]
+    cards = tuple(c.card for c in cols)
+    size = math.prod(cards)
+    limits.check_bytes(8.0 * size, what=f"count table of {child!r} given {list(parents)}", cause=f"cards {cards}")
+    codes = [c.codes if rows is None else c.codes[rows] for c in cols]
+    flat = codes[0].astype(np.int64)                                                             # (n,)
+    for c, k in zip(codes[1:], cards[1:]):
+        flat *= k
+        flat += c
+    if not all(c.complete for c in cols):
+        ok = np.ones(flat.shape, dtype=bool)
+        for c in codes:
+            ok &= c >= 0
+        flat = flat[ok]
+        weights = None if weights is None else weights[ok]
+    out = np.bincount(flat, weights=weights, minlength=size)                                      # (prod cards,)
+    return out.reshape(cards)

@@ -1,0 +1,245 @@
+"""Expectation–maximisation for discrete models with missing cells and latent nodes.
+
+With complete data each CPT is a normalised table of family counts. When some
+cells are missing (or a node is latent), the counts are unknown; EM replaces
+them by their **expectation** under the current parameters and re-estimates:
+
+- **E-step.** Rows are grouped by their pattern of missing cells. For one
+  pattern, the observed cells are evidence, batched over the pattern's rows;
+  for every family with hidden members the exact engine gives the posterior of
+  those members, row by row (``model.query(hidden, evidence=batch)``), and the
+  expected counts are its sum over rows placed next to the observed members.
+  The same queries give ``log P(observed row)``, whose sum is the
+  log-likelihood.
+- **M-step.** Each CPT is estimated from its expected counts, as in
+  :mod:`causalnet.learning.parameters` (with a prior: MAP-EM).
+
+Each iteration cannot decrease the objective — the observed-data
+log-likelihood, plus ``Σ α·log θ`` under a prior with pseudo-counts α —
+(Dempster, Laird & Rubin 1977); :class:`FitInfo` keeps the trace.
+
+Symbols: ``n`` rows, ``r`` rows of one pattern, ``K`` states.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..errors import ModelError
+from ..mechanisms.base import as_generator
+from ..mechanisms.tabular import Tabular
+from ..model import CausalModel
+from .data import family_counts
+from .parameters import Prior, estimate_table, least_squares, tabular_mechanism
+from .problem import Problem
+
+__all__ = ["FitInfo", "fit_em", "fit_info", "record_fit_info", "expected_counts"]
+
+
+@dataclass(frozen=True)
+class FitInfo:
+    """The trace of an EM fit.
+
+    Attributes
+    ----------
+    iterations : int
+        M-steps run (of the best restart).
+    log_likelihood : tuple of float
+        The objective before each M-step and after the last one: the
+        observed-data log-likelihood (plus ``Σ α·log θ`` under a prior).
+        Never decreases (up to round-off).
+    converged : bool
+        Whether the last improvement was below ``tol * |objective|``.
+    restarts : int
+        Random starts tried; the best (highest final objective) is returned.
+    best_restart : int
+    """
+
+    iterations: int
+    log_likelihood: tuple
+    converged: bool
+    restarts: int = 1
+    best_restart: int = 0
+
+
+_INFO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_fit_info(model: CausalModel, info: FitInfo) -> None:
+    """Remember `info` for `model` (read back with :func:`fit_info`)."""
+    _INFO[model] = info
+
+
+def fit_info(model: CausalModel) -> FitInfo | None:
+    """The :class:`FitInfo` of a model returned by an EM fit, else None."""
+    return _INFO.get(model)
+
+
+# -- E-step ---------------------------------------------------------------------------------
+
+
+def _family_expectation(problem: Problem, v: Hashable, rows: np.ndarray, hidden: list, probs: np.ndarray
+                        ) -> np.ndarray:
+    """Expected counts of `v`'s family over `rows`, from the posterior `probs` (r, *hidden_cards)."""
+    fam = (*problem.dag.parents(v), v)
+    cards = tuple(problem.card(u) for u in fam)
+    r = len(rows)
+    k = len(hidden)
+    index = []
+    for u in fam:
+        if u in hidden:
+            j = hidden.index(u)
+            shape = [1] * (k + 1)
+            shape[1 + j] = cards[fam.index(u)]
+            index.append(np.arange(cards[fam.index(u)]).reshape(shape))             # (1, .., K_u, .., 1)
+        else:
+            index.append(problem.table.column(u).codes[rows].reshape((r,) + (1,) * k))  # (r, 1, .., 1)
+    grids = np.broadcast_arrays(*index, np.zeros((r,) + (1,) * k, dtype=np.int64))[:-1]   # each (r, *hidden_cards)
+    flat = np.ravel_multi_index(grids, cards)
+    probs = np.broadcast_to(probs, flat.shape)
+    return np.bincount(flat.ravel(), weights=probs.ravel(), minlength=int(np.prod(cards))).reshape(cards)
+
+
+def _pattern_counts(model: CausalModel, problem: Problem, rows: np.ndarray, hidden: frozenset,
+                    counts: dict) -> float:
+    """Add the expected counts of `rows` (one missingness pattern) into `counts`; return their log-likelihood."""
+    observed = [u for u in problem.table.names if u not in hidden and problem.is_discrete(u)]
+    evidence = {u: np.asarray(problem.states[u], dtype=object)[problem.table.column(u).codes[rows]]
+                for u in observed}
+    ll = None
+    for v in counts:
+        fam = (*problem.dag.parents(v), v)
+        hid = [u for u in fam if u in hidden]
+        if not hid:
+            counts[v] += family_counts(problem.table, v, problem.dag.parents(v), rows=rows)
+            continue
+        d = model.query(hid, evidence=evidence or None)
+        order = [list(d.variables).index(u) for u in hid]
+        probs = np.asarray(d.probs)
+        probs = probs.transpose([0, *(1 + i for i in order)]) if evidence else probs.transpose(order)[None]
+        counts[v] += _family_expectation(problem, v, rows, hid, probs)
+        if ll is None:
+            ll = float(np.sum(d.log_evidence)) if evidence else 0.0
+    if ll is None:
+        ll = float(np.sum(model.log_prob(evidence)))
+    return ll
+
+
+def expected_counts(model: CausalModel, problem: Problem) -> tuple[dict, float]:
+    """``({node: expected family counts}, log-likelihood)`` of the discrete nodes under `model`."""
+    discrete = [v for v in problem.dag.topological_order() if problem.is_discrete(v)]
+    counts = {v: np.zeros(tuple(problem.card(u) for u in (*problem.dag.parents(v), v))) for v in discrete}
+    cols = [u for u in problem.table.names if problem.is_discrete(u)]
+    miss = np.column_stack([problem.table.column(u).missing for u in cols]) if cols else \
+        np.zeros((problem.table.n, 0), dtype=bool)                                  # (n, V)
+    patterns, inverse = np.unique(miss, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    ll = 0.0
+    for p, pattern in enumerate(patterns):
+        rows = np.flatnonzero(inverse == p)
+        hidden = problem.latent | {u for u, m in zip(cols, pattern) if m}
+        ll += _pattern_counts(model, problem, rows, frozenset(hidden), counts)
+    return counts, ll
+
+
+# -- M-step and the loop ----------------------------------------------------------------------
+
+
+def _log_prior(model: CausalModel, prior: Prior, nodes) -> float:
+    total = 0.0
+    for v in nodes:
+        t = model.mechanisms[v].table
+        a = np.broadcast_to(prior.pseudo_counts(v, t.shape), t.shape)
+        with np.errstate(divide="ignore"):
+            total += float(np.sum(np.where(a > 0, a * np.log(np.where(a > 0, t, 1.0)), 0.0)))
+    return total
+
+
+def _m_step(problem: Problem, counts: Mapping, prior: Prior, fixed: Mapping) -> CausalModel:
+    mechs = dict(fixed)
+    for v, c in counts.items():
+        table, _ = estimate_table(c, prior, v)
+        mechs[v] = tabular_mechanism(v, problem.dag.parents(v), table, problem.states[v])
+    return CausalModel(mechs, latent=problem.latent)
+
+
+def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) -> CausalModel:
+    mechs = dict(fixed)
+    for v in problem.dag.topological_order():
+        if v in fixed:
+            continue
+        shape = tuple(problem.card(p) for p in problem.dag.parents(v))
+        table = rng.dirichlet(np.ones(problem.card(v)), size=shape)                  # (*parent_cards, K)
+        mechs[v] = tabular_mechanism(v, problem.dag.parents(v), table, problem.states[v])
+    return CausalModel(mechs, latent=problem.latent)
+
+
+def _continuous_part(problem: Problem) -> dict:
+    """LinearGaussian nodes, fitted once (EM handles discrete nodes only; mixed families are refused)."""
+    out = {}
+    for v in problem.dag.topological_order():
+        if problem.is_discrete(v):
+            continue
+        if v in problem.latent or problem.table.column(v).missing.any():
+            raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
+                             f"nodes of discrete nodes only")
+        ps = problem.dag.parents(v)
+        out[v] = least_squares(v, problem.table.column(v).values, [problem.table.column(p).values for p in ps], ps)
+    return out
+
+
+def _run(problem: Problem, prior: Prior, model: CausalModel, fixed: Mapping, n_iter: int, tol: float,
+         bar) -> tuple[CausalModel, list, bool, int]:
+    trace: list = []
+    discrete = [v for v in problem.dag.nodes if problem.is_discrete(v)]
+    for it in range(n_iter + 1):
+        counts, ll = expected_counts(model, problem)
+        trace.append(ll + _log_prior(model, prior, discrete))
+        if len(trace) > 1 and trace[-1] - trace[-2] <= tol * abs(trace[-2]):
+            return model, trace, True, it
+        if it == n_iter:
+            break
+        model = _m_step(problem, counts, prior, fixed)
+        bar.update(1)
+    return model, trace, False, n_iter
+
+
+def fit_em(problem: Problem, prior: Prior, *, n_iter: int = 100, tol: float = 1e-6, seed: Any = None,
+           progress: bool | None = None, restarts: int = 1, init: CausalModel | None = None
+           ) -> tuple[CausalModel, FitInfo]:
+    """EM from `restarts` starts (the first is `init` when given); returns the best model and its trace."""
+    for name, val, lo in (("n_iter", n_iter, 0), ("restarts", restarts, 1)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
+            raise ModelError(f"{name} must be an integer >= {lo}, got {val!r}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not np.isfinite(tol) or tol < 0:
+        raise ModelError(f"tol must be a finite number >= 0, got {tol!r}")
+    rng = as_generator(seed)
+    fixed = _continuous_part(problem)
+    best = None
+    with tqdm(total=n_iter * restarts, disable=None if progress is None else not progress, desc="EM",
+              leave=False) as bar:
+        for k in range(restarts):
+            start = _init_model(problem, init, fixed) if (k == 0 and init is not None) else \
+                _random_model(problem, rng, fixed)
+            model, trace, converged, iters = _run(problem, prior, start, fixed, n_iter, tol, bar)
+            if best is None or trace[-1] > best[1][-1]:
+                best = (model, trace, converged, iters, k)
+    model, trace, converged, iters, k = best
+    return model, FitInfo(iters, tuple(trace), converged, restarts, k)
+
+
+def _init_model(problem: Problem, init: CausalModel, fixed: Mapping) -> CausalModel:
+    mechs = dict(fixed)
+    for v in problem.dag.nodes:
+        mech = init.mechanisms[v]
+        if v not in fixed:
+            if not isinstance(mech, Tabular):
+                raise ModelError(f"node {v!r}: EM starts from CPTs, got {type(mech).__name__}")
+            mechs[v] = tabular_mechanism(v, problem.dag.parents(v), mech.table, problem.states[v])
+    return CausalModel(mechs, latent=problem.latent)

@@ -1,0 +1,164 @@
+"""``fit``: a :class:`~causalnet.model.CausalModel` from a structure and a table of data.
+
+The structure (a :class:`~causalnet.graph.dag.DAG`, an edge list, a graph
+string such as ``"A -> B; A -> C"``, or an existing model) fixes the family of
+every node; the data fix the numbers. Each node is fitted from its own family
+alone — that is what makes complete-data learning one pass of counting:
+
+- discrete node, discrete parents → CPT from family counts plus a prior
+  (:mod:`causalnet.learning.parameters`);
+- continuous node, continuous parents → LinearGaussian by least squares;
+- a mixed family (continuous node with discrete parents, or the reverse) is a
+  :class:`~causalnet.errors.ModelError`: no silent cast.
+
+Missing cells and latent nodes make the family counts unobservable; then
+``method="em"`` (:mod:`causalnet.learning.em`) fills them in expectation.
+
+Examples
+--------
+>>> import pandas as pd
+>>> df = pd.DataFrame({"A": ["a", "a", "b", "b"], "B": ["x", "y", "y", "y"]})
+>>> m = fit("A -> B", df)
+>>> m.mechanisms["B"].table.tolist()
+[[0.5, 0.5], [0.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from ..mechanisms.gaussian import LinearGaussian
+from ..mechanisms.tabular import Tabular
+from ..model import CausalModel
+from .data import family_counts
+from .em import fit_em, record_fit_info
+from .parameters import Prior, estimate_table, least_squares, make_prior, tabular_mechanism, warn_unseen
+from .problem import Problem, prepare
+
+__all__ = ["fit", "fit_model", "fit_complete"]
+
+
+def fit_complete(problem: Problem, prior: Prior) -> CausalModel:
+    """Fit every family from complete data (no missing cells, no latent nodes)."""
+    mechs: dict = {}
+    t = problem.table
+    for v in problem.dag.topological_order():
+        parents = problem.dag.parents(v)
+        if problem.is_discrete(v):
+            counts = family_counts(t, v, parents)                                # (*parent_cards, card)
+            table, empty = estimate_table(counts, prior, v)
+            warn_unseen(v, parents, [problem.states[p] for p in parents], empty)
+            mechs[v] = tabular_mechanism(v, parents, table, problem.states[v])
+        else:
+            y = t.column(v).values
+            xs = [t.column(p).values for p in parents]
+            mechs[v] = least_squares(v, y, xs, parents)
+    return CausalModel(mechs, latent=problem.latent)
+
+
+def _check_complete(problem: Problem, method: str) -> None:
+    if problem.latent:
+        raise ModelError(f"latent nodes {sorted(map(str, problem.latent))} have no data; method={method!r} needs "
+                         f"complete data: use method='em'")
+    for v in problem.table.names:
+        miss = problem.table.column(v).missing
+        if miss.any():
+            raise ModelError(f"column {v!r} has {int(miss.sum())} missing cell(s) (first at row "
+                             f"{int(np.flatnonzero(miss)[0])}); method={method!r} needs complete data: use "
+                             f"method='em', or drop the rows with df.dropna()")
+
+
+def fit(structure, data, *, method: str = "mle", prior=None, equivalent_sample_size: float | None = None,
+        states: Mapping[Hashable, Any] | None = None, latent: Iterable[Hashable] = (), n_iter: int = 100,
+        tol: float = 1e-6, seed: Any = None, progress: bool | None = None, restarts: int = 1) -> CausalModel:
+    """Fit a model's parameters to data, given its structure.
+
+    Parameters
+    ----------
+    structure : DAG, edge list, graph string, or CausalModel
+    data : pandas.DataFrame or mapping column -> 1-d array
+        One column per observed node (extra columns are ignored). Categoricals
+        keep their category order as state order; strings, booleans and small
+        integers are discrete; floats are continuous. Missing cells are NaN,
+        None or pd.NA.
+    method : {"mle", "bayes", "em"}
+        Maximum likelihood; posterior mean under a Dirichlet prior; or EM for
+        missing cells and latent nodes (with `prior`, MAP-EM).
+    prior : {"bdeu", "k2"} or mapping node -> pseudo-counts, optional
+        For ``"bayes"`` (default ``"bdeu"``) and ``"em"``.
+    equivalent_sample_size : float, optional
+        BDeu's equivalent sample size (default 10).
+    states : mapping node -> state names, optional
+        Fixes the state order of discrete columns; for a latent node, its
+        states (a list of names or a count).
+    latent : iterable of nodes
+        Nodes with no column, learned by EM.
+    n_iter, tol, seed, progress, restarts
+        EM settings: at most `n_iter` iterations, stop when the objective
+        improves by less than ``tol * |objective|``; `restarts` random starts
+        drawn from `seed`; a tqdm progress bar unless ``progress=False``.
+
+    Returns
+    -------
+    CausalModel
+        For EM, :func:`causalnet.learning.fit_info` gives the trace.
+
+    Raises
+    ------
+    ModelError
+        Naming the column or node (see :func:`prepare`); NaN with
+        ``method="mle"`` suggests ``method="em"``.
+    """
+    pri = make_prior(method, prior, equivalent_sample_size)
+    problem = prepare(structure, data, states=states, latent=latent)
+    if method == "em":
+        model, info = fit_em(problem, pri, n_iter=n_iter, tol=tol, seed=seed, progress=progress,
+                             restarts=restarts)
+        record_fit_info(model, info)
+        return model
+    _check_complete(problem, method)
+    return fit_complete(problem, pri)
+
+
+def _model_states(model: CausalModel) -> dict:
+    out = {}
+    for v, mech in model.mechanisms.items():
+        if isinstance(mech, Tabular):
+            out[v] = model.states(v)
+        elif not isinstance(mech, LinearGaussian):
+            raise ModelError(f"node {v!r} has a {type(mech).__name__} mechanism; fit learns CPT, Categorical and "
+                             f"LinearGaussian nodes only")
+    return out
+
+
+def fit_model(model: CausalModel, data, *, method: str = "mle", prior=None,
+              equivalent_sample_size: float | None = None, n_iter: int = 100, tol: float = 1e-6, seed: Any = None,
+              progress: bool | None = None, restarts: int = 1) -> CausalModel:
+    """A new model with `model`'s structure, mechanism kinds and state names, fitted to `data`.
+
+    What ``CausalModel.fit(data, ...)`` does; `model` is left unchanged. With
+    ``method="em"`` the first start is `model`'s own parameters. Other
+    arguments as in :func:`fit`.
+    """
+    if not isinstance(model, CausalModel):
+        raise ModelError(f"fit_model expects a CausalModel, got {type(model).__name__}")
+    st = _model_states(model)
+    make_prior(method, prior, equivalent_sample_size)     # validate the arguments before the data
+    problem = prepare(model.dag, data, states=st, latent=model.latent)
+    for v in model.nodes:
+        if v in st and v not in problem.latent and not problem.is_discrete(v):
+            raise ModelError(f"node {v!r} is discrete in the model but its column is not")
+        if v not in st and problem.is_discrete(v):
+            raise ModelError(f"node {v!r} is continuous in the model but its column is discrete")
+    pri = make_prior(method, prior, equivalent_sample_size)
+    if method == "em":
+        fitted, info = fit_em(problem, pri, n_iter=n_iter, tol=tol, seed=seed, progress=progress,
+                              restarts=restarts, init=model)
+        record_fit_info(fitted, info)
+        return fitted
+    _check_complete(problem, method)
+    return fit_complete(problem, pri)
