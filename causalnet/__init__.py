@@ -30,7 +30,7 @@ from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
 from .io.json import from_json, load_json, save_json, to_json
 from .io.pgmpy import from_pgmpy, to_pgmpy
-from .learning import fit, learn_structure, score
+from .learning import learn_structure, score
 from .mechanisms import tensor
 from .mechanisms.base import Mechanism, Spec
 from .mechanisms.cauchy import CauchyLinear
@@ -38,7 +38,7 @@ from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import affine, shift
 from .mechanisms.tabular import CPT, Categorical
-from .model import CausalModel, Samples, Trace
+from .model import CausalModel, Samples, Trace, fit
 from .models import causal_head, crf, transformer
 from .models.crf import CRF
 from .models.hmm import HMM

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import limits
+from . import learning, limits
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .graph.drawing import to_dot as _dot_text
@@ -42,7 +42,7 @@ from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generat
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
 
-__all__ = ["CausalModel", "Samples", "Trace"]
+__all__ = ["CausalModel", "Samples", "Trace", "fit"]
 
 
 # -- the model -------------------------------------------------------------------
@@ -625,6 +625,42 @@ class CausalModel:
         return effects(self, treatment, outcome, treated, control, mediators, evidence=evidence,
                        outcome_state=outcome_state, method=method)
 
+    # -- data ---------------------------------------------------------------------------------
+
+    def fit(self, data, **options) -> CausalModel:
+        """A new model with this structure, mechanism kinds and state names, fitted to `data`.
+
+        The model itself is unchanged (models are immutable). Options as in
+        :func:`causalnet.fit` (``method``, ``prior``, ``equivalent_sample_size``,
+        ``n_iter``, ``tol``, ``seed``, ``progress``, ``restarts``); with
+        ``method="em"`` EM starts from this model's parameters.
+
+        Examples
+        --------
+        >>> import causalnet as cn
+        >>> m = cn.gallery.load("sprinkler")
+        >>> refit = m.fit(m.sample(20_000, seed=0).to_pandas())
+        >>> bool(abs(refit.query("Wet").probs - m.query("Wet").probs).max() < 0.02)
+        True
+        """
+        return learning.fit_model(self, data, **options)
+
+    @property
+    def fit_info(self):
+        """The EM trace of a fitted model (iterations, log-likelihood per iteration, converged), else None."""
+        return learning.fit_info(self)
+
+    def predict(self, data, columns=None):
+        """`data` (a DataFrame) with missing cells of discrete nodes — or the whole `columns` — filled by MAP states.
+
+        Each row is one query: its observed cells are the evidence.
+        """
+        return learning.predict(self, data, columns)
+
+    def predict_proba(self, data, node: Hashable) -> np.ndarray:
+        """``(n, K)``: the posterior of discrete `node` given each row of `data` (the node's own cell ignored)."""
+        return learning.predict_proba(self, data, node)
+
     # -- diagrams ---------------------------------------------------------------------------
 
     def to_dot(self, **options) -> str:
@@ -664,3 +700,21 @@ def _check_size(n: Any, what: str) -> int:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def fit(structure, data, **options) -> CausalModel:
+    """Fit a :class:`CausalModel` to `data` given its structure (a DAG, an edge list or a graph string).
+
+    See :func:`causalnet.learning.fit` for the options (``method="mle" | "bayes" | "em"``,
+    ``prior``, ``equivalent_sample_size``, ``states``, ``latent``, ``n_iter``, ``tol``,
+    ``seed``, ``progress``, ``restarts``).
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> data = cn.gallery.load("sprinkler").sample(5_000, seed=1).to_pandas()
+    >>> m = cn.fit("Rain -> Sprinkler -> Wet; Rain -> Wet", data)
+    >>> m.states("Wet")
+    ('dry', 'wet')
+    """
+    return learning.fit(structure, data, model_class=CausalModel, **options)

@@ -5,8 +5,8 @@ Layers, lowest first (a module may import from its own layer or lower ones)::
     0  errors, limits
     1  graph/                      structure only
     2  mechanisms/, distributions, values, queries
-    3  inference/                  engines behind one contract
-    4  model, learning/, models/   CausalModel and the model families
+    3  inference/, learning/       engines behind one contract; fitting (a fit builds the model class it is given)
+    4  model, models/              CausalModel and the model families
     5  io/, gallery, cli/          files, diagrams, the command line
 
 Inside the package, imports sit at the top of a module (optional heavy
@@ -27,8 +27,8 @@ LAYERS = {
     "errors": 0, "limits": 0,
     "graph": 1,
     "mechanisms": 2, "distributions": 2, "values": 2, "queries": 2,
-    "inference": 3,
-    "model": 4, "learning": 4, "models": 4,
+    "inference": 3, "learning": 3,
+    "model": 4, "models": 4,
     "io": 5, "gallery": 5, "cli": 5,
 }
 MODULES = sorted(p for p in ROOT.rglob("*.py") if p.name != "__main__.py" and p.parent != ROOT or

@@ -34,7 +34,6 @@ from tqdm.auto import tqdm
 from ..errors import ModelError
 from ..mechanisms.base import as_generator
 from ..mechanisms.tabular import Tabular
-from ..model import CausalModel
 from .data import family_counts
 from .parameters import Prior, estimate_table, least_squares, tabular_mechanism
 from .problem import Problem
@@ -71,12 +70,12 @@ class FitInfo:
 _INFO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def record_fit_info(model: CausalModel, info: FitInfo) -> None:
+def record_fit_info(model: Any, info: FitInfo) -> None:
     """Remember `info` for `model` (read back with :func:`fit_info`)."""
     _INFO[model] = info
 
 
-def fit_info(model: CausalModel) -> FitInfo | None:
+def fit_info(model: Any) -> FitInfo | None:
     """The :class:`FitInfo` of a model returned by an EM fit, else None."""
     return _INFO.get(model)
 
@@ -106,7 +105,7 @@ def _family_expectation(problem: Problem, v: Hashable, rows: np.ndarray, hidden:
     return np.bincount(flat.ravel(), weights=probs.ravel(), minlength=int(np.prod(cards))).reshape(cards)
 
 
-def _pattern_counts(model: CausalModel, problem: Problem, rows: np.ndarray, hidden: frozenset,
+def _pattern_counts(model: Any, problem: Problem, rows: np.ndarray, hidden: frozenset,
                     counts: dict) -> float:
     """Add the expected counts of `rows` (one missingness pattern) into `counts`; return their log-likelihood."""
     observed = [u for u in problem.table.names if u not in hidden and problem.is_discrete(u)]
@@ -131,7 +130,7 @@ def _pattern_counts(model: CausalModel, problem: Problem, rows: np.ndarray, hidd
     return ll
 
 
-def expected_counts(model: CausalModel, problem: Problem) -> tuple[dict, float]:
+def expected_counts(model: Any, problem: Problem) -> tuple[dict, float]:
     """``({node: expected family counts}, log-likelihood)`` of the discrete nodes under `model`."""
     discrete = [v for v in problem.dag.topological_order() if problem.is_discrete(v)]
     counts = {v: np.zeros(tuple(problem.card(u) for u in (*problem.dag.parents(v), v))) for v in discrete}
@@ -151,7 +150,7 @@ def expected_counts(model: CausalModel, problem: Problem) -> tuple[dict, float]:
 # -- M-step and the loop ----------------------------------------------------------------------
 
 
-def _log_prior(model: CausalModel, prior: Prior, nodes) -> float:
+def _log_prior(model: Any, prior: Prior, nodes) -> float:
     total = 0.0
     for v in nodes:
         t = model.mechanisms[v].table
@@ -161,15 +160,15 @@ def _log_prior(model: CausalModel, prior: Prior, nodes) -> float:
     return total
 
 
-def _m_step(problem: Problem, counts: Mapping, prior: Prior, fixed: Mapping) -> CausalModel:
+def _m_step(problem: Problem, counts: Mapping, prior: Prior, fixed: Mapping) -> Any:
     mechs = dict(fixed)
     for v, c in counts.items():
         table, _ = estimate_table(c, prior, v)
         mechs[v] = tabular_mechanism(v, problem.dag.parents(v), table, problem.states[v])
-    return CausalModel(mechs, latent=problem.latent)
+    return problem.model_class(mechs, latent=problem.latent)
 
 
-def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) -> CausalModel:
+def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) -> Any:
     mechs = dict(fixed)
     for v in problem.dag.topological_order():
         if v in fixed:
@@ -177,7 +176,7 @@ def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) ->
         shape = tuple(problem.card(p) for p in problem.dag.parents(v))
         table = rng.dirichlet(np.ones(problem.card(v)), size=shape)                  # (*parent_cards, K)
         mechs[v] = tabular_mechanism(v, problem.dag.parents(v), table, problem.states[v])
-    return CausalModel(mechs, latent=problem.latent)
+    return problem.model_class(mechs, latent=problem.latent)
 
 
 def _continuous_part(problem: Problem) -> dict:
@@ -194,8 +193,8 @@ def _continuous_part(problem: Problem) -> dict:
     return out
 
 
-def _run(problem: Problem, prior: Prior, model: CausalModel, fixed: Mapping, n_iter: int, tol: float,
-         bar) -> tuple[CausalModel, list, bool, int]:
+def _run(problem: Problem, prior: Prior, model: Any, fixed: Mapping, n_iter: int, tol: float,
+         bar) -> tuple[Any, list, bool, int]:
     trace: list = []
     discrete = [v for v in problem.dag.nodes if problem.is_discrete(v)]
     for it in range(n_iter + 1):
@@ -211,8 +210,8 @@ def _run(problem: Problem, prior: Prior, model: CausalModel, fixed: Mapping, n_i
 
 
 def fit_em(problem: Problem, prior: Prior, *, n_iter: int = 100, tol: float = 1e-6, seed: Any = None,
-           progress: bool | None = None, restarts: int = 1, init: CausalModel | None = None
-           ) -> tuple[CausalModel, FitInfo]:
+           progress: bool | None = None, restarts: int = 1, init: Any = None
+           ) -> tuple[Any, FitInfo]:
     """EM from `restarts` starts (the first is `init` when given); returns the best model and its trace."""
     for name, val, lo in (("n_iter", n_iter, 0), ("restarts", restarts, 1)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
@@ -234,7 +233,7 @@ def fit_em(problem: Problem, prior: Prior, *, n_iter: int = 100, tol: float = 1e
     return model, FitInfo(iters, tuple(trace), converged, restarts, k)
 
 
-def _init_model(problem: Problem, init: CausalModel, fixed: Mapping) -> CausalModel:
+def _init_model(problem: Problem, init: Any, fixed: Mapping) -> Any:
     mechs = dict(fixed)
     for v in problem.dag.nodes:
         mech = init.mechanisms[v]
@@ -242,4 +241,4 @@ def _init_model(problem: Problem, init: CausalModel, fixed: Mapping) -> CausalMo
             if not isinstance(mech, Tabular):
                 raise ModelError(f"node {v!r}: EM starts from CPTs, got {type(mech).__name__}")
             mechs[v] = tabular_mechanism(v, problem.dag.parents(v), mech.table, problem.states[v])
-    return CausalModel(mechs, latent=problem.latent)
+    return problem.model_class(mechs, latent=problem.latent)

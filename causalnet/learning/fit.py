@@ -17,8 +17,9 @@ Missing cells and latent nodes make the family counts unobservable; then
 Examples
 --------
 >>> import pandas as pd
+>>> import causalnet as cn
 >>> df = pd.DataFrame({"A": ["a", "a", "b", "b"], "B": ["x", "y", "y", "y"]})
->>> m = fit("A -> B", df)
+>>> m = cn.fit("A -> B", df)          # learning.fit(..., model_class=cn.CausalModel)
 >>> m.mechanisms["B"].table.tolist()
 [[0.5, 0.5], [0.0, 1.0]]
 """
@@ -33,7 +34,6 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import Tabular
-from ..model import CausalModel
 from .data import family_counts
 from .em import fit_em, record_fit_info
 from .parameters import Prior, estimate_table, least_squares, make_prior, tabular_mechanism, warn_unseen
@@ -42,7 +42,7 @@ from .problem import Problem, prepare
 __all__ = ["fit", "fit_model", "fit_complete"]
 
 
-def fit_complete(problem: Problem, prior: Prior) -> CausalModel:
+def fit_complete(problem: Problem, prior: Prior) -> Any:
     """Fit every family from complete data (no missing cells, no latent nodes)."""
     mechs: dict = {}
     t = problem.table
@@ -57,7 +57,7 @@ def fit_complete(problem: Problem, prior: Prior) -> CausalModel:
             y = t.column(v).values
             xs = [t.column(p).values for p in parents]
             mechs[v] = least_squares(v, y, xs, parents)
-    return CausalModel(mechs, latent=problem.latent)
+    return problem.model_class(mechs, latent=problem.latent)
 
 
 def _check_complete(problem: Problem, method: str) -> None:
@@ -74,8 +74,9 @@ def _check_complete(problem: Problem, method: str) -> None:
 
 def fit(structure, data, *, method: str = "mle", prior=None, equivalent_sample_size: float | None = None,
         states: Mapping[Hashable, Any] | None = None, latent: Iterable[Hashable] = (), n_iter: int = 100,
-        tol: float = 1e-6, seed: Any = None, progress: bool | None = None, restarts: int = 1) -> CausalModel:
-    """Fit a model's parameters to data, given its structure.
+        tol: float = 1e-6, seed: Any = None, progress: bool | None = None, restarts: int = 1,
+        model_class: type) -> Any:
+    """Fit a model's parameters to data, given its structure (``cn.fit`` passes ``model_class=CausalModel``).
 
     Parameters
     ----------
@@ -114,7 +115,7 @@ def fit(structure, data, *, method: str = "mle", prior=None, equivalent_sample_s
         ``method="mle"`` suggests ``method="em"``.
     """
     pri = make_prior(method, prior, equivalent_sample_size)
-    problem = prepare(structure, data, states=states, latent=latent)
+    problem = prepare(structure, data, states=states, latent=latent, model_class=model_class)
     if method == "em":
         model, info = fit_em(problem, pri, n_iter=n_iter, tol=tol, seed=seed, progress=progress,
                              restarts=restarts)
@@ -124,7 +125,7 @@ def fit(structure, data, *, method: str = "mle", prior=None, equivalent_sample_s
     return fit_complete(problem, pri)
 
 
-def _model_states(model: CausalModel) -> dict:
+def _model_states(model: Any) -> dict:
     out = {}
     for v, mech in model.mechanisms.items():
         if isinstance(mech, Tabular):
@@ -135,20 +136,20 @@ def _model_states(model: CausalModel) -> dict:
     return out
 
 
-def fit_model(model: CausalModel, data, *, method: str = "mle", prior=None,
+def fit_model(model: Any, data, *, method: str = "mle", prior=None,
               equivalent_sample_size: float | None = None, n_iter: int = 100, tol: float = 1e-6, seed: Any = None,
-              progress: bool | None = None, restarts: int = 1) -> CausalModel:
+              progress: bool | None = None, restarts: int = 1) -> Any:
     """A new model with `model`'s structure, mechanism kinds and state names, fitted to `data`.
 
     What ``CausalModel.fit(data, ...)`` does; `model` is left unchanged. With
     ``method="em"`` the first start is `model`'s own parameters. Other
     arguments as in :func:`fit`.
     """
-    if not isinstance(model, CausalModel):
+    if not (hasattr(model, "mechanisms") and hasattr(model, "dag")):
         raise ModelError(f"fit_model expects a CausalModel, got {type(model).__name__}")
     st = _model_states(model)
     make_prior(method, prior, equivalent_sample_size)     # validate the arguments before the data
-    problem = prepare(model.dag, data, states=st, latent=model.latent)
+    problem = prepare(model.dag, data, states=st, latent=model.latent, model_class=type(model))
     for v in model.nodes:
         if v in st and v not in problem.latent and not problem.is_discrete(v):
             raise ModelError(f"node {v!r} is discrete in the model but its column is not")

@@ -13,17 +13,17 @@ node's posterior marginal.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CausalModel
 from .data import as_table
 
 __all__ = ["predict_proba", "predict"]
 
 
-def _evidence_table(model: CausalModel, df, exclude=()):
+def _evidence_table(model: Any, df, exclude=()):
     cols = [c for c in df.columns if c in model.nodes and c not in exclude]
     unknown = [c for c in df.columns if c not in model.nodes]
     if unknown:
@@ -38,7 +38,7 @@ def _patterns(table, cols):
     return patterns, inverse.reshape(-1)
 
 
-def predict_proba(model: CausalModel, df, node: Hashable) -> np.ndarray:
+def predict_proba(model: Any, df, node: Hashable) -> np.ndarray:
     """``(n, K)``: the posterior of discrete `node` given each row's observed cells (the node's own cell ignored).
 
     Raises
@@ -67,13 +67,13 @@ def predict_proba(model: CausalModel, df, node: Hashable) -> np.ndarray:
     return out
 
 
-def _named(model: CausalModel, node, values):
+def _named(model: Any, node, values):
     if model.spec(node).is_discrete:
         return np.asarray(model.states(node), dtype=object)[values]
     return values
 
 
-def predict(model: CausalModel, df, columns: Sequence[Hashable] | None = None):
+def predict(model: Any, df, columns: Sequence[Hashable] | None = None):
     """A copy of `df` with missing cells of discrete nodes (or the whole `columns`) filled by MAP states.
 
     Each filled cell is the most probable state of that node's posterior given

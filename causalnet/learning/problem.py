@@ -14,7 +14,6 @@ import numpy as np
 
 from ..errors import GraphError, ModelError
 from ..graph.dag import DAG
-from ..model import CausalModel
 from .data import Table, as_table
 
 __all__ = ["Problem", "prepare", "as_dag"]
@@ -24,7 +23,7 @@ def as_dag(structure) -> DAG:
     """A :class:`DAG` from a DAG, a model, an edge list or a graph string."""
     if isinstance(structure, DAG):
         return structure
-    if isinstance(structure, CausalModel):
+    if isinstance(getattr(structure, "dag", None), DAG) and hasattr(structure, "mechanisms"):   # a model
         return structure.dag
     if isinstance(structure, str):
         return DAG.parse(structure)
@@ -36,8 +35,10 @@ def as_dag(structure) -> DAG:
 class Problem:
     """A validated learning problem: the DAG, the table, and each node's states (None for continuous)."""
 
-    def __init__(self, dag: DAG, table: Table, states: Mapping[Hashable, tuple | None], latent: frozenset) -> None:
+    def __init__(self, dag: DAG, table: Table, states: Mapping[Hashable, tuple | None], latent: frozenset,
+                 model_class: type | None = None) -> None:
         self.dag = dag
+        self.model_class = model_class      # what a fit builds: CausalModel (learning sits below model.py)
         self.table = table
         self.states = dict(states)
         self.latent = latent
@@ -74,7 +75,8 @@ def _check_families(dag: DAG, states: Mapping) -> None:
                                  f"discretise {p if states[p] is None else v!r} or make both continuous")
 
 
-def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[Hashable] = ()) -> Problem:
+def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[Hashable] = (),
+            model_class: type | None = None) -> Problem:
     """Validate `structure`, `data`, `states` and `latent` together (nothing is fitted yet).
 
     Raises
@@ -110,7 +112,7 @@ def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[
     node_states = {v: (table.states(v) if table.column(v).is_discrete else None) for v in observed}
     node_states.update(_latent_states(dag, latent, states))
     _check_families(dag, node_states)
-    return Problem(dag, _subtable(table, observed), node_states, latent)
+    return Problem(dag, _subtable(table, observed), node_states, latent, model_class)
 
 
 def _names(data) -> set:

@@ -7,7 +7,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 import causalnet as cn
-from causalnet.learning import fit, fit_info, fit_model
+from causalnet import fit
+from causalnet.learning import fit_info, fit_model
 
 
 def brute_loglik(model, df):

@@ -8,7 +8,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 import causalnet as cn
-from causalnet.learning import fit, fit_model
+from causalnet import fit
+from causalnet.learning import fit_model
 
 pgmpy = pytest.importorskip("pgmpy")
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")

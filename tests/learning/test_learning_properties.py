@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
-from causalnet.learning import fit
+from causalnet import fit
 from causalnet.learning.scores import score
 
 cells = st.one_of(st.sampled_from(["a", "b", "c"]), st.none(), st.just(float("nan")), st.integers(-3, 3),
