@@ -14,6 +14,7 @@ from ...mechanisms.cauchy import CauchyLinear
 from ...mechanisms.function import Deterministic
 from ...mechanisms.tensor import Input
 from ...model import CausalModel
+from ...progress import progress_bar
 from .losses import head_loss
 from .outputs import HeadOutput, numeric_embedding, real_array, softplus
 from .training import adam, check_int, check_real, small_blas
@@ -374,7 +375,8 @@ class CausalHead:
 
     def fit(self, z, labels, targets=None, attention_mask=None, *, steps: int = 300, lr: float = 0.01,
             batch_size: int | None = None, betas: tuple = (0.9, 0.999), weight_decay: float = 0.0,
-            trainable=None, seed: Any = None, callback: Callable | None = None, progress: bool = False) -> CausalHead:
+            trainable=None, seed: Any = None, callback: Callable | None = None,
+            progress: bool | None = None) -> CausalHead:
         """Train the head on frozen features with Adam and the analytic gradients.
 
         Parameters
@@ -396,8 +398,10 @@ class CausalHead:
         callback : callable, optional
             ``callback(step, loss, parts)`` after every step; returning
             ``False`` stops training.
-        progress : bool
-            Show a tqdm bar when tqdm is installed (nothing otherwise).
+        progress : bool or None, default None
+            A tqdm bar over the steps: None shows it on a terminal or in a
+            notebook and never when the ``CI`` environment variable is set
+            (:func:`causalnet.progress.progress_bar`); False hides it.
 
         Returns
         -------
@@ -430,19 +434,14 @@ class CausalHead:
             raise ModelError(f"betas must be two numbers in [0, 1), got {betas!r}")
         rng = as_generator(seed)
         hist: dict = {"loss": [], "cls": [], "reg": []}
-        it = range(steps)
-        if progress:
-            try:
-                from tqdm.auto import tqdm
-
-                it = tqdm(it, desc="CausalHead.fit")
-            except ImportError:
-                pass
+        if progress is not None and not isinstance(progress, (bool, np.bool_)):
+            raise ModelError(f"progress must be None, True or False, got {progress!r}")
+        it = progress_bar(range(steps), progress=progress, desc="CausalHead.fit")
         per_seq = rows[0].shape[0] // max(n, 1)
         rows_per_step = per_seq * (n if batch_size is None else min(batch_size, n))
         saved = dict(self._p)
         try:
-            with small_blas(rows_per_step * max(self._p["W_cls"].shape)), \
+            with it, small_blas(rows_per_step * max(self._p["W_cls"].shape)), \
                     np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # checked by name per step
                 adam(self._p, names, lambda batch: self._loss(*batch, grad=True), rows, it, n, per_seq, batch_size, rng,
                      betas, lr, weight_decay, hist, progress, callback)
