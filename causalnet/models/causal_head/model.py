@@ -9,6 +9,7 @@ import numpy as np
 from scipy.special import softmax
 
 from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
+from ...io import bundle
 from ...mechanisms.base import as_generator
 from ...mechanisms.cauchy import CauchyLinear
 from ...mechanisms.function import Deterministic
@@ -28,6 +29,7 @@ PARAMS = {
     "W_cls": ("V", "C"), "b_cls": ("V",), "thresholds": ("V",), "W_reg": ("C",), "b_reg": (),
 }
 _TRAINABLE = tuple(PARAMS)
+_KIND = "causalnet.CausalHead"
 
 
 class CausalHead:
@@ -172,6 +174,51 @@ class CausalHead:
         self._p = other._p
         self._abs_cache = None
         return self
+
+    # -- saving --------------------------------------------------------------------------------
+
+    def meta(self) -> dict:
+        """The head's settings as JSON values (``num_id``, ``alpha``, ``lam``, ``detach_gate``); the arrays are
+        :attr:`params`."""
+        return {"num_id": self.num_id, "alpha": self.alpha, "lam": self.lam, "detach_gate": self.detach_gate}
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any], params: Mapping[str, Any]) -> CausalHead:
+        """The head with settings `meta` (as :meth:`meta` gives) and arrays `params`, validated as the constructor."""
+        if not isinstance(meta, Mapping) or set(meta) != {"num_id", "alpha", "lam", "detach_gate"}:
+            raise ModelError(f"CausalHead settings must be num_id, alpha, lam and detach_gate; got {meta!r}")
+        if not isinstance(meta["detach_gate"], bool) or isinstance(meta["num_id"], bool) \
+                or not all(isinstance(meta[k], (int, float)) and not isinstance(meta[k], bool) for k in ("alpha", "lam")):
+            raise ModelError(f"CausalHead settings have the wrong types: {meta!r}")
+        return cls(params, num_id=meta["num_id"], alpha=meta["alpha"], lam=meta["lam"],
+                   detach_gate=meta["detach_gate"])
+
+    def save(self, path) -> None:
+        """Write the head to `path` (JSON: settings, history) and beside it an ``.npz`` of its parameters.
+
+        No pickle; floats round-trip exactly; each file is written atomically (:mod:`causalnet.io.bundle`).
+        """
+        bundle.save(path, _KIND, {"settings": self.meta(), "history": self.history_}, self._p)
+
+    @classmethod
+    def load(cls, path) -> CausalHead:
+        """Read a head written by :meth:`save`.
+
+        Raises
+        ------
+        ModelFileNotFoundError
+            If the JSON file or its ``.npz`` is missing.
+        ModelError, ShapeError
+            If either is damaged, of another kind, or holds parameters the constructor refuses.
+        """
+        meta, arrays = bundle.load(path, _KIND)
+        history = meta.get("history", {})
+        if set(meta) - {"settings", "history"} or not isinstance(history, dict) or not all(
+                isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in history.values()):
+            raise ModelError(f"{str(path)!r}: malformed CausalHead file (settings and a history of numbers expected)")
+        head = cls.from_meta(meta.get("settings"), arrays)
+        head.history_ = {k: list(v) for k, v in history.items()}
+        return head
 
     @property
     def dims(self) -> dict:

@@ -62,7 +62,7 @@ from ... import limits
 from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
 from ...inference import chain as _chain
 from ...progress import progress_bar
-from . import causal
+from . import causal, saving
 from .features import Vocab, encode_labels, parse_sequences
 from .layout import Layout, split
 from .objective import Objective, active_weights
@@ -557,6 +557,27 @@ class CRF:
         u, mask = self._check_potentials(unary, mask)
         post = _chain.forward_backward(u, np.asarray(self.transition_weights_, dtype=np.float64), mask)
         return post.marginals, post.log_z
+
+    # -- saving ----------------------------------------------------------------------------
+
+    def save(self, path) -> None:
+        """Write this fitted CRF to `path` (JSON: labels, attributes, settings) and beside it an ``.npz``
+        of the weights; no pickle, exact round trip (:mod:`causalnet.models.crf.saving`).
+
+        Raises
+        ------
+        ModelError
+            If the CRF is not fitted, or a label or attribute name is not a JSON value.
+        ModelFileNotFoundError, ModelFilePermissionError
+            If the folder does not exist or cannot be written.
+        """
+        self._check_fitted()
+        saving.save(self, path)
+
+    @classmethod
+    def load(cls, path) -> CRF:
+        """Read a CRF written by :meth:`save`; see :func:`causalnet.models.crf.saving.load`."""
+        return saving.load(cls, path)
 
     # -- sklearn-crfsuite style views -------------------------------------
 
