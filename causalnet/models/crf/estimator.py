@@ -589,6 +589,12 @@ class CRF:
         return {(self.attributes_[i], self.classes_[j]): float(W[i, j]) for i, j in zip(a.tolist(), k.tolist())}
 
     @property
+    def num_attributes_(self) -> int:
+        """Number of attributes (rows of `state_weights_`), as sklearn-crfsuite's ``num_attributes_``."""
+        self._check_fitted()
+        return len(self.attributes_)
+
+    @property
     def transition_features_(self) -> dict:
         self._check_fitted()
         A = self.transition_weights_

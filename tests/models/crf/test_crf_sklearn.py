@@ -128,3 +128,15 @@ def test_grid_search_with_a_bad_value_fails_at_fit_with_model_error(data):
     assert crf.c2 == -1.0
     with pytest.raises(ModelError, match="c2 must be a finite number >= 0"):
         crf.fit(X, y)
+
+
+def test_sklearn_crfsuite_views(data):
+    X, y = data
+    crf = CRF(c2=0.1, max_iterations=5).fit(X, y)
+    assert crf.num_attributes_ == len(crf.attributes_) == crf.state_weights_.shape[0]
+    W = crf.state_weights_
+    assert crf.state_features_ == {(crf.attributes_[i], crf.classes_[k]): W[i, k]
+                                   for i in range(W.shape[0]) for k in range(W.shape[1]) if W[i, k] != 0}
+    marg = crf.predict_marginals_single(X[0])
+    assert [max(d, key=d.get) for d in marg] == crf.predict_single(X[0])
+    assert all(list(d) == crf.classes_ for d in marg)
