@@ -3,11 +3,12 @@
 Sub-commands::
 
     causalnet query MODEL "P(Y | do(X=1), Z=0)" [--json]   # a probability, do- or counterfactual query
-    causalnet dsep GRAPH X Y [--given Z]                   # d-separation
-    causalnet adjust GRAPH X Y                             # backdoor / minimal / front-door sets
+    causalnet dsep GRAPH X Y [--given Z] [--json]          # d-separation
+    causalnet adjust GRAPH X Y [--json]                    # backdoor / minimal / front-door sets
     causalnet draw GRAPH [-o FILE] [--highlight A,B,C] [--do X] ...
-    causalnet gallery                                      # list the gallery
-    causalnet tour [--out DIR]                             # a guided report over the gallery
+    causalnet gallery [--json]                             # list the gallery
+    causalnet tour [--out DIR] [--no-progress]             # a guided report over the gallery
+    causalnet completion bash|zsh                          # a shell completion script
 
 MODEL is ``gallery:NAME`` or a model file: BIF (``.bif``, ``.bif.gz``),
 XMLBIF (``.xml``, ``.xmlbif``) or causalnet JSON (``.json``).
@@ -23,7 +24,7 @@ prints one line ``causalnet: error: ...`` on stderr and exits with status 2.
 The package: :mod:`~causalnet.cli.app` (parser, :func:`main`, error handling),
 :mod:`~causalnet.cli.sources` (GRAPH, MODEL and node-list arguments),
 :mod:`~causalnet.cli.graphs` (dsep, adjust, draw, gallery), :mod:`~causalnet.cli.query`
-(query, ``--json``), and the tour: :mod:`~causalnet.cli.tour` (:data:`TOUR_SECTIONS`,
+(query, ``--json``), :mod:`~causalnet.cli.completion` (shell completion), and the tour: :mod:`~causalnet.cli.tour` (:data:`TOUR_SECTIONS`,
 :func:`run_tour`), :mod:`~causalnet.cli.tour_context` (:class:`TourContext`),
 :mod:`~causalnet.cli.tour_graphs` and :mod:`~causalnet.cli.tour_models` (the sections).
 """

@@ -2,7 +2,8 @@
 
 Every command lives in its own module and declares its arguments with an ``add_*``
 function (:mod:`~causalnet.cli.graphs`, :mod:`~causalnet.cli.query`,
-:mod:`~causalnet.cli.tour`); this module assembles them and runs one.
+:mod:`~causalnet.cli.tour`, :mod:`~causalnet.cli.completion`); this module assembles
+them and runs one.
 
 Errors: a user mistake (a :class:`~causalnet.errors.CausalNetError`, an ``OSError``
 from a file, a bad argument) prints one line ``causalnet: error: ...`` on stderr and
@@ -21,11 +22,13 @@ A ⊥ C | B: yes, d-separated
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import os
 import sys
 
 from ..errors import CausalNetError
+from .completion import add_completion
 from .graphs import add_adjust, add_draw, add_dsep, add_gallery
 from .query import add_query
 from .tour import add_tour
@@ -42,6 +45,7 @@ COMMANDS = (
     ("draw", "causalnet draw gallery:m-bias --highlight X,U1,M,U2,Y -o m-bias.svg"),
     ("gallery", "causalnet gallery"),
     ("tour", "causalnet tour --out causalnet-tour"),
+    ("completion", 'eval "$(causalnet completion bash)"'),
 )
 
 _DECLARE = {"query": add_query, "dsep": add_dsep, "adjust": add_adjust, "draw": add_draw, "gallery": add_gallery,
@@ -49,10 +53,11 @@ _DECLARE = {"query": add_query, "dsep": add_dsep, "adjust": add_adjust, "draw": 
 
 _EPILOG = (
     "commands, with an example each:\n"
-    + "\n".join(f"  {name:<8} {example}" for name, example in COMMANDS)
+    + "\n".join(f"  {name:<10} {example}" for name, example in COMMANDS)
     + "\n\nMODEL is gallery:NAME or a model file (.bif, .bif.gz, .xmlbif, .json); GRAPH is gallery:NAME,\n"
       "a graph file (dagitty-like text or JSON) or graph text like 'A -> B <- C'. 'causalnet COMMAND --help'\n"
-      "describes a command. Bad input prints one line on stderr and exits with status 2."
+      "describes a command; query, dsep, adjust and gallery take --json for scripts. Bad input prints one\n"
+      "line on stderr and exits with status 2."
 )
 
 
@@ -75,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog=_EPILOG)
     p.add_argument("--version", action="version", version=f"%(prog)s {importlib.metadata.version('causalnet')}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    declare = {**_DECLARE, "completion": functools.partial(add_completion, root=p)}
     for name, _ in COMMANDS:
-        _DECLARE[name](sub)
+        declare[name](sub)
     return p
 
 

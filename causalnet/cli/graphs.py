@@ -2,7 +2,9 @@
 
 Each command is a function ``run(args) -> exit status`` and an ``add_*`` function that
 declares its arguments on the top-level parser; the sentences they print
-(:func:`dsep_line`, :func:`adjust_lines`) are shared with the tour.
+(:func:`dsep_line`, :func:`adjust_lines`) are shared with the tour. With ``--json``,
+``dsep``, ``adjust`` and ``gallery`` print one JSON document instead
+(:func:`dsep_dict`, :func:`adjust_dict`; node names as strings, in the graph's order).
 
 Examples
 --------
@@ -15,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Hashable, Iterable
 from typing import Any
@@ -25,11 +28,12 @@ from ..graph.dag import DAG
 from ..io.dot import render, to_dot
 from .sources import load_graph, node_list
 
-__all__ = ["dsep_line", "adjust_lines", "format_set", "format_nodes", "add_dsep", "add_adjust", "add_draw",
+__all__ = ["dsep_line", "adjust_lines", "dsep_dict", "adjust_dict", "format_set", "format_nodes", "add_dsep", "add_adjust", "add_draw",
            "add_gallery", "SHOW_SETS", "MAX_SETS"]
 
 SHOW_SETS = 12  #: at most this many adjustment sets are listed per kind
 MAX_SETS = 1000  #: and at most this many are searched for
+_JSON_HELP = "print the answer as one JSON document (for scripts)"
 GRAPH_HELP = "a graph file (dagitty-like text or JSON), gallery:NAME, or graph text like 'A -> B'"
 
 
@@ -86,12 +90,48 @@ def adjust_lines(g: DAG, x: list, y: list) -> list[str]:
 # -- commands -------------------------------------------------------------------------
 
 
+def _names(g: DAG, nodes: Iterable[Hashable] | None) -> list[str] | None:
+    """Node names as strings in the graph's order (JSON output); None stays None."""
+    if nodes is None:
+        return None
+    pos = {v: i for i, v in enumerate(g.nodes)}
+    return [str(v) for v in sorted(nodes, key=lambda v: pos.get(v, len(pos)))]
+
+
+def dsep_dict(g: DAG, x: list, y: list, given: list) -> dict:
+    """``dsep``'s answer as JSON values: x, y, given, ``d_separated`` and a ``minimal_separator`` when connected
+    (None when no set of observed nodes separates them)."""
+    out: dict[str, Any] = {"x": _names(g, x), "y": _names(g, y), "given": _names(g, given),
+                           "d_separated": bool(g.d_separated(x, y, given=given))}
+    if not out["d_separated"]:
+        out["minimal_separator"] = _names(g, g.minimal_d_separator(x, y))
+    return out
+
+
+def adjust_dict(g: DAG, x: list, y: list) -> dict:
+    """``adjust``'s answer as JSON values: the backdoor, minimal and front-door sets (each list capped at
+    :data:`MAX_SETS`; ``truncated`` says which hit the cap)."""
+    xs = x[0] if len(x) == 1 else x
+    ys = y[0] if len(y) == 1 else y
+    out: dict[str, Any] = {"x": _names(g, x), "y": _names(g, y), "truncated": []}
+    for key, fn in (("backdoor", g.backdoor_adjustment_sets), ("minimal", g.minimal_adjustment_sets),
+                    ("frontdoor", g.frontdoor_adjustment_sets)):
+        sets = fn(xs, ys, max_sets=MAX_SETS)
+        out[key] = [_names(g, s) for s in sets]
+        if len(sets) >= MAX_SETS:
+            out["truncated"].append(key)
+    return out
+
+
 def _cmd_dsep(args: argparse.Namespace) -> int:
     g = load_graph(args.graph)
     x = node_list(g, [args.x], "node")
     y = node_list(g, [args.y], "node")
     z = node_list(g, args.given, "conditioning node")
-    print(dsep_line(g, x, y, z))
+    if args.json:
+        print(json.dumps(dsep_dict(g, x, y, z), ensure_ascii=False))
+    else:
+        print(dsep_line(g, x, y, z))
     return 0
 
 
@@ -99,6 +139,9 @@ def _cmd_adjust(args: argparse.Namespace) -> int:
     g = load_graph(args.graph)
     x = node_list(g, [args.x], "treatment")
     y = node_list(g, [args.y], "outcome")
+    if args.json:
+        print(json.dumps(adjust_dict(g, x, y), ensure_ascii=False))
+        return 0
     print(f"effect of {format_nodes(g, x)} on {format_nodes(g, y)}")
     for line in adjust_lines(g, x, y):
         print(f"  {line}")
@@ -127,6 +170,10 @@ def _cmd_draw(args: argparse.Namespace) -> int:
 
 
 def _cmd_gallery(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps([{"name": n, "kind": gallery.kind(n), "description": gallery.describe(n)}
+                          for n in gallery.names()], ensure_ascii=False))
+        return 0
     width = max(len(n) for n in gallery.names())
     for name in gallery.names():
         print(f"{name:<{width}}  {gallery.kind(name):<9}  {gallery.describe(name)}")
@@ -148,6 +195,7 @@ def add_dsep(sub: Any) -> None:
     d.add_argument("x", help="node or comma-separated nodes")
     d.add_argument("y", help="node or comma-separated nodes")
     d.add_argument("--given", "-z", action="append", default=[], help="conditioning nodes (comma-separated; repeatable)")
+    d.add_argument("--json", action="store_true", help=_JSON_HELP)
     d.set_defaults(func=_cmd_dsep)
 
 
@@ -158,6 +206,7 @@ def add_adjust(sub: Any) -> None:
     a.add_argument("graph", help=GRAPH_HELP)
     a.add_argument("x", help="treatment node(s)")
     a.add_argument("y", help="outcome node(s)")
+    a.add_argument("--json", action="store_true", help=_JSON_HELP)
     a.set_defaults(func=_cmd_adjust)
 
 
@@ -181,5 +230,7 @@ def add_draw(sub: Any) -> None:
 
 def add_gallery(sub: Any) -> None:
     """Declare ``causalnet gallery``."""
-    s = sub.add_parser("gallery", help="list the named graphs and models", epilog=_epilog("causalnet gallery"))
+    s = sub.add_parser("gallery", help="list the named graphs and models",
+                       epilog=_epilog("causalnet gallery", "causalnet gallery --json"))
+    s.add_argument("--json", action="store_true", help=_JSON_HELP)
     s.set_defaults(func=_cmd_gallery)

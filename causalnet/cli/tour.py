@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ModelFileNotFoundError, ModelFilePermissionError
 from ..io.dot import find_renderer
+from ..progress import progress_bar
 from .tour_context import Section, TourContext
 from .tour_graphs import GRAPH_SECTIONS
 from .tour_models import MODEL_SECTIONS
@@ -44,7 +45,7 @@ def _anchor(title: str) -> str:
 
 
 def run_tour(out: str | Path = "causalnet-tour", *, renderer: str = "auto", echo: Callable[[str], Any] | None = None,
-             sections: Sequence[tuple[str, Section]] | None = None) -> Path:
+             sections: Sequence[tuple[str, Section]] | None = None, progress: bool | None = None) -> Path:
     """Run every section of :data:`TOUR_SECTIONS`, writing files and ``report.md`` into `out`.
 
     Parameters
@@ -58,6 +59,10 @@ def run_tour(out: str | Path = "causalnet-tour", *, renderer: str = "auto", echo
         Called with each section's markdown as it is produced (the CLI prints).
     sections : list of (title, section), optional
         The sections to run; default :data:`TOUR_SECTIONS` (read when called).
+    progress : bool or None, default None
+        A progress bar over the sections on standard error: None shows it on
+        a terminal or in a notebook and never when ``CI`` is set
+        (:func:`causalnet.progress.progress_bar`); False hides it.
 
     Returns
     -------
@@ -89,12 +94,15 @@ def run_tour(out: str | Path = "causalnet-tour", *, renderer: str = "auto", echo
         how = f"diagrams rendered to SVG with `{Path(exe).name}`"
     parts = []
     sections = TOUR_SECTIONS if sections is None else list(sections)
-    for title, fn in sections:
-        body = fn(ctx)
-        part = f"## {title}\n\n{body.strip()}\n"
-        parts.append(part)
-        if echo is not None:
-            echo(part)
+    with progress_bar(len(sections), progress=progress, desc="causalnet tour", unit="section") as bar:
+        for title, fn in sections:
+            bar.set_postfix_str(title, refresh=False)
+            body = fn(ctx)
+            part = f"## {title}\n\n{body.strip()}\n"
+            parts.append(part)
+            if echo is not None:
+                echo(part)
+            bar.update(1)
     toc = "\n".join(f"- [{title}](#{_anchor(title)})" for title, _ in sections)
     head = (
         "# causalnet tour\n\n"
@@ -107,7 +115,7 @@ def run_tour(out: str | Path = "causalnet-tour", *, renderer: str = "auto", echo
 
 
 def _cmd_tour(args: argparse.Namespace) -> int:
-    report = run_tour(args.out, renderer=args.renderer, echo=print)
+    report = run_tour(args.out, renderer=args.renderer, echo=print, progress=False if args.no_progress else None)
     print(f"\nwrote {report}")
     return 0
 
@@ -118,4 +126,6 @@ def add_tour(sub: Any) -> None:
                        epilog="examples:\n  causalnet tour --out tour --renderer none")
     t.add_argument("--out", default="causalnet-tour", help="output directory (default: ./causalnet-tour)")
     t.add_argument("--renderer", default="auto", choices=["auto", "dot", "graphviz-pure", "none"])
+    t.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (none is shown anyway when stderr is not a terminal or CI is set)")
     t.set_defaults(func=_cmd_tour)

@@ -59,5 +59,14 @@ from .model import MODES, PARAMS, CausalHead, gradient_check
 from .outputs import HeadOutput, numeric_embedding, ovr_probs, softplus
 from .synthetic import NumberTask, synthetic_number_task
 
-__all__ = ["CausalHead", "HeadOutput", "NumberTask", "synthetic_number_task", "gradient_check",
-           "numeric_embedding", "MODES", "PARAMS", "ovr_probs", "softplus"]
+__all__ = ["CausalHead", "CausalHeadClassifier", "HeadOutput", "NumberTask", "synthetic_number_task",
+           "gradient_check", "numeric_embedding", "MODES", "PARAMS", "ovr_probs", "softplus"]
+
+
+def __getattr__(name: str):
+    """``CausalHeadClassifier`` (:mod:`.classifier`) needs scikit-learn, an optional dependency: load it on first use."""
+    if name == "CausalHeadClassifier":
+        from .classifier import CausalHeadClassifier  # optional heavy dependency (scikit-learn)
+
+        return CausalHeadClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,11 +9,13 @@ import numpy as np
 from scipy.special import softmax
 
 from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
+from ...io import bundle
 from ...mechanisms.base import as_generator
 from ...mechanisms.cauchy import CauchyLinear
 from ...mechanisms.function import Deterministic
 from ...mechanisms.tensor import Input
 from ...model import CausalModel
+from ...progress import progress_bar
 from .losses import head_loss
 from .outputs import HeadOutput, numeric_embedding, real_array, softplus
 from .training import adam, check_int, check_real, small_blas
@@ -27,6 +29,7 @@ PARAMS = {
     "W_cls": ("V", "C"), "b_cls": ("V",), "thresholds": ("V",), "W_reg": ("C",), "b_reg": (),
 }
 _TRAINABLE = tuple(PARAMS)
+_KIND = "causalnet.CausalHead"
 
 
 class CausalHead:
@@ -171,6 +174,51 @@ class CausalHead:
         self._p = other._p
         self._abs_cache = None
         return self
+
+    # -- saving --------------------------------------------------------------------------------
+
+    def meta(self) -> dict:
+        """The head's settings as JSON values (``num_id``, ``alpha``, ``lam``, ``detach_gate``); the arrays are
+        :attr:`params`."""
+        return {"num_id": self.num_id, "alpha": self.alpha, "lam": self.lam, "detach_gate": self.detach_gate}
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any], params: Mapping[str, Any]) -> CausalHead:
+        """The head with settings `meta` (as :meth:`meta` gives) and arrays `params`, validated as the constructor."""
+        if not isinstance(meta, Mapping) or set(meta) != {"num_id", "alpha", "lam", "detach_gate"}:
+            raise ModelError(f"CausalHead settings must be num_id, alpha, lam and detach_gate; got {meta!r}")
+        if not isinstance(meta["detach_gate"], bool) or isinstance(meta["num_id"], bool) \
+                or not all(isinstance(meta[k], (int, float)) and not isinstance(meta[k], bool) for k in ("alpha", "lam")):
+            raise ModelError(f"CausalHead settings have the wrong types: {meta!r}")
+        return cls(params, num_id=meta["num_id"], alpha=meta["alpha"], lam=meta["lam"],
+                   detach_gate=meta["detach_gate"])
+
+    def save(self, path) -> None:
+        """Write the head to `path` (JSON: settings, history) and beside it an ``.npz`` of its parameters.
+
+        No pickle; floats round-trip exactly; each file is written atomically (:mod:`causalnet.io.bundle`).
+        """
+        bundle.save(path, _KIND, {"settings": self.meta(), "history": self.history_}, self._p)
+
+    @classmethod
+    def load(cls, path) -> CausalHead:
+        """Read a head written by :meth:`save`.
+
+        Raises
+        ------
+        ModelFileNotFoundError
+            If the JSON file or its ``.npz`` is missing.
+        ModelError, ShapeError
+            If either is damaged, of another kind, or holds parameters the constructor refuses.
+        """
+        meta, arrays = bundle.load(path, _KIND)
+        history = meta.get("history", {})
+        if set(meta) - {"settings", "history"} or not isinstance(history, dict) or not all(
+                isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in history.values()):
+            raise ModelError(f"{str(path)!r}: malformed CausalHead file (settings and a history of numbers expected)")
+        head = cls.from_meta(meta.get("settings"), arrays)
+        head.history_ = {k: list(v) for k, v in history.items()}
+        return head
 
     @property
     def dims(self) -> dict:
@@ -374,7 +422,8 @@ class CausalHead:
 
     def fit(self, z, labels, targets=None, attention_mask=None, *, steps: int = 300, lr: float = 0.01,
             batch_size: int | None = None, betas: tuple = (0.9, 0.999), weight_decay: float = 0.0,
-            trainable=None, seed: Any = None, callback: Callable | None = None, progress: bool = False) -> CausalHead:
+            trainable=None, seed: Any = None, callback: Callable | None = None,
+            progress: bool | None = None) -> CausalHead:
         """Train the head on frozen features with Adam and the analytic gradients.
 
         Parameters
@@ -396,8 +445,10 @@ class CausalHead:
         callback : callable, optional
             ``callback(step, loss, parts)`` after every step; returning
             ``False`` stops training.
-        progress : bool
-            Show a tqdm bar when tqdm is installed (nothing otherwise).
+        progress : bool or None, default None
+            A tqdm bar over the steps: None shows it on a terminal or in a
+            notebook and never when the ``CI`` environment variable is set
+            (:func:`causalnet.progress.progress_bar`); False hides it.
 
         Returns
         -------
@@ -430,19 +481,14 @@ class CausalHead:
             raise ModelError(f"betas must be two numbers in [0, 1), got {betas!r}")
         rng = as_generator(seed)
         hist: dict = {"loss": [], "cls": [], "reg": []}
-        it = range(steps)
-        if progress:
-            try:
-                from tqdm.auto import tqdm
-
-                it = tqdm(it, desc="CausalHead.fit")
-            except ImportError:
-                pass
+        if progress is not None and not isinstance(progress, (bool, np.bool_)):
+            raise ModelError(f"progress must be None, True or False, got {progress!r}")
+        it = progress_bar(range(steps), progress=progress, desc="CausalHead.fit")
         per_seq = rows[0].shape[0] // max(n, 1)
         rows_per_step = per_seq * (n if batch_size is None else min(batch_size, n))
         saved = dict(self._p)
         try:
-            with small_blas(rows_per_step * max(self._p["W_cls"].shape)), \
+            with it, small_blas(rows_per_step * max(self._p["W_cls"].shape)), \
                     np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # checked by name per step
                 adam(self._p, names, lambda batch: self._loss(*batch, grad=True), rows, it, n, per_seq, batch_size, rng,
                      betas, lr, weight_decay, hist, progress, callback)

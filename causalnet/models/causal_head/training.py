@@ -48,8 +48,8 @@ def adam(params: dict, names, loss_fn: Callable, rows, it, n, per_seq, batch_siz
         hist["loss"].append(loss)
         hist["cls"].append(parts["cls"])
         hist["reg"].append(parts["reg"])
-        if progress and hasattr(it, "set_postfix"):
-            it.set_postfix(loss=f"{loss:.4f}")
+        if hasattr(it, "set_postfix"):
+            it.set_postfix(loss=f"{loss:.4f}", refresh=False)
         if callback is not None and callback(step, loss, parts) is False:
             break
 

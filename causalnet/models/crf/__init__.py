@@ -8,12 +8,13 @@ One idea per module:
 * :mod:`.objective` -- CRFsuite's penalised negative log-likelihood and its gradient;
 * :mod:`.optimize` -- L-BFGS and OWL-QN (L1), which scipy does not have;
 * :mod:`.estimator` -- :class:`CRF`: fit, predict, marginals, weights, sklearn protocol;
+* :mod:`.saving` -- ``CRF.save`` / ``CRF.load``: JSON + ``.npz``, no pickle;
 * :mod:`.causal` -- the CRF as a causal model: factor-node DAG, ``do`` on tokens;
 * :mod:`.synthetic` -- a seeded tagging task for tests and benchmarks;
 * :mod:`.metrics` -- token-level (flat) scores of label sequences, as sklearn-crfsuite's.
 
 Imports flow one way: features, layout, optimize -> objective -> causal ->
-estimator (the estimator calls the causal module, never the reverse).
+estimator (the estimator calls the causal and saving modules, never the reverse).
 
 Examples
 --------

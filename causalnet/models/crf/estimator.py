@@ -61,7 +61,8 @@ import numpy as np
 from ... import limits
 from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
 from ...inference import chain as _chain
-from . import causal
+from ...progress import progress_bar
+from . import causal, saving
 from .features import Vocab, encode_labels, parse_sequences
 from .layout import Layout, split
 from .objective import Objective, active_weights
@@ -73,7 +74,7 @@ __all__ = ["CRF"]
 
 _PARAMS = (
     "algorithm", "c1", "c2", "max_iterations", "all_possible_states", "all_possible_transitions", "min_freq",
-    "num_memories", "epsilon", "period", "delta", "max_linesearch", "solver", "callback",
+    "num_memories", "epsilon", "period", "delta", "max_linesearch", "solver", "callback", "progress",
 )  # fmt: skip
 _CRFSUITE_ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
 
@@ -97,6 +98,8 @@ def check_params(p):
     _check_choices(p)
     if p["callback"] is not None and not callable(p["callback"]):
         raise ModelError(f"CRF parameter callback must be callable; got {type(p['callback']).__name__}")
+    if p["progress"] is not None and not isinstance(p["progress"], (bool, np.bool_)):
+        raise ModelError(f"CRF parameter progress must be None, True or False; got {p['progress']!r}")
 
 
 def _check_choices(p):
@@ -158,9 +161,14 @@ class CRF:
         ``log_likelihood``, ``grad_norm``, ``weight_norm``,
         ``active_features``, ``n_evals``, ``seconds``). Returning True stops
         training. The library itself never prints.
+    progress : bool or None, default None
+        A tqdm progress bar over the iterations: None shows it on a terminal
+        or in a notebook and never when the ``CI`` environment variable is
+        set (:func:`causalnet.progress.progress_bar`); False hides it.
 
-    Parameters are checked when set (constructor, `set_params`) and again by
-    `fit`; a bad one raises ModelError naming it.
+    As in scikit-learn, the constructor and `set_params` only store the
+    parameters (`set_params` refuses unknown names); `fit` checks them first
+    and a bad one raises ModelError naming it before anything changes.
 
     Attributes
     ----------
@@ -208,11 +216,23 @@ class CRF:
         max_linesearch: int = 20,
         solver: str = "lbfgs",
         callback: Callable[[dict], bool | None] | None = None,
+        progress: bool | None = None,
     ) -> None:
-        params = dict(locals())
-        check_params(params)
-        for name in _PARAMS:
-            setattr(self, name, params[name])
+        self.algorithm = algorithm
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.min_freq = min_freq
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.max_linesearch = max_linesearch
+        self.solver = solver
+        self.callback = callback
+        self.progress = progress
 
     # -- scikit-learn protocol ------------------------------------------------
 
@@ -221,13 +241,14 @@ class CRF:
         return {name: getattr(self, name) for name in _PARAMS}
 
     def set_params(self, **params) -> CRF:
-        """Set constructor parameters (scikit-learn's estimator protocol); all or none."""
-        merged = self.get_params()
+        """Set constructor parameters (scikit-learn's estimator protocol).
+
+        Unknown names raise ModelError and set nothing; values are checked by `fit`.
+        """
+        known = self.get_params()
         for name in params:
-            if name not in merged:
-                raise ModelError(f"CRF has no parameter {name!r}; parameters: {sorted(merged)}")
-        merged.update(params)
-        check_params(merged)
+            if name not in known:
+                raise ModelError(f"CRF has no parameter {name!r}; parameters: {sorted(known)}")
         for name, value in params.items():
             setattr(self, name, value)
         return self
@@ -358,8 +379,9 @@ class CRF:
             cause=f"{P} trained weights ({Xd.shape[1]} attributes x {K} labels), memory {self.num_memories}",
         )
         obj = Objective(Xd, y_idx, Layout(lengths), state_idx, trans_idx, K, float(self.c2))
-        progress = Progress(obj, self.epsilon, self.period, self.delta, self.callback)
-        theta = self._minimise(obj, np.zeros(P), progress)
+        with progress_bar(self.max_iterations, progress=self.progress, desc="CRF.fit", unit="it") as bar:
+            progress = Progress(obj, self.epsilon, self.period, self.delta, _with_bar(bar, self.callback))
+            theta = self._minimise(obj, np.zeros(P), progress)
         W, A = obj.unpack(theta)
         self._set_fitted(W.copy(), A, labels, vocab)
         self.training_log_ = progress.log
@@ -536,6 +558,27 @@ class CRF:
         post = _chain.forward_backward(u, np.asarray(self.transition_weights_, dtype=np.float64), mask)
         return post.marginals, post.log_z
 
+    # -- saving ----------------------------------------------------------------------------
+
+    def save(self, path) -> None:
+        """Write this fitted CRF to `path` (JSON: labels, attributes, settings) and beside it an ``.npz``
+        of the weights; no pickle, exact round trip (:mod:`causalnet.models.crf.saving`).
+
+        Raises
+        ------
+        ModelError
+            If the CRF is not fitted, or a label or attribute name is not a JSON value.
+        ModelFileNotFoundError, ModelFilePermissionError
+            If the folder does not exist or cannot be written.
+        """
+        self._check_fitted()
+        saving.save(self, path)
+
+    @classmethod
+    def load(cls, path) -> CRF:
+        """Read a CRF written by :meth:`save`; see :func:`causalnet.models.crf.saving.load`."""
+        return saving.load(cls, path)
+
     # -- sklearn-crfsuite style views -------------------------------------
 
     @property
@@ -546,11 +589,28 @@ class CRF:
         return {(self.attributes_[i], self.classes_[j]): float(W[i, j]) for i, j in zip(a.tolist(), k.tolist())}
 
     @property
+    def num_attributes_(self) -> int:
+        """Number of attributes (rows of `state_weights_`), as sklearn-crfsuite's ``num_attributes_``."""
+        self._check_fitted()
+        return len(self.attributes_)
+
+    @property
     def transition_features_(self) -> dict:
         self._check_fitted()
         A = self.transition_weights_
         a, k = np.nonzero(A)
         return {(self.classes_[i], self.classes_[j]): float(A[i, j]) for i, j in zip(a.tolist(), k.tolist())}
+
+
+def _with_bar(bar, callback):
+    """The per-iteration hook: advance `bar`, then call the user's `callback` (its answer stops training)."""
+
+    def hook(entry):
+        bar.update(1)
+        bar.set_postfix(loss=f"{entry['loss']:.6g}", refresh=False)
+        return callback(entry) if callback is not None else None
+
+    return hook
 
 
 # ---------------------------------------------------------------------------

@@ -114,15 +114,32 @@ def test_potentials_nan_or_plus_inf_is_an_evidence_error(bad):
         ({"solver": "scipy", "c1": 0.5}, "L2 penalty only"),
         ({"all_possible_states": "yes"}, "all_possible_states must be True or False"),
         ({"callback": 3}, "callback must be callable"),
+        ({"progress": "yes"}, "progress must be None, True or False"),
     ],
 )
-def test_bad_constructor_parameters_are_model_errors(params, match):
+def test_bad_constructor_parameters_are_model_errors_at_fit(fitted, params, match):
+    # scikit-learn's convention: the constructor and set_params store, fit validates
+    X, y = [[{"w": "a"}, {"w": "b"}]], [["A", "B"]]
     with pytest.raises(ModelError, match=match):
-        CRF(**params)
+        CRF(**params).fit(X, y)
+    before = _learned(fitted)
+    fitted.set_params(**params)
+    assert all(fitted.get_params()[k] is v for k, v in params.items())
+    with pytest.raises(ModelError, match=match):
+        fitted.fit(X, y)
+    _same_state(before, _learned(fitted))  # the failed fit changed no learned attribute
+
+
+def _learned(crf):
+    (attrs, vocab) = _state(crf)
+    return {k: v for k, v in attrs.items() if k.endswith("_") or k.startswith("_")}, vocab
+
+
+def test_set_params_refuses_unknown_names_and_sets_nothing():
     crf = CRF(c2=0.5)
-    with pytest.raises(ModelError, match=match):
-        crf.set_params(**params)
-    assert crf.get_params() == CRF(c2=0.5).get_params()  # all or nothing
+    with pytest.raises(ModelError, match="no parameter 'c3'"):
+        crf.set_params(c1=0.7, c3=1)
+    assert crf.get_params() == CRF(c2=0.5).get_params()
 
 
 def test_crfsuite_positional_algorithm_is_accepted():
