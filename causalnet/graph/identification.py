@@ -113,14 +113,14 @@ class Expression:
         return self._hash
 
     def __str__(self) -> str:
-        return _Printer(None, _TEXT).show(self, frozenset(self.variables))
+        return _Printer(None, _TEXT).show(self, frozenset(map(str, self.variables)))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self}>"
 
     def to_latex(self, order: Iterable[Hashable] | None = None) -> str:
         """The formula in LaTeX (``\\sum_{z} P(y \\mid x, z) P(z)``)."""
-        return _Printer(order, _LATEX).show(self, frozenset(self.variables))
+        return _Printer(order, _LATEX).show(self, frozenset(map(str, self.variables)))
 
 
 class Probability(Expression):
@@ -205,24 +205,32 @@ def _chain_heads(factors: tuple) -> frozenset:
     A product ``Π_i f_i(h_i | t_i)`` is normalized over ``∪ h_i`` when the
     heads are disjoint and the factors can be ordered so that no factor's
     tail holds the heads of a later one: then summing the last factor's heads
-    removes it, and so on.
+    removes it, and so on (the dependency graph must be acyclic).
     """
-    heads: dict = {}
+    owner: dict = {}
     for i, f in enumerate(factors):
         if not f.heads:
             return frozenset()
         for h in f.heads:
-            if h in heads:
+            if h in owner:
                 return frozenset()
-            heads[h] = i
-    left = set(range(len(factors)))
-    while left:  # peel factors whose heads no remaining factor uses in its tail
-        sink = next((i for i in left if not any(
-            (factors[j].variables - factors[j].heads) & factors[i].heads for j in left if j != i)), None)
-        if sink is None:
-            return frozenset()
-        left.discard(sink)
-    return frozenset(heads)
+            owner[h] = i
+    needs = [{owner[v] for v in f.variables - f.heads if v in owner} for f in factors]
+    users: list = [[] for _ in factors]
+    for i, deps in enumerate(needs):
+        for j in deps:
+            users[j].append(i)
+    ready = [i for i, deps in enumerate(needs) if not deps]
+    left = [len(deps) for deps in needs]
+    done = 0
+    while ready:                      # Kahn's algorithm on "i uses the heads of j"
+        j = ready.pop()
+        done += 1
+        for i in users[j]:
+            left[i] -= 1
+            if not left[i]:
+                ready.append(i)
+    return frozenset(owner) if done == len(factors) else frozenset()
 
 
 ONE = Product(())
@@ -242,18 +250,15 @@ def product(factors: Iterable[Expression]) -> Expression:
 
 def _merge_chain(factors: list) -> list:
     """Merge ``P(A | C) P(B | A, C)`` into ``P(A, B | C)`` (the chain rule), as long as some pair merges."""
-    done = False
-    while not done:
-        done = True
-        atoms = [f for f in factors if isinstance(f, Probability)]
-        for a in atoms:
-            b = next((b for b in atoms if b is not a and frozenset(b.given) == a.variables), None)
-            if b is not None:
-                factors = [f for f in factors if f is not a and f is not b]
-                factors.append(Probability(a.head_vars + b.head_vars, a.given))
-                done = False
-                break
-    return factors
+    while True:
+        by_given = {frozenset(f.given): f for f in factors if isinstance(f, Probability)}
+        pair = next(((a, by_given[a.variables]) for a in factors
+                     if isinstance(a, Probability) and a.heads and a.variables in by_given), None)
+        if pair is None:
+            return factors
+        a, b = pair
+        factors = [f for f in factors if f is not a and f is not b]
+        factors.append(Probability(a.head_vars + b.head_vars, a.given))
 
 
 def marginal(expr: Expression, over: Iterable[Hashable]) -> Expression:
@@ -279,13 +284,23 @@ def marginal(expr: Expression, over: Iterable[Hashable]) -> Expression:
     return Sum(expr, _stable(over))
 
 
+def _counts(factors: list) -> dict:
+    """How many factors each variable is free in."""
+    count: dict = {}
+    for f in factors:
+        for v in f.variables:
+            count[v] = count.get(v, 0) + 1
+    return count
+
+
 def _lift_sums(factors: list, over: set) -> tuple[list, set]:
     """``Σ_a f Σ_b g = Σ_{a,b} f g`` when b is not free in f: bring inner sums out, then merge chains."""
+    count = _counts(factors)
     out: list = []
-    for i, f in enumerate(factors):
-        others = frozenset().union(*(g.variables for j, g in enumerate(factors) if j != i))
-        if isinstance(f, Sum) and not frozenset(f.over) & (others | over):
-            over = over | frozenset(f.over)
+    for f in factors:
+        bound = frozenset(f.over) if isinstance(f, Sum) else frozenset()
+        if bound and not any(count.get(v, 0) or v in over for v in bound):
+            over = over | bound
             out.extend(f.expr.factors if isinstance(f.expr, Product) else (f.expr,))
         else:
             out.append(f)
@@ -298,15 +313,14 @@ def _marginal_product(factors: list, over: set) -> Expression:
     progress = True
     while over and progress:
         progress = False
-        for i, f in enumerate(factors):
-            others = frozenset().union(*(g.variables for j, g in enumerate(factors) if j != i))
-            mine = frozenset(w for w in over if w in f.heads and w not in others)
+        count = _counts(factors)
+        for i, f in enumerate(factors):   # a variable free in one factor only, as a head: sum it there
+            mine = frozenset(w for w in over & f.heads if count[w] == 1)
             if mine:
                 factors[i] = marginal(f, mine)
                 over -= mine
                 progress = True
-                break
-        factors = [f for f in factors if f is not ONE and f != ONE]
+        factors = [f for f in factors if f != ONE]
         over &= frozenset().union(*(f.variables for f in factors)) if factors else frozenset()
     if not over:
         return product(factors)
@@ -765,12 +779,16 @@ class Estimand:
         tail = f" | {', '.join(conds)}" if conds else ""
         return f"P({', '.join(map(str, self.outcomes))}{tail})"
 
+    def _taken(self) -> frozenset:
+        """Names bound variables must not reuse: the query's variables (primed otherwise)."""
+        return frozenset(map(str, self.expression.variables | set(self.outcomes + self.treatments + self.given)))
+
     def __str__(self) -> str:
-        return _Printer(self.order, _TEXT).show(self.expression, frozenset(self.expression.variables))
+        return _Printer(self.order, _TEXT).show(self.expression, self._taken())
 
     def to_latex(self) -> str:
         """The formula in LaTeX."""
-        return self.expression.to_latex(self.order)
+        return _Printer(self.order, _LATEX).show(self.expression, self._taken())
 
     def __repr__(self) -> str:
         return f"<Estimand {self.query} = {self} ({self.method})>"
@@ -929,7 +947,7 @@ def _frontdoor(graph, h: MixedGraph, ys: frozenset, xs: frozenset) -> tuple | No
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CausalNetWarning)
         sets = dag.frontdoor_adjustment_sets(xs, ys, minimal=True, max_sets=1, max_candidates=2000)
-    if not sets:
+    if not sets or not sets[0]:
         return None
     m = sets[0]
     inner = Sum(product([Probability(h.sorted(ys), h.sorted(xs) + h.sorted(m)), Probability(h.sorted(xs))]),

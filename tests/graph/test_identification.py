@@ -256,3 +256,12 @@ def test_identifiability_agrees_with_y0(seed):
         except (KeyError, nx.NetworkXError):   # y0 0.2 loses nodes isolated by the intervention
             continue
         assert ours == theirs, (xs, ys, h.directed_edges, h.bidirected_edges)
+
+
+def test_treatment_that_does_not_reach_the_outcome():
+    # regression: an empty front-door set once sent the chain-rule merge into a loop
+    g = with_bidirected(D([("X", "A"), ("B", "Y")]), [("X", "B")])
+    assert str(identify(g, "Y", "X", simplify=False)) == "P(Y)"
+    assert str(identify(g, "Y", "X")) == "Σ_{B} P(B) P(Y | X, B)"   # also right: {B} is an adjustment set
+    h = MixedGraph([("V2", "V5"), ("V3", "V4")], [("V2", "V3"), ("V4", "V5")])
+    assert identify(h, ["V4"], ["V5"]).variables == {"V4"}
