@@ -59,7 +59,7 @@ __all__ = [
     "Expression", "Probability", "Sum", "Product", "Fraction", "ONE", "Algebra",
     "marginal", "product", "fraction", "conditional",
     "Estimand", "MixedGraph", "latent_projection", "c_components", "district", "with_bidirected",
-    "identify", "id_algorithm",
+    "identify", "id_algorithm", "do_calculus",
 ]
 
 
@@ -954,3 +954,42 @@ def _frontdoor(graph, h: MixedGraph, ys: frozenset, xs: frozenset) -> tuple | No
                 h.sorted(xs))
     expr = marginal(product([Probability(h.sorted(m), h.sorted(xs)), inner]), m)
     return expr, "frontdoor adjustment"
+
+
+# -- do-calculus ------------------------------------------------------------------------------
+
+def do_calculus(graph: DAG | MixedGraph, rule: int, y: Any, x: Any = (), z: Any = (), w: Any = ()) -> bool:
+    """Whether Pearl's rule `rule` (1, 2 or 3) applies to ``P(y | do(x), z, w)``.
+
+    1. ``P(y | do(x), z, w) = P(y | do(x), w)`` if Y ⊥ Z | X, W in G with edges into X removed;
+    2. ``P(y | do(x), do(z), w) = P(y | do(x), z, w)`` if Y ⊥ Z | X, W in G with edges into X
+       and out of Z removed;
+    3. ``P(y | do(x), do(z), w) = P(y | do(x), w)`` if Y ⊥ Z | X, W in G with edges into X and into
+       Z(W) removed, Z(W) being the nodes of Z that are not ancestors of W in G with edges into X removed.
+
+    Latent nodes (or bidirected edges of a mixed graph) stay in the graph as unobserved causes.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> g = cn.DAG([("Z", "X"), ("X", "Y"), ("Z", "Y")])
+    >>> do_calculus(g, 2, "Y", z="X", w="Z"), do_calculus(g, 2, "Y", z="X")
+    (True, False)
+    """
+    dag = _dag_of(graph)
+    if rule not in (1, 2, 3):
+        raise GraphError(f"do-calculus has rules 1, 2 and 3, got {rule!r}")
+    h = latent_projection(dag)
+    ys, xs, zs, ws = (_check_nodes(h, _as_list(v), role) for v, role in
+                      ((y, "outcome"), (x, "treatment"), (z, "rule node"), (w, "condition")))
+    if not ys or not zs:
+        raise GraphError("do_calculus needs at least one outcome and one node in z")
+    if len(ys | xs | zs | ws) != len(ys) + len(xs) + len(zs) + len(ws):
+        raise GraphError("do_calculus: y, x, z and w must be disjoint")
+    cut = dag.do(xs) if xs else dag
+    if rule == 2:
+        cut = cut.remove_edges([(a, b) for a in zs for b in cut.children(a)])
+    elif rule == 3:
+        z_w = zs - (cut.ancestors(ws, include_self=True) if ws else frozenset())
+        cut = cut.do(z_w) if z_w else cut
+    return cut.d_separated(ys, zs, given=xs | ws)

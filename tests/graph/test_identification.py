@@ -265,3 +265,20 @@ def test_treatment_that_does_not_reach_the_outcome():
     assert str(identify(g, "Y", "X")) == "Σ_{B} P(B) P(Y | X, B)"   # also right: {B} is an adjustment set
     h = MixedGraph([("V2", "V5"), ("V3", "V4")], [("V2", "V3"), ("V4", "V5")])
     assert identify(h, ["V4"], ["V5"]).variables == {"V4"}
+
+
+def test_do_calculus_textbook_and_errors():
+    from causalnet.graph.identification import do_calculus
+
+    g = CLASSIC["frontdoor"]
+    assert do_calculus(g, 2, "M", z="X")            # P(M | do(X)) = P(M | X)
+    assert not do_calculus(g, 2, "Y", z="M")        # M <- X <-> Y is open
+    assert do_calculus(g, 2, "Y", x="X", z="M")     # ... but not once X is set
+    assert do_calculus(g, 3, "X", z="M")            # P(X | do(M)) = P(X)
+    assert not do_calculus(g, 1, "Y", z="X")
+    with pytest.raises(cn.GraphError, match="rules 1, 2 and 3"):
+        do_calculus(g, 4, "Y", z="X")
+    with pytest.raises(cn.GraphError, match="disjoint"):
+        do_calculus(g, 1, "Y", x="X", z="X")
+    with pytest.raises(cn.GraphError, match="at least one"):
+        do_calculus(g, 1, "Y")
