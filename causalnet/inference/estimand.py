@@ -279,6 +279,10 @@ def evaluate(estimand: Estimand, source: Any, *, do: Mapping | None = None, evid
     vals, und = table.aligned(order)
     vals, und = np.broadcast_to(vals, cards), np.broadcast_to(und, cards)  # (*keys, *outcomes)
     batched = any(i.ndim == 1 for i in idx.values())
+    lengths = {len(i) for i in idx.values() if i.ndim == 1}
+    if len(lengths) > 1:
+        raise EvidenceError(f"value arrays for {estimand.query} have different lengths {sorted(lengths)}; "
+                            f"give one value per row, all of one length n")
     sel = tuple(np.broadcast_arrays(*[idx[v] for v in keys])) if keys else ()
     probs, bad = vals[sel], und[sel]                                          # (n, *outcome cards) or (*cards)
     if bad.any():

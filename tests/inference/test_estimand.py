@@ -196,3 +196,25 @@ def test_do_calculus_rules_hold_numerically(seed):
                 pa, pb = np.broadcast_arrays(a.probs, b.probs)   # one side may have no batch
                 assert_allclose(pa, pb, rtol=0, atol=1e-10, err_msg=f"rule {rule}: {y} {x} {z} {w}")
     assert applied > 0
+
+
+BAD_VALUES = [None, "maybe", 7, -1, 1.5, [0, 1, 2, 5], [[0, 1]], np.array([np.nan]), [], {"a": 1}, True]
+
+
+@pytest.mark.parametrize("value", BAD_VALUES, ids=[repr(v)[:20] for v in BAD_VALUES])
+def test_bad_values_give_typed_errors(value):
+    from conftest import guarded
+
+    m = frontdoor_model()
+    e = identify(m.dag, "Y", "X")
+    guarded(evaluate, e, m, do={"X": value})
+    guarded(evaluate, e, m, do={"X": [0, 1]}, evidence={"M": value})
+    guarded(identify, m.dag, value, "X")
+    guarded(identify, m.dag, "Y", value)
+
+
+def test_value_arrays_of_different_lengths():
+    m = frontdoor_model()
+    e = identify(m.dag, "P(Y | do(X), M)")
+    with pytest.raises(cn.EvidenceError, match="different lengths"):
+        evaluate(e, m, do={"X": [0, 1]}, evidence={"M": [0, 1, 1]})
