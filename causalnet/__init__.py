@@ -22,6 +22,7 @@ from .errors import (
 )
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
+from .graph.identification import Estimand, identify
 from .graph.separation import Independence
 from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
@@ -49,6 +50,8 @@ __version__ = "0.1.0"
 __all__ = [
     "DAG",
     "Independence",
+    "identify",
+    "Estimand",
     "CausalModel",
     "Samples",
     "Trace",
