@@ -3,8 +3,8 @@
 Layers, lowest first (a module may import from its own layer or lower ones)::
 
     0  errors, limits
-    1  graph/                      structure only
-    2  mechanisms/, distributions, values, queries
+    1  graph/, queries, distributions   structure only; the query grammar; result containers
+    2  mechanisms/, values
     3  inference/, learning/       engines behind one contract; fitting (a fit builds the model class it is given)
     4  model, models/              CausalModel and the model families
     5  io/, gallery, cli/          files, diagrams, the command line
@@ -25,8 +25,8 @@ import causalnet
 ROOT = Path(causalnet.__file__).parent
 LAYERS = {
     "errors": 0, "limits": 0,
-    "graph": 1,
-    "mechanisms": 2, "distributions": 2, "values": 2, "queries": 2,
+    "graph": 1, "queries": 1, "distributions": 1,
+    "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3,
     "model": 4, "models": 4,
     "io": 5, "gallery": 5, "cli": 5,
