@@ -2,7 +2,8 @@
 
 Layers, lowest first (a module may import from its own layer or lower ones)::
 
-    0  errors, limits
+    0  errors, limits, progress, io.files and io.bundle (file primitives: bounded reads,
+       atomic writes, JSON + npz bundles; they import nothing above layer 0)
     1  graph/, queries, distributions   structure only; the query grammar; result containers
     2  mechanisms/, values
     3  inference/, learning/       engines behind one contract; fitting (a fit builds the model class it is given)
@@ -24,7 +25,7 @@ import causalnet
 
 ROOT = Path(causalnet.__file__).parent
 LAYERS = {
-    "errors": 0, "limits": 0,
+    "errors": 0, "limits": 0, "progress": 0, "io.files": 0, "io.bundle": 0,
     "graph": 1, "queries": 1, "distributions": 1,
     "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3,
@@ -41,8 +42,12 @@ def _name(path: Path) -> str:
 
 
 def _layer(module: str) -> int | None:
-    parts = module.split(".")
-    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+    parts = module.split(".")[1:]
+    for k in range(len(parts), 0, -1):            # the longest listed prefix decides (io.files before io)
+        key = ".".join(parts[:k])
+        if key in LAYERS:
+            return LAYERS[key]
+    return None
 
 
 def _imports(path: Path):
@@ -90,7 +95,7 @@ def _graph() -> nx.DiGraph:
 
 
 def test_every_layer_is_known():
-    unknown = sorted({_name(p).split(".")[1] for p in MODULES if _layer(_name(p)) is None})
+    unknown = sorted({_name(p) for p in MODULES if _layer(_name(p)) is None})
     assert not unknown, f"modules outside the layer map: {unknown}"
 
 
@@ -109,8 +114,11 @@ def test_imports_run_down_the_layers():
 def test_no_import_inside_a_function_and_no_private_names():
     bad = []
     for path in MODULES:
+        lines = path.read_text().splitlines()
         for line, mod, names, top in _imports(path):
-            if not top:
+            # a module that exists to wrap an optional heavy dependency (scikit-learn, torch)
+            # may be loaded on first use; the line says so
+            if not top and "optional heavy dependency" not in lines[line - 1]:
                 bad.append(f"{_name(path)}:{line}: import of {mod} inside a function")
             bad += [f"{_name(path)}:{line}: imports private {mod}.{n}" for n in names
                     if n.startswith("_") and not n.startswith("__")]

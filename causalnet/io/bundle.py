@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from .files import as_path, atomic_write, decode_text, read_model_bytes
-from .json import parse
+from .files import as_path, atomic_write, decode_text, parse, read_model_bytes
 
 __all__ = ["FORMAT", "VERSION", "arrays_path", "save", "load"]
 

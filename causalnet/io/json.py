@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,7 @@ from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
 from ..mechanisms.tabular import CPT, Categorical
 from ..model import CausalModel
-from .files import atomic_write, read_model_bytes
+from .files import atomic_write, nesting_depth, parse, read_model_bytes
 
 __all__ = [
     "FORMAT",
@@ -360,84 +359,6 @@ def mechanism_from_dict(d: Any, where: str = "mechanism") -> Mechanism:
 
 
 # -- loading ---------------------------------------------------------------------------
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _pairs(pairs: list) -> dict:
-    d = {}
-    for k, v in pairs:
-        if k in d:
-            raise _DuplicateKey(k)
-        d[k] = v
-    return d
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
-_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
-
-
-def nesting_depth(text: str, *, chunk: int = 1 << 20) -> int:
-    """The deepest nesting of ``[`` and ``{`` in JSON `text` (brackets inside strings ignored).
-
-    Linear time, in chunks of `chunk` characters (bounded memory), and without recursion,
-    so it is safe on hostile input; run before :func:`json.loads`, whose recursion
-    a 10^5-deep document would exhaust.
-
-    >>> nesting_depth('{"a": [[1, 2], "]]]"]}')
-    3
-    """
-    if text.count("[") + text.count("{") <= 1:
-        return int("[" in text or "{" in text)
-    stripped = _STRING.sub('""', text)
-    depth = deepest = 0
-    for start in range(0, len(stripped), chunk):
-        b = np.frombuffer(stripped[start:start + chunk].encode("utf-8", "replace"), dtype=np.uint8)
-        step = np.isin(b, _OPEN).astype(np.int32) - np.isin(b, _CLOSE).astype(np.int32)
-        if not step.any():
-            continue
-        run = depth + np.cumsum(step)                                   # depth after each character
-        deepest = max(deepest, int(run.max()))
-        depth = int(run[-1])
-    return deepest
-
-
-def parse(text: str) -> Any:
-    """The JSON document in `text`, read by the rules of model files.
-
-    No duplicate keys, no ``NaN``/``Infinity``, nesting at most ``causalnet.limits``
-    ``max_nesting`` deep (checked before parsing, so a 10^5-deep document costs a
-    linear scan, not a crash).
-
-    Raises
-    ------
-    ModelError
-        Naming the line and column of malformed JSON, the duplicated key, or the depth.
-    """
-    cap = limits.get("max_nesting")
-    depth = nesting_depth(text)
-    if depth > cap:
-        raise ModelError(f"malformed model file: JSON nested {depth} levels deep, over the limit max_nesting={cap}; "
-                         f"raise it with causalnet.limits.set(max_nesting=...)")
-    try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
-    except json.JSONDecodeError as e:
-        if not text.strip():
-            raise ModelError("the file is empty; expected a causalnet model (JSON)") from None
-        raise ModelError(f"line {e.lineno}, column {e.colno}: malformed JSON: {e.msg}") from None
-    except _DuplicateKey as e:
-        raise ModelError(f"malformed model file: key {e.args[0]!r} appears twice in one JSON object") from None
-    except ValueError as e:  # NaN / Infinity
-        raise ModelError(f"malformed model file: {e}") from None
-    except RecursionError:  # pragma: no cover - the depth check comes first
-        raise ModelError("malformed model file: JSON nested too deeply") from None
 
 
 def _decode_do(model: CausalModel, node: str, v: Any, path: str) -> Any:
