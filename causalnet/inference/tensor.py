@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, ShapeError
-from ..mechanisms.tensor import Input
+from ..mechanisms.intervened import Intervened
+from ..mechanisms.tensor import Input, check_output
 
-__all__ = ["Plan"]
+__all__ = ["Plan", "Incremental"]
 
 
 class Plan:
@@ -154,3 +155,167 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"<Plan {len(self.nodes)} nodes; inputs {list(self.inputs)} -> outputs {list(self.outputs)}>"
+
+
+class _Growing:
+    """A node's values along a growing sequence axis (axis 1), in a buffer that doubles when full."""
+
+    def __init__(self) -> None:
+        self.buf: np.ndarray | None = None
+        self.length = 0
+
+    def append(self, x: np.ndarray) -> np.ndarray:
+        t = x.shape[1]
+        if self.buf is None or self.length + t > self.buf.shape[1]:
+            cap = max(2 * (self.length + t), 16)
+            new = np.empty((x.shape[0], cap, *x.shape[2:]), dtype=x.dtype)
+            if self.buf is not None:
+                new[:, :self.length] = self.buf[:, :self.length]
+            self.buf = new
+        self.buf[:, self.length:self.length + t] = x
+        self.length += t
+        return self.buf[:, :self.length]
+
+
+class Incremental:
+    """Runs a deterministic tensor model over a sequence that grows, computing only the new positions.
+
+    The growing inputs (token ids, their padding) get new positions at each
+    :meth:`step`; every node that depends on them is computed on the new
+    positions only (``op.run_step``), except that the parents an op needs
+    whole (``op.key_parents``: keys, values) are kept for every position so
+    far — the key/value cache. Nodes that do not depend on the growing inputs
+    (an encoder's memory, cross-attention keys) are computed once, on the
+    first step. This gives the values a full recomputation gives, provided
+    earlier positions never see later ones: every attention over growing keys
+    must be causal (checked when the plan is built).
+
+    Parameters
+    ----------
+    model : CausalModel
+    outputs : iterable of nodes
+    growing : iterable of nodes
+        Input nodes that grow along their first per-row axis.
+    static : iterable of nodes
+        Input nodes given once (to :meth:`step` on the first call).
+    patches : mapping node -> callable(value, start) -> value, optional
+        Applied to the new positions of a node as soon as they are computed
+        (interventions held at every step).
+
+    Raises
+    ------
+    ModelError
+        A node that depends on the sequence but cannot be computed position by
+        position (a Reshape across positions, a non-causal attention over the
+        growing sequence, a constant ``do``).
+    """
+
+    def __init__(self, model, outputs: Iterable[Hashable], growing: Iterable[Hashable],
+                 static: Iterable[Hashable] = (), patches: Mapping[Hashable, Any] | None = None) -> None:
+        growing, static = tuple(growing), tuple(static)
+        plan = Plan(model, outputs=outputs, inputs=[*growing, *static])
+        self.model = model
+        self.outputs = plan.outputs
+        self.growing_inputs = tuple(v for v in plan.inputs if v in set(growing))
+        self.static_inputs = tuple(v for v in plan.inputs if v in set(static))
+        patches = dict(patches or {})
+        grows = set(self.growing_inputs)
+        cached: set = set()
+        self._static_steps: list = []
+        self._steps: list = []
+        for v in plan.nodes:
+            mech = model.mechanisms[v]
+            op, shift = mech, None
+            if isinstance(mech, Intervened):
+                if not mech.is_shift:
+                    if any(p in grows for p in mech.natural.parents):
+                        raise ModelError(f"node {v!r} holds a constant do, which has no value per new position; "
+                                         f"pass the intervention to generate(do=...) or use cache=False")
+                op, shift = mech.natural, mech.value
+            if not any(p in grows for p in op.parents):
+                self._static_steps.append((v, mech, mech.parents))
+                continue
+            grows.add(v)
+            if not getattr(op, "steppable", False):
+                raise ModelError(f"node {v!r} ({type(op).__name__}) mixes sequence positions in a way an incremental "
+                                 f"run cannot follow; use cache=False")
+            keys = tuple(op.key_parents)
+            if any(op.parents[i] in grows for i in keys) and not op.causal_in_keys:
+                raise ModelError(f"node {v!r} ({type(op).__name__}) attends to later positions (causal=False); a "
+                                 f"key/value cache needs causal attention; use cache=False")
+            cached.update(op.parents[i] for i in keys if op.parents[i] in grows)
+            self._steps.append((v, op, op.parents, keys, shift, patches.get(v)))
+        self._cached = cached
+        self._grows = grows
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every position (the next step starts a new sequence)."""
+        self.start = 0
+        self._static: dict | None = None
+        self._history = {v: _Growing() for v in self._cached}
+
+    def step(self, new: Mapping[Hashable, Any], static: Mapping[Hashable, Any] | None = None) -> dict:
+        """Feed the next positions; returns the outputs at those positions.
+
+        Parameters
+        ----------
+        new : mapping node -> array
+            One ``(n, t, ...)`` array per growing input: the new positions.
+        static : mapping node -> array, optional
+            The static inputs, on the first step only.
+
+        Returns
+        -------
+        dict node -> array
+            Each output at the new positions (growing outputs) or whole (static ones).
+        """
+        model = self.model
+        vals: dict = {}
+        for v in self.growing_inputs:
+            if v not in new:
+                raise ModelError(f"incremental step needs the new positions of {v!r}")
+            vals[v] = model._coerce(v, new[v], ModelError)
+        t = next(iter(vals.values())).shape[1] if vals else 0
+        if self._static is None:
+            self._static = self._run_static(static or {}, next(iter(vals.values())).shape[0] if vals else None)
+        full = self._static
+        start = self.start
+        for v in self._cached & set(vals):
+            full_v = self._history[v].append(vals[v])
+            vals[v] = (vals[v], full_v)
+        for v, op, parents, keys, shift, patch in self._steps:
+            xs = []
+            for i, p in enumerate(parents):
+                x = vals[p] if p in vals else full[p]
+                if isinstance(x, tuple):
+                    x = x[1] if i in keys else x[0]
+                xs.append(x)
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                out = op.run_step(start, *xs)
+            if shift is not None:
+                out = np.asarray(shift(out))
+            if patch is not None:
+                out = patch(out, start)
+            check_output(v, op, out, allow_neginf=op.allows_neginf)
+            vals[v] = (out, self._history[v].append(out)) if v in self._cached else out
+        self.start = start + t
+        res = {}
+        for v in self.outputs:
+            x = vals[v] if v in vals else full[v]
+            res[v] = x[0] if isinstance(x, tuple) else x
+        return res
+
+    def _run_static(self, static: Mapping, nb: int | None) -> dict:
+        model = self.model
+        missing = [v for v in self.static_inputs if v not in static]
+        if missing:
+            raise ModelError(f"incremental run needs the static inputs {missing} on its first step")
+        vals = {v: model._coerce(v, static[v], ModelError) for v in self.static_inputs}
+        for v, mech, parents in self._static_steps:
+            vals[v] = mech.evaluate(v, {p: vals[p] for p in parents}, None, model.specs[v], n=nb)
+        return vals
+
+    def __repr__(self) -> str:
+        return (f"<Incremental {len(self._steps)} growing nodes, {len(self._cached)} cached; "
+                f"{self.start} positions so far>")

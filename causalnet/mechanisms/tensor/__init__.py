@@ -64,13 +64,13 @@ Examples
 ((3, 5, 4), True)
 """
 
-from .activations import GELU, ReLU
+from .activations import GELU, ReLU, Tanh
 from .attention import Attention, AttentionWeights, Mask, MultiHeadAttention, Scale, Scores, Softmax
 from .base import Identity, Input, TensorOp
-from .linear import Embedding, FeedForward, Linear, PositionalEncoding, sinusoidal_encoding
+from .linear import Embedding, FeedForward, LearnedPositions, Linear, PositionalEncoding, sinusoidal_encoding
 from .normalisation import LayerNorm
 from .shapes import as_int, as_real, check_output, check_size, float_dtype, fmt_shape
-from .structural import Add, Concat, Reshape, Split, Transpose
+from .structural import Add, Concat, Reshape, Split, Take, Transpose
 
 __all__ = [
     "TensorOp",
@@ -79,6 +79,7 @@ __all__ = [
     "Linear",
     "Embedding",
     "PositionalEncoding",
+    "LearnedPositions",
     "Scores",
     "Scale",
     "Mask",
@@ -89,11 +90,13 @@ __all__ = [
     "LayerNorm",
     "ReLU",
     "GELU",
+    "Tanh",
     "Add",
     "Concat",
     "Split",
     "Reshape",
     "Transpose",
+    "Take",
     "FeedForward",
     "sinusoidal_encoding",
     "as_int",

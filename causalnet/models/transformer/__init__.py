@@ -81,7 +81,7 @@ from .build import attention, decoder, decoder_layer, encoder, encoder_layer, tr
 from .checkpoints import from_torch
 from .diagrams import diagram_options
 from .generate import generate
-from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire
+from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire, sites
 from .unroll import position_graph
 
 __all__ = [
@@ -94,6 +94,7 @@ __all__ = [
     "from_torch",
     "generate",
     "Site",
+    "sites",
     "head",
     "ablate",
     "interchange",
