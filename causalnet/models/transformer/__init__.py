@@ -81,6 +81,7 @@ from .build import attention, decoder, decoder_layer, encoder, encoder_layer, tr
 from .checkpoints import from_torch
 from .diagrams import diagram_options
 from .generate import generate
+from .huggingface import from_huggingface
 from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire, sites
 from .unroll import position_graph
 
@@ -92,6 +93,7 @@ __all__ = [
     "decoder",
     "transformer",
     "from_torch",
+    "from_huggingface",
     "generate",
     "Site",
     "sites",

@@ -34,6 +34,7 @@ from ...mechanisms.tensor import (
     as_real,
     float_dtype,
 )
+from ...mechanisms.tensor.activations import ACTIVATIONS
 from ...model import CausalModel
 from .weights import StateDict, need_size, random_attention, random_layer, random_stack, read_state_dict
 
@@ -51,8 +52,8 @@ class Builder:
             raise ModelError(f"heads must be a positive int, got {heads!r}")
         if view not in VIEWS:
             raise ModelError(f"view must be one of {list(VIEWS)}, got {view!r}")
-        if activation not in ("relu", "gelu"):
-            raise ModelError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise ModelError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
         self.heads = int(heads)
         self.view = view
         self.scores = bool(scores)
