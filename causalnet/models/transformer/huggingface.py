@@ -34,7 +34,6 @@ from ...mechanisms.tensor import (
     Embedding,
     Identity,
     Input,
-    LayerNorm,
     LearnedPositions,
     Linear,
     ReLU,
