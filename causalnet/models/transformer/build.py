@@ -24,6 +24,7 @@ from ...mechanisms.tensor import (
     Identity,
     Input,
     LayerNorm,
+    LearnedPositions,
     Linear,
     Mask,
     PositionalEncoding,
@@ -194,6 +195,11 @@ class Builder:
             table = w.take(emb_key, (None, None))
             self.width(table.shape[1], f"embedding {emb_key!r}")
             x = self.add(f"{prefix}x", Input((None,), np.int64))
+            pos_key = emb_key.replace("embedding.weight", "pos_embedding.weight")
+            if w.has(pos_key) and positional is not False:                 # learned absolute positions
+                e0 = self.add(f"{prefix}e0", Embedding(x, table, scale=embed_scale, dtype=self.dtype))
+                return self.add(f"{prefix}e", LearnedPositions(e0, w.take(pos_key, (None, table.shape[1])),
+                                                               dtype=self.dtype))
             pos = True if positional is None else bool(positional)
             if pos:
                 e0 = self.add(f"{prefix}e0", Embedding(x, table, scale=embed_scale, dtype=self.dtype))
