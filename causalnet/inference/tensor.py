@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -32,9 +33,9 @@ import numpy as np
 
 from ..errors import ModelError, ShapeError
 from ..mechanisms.intervened import Intervened
-from ..mechanisms.tensor import Input, check_output
+from ..mechanisms.tensor import Input, Linear, TensorOp, check_output
 
-__all__ = ["Plan", "Incremental"]
+__all__ = ["Plan", "Program", "Incremental"]
 
 
 class Plan:
@@ -106,6 +107,8 @@ class Plan:
         for i, ps in frees.items():
             self._free[i] = tuple(ps)
         self._steps = [(v, mechs[v], mechs[v].parents, model.specs[v]) for v in self.nodes]
+        self._program = Program(model, self.inputs, self.nodes, self.outputs)
+        self._checked: set = set()
 
     def run(self, values: Mapping[Hashable, Any], *, keep: Iterable[Hashable] | None = None):
         """Run the plan on `values` (one batch-first array per input node).
@@ -125,6 +128,10 @@ class Plan:
         from ..model import Trace
 
         model = self.model
+        if keep is None and self._checked:
+            fast = self._run_program(values)
+            if fast is not None:
+                return Trace(fast, model.specs)
         missing = [v for v in self.inputs if v not in values]
         if missing:
             raise ModelError(f"plan needs values for {missing}")
@@ -146,6 +153,40 @@ class Plan:
             if v not in sizes:
                 vals[v] = np.broadcast_to(vals[v], (nb, *vals[v].shape))
             model.specs[v].check_value(v, vals[v])
+        signature = tuple((vals[v].shape, vals[v].dtype.str) for v in self.inputs)
+        out = self._run_checked(vals, nb, keep_set)       # raises, naming the node, where the fast run went non-finite
+        if not keep and len(self._checked) < 64:
+            self._checked.add(signature)                  # every shape checked once: later runs take the program
+        return out
+
+    def _run_program(self, values: Mapping) -> dict | None:
+        """The compiled program on inputs that need no conversion and whose shapes were checked; else None."""
+        if len(values) != len(self.inputs):
+            return None
+        arrs = []
+        specs = self.model.specs
+        for v in self.inputs:
+            a = values.get(v)
+            spec = specs[v]
+            if type(a) is not np.ndarray or a.dtype != spec.dtype or a.ndim != len(spec.shape) + 1:
+                return None
+            if a.dtype.kind == "f" and not math.isfinite(float(np.add.reduce(a, axis=None))):
+                return None                                # the checked path names the bad input
+            arrs.append(a)
+        if len({a.shape[0] for a in arrs}) > 1:
+            return None
+        if tuple((a.shape, a.dtype.str) for a in arrs) not in self._checked:
+            return None
+        out = self._program.run(arrs)
+        if all(_finite(a, ok) for a, ok in zip(out.values(), self._program.neginf_ok)):
+            return out
+        return None
+
+    def _run_checked(self, vals: dict, nb: int, keep_set: set):
+        """Node by node through ``evaluate``: shapes, sizes and finiteness checked at every node."""
+        from ..model import Trace
+
+        model = self.model
         for i, (v, mech, parents, spec) in enumerate(self._steps):
             vals[v] = mech.evaluate(v, {p: vals[p] for p in parents}, None, spec, n=nb)
             for p in self._free[i]:
@@ -155,6 +196,120 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"<Plan {len(self.nodes)} nodes; inputs {list(self.inputs)} -> outputs {list(self.outputs)}>"
+
+
+def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
+    if a.dtype.kind != "f":
+        return True
+    if math.isfinite(float(np.add.reduce(a, axis=None))):
+        return True
+    return neginf_ok and not (np.isnan(a).any() or np.isposinf(a).any())
+
+
+class Program:
+    """A plan compiled into a flat list of calls on numbered slots: the fast path of :class:`Plan`.
+
+    Each step is ``slots[out] = fn(*slots[args])`` followed by freeing the
+    slots no later step reads; no dict is built and no shape is inferred per
+    call (the :class:`Plan` runs a shape signature through the checked path
+    once before it takes the program). Linear maps of one parent (``Q``,
+    ``K``, ``V``) are fused into one matrix product whose column blocks are
+    the nodes' values. Tensor ops contribute ``op.compiled()``; any other
+    mechanism (an intervention, a rewired edge) runs through ``evaluate``.
+    """
+
+    def __init__(self, model, inputs: tuple, nodes: tuple, outputs: tuple) -> None:
+        mechs = model.mechanisms
+        slot = {v: i for i, v in enumerate((*inputs, *nodes))}
+        nslots = len(slot)
+        fused, nslots = _fuse_linears(model, nodes, slot, nslots)
+        steps: list = []
+        done: set = set()
+        for v in nodes:
+            if v in done:
+                continue
+            if v in fused:
+                fn, members, fslot = fused[v]
+                steps.append((fn, (slot[mechs[v].parents[0]],), fslot))
+                for node, piece in members:
+                    steps.append((piece, (fslot,), slot[node]))
+                    done.add(node)
+                continue
+            mech = mechs[v]
+            steps.append((_callable(v, mech, model.specs[v]), tuple(slot[p] for p in mech.parents), slot[v]))
+        last: dict = {}
+        for i, (_, args, _) in enumerate(steps):
+            for a in args:
+                last[a] = i
+        keep = {slot[v] for v in outputs}
+        frees: list[list] = [[] for _ in steps]
+        for a, i in last.items():
+            if a not in keep:
+                frees[i].append(a)
+        self.steps = [(fn, args, out, tuple(fr)) for (fn, args, out), fr in zip(steps, frees)]
+        self.nslots = nslots
+        self.inputs = tuple(slot[v] for v in inputs)
+        self.outputs = tuple((v, slot[v]) for v in outputs)
+        self.neginf_ok = tuple(bool(getattr(mechs[v], "allows_neginf", False)) for v in outputs)
+
+    def run(self, values: list) -> dict:
+        slots: list = [None] * self.nslots
+        for i, a in zip(self.inputs, values):
+            slots[i] = a
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            for fn, args, out, frees in self.steps:
+                slots[out] = fn(*[slots[a] for a in args])
+                for a in frees:
+                    slots[a] = None
+        return {v: slots[i] for v, i in self.outputs}
+
+
+def _callable(node, mech, spec):
+    """What a program calls for `node`: the op's compiled arithmetic, or evaluate for other mechanisms."""
+    compiled = getattr(mech, "compiled", None)
+    if isinstance(mech, TensorOp) and compiled is not None:
+        return compiled(node)
+    parents = mech.parents
+
+    def run(*xs):
+        n = xs[0].shape[0] if xs and getattr(xs[0], "ndim", 0) else None
+        return mech.evaluate(node, dict(zip(parents, xs)), None, spec, n=n)
+
+    return run
+
+
+def _fuse_linears(model, nodes: tuple, slot: dict, nslots: int) -> tuple[dict, int]:
+    """Group Linear nodes that read one parent into one product; returns {first node: (fn, members, slot)}."""
+    groups: dict = {}
+    for v in nodes:
+        m = model.mechanisms[v]
+        if type(m) is Linear:
+            groups.setdefault((m.parents[0], m.dtype.str, m.bias is not None), []).append(v)
+    fused: dict = {}
+    for (_, _dt, has_bias), members in groups.items():
+        if len(members) < 2:
+            continue
+        ops = [model.mechanisms[v] for v in members]
+        w = np.ascontiguousarray(np.concatenate([op.weight for op in ops], axis=0).T)   # (d_in, sum d_out)
+        b = np.concatenate([op.bias for op in ops]) if has_bias else None
+        cuts = np.cumsum([0] + [op.d_out for op in ops])
+        pieces = [(v, _column_block(int(lo), int(hi))) for v, lo, hi in zip(members, cuts[:-1], cuts[1:])]
+        fused[members[0]] = (_fused_product(w, b), pieces, nslots)
+        nslots += 1
+    return fused, nslots
+
+
+def _fused_product(w: np.ndarray, b: np.ndarray | None):
+    def run(x):
+        y = x.reshape(-1, x.shape[-1]).astype(w.dtype, copy=False) @ w         # (n * ..., sum d_out)
+        if b is not None:
+            y += b
+        return y.reshape(*x.shape[:-1], w.shape[1])
+    return run
+
+
+def _column_block(lo: int, hi: int):
+    return lambda y: y[..., lo:hi]
 
 
 class _Growing:

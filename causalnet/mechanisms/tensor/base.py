@@ -90,6 +90,14 @@ class TensorOp(Mechanism):
     #: whether new positions never change the value at earlier ones (causal attention; position-wise ops)
     causal_in_keys = True
 
+    def compiled(self, node: Hashable):
+        """The function a compiled plan calls for `node` once its shapes were checked: ``_run`` by default.
+
+        Ops with checks that depend on the data, not the shapes (embedding ids),
+        return a function that still makes them.
+        """
+        return self._run
+
     def run_step(self, start: int, *xs: np.ndarray) -> np.ndarray:
         """The value at positions ``start, start+1, ...`` of the sequence axis.
 

@@ -121,6 +121,12 @@ class Embedding(TensorOp):
         self.check_ids(ids)
         return self._run(ids)
 
+    def compiled(self, node):
+        def run(ids):
+            self.check_ids(ids, node)
+            return self._run(ids)
+        return run
+
     def _run(self, ids):
         out = self.weight[ids]                             # (n, ..., d)
         if self.scale is not None:
