@@ -35,7 +35,7 @@ from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace
-from .models import causal_head, transformer
+from .models import causal_head, recurrent, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
 from .queries import parse_query
@@ -77,6 +77,7 @@ __all__ = [
     "gallery",
     "tensor",
     "transformer",
+    "recurrent",
     "causal_head",
     "CRF",
     "HMM",

@@ -64,19 +64,20 @@ Examples
 ((3, 5, 4), True)
 """
 
-from .activations import GELU, ReLU, Tanh
+from .activations import GELU, ReLU, Sigmoid, Tanh
 from .attention import Attention, AttentionWeights, Mask, MultiHeadAttention, Scale, Scores, Softmax
 from .base import Identity, Input, TensorOp
-from .linear import Embedding, FeedForward, LearnedPositions, Linear, PositionalEncoding, sinusoidal_encoding
+from .linear import Affine, Embedding, FeedForward, LearnedPositions, Linear, PositionalEncoding, sinusoidal_encoding
 from .normalisation import LayerNorm
 from .shapes import as_int, as_real, check_output, check_size, float_dtype, fmt_shape
-from .structural import Add, Concat, Reshape, Split, Take, Transpose
+from .structural import Add, Concat, Interpolate, Mul, Reshape, Split, Take, Transpose, Zeros
 
 __all__ = [
     "TensorOp",
     "Input",
     "Identity",
     "Linear",
+    "Affine",
     "Embedding",
     "PositionalEncoding",
     "LearnedPositions",
@@ -91,7 +92,11 @@ __all__ = [
     "ReLU",
     "GELU",
     "Tanh",
+    "Sigmoid",
     "Add",
+    "Mul",
+    "Interpolate",
+    "Zeros",
     "Concat",
     "Split",
     "Reshape",

@@ -17,7 +17,7 @@ from ...errors import ModelError
 from .base import TensorOp
 from .shapes import cast
 
-__all__ = ["ReLU", "GELU", "Tanh", "gelu", "relu_", "ACTIVATIONS"]
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "gelu", "relu_", "sigmoid", "ACTIVATIONS", "GATES"]
 
 
 class ReLU(TensorOp):
@@ -56,6 +56,21 @@ class Tanh(TensorOp):
         return np.tanh(cast(x, self.dtype))
 
 
+class Sigmoid(TensorOp):
+    """``1 / (1 + exp(-x))`` elementwise (the gates of LSTM and GRU cells)."""
+
+    def infer_shape(self, node, shapes):
+        return shapes[0]
+
+    def _run(self, x):
+        return sigmoid(cast(x, self.dtype))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, without overflow for large negative inputs (via tanh)."""
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         c = np.asarray(math.sqrt(2.0 / math.pi), dtype=x.dtype)
@@ -76,3 +91,7 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 #: activation name -> function of a fresh array (may work in place)
 ACTIVATIONS = {"relu": relu_, "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
+#: gate/cell nonlinearity name -> function (None: identity); used by Affine
+GATES = {None: None, "sigmoid": sigmoid, "tanh": np.tanh, "relu": relu_}

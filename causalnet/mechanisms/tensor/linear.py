@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, ShapeError
-from .activations import ACTIVATIONS
+from .activations import ACTIVATIONS, GATES
 from .base import TensorOp
 from .shapes import SizeClash, as_int, as_real, cast, join_sizes, weight_array
 
-__all__ = ["Linear", "Embedding", "PositionalEncoding", "LearnedPositions", "sinusoidal_encoding", "FeedForward"]
+__all__ = ["Linear", "Affine", "Embedding", "PositionalEncoding", "LearnedPositions", "sinusoidal_encoding", "FeedForward"]
 
 
 class Linear(TensorOp):
@@ -69,6 +69,61 @@ class Linear(TensorOp):
 
     def __repr__(self) -> str:
         return f"Linear(parents={list(self.parents)}, d_in={self.d_in}, d_out={self.d_out})"
+
+
+class Affine(TensorOp):
+    """``y = act(sum_k x_k W_k^T + b)``: several inputs mapped and summed (a recurrent cell's gate).
+
+    Parameters
+    ----------
+    parents : list of node names
+        Each ``(n, ..., d_k)``.
+    weights : list of array_like, shapes (d_out, d_k)
+    bias : array_like of shape (d_out,), optional
+    activation : {None, "sigmoid", "tanh", "relu"}
+    """
+
+    arity = None
+
+    def __init__(self, parents, weights, bias=None, *, activation: str | None = None,
+                 dtype: Any = np.float64) -> None:
+        super().__init__(parents, dtype=dtype)
+        if not isinstance(weights, (list, tuple)) or len(weights) != len(self.parents):
+            raise ModelError(f"Affine needs one weight per parent ({len(self.parents)}), got {type(weights).__name__}")
+        self.weights = [weight_array(w, 2, "Affine weight", self.dtype) for w in weights]
+        outs = {w.shape[0] for w in self.weights}
+        if len(outs) != 1:
+            raise ShapeError(f"Affine weights disagree on d_out: {[w.shape for w in self.weights]}")
+        self.d_out = outs.pop()
+        self.bias = None if bias is None else weight_array(bias, 1, "Affine bias", self.dtype)
+        if self.bias is not None and self.bias.shape != (self.d_out,):
+            raise ShapeError(f"Affine bias must be ({self.d_out},), got {self.bias.shape}")
+        if activation not in GATES:
+            raise ModelError(f"Affine activation must be one of {list(GATES)}, got {activation!r}")
+        self.activation = activation
+        self._act = GATES[activation]
+
+    def infer_shape(self, node, shapes):
+        for p, s, w in zip(self.parents, shapes, self.weights):
+            if len(s) < 2:
+                raise self._mismatch(node, p, ("n", "...", w.shape[1]), s)
+            try:
+                join_sizes(s[-1], w.shape[1])
+            except SizeClash:
+                raise self._mismatch(node, p, (*s[:-1], w.shape[1]), s) from None
+        self._batch(node, shapes)
+        return (*shapes[0][:-1], self.d_out)
+
+    def _run(self, *xs):
+        y = cast(xs[0], self.dtype) @ self.weights[0].T                  # (n, ..., d_out)
+        for x, w in zip(xs[1:], self.weights[1:]):
+            y += cast(x, self.dtype) @ w.T
+        if self.bias is not None:
+            y += self.bias
+        return y if self._act is None else self._act(y)
+
+    def __repr__(self) -> str:
+        return f"Affine(parents={list(self.parents)}, d_out={self.d_out}, activation={self.activation})"
 
 
 class Embedding(TensorOp):

@@ -11,7 +11,7 @@ from ...errors import ModelError, ShapeError
 from .base import TensorOp, same_shapes
 from .shapes import SizeClash, as_int, cast, fmt_shape, join_sizes, mul_sizes, sum_sizes
 
-__all__ = ["Add", "Concat", "Split", "Reshape", "Transpose", "Take"]
+__all__ = ["Add", "Mul", "Interpolate", "Zeros", "Concat", "Split", "Reshape", "Transpose", "Take"]
 
 
 class Add(TensorOp):
@@ -27,6 +27,51 @@ class Add(TensorOp):
         for y in xs[2:]:
             out += cast(y, self.dtype)
         return out
+
+
+class Mul(TensorOp):
+    """Elementwise product of the parents, all of one shape (a gate applied to a value)."""
+
+    arity = None
+
+    def infer_shape(self, node, shapes):
+        return same_shapes(self, node, shapes)
+
+    def _run(self, *xs):
+        out = cast(xs[0], self.dtype) * cast(xs[1], self.dtype) if len(xs) > 1 else np.array(xs[0], dtype=self.dtype)
+        for y in xs[2:]:
+            out *= cast(y, self.dtype)
+        return out
+
+
+class Interpolate(TensorOp):
+    """``(1 - z) * a + z * b`` elementwise, parents ``[z, a, b]`` of one shape (a GRU's update)."""
+
+    arity = 3
+
+    def infer_shape(self, node, shapes):
+        return same_shapes(self, node, shapes)
+
+    def _run(self, z, a, b):
+        z = cast(z, self.dtype)
+        return (1.0 - z) * cast(a, self.dtype) + z * cast(b, self.dtype)
+
+
+class Zeros(TensorOp):
+    """Zeros of per-row shape ``(d,)``, as many rows as the parent has (an initial recurrent state)."""
+
+    def __init__(self, parent: Hashable, d: int, *, dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        self.d = as_int(d, "Zeros d", low=0)
+
+    def _check_dtypes(self, node, dtypes):
+        return None
+
+    def infer_shape(self, node, shapes):
+        return (shapes[0][0], self.d)
+
+    def _run(self, x):
+        return np.zeros((x.shape[0], self.d), dtype=self.dtype)
 
 
 class Concat(TensorOp):
