@@ -388,7 +388,7 @@ class Incremental:
                                          f"pass the intervention to generate(do=...) or use cache=False")
                 op, shift = mech.natural, mech.value
             if not any(p in grows for p in op.parents):
-                self._static_steps.append((v, mech, mech.parents))
+                self._static_steps.append((v, mech, mech.parents, patches.get(v)))
                 continue
             grows.add(v)
             if not getattr(op, "steppable", False):
@@ -467,8 +467,10 @@ class Incremental:
         if missing:
             raise ModelError(f"incremental run needs the static inputs {missing} on its first step")
         vals = {v: model._coerce(v, static[v], ModelError) for v in self.static_inputs}
-        for v, mech, parents in self._static_steps:
+        for v, mech, parents, patch in self._static_steps:
             vals[v] = mech.evaluate(v, {p: vals[p] for p in parents}, None, model.specs[v], n=nb)
+            if patch is not None:
+                vals[v] = patch(vals[v], 0)
         return vals
 
     def __repr__(self) -> str:
