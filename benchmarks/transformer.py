@@ -4,6 +4,9 @@ Usage::
 
     python benchmarks/transformer.py            # d_model 512, 8 heads, d_ff 2048, batch 8 x 128 tokens, float32
     python benchmarks/transformer.py --quick    # smaller sizes and fewer rounds (smoke run)
+    python benchmarks/transformer.py --shape 1,16,64 --rounds 300 --threads 1   # the small-tensor case (issue 15)
+
+``--shape n,T,d`` sets batch, tokens and width (heads d/16, d_ff 4d).
 
 One post-LN encoder layer (PyTorch ``nn.TransformerEncoderLayer``, eval mode,
 no dropout, no mask) with the same weights runs as:
@@ -109,6 +112,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=None, help="timing rounds (default 30, quick 5)")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--threads", type=int, default=None, help="threads for PyTorch and BLAS (default: as installed)")
+    ap.add_argument("--shape", default=None, help="n,T,d: batch, tokens, width (heads d/16, d_ff 4d)")
     args = ap.parse_args(argv)
     if args.threads:
         from threadpoolctl import threadpool_limits
@@ -119,6 +123,9 @@ def main(argv=None) -> None:
         d, h, ff, n, t, rounds = 128, 4, 512, 2, 32, 5
     else:
         d, h, ff, n, t, rounds = 512, 8, 2048, 8, 128, 30
+    if args.shape:
+        n, t, d = (int(a) for a in args.shape.split(","))
+        h, ff = max(1, d // 16), 4 * d
     rounds = args.rounds or rounds
     tdt = getattr(torch, args.dtype)
     torch.manual_seed(0)

@@ -40,7 +40,7 @@ from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import affine, shift
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace, fit
-from .models import causal_head, crf, transformer
+from .models import causal_head, crf, recurrent, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
 from .queries import cf, parse_query
@@ -86,6 +86,7 @@ __all__ = [
     "gallery",
     "tensor",
     "transformer",
+    "recurrent",
     "causal_head",
     "CRF",
     "crf",

@@ -25,16 +25,18 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError, ShapeError
-from ..mechanisms.tensor import Input
+from ..mechanisms.intervened import Intervened
+from ..mechanisms.tensor import Input, Linear, TensorOp, check_output
 from ..values import Trace
 
-__all__ = ["Plan"]
+__all__ = ["Plan", "Program", "Incremental"]
 
 
 class Plan:
@@ -106,6 +108,8 @@ class Plan:
         for i, ps in frees.items():
             self._free[i] = tuple(ps)
         self._steps = [(v, mechs[v], mechs[v].parents, model.specs[v]) for v in self.nodes]
+        self._program = Program(model, self.inputs, self.nodes, self.outputs)
+        self._checked: set = set()
 
     def run(self, values: Mapping[Hashable, Any], *, keep: Iterable[Hashable] | None = None):
         """Run the plan on `values` (one batch-first array per input node).
@@ -123,6 +127,10 @@ class Plan:
             The outputs and the kept nodes.
         """
         model = self.model
+        if keep is None and self._checked:
+            fast = self._run_program(values)
+            if fast is not None:
+                return Trace(fast, model.specs)
         missing = [v for v in self.inputs if v not in values]
         if missing:
             raise ModelError(f"plan needs values for {missing}")
@@ -144,6 +152,38 @@ class Plan:
             if v not in sizes:
                 vals[v] = np.broadcast_to(vals[v], (nb, *vals[v].shape))
             model.specs[v].check_value(v, vals[v])
+        signature = tuple((vals[v].shape, vals[v].dtype.str) for v in self.inputs)
+        out = self._run_checked(vals, nb, keep_set)       # raises, naming the node, where the fast run went non-finite
+        if not keep and len(self._checked) < 64:
+            self._checked.add(signature)                  # every shape checked once: later runs take the program
+        return out
+
+    def _run_program(self, values: Mapping) -> dict | None:
+        """The compiled program on inputs that need no conversion and whose shapes were checked; else None."""
+        if len(values) != len(self.inputs):
+            return None
+        arrs = []
+        specs = self.model.specs
+        for v in self.inputs:
+            a = values.get(v)
+            spec = specs[v]
+            if type(a) is not np.ndarray or a.dtype != spec.dtype or a.ndim != len(spec.shape) + 1:
+                return None
+            if a.dtype.kind == "f" and not math.isfinite(float(np.add.reduce(a, axis=None))):
+                return None                                # the checked path names the bad input
+            arrs.append(a)
+        if len({a.shape[0] for a in arrs}) > 1:
+            return None
+        if tuple((a.shape, a.dtype.str) for a in arrs) not in self._checked:
+            return None
+        out = self._program.run(arrs)
+        if all(_finite(a, ok) for a, ok in zip(out.values(), self._program.neginf_ok)):
+            return out
+        return None
+
+    def _run_checked(self, vals: dict, nb: int, keep_set: set):
+        """Node by node through ``evaluate``: shapes, sizes and finiteness checked at every node."""
+        model = self.model
         for i, (v, mech, parents, spec) in enumerate(self._steps):
             vals[v] = mech.evaluate(v, {p: vals[p] for p in parents}, None, spec, n=nb)
             for p in self._free[i]:
@@ -153,3 +193,283 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"<Plan {len(self.nodes)} nodes; inputs {list(self.inputs)} -> outputs {list(self.outputs)}>"
+
+
+def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
+    if a.dtype.kind != "f":
+        return True
+    if math.isfinite(float(np.add.reduce(a, axis=None))):
+        return True
+    return neginf_ok and not (np.isnan(a).any() or np.isposinf(a).any())
+
+
+class Program:
+    """A plan compiled into a flat list of calls on numbered slots: the fast path of :class:`Plan`.
+
+    Each step is ``slots[out] = fn(*slots[args])`` followed by freeing the
+    slots no later step reads; no dict is built and no shape is inferred per
+    call (the :class:`Plan` runs a shape signature through the checked path
+    once before it takes the program). Linear maps of one parent (``Q``,
+    ``K``, ``V``) are fused into one matrix product whose column blocks are
+    the nodes' values. Tensor ops contribute ``op.compiled()``; any other
+    mechanism (an intervention, a rewired edge) runs through ``evaluate``.
+    """
+
+    def __init__(self, model, inputs: tuple, nodes: tuple, outputs: tuple) -> None:
+        mechs = model.mechanisms
+        slot = {v: i for i, v in enumerate((*inputs, *nodes))}
+        nslots = len(slot)
+        fused, nslots = _fuse_linears(model, nodes, slot, nslots)
+        steps: list = []
+        done: set = set()
+        for v in nodes:
+            if v in done:
+                continue
+            if v in fused:
+                fn, members, fslot = fused[v]
+                steps.append((fn, (slot[mechs[v].parents[0]],), fslot))
+                for node, piece in members:
+                    steps.append((piece, (fslot,), slot[node]))
+                    done.add(node)
+                continue
+            mech = mechs[v]
+            steps.append((_callable(v, mech, model.specs[v]), tuple(slot[p] for p in mech.parents), slot[v]))
+        last: dict = {}
+        for i, (_, args, _) in enumerate(steps):
+            for a in args:
+                last[a] = i
+        keep = {slot[v] for v in outputs}
+        frees: list[list] = [[] for _ in steps]
+        for a, i in last.items():
+            if a not in keep:
+                frees[i].append(a)
+        self.steps = [(fn, args, out, tuple(fr)) for (fn, args, out), fr in zip(steps, frees)]
+        self.nslots = nslots
+        self.inputs = tuple(slot[v] for v in inputs)
+        self.outputs = tuple((v, slot[v]) for v in outputs)
+        self.neginf_ok = tuple(bool(getattr(mechs[v], "allows_neginf", False)) for v in outputs)
+
+    def run(self, values: list) -> dict:
+        slots: list = [None] * self.nslots
+        for i, a in zip(self.inputs, values):
+            slots[i] = a
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            for fn, args, out, frees in self.steps:
+                slots[out] = fn(*[slots[a] for a in args])
+                for a in frees:
+                    slots[a] = None
+        return {v: slots[i] for v, i in self.outputs}
+
+
+def _callable(node, mech, spec):
+    """What a program calls for `node`: the op's compiled arithmetic, or evaluate for other mechanisms."""
+    compiled = getattr(mech, "compiled", None)
+    if isinstance(mech, TensorOp) and compiled is not None:
+        return compiled(node)
+    parents = mech.parents
+
+    def run(*xs):
+        n = xs[0].shape[0] if xs and getattr(xs[0], "ndim", 0) else None
+        return mech.evaluate(node, dict(zip(parents, xs)), None, spec, n=n)
+
+    return run
+
+
+def _fuse_linears(model, nodes: tuple, slot: dict, nslots: int) -> tuple[dict, int]:
+    """Group Linear nodes that read one parent into one product; returns {first node: (fn, members, slot)}."""
+    groups: dict = {}
+    for v in nodes:
+        m = model.mechanisms[v]
+        if type(m) is Linear:
+            groups.setdefault((m.parents[0], m.dtype.str, m.bias is not None), []).append(v)
+    fused: dict = {}
+    for (_, _dt, has_bias), members in groups.items():
+        if len(members) < 2:
+            continue
+        ops = [model.mechanisms[v] for v in members]
+        w = np.ascontiguousarray(np.concatenate([op.weight for op in ops], axis=0).T)   # (d_in, sum d_out)
+        b = np.concatenate([op.bias for op in ops]) if has_bias else None
+        cuts = np.cumsum([0] + [op.d_out for op in ops])
+        pieces = [(v, _column_block(int(lo), int(hi))) for v, lo, hi in zip(members, cuts[:-1], cuts[1:])]
+        fused[members[0]] = (_fused_product(w, b), pieces, nslots)
+        nslots += 1
+    return fused, nslots
+
+
+def _fused_product(w: np.ndarray, b: np.ndarray | None):
+    def run(x):
+        y = x.reshape(-1, x.shape[-1]).astype(w.dtype, copy=False) @ w         # (n * ..., sum d_out)
+        if b is not None:
+            y += b
+        return y.reshape(*x.shape[:-1], w.shape[1])
+    return run
+
+
+def _column_block(lo: int, hi: int):
+    return lambda y: y[..., lo:hi]
+
+
+class _Growing:
+    """A node's values along a growing sequence axis (axis 1), in a buffer that doubles when full."""
+
+    def __init__(self) -> None:
+        self.buf: np.ndarray | None = None
+        self.length = 0
+
+    def append(self, x: np.ndarray) -> np.ndarray:
+        t = x.shape[1]
+        if self.buf is None or self.length + t > self.buf.shape[1]:
+            cap = max(2 * (self.length + t), 16)
+            new = np.empty((x.shape[0], cap, *x.shape[2:]), dtype=x.dtype)
+            if self.buf is not None:
+                new[:, :self.length] = self.buf[:, :self.length]
+            self.buf = new
+        self.buf[:, self.length:self.length + t] = x
+        self.length += t
+        return self.buf[:, :self.length]
+
+
+class Incremental:
+    """Runs a deterministic tensor model over a sequence that grows, computing only the new positions.
+
+    The growing inputs (token ids, their padding) get new positions at each
+    :meth:`step`; every node that depends on them is computed on the new
+    positions only (``op.run_step``), except that the parents an op needs
+    whole (``op.key_parents``: keys, values) are kept for every position so
+    far — the key/value cache. Nodes that do not depend on the growing inputs
+    (an encoder's memory, cross-attention keys) are computed once, on the
+    first step. This gives the values a full recomputation gives, provided
+    earlier positions never see later ones: every attention over growing keys
+    must be causal (checked when the plan is built).
+
+    Parameters
+    ----------
+    model : CausalModel
+    outputs : iterable of nodes
+    growing : iterable of nodes
+        Input nodes that grow along their first per-row axis.
+    static : iterable of nodes
+        Input nodes given once (to :meth:`step` on the first call).
+    patches : mapping node -> callable(value, start) -> value, optional
+        Applied to the new positions of a node as soon as they are computed
+        (interventions held at every step).
+
+    Raises
+    ------
+    ModelError
+        A node that depends on the sequence but cannot be computed position by
+        position (a Reshape across positions, a non-causal attention over the
+        growing sequence, a constant ``do``).
+    """
+
+    def __init__(self, model, outputs: Iterable[Hashable], growing: Iterable[Hashable],
+                 static: Iterable[Hashable] = (), patches: Mapping[Hashable, Any] | None = None) -> None:
+        growing, static = tuple(growing), tuple(static)
+        plan = Plan(model, outputs=outputs, inputs=[*growing, *static])
+        self.model = model
+        self.outputs = plan.outputs
+        self.growing_inputs = tuple(v for v in plan.inputs if v in set(growing))
+        self.static_inputs = tuple(v for v in plan.inputs if v in set(static))
+        patches = dict(patches or {})
+        grows = set(self.growing_inputs)
+        cached: set = set()
+        self._static_steps: list = []
+        self._steps: list = []
+        for v in plan.nodes:
+            mech = model.mechanisms[v]
+            op, shift = mech, None
+            if isinstance(mech, Intervened):
+                if not mech.is_shift:
+                    if any(p in grows for p in mech.natural.parents):
+                        raise ModelError(f"node {v!r} holds a constant do, which has no value per new position; "
+                                         f"pass the intervention to generate(do=...) or use cache=False")
+                op, shift = mech.natural, mech.value
+            if not any(p in grows for p in op.parents):
+                self._static_steps.append((v, mech, mech.parents, patches.get(v)))
+                continue
+            grows.add(v)
+            if not getattr(op, "steppable", False):
+                raise ModelError(f"node {v!r} ({type(op).__name__}) mixes sequence positions in a way an incremental "
+                                 f"run cannot follow; use cache=False")
+            keys = tuple(op.key_parents)
+            if any(op.parents[i] in grows for i in keys) and not op.causal_in_keys:
+                raise ModelError(f"node {v!r} ({type(op).__name__}) attends to later positions (causal=False); a "
+                                 f"key/value cache needs causal attention; use cache=False")
+            cached.update(op.parents[i] for i in keys if op.parents[i] in grows)
+            self._steps.append((v, op, op.parents, keys, shift, patches.get(v)))
+        self._cached = cached
+        self._grows = grows
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every position (the next step starts a new sequence)."""
+        self.start = 0
+        self._static: dict | None = None
+        self._history = {v: _Growing() for v in self._cached}
+
+    def step(self, new: Mapping[Hashable, Any], static: Mapping[Hashable, Any] | None = None) -> dict:
+        """Feed the next positions; returns the outputs at those positions.
+
+        Parameters
+        ----------
+        new : mapping node -> array
+            One ``(n, t, ...)`` array per growing input: the new positions.
+        static : mapping node -> array, optional
+            The static inputs, on the first step only.
+
+        Returns
+        -------
+        dict node -> array
+            Each output at the new positions (growing outputs) or whole (static ones).
+        """
+        model = self.model
+        vals: dict = {}
+        for v in self.growing_inputs:
+            if v not in new:
+                raise ModelError(f"incremental step needs the new positions of {v!r}")
+            vals[v] = model.coerce(v, new[v], ModelError)
+        t = next(iter(vals.values())).shape[1] if vals else 0
+        if self._static is None:
+            self._static = self._run_static(static or {}, next(iter(vals.values())).shape[0] if vals else None)
+        full = self._static
+        start = self.start
+        for v in self._cached & set(vals):
+            full_v = self._history[v].append(vals[v])
+            vals[v] = (vals[v], full_v)
+        for v, op, parents, keys, shift, patch in self._steps:
+            xs = []
+            for i, p in enumerate(parents):
+                x = vals[p] if p in vals else full[p]
+                if isinstance(x, tuple):
+                    x = x[1] if i in keys else x[0]
+                xs.append(x)
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                out = op.run_step(start, *xs)
+            if shift is not None:
+                out = np.asarray(shift(out))
+            if patch is not None:
+                out = patch(out, start)
+            check_output(v, op, out, allow_neginf=op.allows_neginf)
+            vals[v] = (out, self._history[v].append(out)) if v in self._cached else out
+        self.start = start + t
+        res = {}
+        for v in self.outputs:
+            x = vals[v] if v in vals else full[v]
+            res[v] = x[0] if isinstance(x, tuple) else x
+        return res
+
+    def _run_static(self, static: Mapping, nb: int | None) -> dict:
+        model = self.model
+        missing = [v for v in self.static_inputs if v not in static]
+        if missing:
+            raise ModelError(f"incremental run needs the static inputs {missing} on its first step")
+        vals = {v: model.coerce(v, static[v], ModelError) for v in self.static_inputs}
+        for v, mech, parents, patch in self._static_steps:
+            vals[v] = mech.evaluate(v, {p: vals[p] for p in parents}, None, model.specs[v], n=nb)
+            if patch is not None:
+                vals[v] = patch(vals[v], 0)
+        return vals
+
+    def __repr__(self) -> str:
+        return (f"<Incremental {len(self._steps)} growing nodes, {len(self._cached)} cached; "
+                f"{self.start} positions so far>")

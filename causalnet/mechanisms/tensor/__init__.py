@@ -64,21 +64,23 @@ Examples
 ((3, 5, 4), True)
 """
 
-from .activations import GELU, ReLU
+from .activations import GELU, ReLU, Sigmoid, Tanh
 from .attention import Attention, AttentionWeights, Mask, MultiHeadAttention, Scale, Scores, Softmax
 from .base import Identity, Input, TensorOp
-from .linear import Embedding, FeedForward, Linear, PositionalEncoding, sinusoidal_encoding
+from .linear import Affine, Embedding, FeedForward, LearnedPositions, Linear, PositionalEncoding, sinusoidal_encoding
 from .normalisation import LayerNorm
 from .shapes import as_int, as_real, check_output, check_size, float_dtype, fmt_shape
-from .structural import Add, Concat, Reshape, Split, Transpose
+from .structural import Add, Concat, Interpolate, Mul, Reshape, Split, Take, Transpose, Zeros
 
 __all__ = [
     "TensorOp",
     "Input",
     "Identity",
     "Linear",
+    "Affine",
     "Embedding",
     "PositionalEncoding",
+    "LearnedPositions",
     "Scores",
     "Scale",
     "Mask",
@@ -89,11 +91,17 @@ __all__ = [
     "LayerNorm",
     "ReLU",
     "GELU",
+    "Tanh",
+    "Sigmoid",
     "Add",
+    "Mul",
+    "Interpolate",
+    "Zeros",
     "Concat",
     "Split",
     "Reshape",
     "Transpose",
+    "Take",
     "FeedForward",
     "sinusoidal_encoding",
     "as_int",

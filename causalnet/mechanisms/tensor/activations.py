@@ -1,4 +1,4 @@
-"""Elementwise activations: ReLU and GELU (exact or tanh form), and the table FeedForward uses.
+"""Elementwise activations: ReLU, GELU (exact or tanh form), Tanh, and the table FeedForward uses.
 
 ``ACTIVATIONS`` maps an activation's name to its function, looked up once when
 an op is built (no string switch at run time).
@@ -17,7 +17,7 @@ from ...errors import ModelError
 from .base import TensorOp
 from .shapes import cast
 
-__all__ = ["ReLU", "GELU", "gelu", "relu_", "ACTIVATIONS"]
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "gelu", "relu_", "sigmoid", "ACTIVATIONS", "GATES"]
 
 
 class ReLU(TensorOp):
@@ -46,6 +46,31 @@ class GELU(TensorOp):
         return gelu(cast(x, self.dtype), self.approximate)
 
 
+class Tanh(TensorOp):
+    """``tanh(x)`` elementwise (BERT's pooler)."""
+
+    def infer_shape(self, node, shapes):
+        return shapes[0]
+
+    def _run(self, x):
+        return np.tanh(cast(x, self.dtype))
+
+
+class Sigmoid(TensorOp):
+    """``1 / (1 + exp(-x))`` elementwise (the gates of LSTM and GRU cells)."""
+
+    def infer_shape(self, node, shapes):
+        return shapes[0]
+
+    def _run(self, x):
+        return sigmoid(cast(x, self.dtype))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, without overflow for large negative inputs (via tanh)."""
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         c = np.asarray(math.sqrt(2.0 / math.pi), dtype=x.dtype)
@@ -59,5 +84,14 @@ def relu_(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0, out=x)
 
 
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GELU in its tanh form (GPT-2's ``gelu_new``, PyTorch ``approximate="tanh"``)."""
+    return gelu(x, "tanh")
+
+
 #: activation name -> function of a fresh array (may work in place)
-ACTIVATIONS = {"relu": relu_, "gelu": gelu}
+ACTIVATIONS = {"relu": relu_, "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
+#: gate/cell nonlinearity name -> function (None: identity); used by Affine
+GATES = {None: None, "sigmoid": sigmoid, "tanh": np.tanh, "relu": relu_}

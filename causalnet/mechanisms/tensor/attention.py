@@ -60,7 +60,7 @@ def softmax_(s: np.ndarray) -> np.ndarray:
         return s
     m = s.max(axis=-1, keepdims=True)
     dead = None
-    if not np.all(np.isfinite(m)):
+    if not math.isfinite(float(np.add.reduce(m, axis=None))):              # one cheap test; rows looked at if it fails
         dead = ~np.isfinite(m)
         m[dead] = 0.0
     s -= m
@@ -103,12 +103,19 @@ class MaskedOp(TensorOp):
                 raise ModelError(f"node {node!r} ({type(self).__name__}) needs numeric values from {p!r}, "
                                  f"which holds {np.dtype(dt)}")
 
-    def _bias(self, t: int, s: int, pad: np.ndarray | None, dtype) -> np.ndarray | None:
-        """Additive mask ``0 / -inf``: ``(T, S)``, ``(n, 1, S)`` or ``(n, T, S)``; None if nothing is masked."""
+    @property
+    def causal_in_keys(self) -> bool:
+        return self.causal
+
+    def _bias(self, t: int, s: int, pad: np.ndarray | None, dtype, start: int = 0) -> np.ndarray | None:
+        """Additive mask ``0 / -inf``: ``(T, S)``, ``(n, 1, S)`` or ``(n, T, S)``; None if nothing is masked.
+
+        Query ``i`` sits at position ``start + i`` (incremental runs).
+        """
         bias = None
-        if self.causal:
+        if self.causal and s - 1 > start:                                      # some key after some query
             bias = np.zeros((t, s), dtype=dtype)
-            bias[np.triu_indices(t, k=1, m=s)] = -np.inf                       # key s > query t
+            bias[np.triu_indices(t, k=1 + start, m=s)] = -np.inf               # key s > query start + t
         if pad is not None and pad.any():
             pb = np.where(pad, -np.inf, 0.0).astype(dtype)[:, None, :]        # (n, 1, S)
             bias = pb if bias is None else bias + pb                            # (n, T, S)
@@ -168,7 +175,14 @@ class AttentionWeights(MaskedOp):
             return (batch, qs[1], ks[1])
         return (batch, self.heads, qs[1], ks[1])
 
+    @property
+    def key_parents(self) -> tuple:
+        return (1, 2) if self.has_padding else (1,)
+
     def _run(self, q, k, pad=None):
+        return self.run_step(0, q, k, pad)
+
+    def run_step(self, start, q, k, pad=None):
         q = cast(q, self.dtype)
         k = cast(k, self.dtype)
         h = self.heads or 1
@@ -178,7 +192,7 @@ class AttentionWeights(MaskedOp):
             s = (q * scale) @ np.ascontiguousarray(k).transpose(0, 2, 1)       # (n, T, S)
         else:
             s = split_heads(q, h, scale) @ split_heads(k, h).transpose(0, 1, 3, 2)   # (n, h, T, S)
-        bias = self._bias(q.shape[1], k.shape[1], pad, self.dtype)
+        bias = self._bias(q.shape[1], k.shape[1], pad, self.dtype, start)
         if bias is not None:
             s += bias if self.heads is None or bias.ndim == 2 else bias[:, None]  # broadcasts over heads
         return softmax_(s)
@@ -236,6 +250,8 @@ class Attention(TensorOp):
         check_heads(self, node, v, vs[2], self.heads)
         return (batch, ps[-2], vs[2])
 
+    key_parents = (1,)
+
     def _run(self, p, v):
         p = cast(p, self.dtype)
         v = cast(v, self.dtype)
@@ -267,6 +283,7 @@ class Scores(TensorOp):
 
     infer_shape = AttentionWeights.infer_shape
     has_padding = False
+    key_parents = (1,)
 
     def _run(self, q, k):
         q = cast(q, self.dtype)
@@ -322,9 +339,16 @@ class Mask(MaskedOp):
             self._pad_shape(node, self.parents[1], shapes[1], batch, s[-1])
         return s
 
+    @property
+    def key_parents(self) -> tuple:
+        return (1,) if self.has_padding else ()
+
     def _run(self, s, pad=None):
+        return self.run_step(0, s, pad)
+
+    def run_step(self, start, s, pad=None):
         s = cast(s, self.dtype)
-        bias = self._bias(s.shape[-2], s.shape[-1], pad, self.dtype)
+        bias = self._bias(s.shape[-2], s.shape[-1], pad, self.dtype, start)
         if bias is None:
             return s.copy()
         if bias.ndim == 3:  # (n, T, S): align its batch axis with s's first axis
@@ -346,6 +370,10 @@ class Softmax(TensorOp):
             raise ShapeError(f"node {node!r} (Softmax): axis {self.axis} is not a per-row axis of {fmt_shape(s)} "
                              f"from {self.parents[0]!r}")
         return s
+
+    @property
+    def steppable(self) -> bool:
+        return self.axis == -1
 
     def _run(self, x):
         x = np.array(x, dtype=self.dtype)          # a copy: softmax runs in place
@@ -433,10 +461,20 @@ class MultiHeadAttention(MaskedOp):
         s = in_shapes[1][1] if self.cross else t
         return [(n, self.heads, t, s), (n, t, 3 * self.d_model)]
 
+    @property
+    def key_parents(self) -> tuple:
+        # self-attention needs the whole x for its keys; run_step takes the new queries from its end
+        return tuple(range(len(self.parents))) if not self.cross else (1, 2)[:1 + self.has_padding]
+
     def _run(self, *xs):
+        return self.run_step(0, *xs)
+
+    def run_step(self, start, *xs):
         x = cast(xs[0], self.dtype)
         m = xs[1] if self.cross else None
         pad = xs[-1] if self.has_padding else None
+        if m is None and start:
+            m, x = x, x[:, start:]                                                  # keys: all; queries: new
         d, h = self.d_model, self.heads
         w, b = self.in_proj_weight, self.in_proj_bias
         n, t, _ = x.shape
@@ -457,7 +495,7 @@ class MultiHeadAttention(MaskedOp):
             k, v = kv[..., :d], kv[..., d:]
         scale = 1.0 / math.sqrt(d // h)
         sc = split_heads(q, h, scale) @ split_heads(k, h).transpose(0, 1, 3, 2)    # (n, h, T, S)
-        bias = self._bias(t, k.shape[1], pad, self.dtype)
+        bias = self._bias(t, k.shape[1], pad, self.dtype, start)
         if bias is not None:
             sc += bias if bias.ndim == 2 else bias[:, None]
         p = softmax_(sc)

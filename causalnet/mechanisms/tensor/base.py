@@ -6,6 +6,14 @@ A :class:`TensorOp` is a deterministic mechanism whose value is batch-first,
 the parent and both shapes) and ``_run(*values)`` (the arithmetic, never
 writing into its inputs). ``evaluate`` checks the shapes, estimates the
 largest arrays against :mod:`causalnet.limits`, runs, and refuses NaN/inf.
+
+Incremental runs (a growing sequence, as in generation with a key/value cache)
+use two more hooks: ``steppable`` says whether the op can compute the new
+positions of a sequence from the new positions of its parents (position-wise
+ops, attention along a sequence axis), ``key_parents`` names the parents it
+needs whole (every position so far: keys, values, padding of the keys), and
+``run_step(start, *values)`` computes positions ``start, start+1, ...``;
+position-wise ops inherit ``run_step = _run``.
 """
 
 from __future__ import annotations
@@ -75,6 +83,28 @@ class TensorOp(Mechanism):
 
     #: whether the output may hold -inf by design (masked scores)
     allows_neginf = False
+    #: whether run_step can compute new positions from new positions (see the module docstring)
+    steppable = True
+    #: indices of the parents run_step takes whole (every position so far), e.g. keys and values
+    key_parents: tuple = ()
+    #: whether new positions never change the value at earlier ones (causal attention; position-wise ops)
+    causal_in_keys = True
+
+    def compiled(self, node: Hashable):
+        """The function a compiled plan calls for `node` once its shapes were checked: ``_run`` by default.
+
+        Ops with checks that depend on the data, not the shapes (embedding ids),
+        return a function that still makes them.
+        """
+        return self._run
+
+    def run_step(self, start: int, *xs: np.ndarray) -> np.ndarray:
+        """The value at positions ``start, start+1, ...`` of the sequence axis.
+
+        Parents in :attr:`key_parents` hold every position so far; the others
+        hold the new positions only. Position-wise ops ignore `start`.
+        """
+        return self._run(*xs)
 
     def evaluate(self, node, parents, noise, spec, *, n=None):
         xs = [parents[p] for p in self.parents]

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, ShapeError
-from .activations import ACTIVATIONS
+from .activations import ACTIVATIONS, GATES
 from .base import TensorOp
 from .shapes import SizeClash, as_int, as_real, cast, join_sizes, weight_array
 
-__all__ = ["Linear", "Embedding", "PositionalEncoding", "sinusoidal_encoding", "FeedForward"]
+__all__ = ["Linear", "Affine", "Embedding", "PositionalEncoding", "LearnedPositions", "sinusoidal_encoding", "FeedForward"]
 
 
 class Linear(TensorOp):
@@ -71,6 +71,61 @@ class Linear(TensorOp):
         return f"Linear(parents={list(self.parents)}, d_in={self.d_in}, d_out={self.d_out})"
 
 
+class Affine(TensorOp):
+    """``y = act(sum_k x_k W_k^T + b)``: several inputs mapped and summed (a recurrent cell's gate).
+
+    Parameters
+    ----------
+    parents : list of node names
+        Each ``(n, ..., d_k)``.
+    weights : list of array_like, shapes (d_out, d_k)
+    bias : array_like of shape (d_out,), optional
+    activation : {None, "sigmoid", "tanh", "relu"}
+    """
+
+    arity = None
+
+    def __init__(self, parents, weights, bias=None, *, activation: str | None = None,
+                 dtype: Any = np.float64) -> None:
+        super().__init__(parents, dtype=dtype)
+        if not isinstance(weights, (list, tuple)) or len(weights) != len(self.parents):
+            raise ModelError(f"Affine needs one weight per parent ({len(self.parents)}), got {type(weights).__name__}")
+        self.weights = [weight_array(w, 2, "Affine weight", self.dtype) for w in weights]
+        outs = {w.shape[0] for w in self.weights}
+        if len(outs) != 1:
+            raise ShapeError(f"Affine weights disagree on d_out: {[w.shape for w in self.weights]}")
+        self.d_out = outs.pop()
+        self.bias = None if bias is None else weight_array(bias, 1, "Affine bias", self.dtype)
+        if self.bias is not None and self.bias.shape != (self.d_out,):
+            raise ShapeError(f"Affine bias must be ({self.d_out},), got {self.bias.shape}")
+        if activation not in GATES:
+            raise ModelError(f"Affine activation must be one of {list(GATES)}, got {activation!r}")
+        self.activation = activation
+        self._act = GATES[activation]
+
+    def infer_shape(self, node, shapes):
+        for p, s, w in zip(self.parents, shapes, self.weights):
+            if len(s) < 2:
+                raise self._mismatch(node, p, ("n", "...", w.shape[1]), s)
+            try:
+                join_sizes(s[-1], w.shape[1])
+            except SizeClash:
+                raise self._mismatch(node, p, (*s[:-1], w.shape[1]), s) from None
+        self._batch(node, shapes)
+        return (*shapes[0][:-1], self.d_out)
+
+    def _run(self, *xs):
+        y = cast(xs[0], self.dtype) @ self.weights[0].T                  # (n, ..., d_out)
+        for x, w in zip(xs[1:], self.weights[1:]):
+            y += cast(x, self.dtype) @ w.T
+        if self.bias is not None:
+            y += self.bias
+        return y if self._act is None else self._act(y)
+
+    def __repr__(self) -> str:
+        return f"Affine(parents={list(self.parents)}, d_out={self.d_out}, activation={self.activation})"
+
+
 class Embedding(TensorOp):
     """Rows of a table looked up by integer ids (PyTorch ``nn.Embedding``).
 
@@ -104,14 +159,28 @@ class Embedding(TensorOp):
         return (*shapes[0], int(self.weight.shape[1]))
 
     def evaluate(self, node, parents, noise, spec, *, n=None):
-        ids = parents[self.parents[0]]
+        self.check_ids(parents[self.parents[0]], node)
+        return super().evaluate(node, parents, noise, spec, n=n)
+
+    def check_ids(self, ids: np.ndarray, node=None) -> None:
+        """Raise ModelError / ShapeError unless `ids` are integers in ``[0, L)``."""
+        who = "Embedding" if node is None else f"node {node!r} (Embedding)"
         if ids.dtype.kind not in "iu":
-            raise ModelError(f"node {node!r} (Embedding) needs integer ids from {self.parents[0]!r}, got {ids.dtype}")
+            raise ModelError(f"{who} needs integer ids from {self.parents[0]!r}, got {ids.dtype}")
         if ids.size and (ids.min() < 0 or ids.max() >= self.weight.shape[0]):
             bad = ids.min() if ids.min() < 0 else ids.max()
-            raise ShapeError(f"node {node!r} (Embedding) has {self.weight.shape[0]} rows; {self.parents[0]!r} "
+            raise ShapeError(f"{who} has {self.weight.shape[0]} rows; {self.parents[0]!r} "
                              f"holds the id {int(bad)}, outside [0, {self.weight.shape[0]})")
-        return super().evaluate(node, parents, noise, spec, n=n)
+
+    def run_step(self, start, ids):
+        self.check_ids(ids)
+        return self._run(ids)
+
+    def compiled(self, node):
+        def run(ids):
+            self.check_ids(ids, node)
+            return self._run(ids)
+        return run
 
     def _run(self, ids):
         out = self.weight[ids]                             # (n, ..., d)
@@ -195,9 +264,59 @@ class PositionalEncoding(TensorOp):
         return self._cache[key]
 
     def _run(self, x):
+        return self.run_step(0, x)
+
+    def run_step(self, start, x):
+        t = x.shape[1]
         if self.add:
-            return cast(x, self.dtype) + self.table(x.shape[1], x.shape[2])          # (n, T, d)
-        return np.broadcast_to(self.table(x.shape[1]), (x.shape[0], x.shape[1], self.d_model))
+            return cast(x, self.dtype) + self.table(start + t, x.shape[2])[start:]   # (n, T, d)
+        return np.broadcast_to(self.table(start + t)[start:], (x.shape[0], t, self.d_model))
+
+
+class LearnedPositions(TensorOp):
+    """Learned absolute positions added to the parent: ``y[:, t] = x[:, t] + W[t]`` (GPT-2 ``wpe``, BERT).
+
+    Parameters
+    ----------
+    parent : node name
+        ``(n, T, d)`` with ``T`` at most the table's length.
+    weight : array_like of shape (T_max, d)
+
+    Raises
+    ------
+    ShapeError
+        When the sequence is longer than the table (naming the node and both lengths).
+    """
+
+    def __init__(self, parent: Hashable, weight, *, dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        self.weight = weight_array(weight, 2, "LearnedPositions weight", self.dtype)
+
+    def infer_shape(self, node, shapes):
+        (s,) = shapes
+        t_max, d = self.weight.shape
+        if len(s) != 3:
+            raise self._mismatch(node, self.parents[0], ("n", "T", d), s)
+        try:
+            join_sizes(s[2], d)
+        except SizeClash:
+            raise self._mismatch(node, self.parents[0], (s[0], s[1], d), s) from None
+        if isinstance(s[1], int) and s[1] > t_max:
+            raise ShapeError(f"node {node!r} (LearnedPositions) has {t_max} positions; {self.parents[0]!r} holds "
+                             f"{s[1]}")
+        return s
+
+    def _run(self, x):
+        return self.run_step(0, x)
+
+    def run_step(self, start, x):
+        t_max = self.weight.shape[0]
+        if start + x.shape[1] > t_max:
+            raise ShapeError(f"LearnedPositions has {t_max} positions; the sequence reached {start + x.shape[1]}")
+        return cast(x, self.dtype) + self.weight[start:start + x.shape[1]]          # (n, T, d)
+
+    def __repr__(self) -> str:
+        return f"LearnedPositions(parents={list(self.parents)}, T_max={self.weight.shape[0]}, d={self.weight.shape[1]})"
 
 
 class FeedForward(TensorOp):

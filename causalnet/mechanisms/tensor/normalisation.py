@@ -70,17 +70,19 @@ class LayerNorm(TensorOp):
             x = x + cast(xs[1], self.dtype)                         # a fresh array: normalised in place
             for y in xs[2:]:
                 x += cast(y, self.dtype)
-        mu = x.mean(axis=-1, keepdims=True)                       # (n, ..., 1)
+        inv_d = 1.0 / x.shape[-1]
+        mu = np.add.reduce(x, axis=-1, keepdims=True)              # (n, ..., 1); ufunc calls: little overhead
+        mu *= inv_d
         if len(xs) > 1:
             x -= mu
             xc = x                                                 # (n, ..., d)
         else:
             xc = x - mu                                            # (n, ..., d)
         var = np.einsum("...i,...i->...", xc, xc)[..., None]       # (n, ..., 1)
-        var /= xc.shape[-1]
+        var *= inv_d
         var += self.eps
         np.sqrt(var, out=var)
-        if not math.isfinite(float(var.sum())):                   # |x| near the overflow: rescale those rows
+        if not math.isfinite(float(np.add.reduce(var, axis=None))):                   # |x| near the overflow: rescale those rows
             return self._affine(normalise_scaled(np.sum([cast(y, self.dtype) for y in xs], axis=0), self.eps))
         xc /= var
         return self._affine(xc)

@@ -11,7 +11,7 @@ from ...errors import ModelError, ShapeError
 from .base import TensorOp, same_shapes
 from .shapes import SizeClash, as_int, cast, fmt_shape, join_sizes, mul_sizes, sum_sizes
 
-__all__ = ["Add", "Concat", "Split", "Reshape", "Transpose"]
+__all__ = ["Add", "Mul", "Interpolate", "Zeros", "Concat", "Split", "Reshape", "Transpose", "Take"]
 
 
 class Add(TensorOp):
@@ -27,6 +27,51 @@ class Add(TensorOp):
         for y in xs[2:]:
             out += cast(y, self.dtype)
         return out
+
+
+class Mul(TensorOp):
+    """Elementwise product of the parents, all of one shape (a gate applied to a value)."""
+
+    arity = None
+
+    def infer_shape(self, node, shapes):
+        return same_shapes(self, node, shapes)
+
+    def _run(self, *xs):
+        out = cast(xs[0], self.dtype) * cast(xs[1], self.dtype) if len(xs) > 1 else np.array(xs[0], dtype=self.dtype)
+        for y in xs[2:]:
+            out *= cast(y, self.dtype)
+        return out
+
+
+class Interpolate(TensorOp):
+    """``(1 - z) * a + z * b`` elementwise, parents ``[z, a, b]`` of one shape (a GRU's update)."""
+
+    arity = 3
+
+    def infer_shape(self, node, shapes):
+        return same_shapes(self, node, shapes)
+
+    def _run(self, z, a, b):
+        z = cast(z, self.dtype)
+        return (1.0 - z) * cast(a, self.dtype) + z * cast(b, self.dtype)
+
+
+class Zeros(TensorOp):
+    """Zeros of per-row shape ``(d,)``, as many rows as the parent has (an initial recurrent state)."""
+
+    def __init__(self, parent: Hashable, d: int, *, dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        self.d = as_int(d, "Zeros d", low=0)
+
+    def _check_dtypes(self, node, dtypes):
+        return None
+
+    def infer_shape(self, node, shapes):
+        return (shapes[0][0], self.d)
+
+    def _run(self, x):
+        return np.zeros((x.shape[0], self.d), dtype=self.dtype)
 
 
 class Concat(TensorOp):
@@ -55,6 +100,10 @@ class Concat(TensorOp):
                                      "sizes off the concatenation axis must agree") from None
         out[ax] = sum_sizes([s[ax] for s in shapes])
         return tuple(out)
+
+    @property
+    def steppable(self) -> bool:
+        return self.axis == -1
 
     def _run(self, *xs):
         ax = self.axis if self.axis < 0 else self.axis + 1
@@ -129,6 +178,10 @@ class Split(TensorOp):
         out[ax] = piece
         return tuple(out)
 
+    @property
+    def steppable(self) -> bool:
+        return self.axis == -1
+
     def _run(self, x):
         ax = self.axis if self.axis < 0 else self.axis + 1
         lo, hi = self._bounds(x.shape[ax])
@@ -142,6 +195,8 @@ class Split(TensorOp):
 
 class Reshape(TensorOp):
     """The parent with each row reshaped; one size may be ``-1`` (inferred)."""
+
+    steppable = False
 
     def __init__(self, parent: Hashable, shape: Sequence[int], *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
@@ -179,6 +234,8 @@ class Reshape(TensorOp):
 class Transpose(TensorOp):
     """The parent with per-row axes permuted (``axes`` indexes the per-row axes)."""
 
+    steppable = False
+
     def __init__(self, parent: Hashable, axes: Sequence[int], *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
         if not isinstance(axes, Sequence):
@@ -195,3 +252,43 @@ class Transpose(TensorOp):
 
     def _run(self, x):
         return cast(x, self.dtype).transpose(0, *(1 + a for a in self.axes))
+
+
+class Take(TensorOp):
+    """One entry of a per-row axis, the axis dropped: ``y = x[:, ..., index, ...]`` (BERT's first token).
+
+    Parameters
+    ----------
+    parent : node name
+    index : int
+        May be negative (from the end).
+    axis : int
+        Per-row axis (default 0, the sequence axis of ``(n, T, d)``).
+    """
+
+    steppable = False
+
+    def __init__(self, parent: Hashable, index: int, *, axis: int = 0, dtype: Any = np.float64) -> None:
+        super().__init__(parent, dtype=dtype)
+        self.index = as_int(index, "Take index")
+        self.axis = as_int(axis, "Take axis")
+
+    def infer_shape(self, node, shapes):
+        s = shapes[0]
+        r = len(s)
+        ax = self.axis + r if self.axis < 0 else self.axis + 1
+        if not 1 <= ax < r:
+            raise ShapeError(f"node {node!r} (Take): axis {self.axis} is not a per-row axis of {fmt_shape(s)} "
+                             f"from {self.parents[0]!r}")
+        size = s[ax]
+        if isinstance(size, int) and not -size <= self.index < size:
+            raise ShapeError(f"node {node!r} (Take): index {self.index} is outside axis {self.axis} of size {size} "
+                             f"of {self.parents[0]!r}")
+        return (*s[:ax], *s[ax + 1:])
+
+    def _run(self, x):
+        ax = self.axis if self.axis < 0 else self.axis + 1
+        return cast(np.take(x, self.index, axis=ax), self.dtype)
+
+    def __repr__(self) -> str:
+        return f"Take(parents={list(self.parents)}, index={self.index}, axis={self.axis})"

@@ -81,7 +81,8 @@ from .build import attention, decoder, decoder_layer, encoder, encoder_layer, tr
 from .checkpoints import from_torch
 from .diagrams import diagram_options
 from .generate import generate
-from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire
+from .huggingface import from_huggingface
+from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire, sites
 from .unroll import position_graph
 
 __all__ = [
@@ -92,8 +93,10 @@ __all__ = [
     "decoder",
     "transformer",
     "from_torch",
+    "from_huggingface",
     "generate",
     "Site",
+    "sites",
     "head",
     "ablate",
     "interchange",

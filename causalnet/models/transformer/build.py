@@ -24,6 +24,7 @@ from ...mechanisms.tensor import (
     Identity,
     Input,
     LayerNorm,
+    LearnedPositions,
     Linear,
     Mask,
     PositionalEncoding,
@@ -34,6 +35,7 @@ from ...mechanisms.tensor import (
     as_real,
     float_dtype,
 )
+from ...mechanisms.tensor.activations import ACTIVATIONS
 from ...model import CausalModel
 from .weights import StateDict, need_size, random_attention, random_layer, random_stack, read_state_dict
 
@@ -51,8 +53,8 @@ class Builder:
             raise ModelError(f"heads must be a positive int, got {heads!r}")
         if view not in VIEWS:
             raise ModelError(f"view must be one of {list(VIEWS)}, got {view!r}")
-        if activation not in ("relu", "gelu"):
-            raise ModelError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise ModelError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
         self.heads = int(heads)
         self.view = view
         self.scores = bool(scores)
@@ -193,6 +195,11 @@ class Builder:
             table = w.take(emb_key, (None, None))
             self.width(table.shape[1], f"embedding {emb_key!r}")
             x = self.add(f"{prefix}x", Input((None,), np.int64))
+            pos_key = emb_key.replace("embedding.weight", "pos_embedding.weight")
+            if w.has(pos_key) and positional is not False:                 # learned absolute positions
+                e0 = self.add(f"{prefix}e0", Embedding(x, table, scale=embed_scale, dtype=self.dtype))
+                return self.add(f"{prefix}e", LearnedPositions(e0, w.take(pos_key, (None, table.shape[1])),
+                                                               dtype=self.dtype))
             pos = True if positional is None else bool(positional)
             if pos:
                 e0 = self.add(f"{prefix}e0", Embedding(x, table, scale=embed_scale, dtype=self.dtype))

@@ -9,17 +9,18 @@ computes total, natural direct and natural indirect effects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import GraphError, ModelError, ShapeError
 from ...mechanisms.base import Mechanism, Spec
-from ...mechanisms.tensor import Identity, fmt_shape
+from ...mechanisms.tensor import Attention, AttentionWeights, Identity, fmt_shape
 from ...model import CausalModel, Trace
 
-__all__ = ["Site", "head", "ablate", "interchange", "rewire", "path_patch", "mediation", "Effects",
+__all__ = ["Site", "sites", "head", "ablate", "interchange", "rewire", "path_patch", "mediation", "Effects",
            "natural_mechanism", "Rewired"]
 
 
@@ -34,11 +35,21 @@ class Site:
         Indexes each row (the batch axis is not included); ``()`` is the whole node.
     label : str
         For printing, e.g. ``"enc.0.attn.A[head 1]"``.
+    kind, layer, head, position, shape
+        What :func:`sites` says about the site: ``kind`` is ``"head"`` or
+        ``"residual"``, ``shape`` the per-row shape of the part (None for a
+        free size such as the sequence length). Not part of equality.
     """
 
     node: Hashable
     index: tuple = ()
     label: str = ""
+    #: discovery metadata (from :func:`sites`); not part of the site's identity
+    kind: str = field(default="", compare=False)
+    layer: int | None = field(default=None, compare=False)
+    head: int | None = field(default=None, compare=False)
+    position: int | None = field(default=None, compare=False)
+    shape: tuple = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return self.label or str(self.node)
@@ -418,3 +429,95 @@ def mediation(model: CausalModel, base: Mapping, treated: Mapping, mediators, ou
         indirect = y(_run_patched(model, base, {s: s.get(tt[s.node]) for s in ss}, keep=keep))
         out[label] = Effects(contrast(y1), contrast(direct), contrast(indirect), scale)
     return out
+
+
+_LAYER = re.compile(r"^(?:enc|dec)\.(\d+)\.")
+#: residual-stream nodes of a layer (post-LN names and pre-LN sums) and of a stack
+_RESIDUAL = ("N", "n", "J", "j", "Y")
+
+
+def _layer_of(node) -> int | None:
+    m = _LAYER.match(str(node))
+    return int(m.group(1)) if m else None
+
+
+def sites(model: CausalModel, length: int | None = None) -> list[Site]:
+    """Every patchable site of a transformer: each head of each attention block, and the residual stream.
+
+    Parameters
+    ----------
+    model : CausalModel
+        Built by this package's builders (folded or expanded view).
+    length : int, optional
+        Also list one residual site per position ``0 .. length-1``.
+
+    Returns
+    -------
+    list of Site
+        Head sites (``kind="head"``): the attention weights ``P`` of head
+        ``i`` (per-row shape ``(T, S)``) and its slice of the mixed values
+        ``A`` (``(T, d_head)``), which is the usual place to ablate a head.
+        Residual sites (``kind="residual"``): the embedding ``e`` and the
+        residual sums of each layer (``N``/``n`` in an encoder, ``J``/``j``/``Y``
+        in a decoder), whole (``(T, d)``) or, with `length`, per position
+        (``(d,)``, ``index=(t,)``). Each site carries ``layer`` (None for the
+        embedding and the stack output), ``head`` and ``position``. Any site
+        can be passed to :func:`ablate`, :func:`interchange` or
+        ``generate(do={site: value})``.
+
+    Examples
+    --------
+    >>> from causalnet.models.transformer import decoder
+    >>> m = decoder(layers=1, d_model=4, heads=2, d_ff=8, vocab=5, seed=0)
+    >>> [str(s) for s in sites(m) if s.kind == "head"]
+    ['dec.0.self.P[head 0]', 'dec.0.self.A[head 0]', 'dec.0.self.P[head 1]', 'dec.0.self.A[head 1]']
+    >>> s = sites(m, length=3)[-1]
+    >>> s.label, s.position, s.shape
+    ('Y[pos 2]', 2, (4,))
+    """
+    if length is not None and (isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1):
+        raise ModelError(f"length must be a positive int, got {length!r}")
+    out: list[Site] = []
+    for v in model.dag.topological_order():
+        mech = natural_mechanism(model.mechanisms[v])
+        shape = model.spec(v).shape
+        layer = _layer_of(v)
+        if isinstance(mech, AttentionWeights):
+            out.extend(_head_sites(model, v, mech, layer))
+        elif _is_residual(v, shape):
+            if length is None:
+                out.append(Site(v, (), str(v), kind="residual", layer=layer, shape=shape))
+            else:
+                out.extend(Site(v, (t,), f"{v}[pos {t}]", kind="residual", layer=layer, position=t, shape=shape[1:])
+                           for t in range(int(length)))
+    return out
+
+
+def _is_residual(v, shape) -> bool:
+    name = str(v)
+    last = name.rsplit(".", 1)[-1]
+    return len(shape) == 2 and shape[0] is None and (name in ("e", "dec.e", "n", "Y") or (
+        _layer_of(v) is not None and name.count(".") == 2 and last in _RESIDUAL))
+
+
+def _head_sites(model: CausalModel, p_node, mech, layer) -> list[Site]:
+    """Head sites of one attention-weights node: P per head and its slice of the mixing node A."""
+    mix = [c for c in model.dag.children(p_node)
+           if isinstance(natural_mechanism(model.mechanisms[c]), Attention)]
+    found = re.search(r"\.head\.(\d+)\.", str(p_node))
+    if mech.heads is None:  # expanded view: one node per head
+        i = int(found.group(1)) if found else None
+        res = [Site(p_node, (), str(p_node), kind="head", layer=layer, head=i, shape=model.spec(p_node).shape)]
+        res += [Site(a, (), str(a), kind="head", layer=layer, head=i, shape=model.spec(a).shape) for a in mix]
+        return res
+    res = []
+    for i in range(mech.heads):
+        hs = head(model, p_node, i)
+        res.append(Site(hs.node, hs.index, hs.label, kind="head", layer=layer, head=i,
+                        shape=model.spec(p_node).shape[1:]))
+        for a in mix:
+            ha = head(model, a, i)
+            d = model.spec(a).shape[1]
+            res.append(Site(ha.node, ha.index, ha.label, kind="head", layer=layer, head=i,
+                            shape=(None, d // mech.heads)))
+    return res

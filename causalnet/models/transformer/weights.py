@@ -142,6 +142,8 @@ def need_size(value, name: str, why: str):
 def random_stack(rng, *, layers, d, ff, cross, vocab, final_norm, lm_head, emb_key="embedding.weight",
                   norm_key="norm") -> dict:
     sd: dict = {}
+    if vocab is not None:
+        vocab = need_size(vocab, "vocab", "for an embedding")
     check_random_size(layers * ((8 + 4 * cross) * d * d + 2 * d * ff) + 2 * (vocab or 0) * d,
                        f"a stack of {layers} layers", f"d_model={d}, d_ff={ff}, vocab={vocab}")
     for i in range(layers):

@@ -140,3 +140,24 @@ def test_forward_on_extreme_embeddings(scale, t, dtype):
     if not np.all(np.isfinite(x)):
         return
     guarded(m.forward, {"e": x})
+
+
+_ODD = st.one_of(st.none(), st.integers(-2, 8), st.floats(-1, 3), st.sampled_from([float("nan"), float("inf")]),
+                 st.booleans(), st.text(max_size=2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(temperature=_ODD, top_k=_ODD, top_p=_ODD, seed=st.one_of(st.none(), st.integers(0, 5)),
+       cache=st.booleans())
+def test_generate_on_odd_sampling_arguments(gpt, temperature, top_k, top_p, seed, cache):
+    guarded(tf.generate, gpt, np.array([[1, 2]]), 2, temperature=temperature, top_k=top_k, top_p=top_p,
+            seed=seed, cache=cache)
+
+
+@settings(max_examples=40, deadline=None)
+@given(node=st.sampled_from(["dec.0.J", "dec.0.self.P", "dec.0.self.A", "I", "x", "nope"]),
+       value=st.one_of(st.floats(-1e6, 1e6), st.just(np.zeros(3)), st.just(np.zeros(8)), st.just(np.ones((2, 8))),
+                       st.just(float("nan")), st.just(lambda v: v * 2), st.just(lambda v: v[:1])),
+       cache=st.booleans())
+def test_generate_on_odd_interventions(gpt, node, value, cache):
+    guarded(tf.generate, gpt, np.array([[1, 2], [3, 4]]), 2, do={node: value}, cache=cache)

@@ -1,0 +1,44 @@
+"""Recurrent networks (RNN, LSTM, GRU) unrolled over time as causal DAGs.
+
+A recurrent network run for ``T`` steps is a dynamic Bayesian network with
+deterministic nodes: one copy of the cell per time step, all copies sharing
+the weights. The builders return a :class:`~causalnet.model.CausalModel`
+with inputs ``x[t]`` ``(n, input_size)`` and, per layer ``k`` and step ``t``,
+the hidden state ``l{k}.h[t]`` ``(n, H)``; so ``model.do({"l0.h[3]": ...})``
+patches the state after step 3 and every later step sees the patch. The
+initial state ``l{k}.h[-1]`` (``l{k}.c[-1]`` for an LSTM) is a zero node, and
+a backward direction (``bidirectional=True``) is ``l{k}.rev.*`` running from
+``t = T-1`` down (initial state ``[T]``), with the layer output
+``l{k}.y[t]`` concatenating both directions.
+
+Cell nodes (PyTorch's equations and weight layout, ``weight_ih_l{k}`` rows in
+gate order):
+
+* RNN: ``h[t] = act(W_ih x + b_ih + W_hh h[t-1] + b_hh)``.
+* LSTM: gates ``i[t]``, ``f[t]``, ``o[t]`` (sigmoid) and ``g[t]`` (tanh);
+  ``fc = f c[t-1]``, ``ig = i g``, ``c[t] = fc + ig``, ``tc = tanh(c)``,
+  ``h[t] = o tc``.
+* GRU: gates ``r[t]``, ``z[t]``; ``hn = W_hn h[t-1] + b_hn``, ``rhn = r hn``,
+  ``xn = W_in x + b_in``, ``n[t] = tanh(xn + rhn)``, ``h[t] = (1 - z) n + z h[t-1]``.
+
+:func:`from_torch` rebuilds ``nn.RNN``, ``nn.LSTM`` and ``nn.GRU`` (multi-layer,
+bidirectional, with or without biases) from the module or its state dict.
+
+Examples
+--------
+>>> import numpy as np
+>>> from causalnet.models import recurrent
+>>> m = recurrent.lstm(input_size=3, hidden_size=4, T=5, seed=0)
+>>> xs = {f"x[{t}]": np.ones((2, 3)) for t in range(5)}
+>>> tr = m.forward(xs)
+>>> tr["l0.h[4]"].shape, tr["l0.f[2]"].shape
+((2, 4), (2, 4))
+>>> patched = m.do({"l0.h[3]": np.zeros(4)}).forward(xs)
+>>> bool(np.allclose(patched["l0.h[2]"], tr["l0.h[2]"])), bool(np.allclose(patched["l0.h[4]"], tr["l0.h[4]"]))
+(True, False)
+"""
+
+from .build import build, gru, lstm, rnn
+from .checkpoints import from_torch
+
+__all__ = ["rnn", "lstm", "gru", "build", "from_torch"]
