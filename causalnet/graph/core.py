@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import GraphError
 
-__all__ = ["DAGCore", "GraphIndex", "closure", "check_hashable"]
+__all__ = ["DAGCore", "GraphIndex", "closure", "check_hashable", "register_dag_class", "default_dag_class"]
 
 
 def check_hashable(item: Any, what: str) -> None:
@@ -515,6 +515,26 @@ class DAGCore:
         """A copy whose latent set is exactly `nodes`."""
         lat = self.node_set(nodes, "latent node")
         return self._derived(None, lambda u, c: True, lat, self._intervened)
+
+
+_DAG_CLASS: list = [DAGCore]
+
+
+def register_dag_class(cls: type) -> None:
+    """Make `cls` (a :class:`DAGCore` subclass) the class of graphs built where no graph gives one.
+
+    :mod:`causalnet.graph.dag` registers :class:`~causalnet.graph.dag.DAG` when it
+    is imported, so that the algorithm modules, which import only this module,
+    still hand users full DAGs (``PDAG(...).to_dag()``, ``MixedGraph(...).to_dag()``).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, DAGCore)):
+        raise GraphError(f"register_dag_class expects a DAGCore subclass, got {cls!r}")
+    _DAG_CLASS[0] = cls
+
+
+def default_dag_class() -> type:
+    """The registered graph class (:class:`~causalnet.graph.dag.DAG` once that module is imported)."""
+    return _DAG_CLASS[0]
 
 
 def _cycle_text(order: tuple, pairs: list[tuple[int, int]]) -> str:

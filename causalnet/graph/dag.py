@@ -13,9 +13,12 @@ are deterministic.
 The structure itself lives in :mod:`causalnet.graph.core` (:class:`DAGCore`,
 which this class extends). The graph algorithms are functions over a graph in
 their own modules — d-separation in :mod:`causalnet.graph.separation`,
-adjustment sets in :mod:`causalnet.graph.adjustment`, DOT text in
-:mod:`causalnet.graph.drawing`, text parsing in :mod:`causalnet.graph.parse`
-— and the methods below only delegate to them. The algorithms import
+adjustment sets in :mod:`causalnet.graph.adjustment`, identification with
+hidden confounders in :mod:`causalnet.graph.identification`, instruments in
+:mod:`causalnet.graph.instruments`, Markov equivalence in
+:mod:`causalnet.graph.equivalence`, DOT text in :mod:`causalnet.graph.drawing`,
+text parsing in :mod:`causalnet.graph.parse` — and the methods below only
+delegate to them. The algorithms import
 :mod:`~causalnet.graph.core`, never this module, so the imports run one way.
 
 Examples
@@ -32,8 +35,8 @@ Examples
 
 from __future__ import annotations
 
-from . import adjustment, drawing, separation
-from .core import DAGCore
+from . import adjustment, drawing, equivalence, identification, instruments, separation
+from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 
 __all__ = ["DAG"]
@@ -81,6 +84,8 @@ class DAG(DAGCore):
         one side of an arrow. Names are identifiers (letters, digits, ``_``,
         ``.``, an optional index ``[3]``) or double-quoted strings. A
         surrounding ``dag { ... }`` is accepted, and ``#`` / ``//`` start comments.
+        ``X <-> Y`` (a hidden common cause) adds a latent node ``U[X,Y]`` with
+        both as children, as :func:`causalnet.graph.identification.with_bidirected`.
 
         Examples
         --------
@@ -89,6 +94,8 @@ class DAG(DAGCore):
         ('A', 'B', 'C', 'D', 'U')
         >>> sorted(g.latent)
         ['U']
+        >>> DAG.parse("X -> Y; X <-> Y").parents("Y")
+        ('X', 'U[X,Y]')
         """
         edges, nodes, latent = parse_graph(text)
         return cls(edges, nodes=nodes, latent=latent)
@@ -144,3 +151,56 @@ class DAG(DAGCore):
     def to_dot(self, **options) -> str:
         """DOT text for this graph; see :func:`causalnet.io.dot.to_dot` for the options."""
         return drawing.dot_text(self, **options)
+
+    # -- identification (causalnet.graph.identification) ---------------------------
+
+    def identify(self, outcomes, treatments=(), given=(), *, simplify: bool = True):
+        """An :class:`~causalnet.graph.identification.Estimand` for the query; see :func:`causalnet.graph.identification.identify`."""
+        return identification.identify(self, outcomes, treatments, given, simplify=simplify)
+
+    def c_components(self) -> list[frozenset]:
+        """The c-components (districts) of the observed nodes; see :func:`causalnet.graph.identification.c_components`."""
+        return identification.c_components(self)
+
+    def district(self, node) -> frozenset:
+        """The c-component of `node`; see :func:`causalnet.graph.identification.district`."""
+        return identification.district(self, node)
+
+    def latent_projection(self):
+        """The mixed graph over the observed nodes; see :func:`causalnet.graph.identification.latent_projection`."""
+        return identification.latent_projection(self)
+
+    def do_calculus(self, rule: int, y, x=(), z=(), w=()) -> bool:
+        """Whether Pearl's rule `rule` applies; see :func:`causalnet.graph.identification.do_calculus`."""
+        return identification.do_calculus(self, rule, y, x, z, w)
+
+    # -- instruments (causalnet.graph.instruments) ----------------------------------
+
+    def instrumental_variables(self, treatment, outcome):
+        """Instruments with their conditioning sets; see :func:`causalnet.graph.instruments.instrumental_variables`."""
+        return instruments.instrumental_variables(self, treatment, outcome)
+
+    def is_instrument(self, z, x, y, given=()) -> bool:
+        """Whether `z` is a (conditional) instrument; see :func:`causalnet.graph.instruments.is_instrument`."""
+        return instruments.is_instrument(self, z, x, y, given)
+
+    # -- Markov equivalence (causalnet.graph.equivalence) ---------------------------
+
+    def cpdag(self):
+        """The CPDAG (Markov equivalence class); see :func:`causalnet.graph.equivalence.cpdag`."""
+        return equivalence.cpdag(self)
+
+    def is_markov_equivalent(self, other) -> bool:
+        """Same skeleton and v-structures; see :func:`causalnet.graph.equivalence.is_markov_equivalent`."""
+        return equivalence.is_markov_equivalent(self, other)
+
+    def v_structures(self) -> frozenset:
+        """The v-structures ``(a, c, b)``; see :func:`causalnet.graph.equivalence.v_structures`."""
+        return equivalence.v_structures(self)
+
+    def moral_graph(self):
+        """The moral graph (a networkx Graph); see :func:`causalnet.graph.equivalence.moral_graph`."""
+        return equivalence.moral_graph(self)
+
+
+register_dag_class(DAG)

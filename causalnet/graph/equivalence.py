@@ -15,7 +15,7 @@ result; :meth:`PDAG.to_dag` picks one member (Dor & Tarsi 1992) and
 
 Examples
 --------
->>> from causalnet.graph.dag import DAG
+>>> from causalnet import DAG
 >>> p = cpdag(DAG([("A", "B"), ("B", "C")]))
 >>> sorted(p.undirected_edges)
 [('A', 'B'), ('B', 'C')]
@@ -32,13 +32,13 @@ from collections.abc import Hashable, Iterable, Iterator
 import networkx as nx
 
 from ..errors import GraphError
-from .dag import DAG
+from .core import DAGCore, default_dag_class
 
 __all__ = ["PDAG", "cpdag", "v_structures", "is_markov_equivalent", "moral_graph", "meek_closure",
            "structural_hamming_distance"]
 
 
-def v_structures(dag: DAG) -> frozenset:
+def v_structures(dag: DAGCore) -> frozenset:
     """The v-structures ``(a, c, b)`` (a → c ← b, a and b non-adjacent, a < b by node order)."""
     out = set()
     pos = {v: i for i, v in enumerate(dag.nodes)}
@@ -51,7 +51,7 @@ def v_structures(dag: DAG) -> frozenset:
     return frozenset(out)
 
 
-def moral_graph(dag: DAG) -> nx.Graph:
+def moral_graph(dag: DAGCore) -> nx.Graph:
     """The moral graph: the skeleton plus an edge between every two parents of a common child."""
     g = nx.Graph()
     g.add_nodes_from(dag.nodes)
@@ -62,7 +62,7 @@ def moral_graph(dag: DAG) -> nx.Graph:
     return g
 
 
-def is_markov_equivalent(a: DAG, b: DAG) -> bool:
+def is_markov_equivalent(a: DAGCore, b: DAGCore) -> bool:
     """Same nodes, same skeleton, same v-structures."""
     if set(a.nodes) != set(b.nodes):
         return False
@@ -124,16 +124,22 @@ class PDAG:
     nodes : iterable, optional
         Extra (isolated) nodes, or the node order.
 
+    dag_class : type, optional
+        The class of the DAGs :meth:`to_dag` and :meth:`dags` build (a
+        :class:`~causalnet.graph.core.DAGCore` subclass); by default the
+        registered one, :class:`~causalnet.graph.dag.DAG`. :func:`cpdag` passes
+        the class of the graph it was given.
+
     Raises
     ------
     GraphError
         On a self-loop, a pair joined twice, or a directed cycle.
     """
 
-    __slots__ = ("_nodes", "_directed", "_undirected")
+    __slots__ = ("_nodes", "_directed", "_undirected", "dag_class")
 
     def __init__(self, directed: Iterable[tuple] = (), undirected: Iterable[tuple] = (),
-                 nodes: Iterable[Hashable] = ()) -> None:
+                 nodes: Iterable[Hashable] = (), *, dag_class: type | None = None) -> None:
         directed, undirected = list(directed), list(undirected)
         order = dict.fromkeys(nodes)
         seen: set = set()
@@ -149,7 +155,8 @@ class PDAG:
             seen.add(frozenset((a, b)))
             order.setdefault(a)
             order.setdefault(b)
-        DAG(directed, nodes=list(order))            # raises GraphError on a directed cycle
+        self.dag_class = dag_class or default_dag_class()
+        DAGCore(directed, nodes=list(order))        # raises GraphError on a directed cycle
         self._nodes = tuple(order)
         pos = {v: i for i, v in enumerate(self._nodes)}
         self._directed = tuple(sorted(((a, b) for a, b in directed), key=lambda e: (pos[e[0]], pos[e[1]])))
@@ -157,7 +164,7 @@ class PDAG:
         self._undirected = tuple(sorted(und, key=lambda e: (pos[e[0]], pos[e[1]])))
 
     @classmethod
-    def from_dag(cls, dag: DAG) -> PDAG:
+    def from_dag(cls, dag: DAGCore) -> PDAG:
         """The CPDAG of `dag` (same as :func:`cpdag`)."""
         return cpdag(dag)
 
@@ -186,7 +193,7 @@ class PDAG:
         parts = [f"{a} -> {b}" for a, b in self._directed] + [f"{a} -- {b}" for a, b in self._undirected]
         return f"PDAG({'; '.join(parts)})"
 
-    def to_dag(self) -> DAG:
+    def to_dag(self) -> DAGCore:
         """One DAG of the class: orient the undirected edges without new v-structures or cycles.
 
         Raises
@@ -208,7 +215,8 @@ class PDAG:
                 undirected.discard(e)
             directed = {(a, b) for a, b in directed if x not in (a, b)}
             alive.discard(x)
-        return DAG(sorted(out, key=lambda e: (self._nodes.index(e[0]), self._nodes.index(e[1]))), nodes=self._nodes)
+        return self.dag_class(sorted(out, key=lambda e: (self._nodes.index(e[0]), self._nodes.index(e[1]))),
+                              nodes=self._nodes)
 
     @staticmethod
     def _dor_tarsi_sink(alive, directed, undirected):
@@ -221,20 +229,20 @@ class PDAG:
                 return x
         return None
 
-    def dags(self) -> Iterator[DAG]:
+    def dags(self) -> Iterator[DAGCore]:
         """Every DAG of the class, each once (a generator; the count can be exponential)."""
         target = v_structures(self.to_dag())
         seen: set = set()
         yield from self._extend(set(self._directed), {frozenset(e) for e in self._undirected}, target, seen)
 
-    def _extend(self, directed: set, undirected: set, target: frozenset, seen: set) -> Iterator[DAG]:
+    def _extend(self, directed: set, undirected: set, target: frozenset, seen: set) -> Iterator[DAGCore]:
         if not undirected:
             key = frozenset(directed)
             if key in seen:
                 return
             seen.add(key)
             try:
-                dag = DAG(directed, nodes=self._nodes)
+                dag = self.dag_class(directed, nodes=self._nodes)
             except GraphError:
                 return
             if v_structures(dag) == target:
@@ -255,24 +263,24 @@ class PDAG:
         return "\n".join(lines) + "\n}\n"
 
 
-def cpdag(dag: DAG) -> PDAG:
+def cpdag(dag: DAGCore) -> PDAG:
     """The CPDAG (essential graph) of `dag`: v-structure edges directed, then Meek's rules R1–R3."""
     vs = v_structures(dag)
     compelled = {(a, c) for a, c, _ in vs} | {(b, c) for _, c, b in vs}
     rest = [e for e in dag.edges if e not in compelled]
     directed, undirected = meek_closure(dag.nodes, compelled, rest)
-    return PDAG(directed, [tuple(e) for e in undirected], nodes=dag.nodes)
+    return PDAG(directed, [tuple(e) for e in undirected], nodes=dag.nodes, dag_class=type(dag))
 
 
 def _marks(g) -> dict:
-    if isinstance(g, DAG):
+    if isinstance(g, DAGCore):
         return {frozenset(e): e for e in g.edges}
     out = {frozenset(e): e for e in g.directed_edges}
     out.update({frozenset(e): None for e in g.undirected_edges})
     return out
 
 
-def structural_hamming_distance(a: DAG | PDAG, b: DAG | PDAG) -> int:
+def structural_hamming_distance(a: DAGCore | PDAG, b: DAGCore | PDAG) -> int:
     """Node pairs whose edge differs: missing, extra, or with another orientation (directed vs undirected too)."""
     ma, mb = _marks(a), _marks(b)
     return sum(1 for pair in set(ma) | set(mb) if pair not in ma or pair not in mb or ma[pair] != mb[pair])

@@ -21,8 +21,8 @@ can and then divides.
 When the effect has a back-door (or, more generally, an adjustment) set or a
 front-door set, :func:`identify` returns the familiar formula
 ``Σ_Z P(Y | X, Z) P(Z)`` or ``Σ_Z P(Z | X) Σ_X' P(Y | X', Z) P(X')`` instead of
-the raw output of ID. Evaluating an estimand on a model or data frame is done
-in the inference layer (:func:`causalnet.inference.estimand.evaluate`).
+the raw output of ID. :meth:`Estimand.evaluate` computes an estimand on a
+model or a data frame (the tables are in :mod:`causalnet.graph.evaluation`).
 
 Examples
 --------
@@ -53,7 +53,10 @@ from typing import Any
 
 from ..errors import CausalNetWarning, EvidenceError, GraphError, NotIdentifiable
 from ..queries import parse_query
-from .dag import DAG
+from . import adjustment, separation
+from .core import DAGCore, default_dag_class
+from .evaluation import Algebra, evaluate
+from .parse import latent_parent_name
 
 __all__ = [
     "Expression", "Probability", "Sum", "Product", "Fraction", "ONE", "Algebra",
@@ -64,26 +67,6 @@ __all__ = [
 
 
 # -- the expression tree -------------------------------------------------------------------------
-
-class Algebra:
-    """What an expression is folded into (:meth:`Expression.fold`): one method per node kind.
-
-    The inference layer implements it with probability tables; printing uses
-    the tree directly.
-    """
-
-    def probability(self, heads: tuple, given: tuple) -> Any:
-        raise NotImplementedError
-
-    def sum(self, value: Any, over: tuple) -> Any:
-        raise NotImplementedError
-
-    def product(self, values: list) -> Any:
-        raise NotImplementedError
-
-    def fraction(self, num: Any, den: Any) -> Any:
-        raise NotImplementedError
-
 
 class Expression:
     """A formula over observed variables: a node of the estimand tree.
@@ -435,12 +418,13 @@ class MixedGraph:
     (('X', 'Y'),)
     """
 
-    __slots__ = ("nodes", "_pa", "_bi", "_rank")
+    __slots__ = ("nodes", "_pa", "_bi", "_rank", "dag_class")
 
     def __init__(self, directed: Iterable[tuple] = (), bidirected: Iterable[tuple] = (),
-                 nodes: Iterable[Hashable] = ()) -> None:
+                 nodes: Iterable[Hashable] = (), *, dag_class: type | None = None) -> None:
         directed, bidirected = list(directed), list(bidirected)
-        dag = DAG(directed, nodes=list(nodes) + [v for e in bidirected for v in _pair(e)])
+        self.dag_class = dag_class or default_dag_class()
+        dag = DAGCore(directed, nodes=list(nodes) + [v for e in bidirected for v in _pair(e)])
         self.nodes = dag.topological_order()
         self._rank = {v: i for i, v in enumerate(self.nodes)}
         self._pa = {v: frozenset(dag.parents(v)) for v in self.nodes}
@@ -454,8 +438,9 @@ class MixedGraph:
         self._bi = {v: frozenset(s) for v, s in bi.items()}
 
     @classmethod
-    def _build(cls, nodes: tuple, pa: dict, bi: dict) -> MixedGraph:
+    def _build(cls, nodes: tuple, pa: dict, bi: dict, dag_class: type) -> MixedGraph:
         self = cls.__new__(cls)
+        self.dag_class = dag_class
         self.nodes = nodes
         self._rank = {v: i for i, v in enumerate(nodes)}
         self._pa, self._bi = pa, bi
@@ -497,19 +482,20 @@ class MixedGraph:
         keep = frozenset(nodes)
         return MixedGraph._build(tuple(v for v in self.nodes if v in keep),
                                  {v: self._pa[v] & keep for v in self.nodes if v in keep},
-                                 {v: self._bi[v] & keep for v in self.nodes if v in keep})
+                                 {v: self._bi[v] & keep for v in self.nodes if v in keep}, self.dag_class)
 
     def do(self, nodes: Iterable[Hashable]) -> MixedGraph:
         """Remove every edge into `nodes` (directed and bidirected)."""
         cut = frozenset(nodes)
         return MixedGraph._build(self.nodes,
                                  {v: frozenset() if v in cut else self._pa[v] for v in self.nodes},
-                                 {v: frozenset() if v in cut else self._bi[v] - cut for v in self.nodes})
+                                 {v: frozenset() if v in cut else self._bi[v] - cut for v in self.nodes},
+                                 self.dag_class)
 
     def remove_outgoing(self, nodes: Iterable[Hashable]) -> MixedGraph:
         """Remove every directed edge out of `nodes` (bidirected edges stay)."""
         cut = frozenset(nodes)
-        return MixedGraph._build(self.nodes, {v: self._pa[v] - cut for v in self.nodes}, self._bi)
+        return MixedGraph._build(self.nodes, {v: self._pa[v] - cut for v in self.nodes}, self._bi, self.dag_class)
 
     def c_components(self) -> list[frozenset]:
         """The c-components (districts): classes of nodes joined by bidirected paths, in node order."""
@@ -529,13 +515,13 @@ class MixedGraph:
             out.append(frozenset(comp))
         return out
 
-    def to_dag(self) -> DAG:
-        """The canonical DAG: one latent node ``U[a,b]`` per bidirected edge."""
-        return with_bidirected(DAG(self.directed_edges, nodes=self.nodes), self.bidirected_edges)
+    def to_dag(self) -> DAGCore:
+        """The canonical DAG: one latent node ``U[a,b]`` per bidirected edge, of the class :attr:`dag_class`."""
+        return with_bidirected(self.dag_class(self.directed_edges, nodes=self.nodes), self.bidirected_edges)
 
     def m_separated(self, x: Iterable[Hashable], y: Iterable[Hashable], given: Iterable[Hashable] = ()) -> bool:
         """m-separation (d-separation in the canonical DAG)."""
-        return self.to_dag().d_separated(set(x), set(y), given=set(given))
+        return separation.d_separated(self.to_dag(), set(x), set(y), given=set(given))
 
     def to_dot(self) -> str:
         """DOT text: directed edges solid, bidirected edges dashed with two arrowheads."""
@@ -563,7 +549,7 @@ def _pair(e: Any) -> tuple:
     return a, b
 
 
-def latent_projection(dag: DAG) -> MixedGraph:
+def latent_projection(dag: DAGCore) -> MixedGraph:
     """The mixed graph over the observed nodes of `dag`.
 
     ``A -> B`` when a directed path leads from A to B through latent nodes
@@ -590,23 +576,23 @@ def latent_projection(dag: DAG) -> MixedGraph:
         r = sorted(reach[u], key=dag.nodes.index)
         bidirected.update((a, b) for i, a in enumerate(r) for b in r[i + 1:])
     order = [v for v in dag.topological_order() if v not in lat]
-    graph = MixedGraph(set(directed), sorted(bidirected, key=str), nodes=order)
+    graph = MixedGraph(set(directed), sorted(bidirected, key=str), nodes=order, dag_class=type(dag))
     return graph
 
 
-def c_components(dag: DAG) -> list[frozenset]:
+def c_components(dag: DAGCore) -> list[frozenset]:
     """The c-components (districts) of the observed nodes of `dag`; see :meth:`MixedGraph.c_components`."""
     return latent_projection(dag).c_components()
 
 
-def district(dag: DAG, node: Hashable) -> frozenset:
+def district(dag: DAGCore, node: Hashable) -> frozenset:
     """The c-component of `node` (an observed node of `dag`)."""
     h = latent_projection(dag)
     _check_nodes(h, [node], "node")
     return next(c for c in h.c_components() if node in c)
 
 
-def with_bidirected(dag: DAG, pairs: Iterable[tuple[Hashable, Hashable]]) -> DAG:
+def with_bidirected(dag: DAGCore, pairs: Iterable[tuple[Hashable, Hashable]]) -> DAGCore:
     """`dag` plus one latent common parent per pair (``X <-> Y``), named ``U[X,Y]``.
 
     A name already in the graph gets a numeric suffix. The pairs' nodes must
@@ -614,7 +600,7 @@ def with_bidirected(dag: DAG, pairs: Iterable[tuple[Hashable, Hashable]]) -> DAG
 
     Examples
     --------
-    >>> g = with_bidirected(DAG([("X", "Y")]), [("X", "Y")])
+    >>> g = with_bidirected(DAGCore([("X", "Y")]), [("X", "Y")])
     >>> sorted(g.latent), g.parents("Y")
     (['U[X,Y]'], ('X', 'U[X,Y]'))
     """
@@ -625,14 +611,11 @@ def with_bidirected(dag: DAG, pairs: Iterable[tuple[Hashable, Hashable]]) -> DAG
         a, b = _pair(e)
         if a == b:
             raise GraphError(f"bidirected self-loop on {a!r}")
-        name, k = f"U[{a},{b}]", 1
-        while name in names:
-            k += 1
-            name = f"U[{a},{b}]{k}"
+        name = latent_parent_name(a, b, names)
         names.add(name)
         latent.add(name)
         edges += [(name, a), (name, b)]
-    return DAG(edges, nodes=list(dag.nodes) + [n for n in names if n not in dag], latent=latent,
+    return type(dag)(edges, nodes=list(dag.nodes) + [n for n in names if n not in dag], latent=latent,
                intervened=dag.intervened)
 
 
@@ -790,6 +773,10 @@ class Estimand:
         """The formula in LaTeX."""
         return _Printer(self.order, _LATEX).show(self.expression, self._taken())
 
+    def evaluate(self, source: Any, *, do: Mapping | None = None, evidence: Mapping | None = None) -> Any:
+        """The estimand's value on a model or a data frame; see :func:`causalnet.graph.evaluation.evaluate`."""
+        return evaluate(self, source, do=do, evidence=evidence)
+
     def __repr__(self) -> str:
         return f"<Estimand {self.query} = {self} ({self.method})>"
 
@@ -866,7 +853,7 @@ def _parse(outcomes: Any, treatments: Any, given: Any) -> tuple[list, list, list
     return [t.name for t in q.targets], list(q.do), [t.name for t in q.evidence], values
 
 
-def identify(graph: DAG | MixedGraph, outcomes: Any, treatments: Any = (), given: Any = (), *,
+def identify(graph: DAGCore | MixedGraph, outcomes: Any, treatments: Any = (), given: Any = (), *,
              simplify: bool = True) -> Estimand:
     """Identify ``P(outcomes | do(treatments), given)`` from the observational distribution.
 
@@ -917,7 +904,7 @@ def identify(graph: DAG | MixedGraph, outcomes: Any, treatments: Any = (), given
     return Estimand(expr, h.sorted(ys), h.sorted(xs), h.sorted(zs), values=values, method=method, order=h.nodes)
 
 
-def _dag_of(graph: DAG | MixedGraph) -> DAG:
+def _dag_of(graph: DAGCore | MixedGraph) -> DAGCore:
     return graph.to_dag() if isinstance(graph, MixedGraph) else graph
 
 
@@ -927,10 +914,11 @@ def _adjustment(graph, h: MixedGraph, ys: frozenset, xs: frozenset, zs: frozense
     if zs:
         if zs & dag.descendants(xs):
             return None, None
-        candidates = [frozenset()] + [s - zs for s in dag.backdoor_adjustment_sets(xs, ys, minimal=True, max_sets=20)]
-        ok = [s for s in candidates if dag.is_backdoor_adjustment(xs, ys, s | zs)]
+        candidates = [frozenset()] + [s - zs for s in adjustment.backdoor_adjustment_sets(dag, xs, ys, minimal=True,
+                                                                                           max_sets=20)]
+        ok = [s for s in candidates if adjustment.is_backdoor_adjustment(dag, xs, ys, s | zs)]
     else:
-        ok = dag.minimal_adjustment_sets(xs, ys, max_sets=1)
+        ok = adjustment.minimal_adjustment_sets(dag, xs, ys, max_sets=1)
     if not ok:
         return None, None
     s = min(ok, key=len)
@@ -946,7 +934,7 @@ def _frontdoor(graph, h: MixedGraph, ys: frozenset, xs: frozenset) -> tuple | No
     dag = _dag_of(graph)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CausalNetWarning)
-        sets = dag.frontdoor_adjustment_sets(xs, ys, minimal=True, max_sets=1, max_candidates=2000)
+        sets = adjustment.frontdoor_adjustment_sets(dag, xs, ys, minimal=True, max_sets=1, max_candidates=2000)
     if not sets or not sets[0]:
         return None
     m = sets[0]
@@ -958,7 +946,7 @@ def _frontdoor(graph, h: MixedGraph, ys: frozenset, xs: frozenset) -> tuple | No
 
 # -- do-calculus ------------------------------------------------------------------------------
 
-def do_calculus(graph: DAG | MixedGraph, rule: int, y: Any, x: Any = (), z: Any = (), w: Any = ()) -> bool:
+def do_calculus(graph: DAGCore | MixedGraph, rule: int, y: Any, x: Any = (), z: Any = (), w: Any = ()) -> bool:
     """Whether Pearl's rule `rule` (1, 2 or 3) applies to ``P(y | do(x), z, w)``.
 
     1. ``P(y | do(x), z, w) = P(y | do(x), w)`` if Y ⊥ Z | X, W in G with edges into X removed;
@@ -992,4 +980,4 @@ def do_calculus(graph: DAG | MixedGraph, rule: int, y: Any, x: Any = (), z: Any 
     elif rule == 3:
         z_w = zs - (cut.ancestors(ws, include_self=True) if ws else frozenset())
         cut = cut.do(z_w) if z_w else cut
-    return cut.d_separated(ys, zs, given=xs | ws)
+    return separation.d_separated(cut, ys, zs, given=xs | ws)

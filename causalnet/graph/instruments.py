@@ -38,12 +38,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 
 from ..errors import GraphError
-from .dag import DAG
+from .core import DAGCore
+from .separation import d_separated
 
 __all__ = ["instrumental_variables", "is_instrument", "causal_path_graph", "forbidden_for_instruments"]
 
 
-def _one(dag: DAG, v: Hashable, role: str) -> Hashable:
+def _one(dag: DAGCore, v: Hashable, role: str) -> Hashable:
     if isinstance(v, (list, tuple, set, frozenset)) and v not in dag:
         items = list(v)
         if len(items) != 1:
@@ -56,7 +57,7 @@ def _one(dag: DAG, v: Hashable, role: str) -> Hashable:
     return v
 
 
-def _xy(dag: DAG, x: Hashable, y: Hashable) -> tuple[Hashable, Hashable]:
+def _xy(dag: DAGCore, x: Hashable, y: Hashable) -> tuple[Hashable, Hashable]:
     x, y = _one(dag, x, "treatment"), _one(dag, y, "outcome")
     if x == y:
         raise GraphError(f"treatment and outcome are both {x!r}")
@@ -65,19 +66,19 @@ def _xy(dag: DAG, x: Hashable, y: Hashable) -> tuple[Hashable, Hashable]:
     return x, y
 
 
-def causal_path_graph(dag: DAG, x: Hashable, y: Hashable) -> DAG:
+def causal_path_graph(dag: DAGCore, x: Hashable, y: Hashable) -> DAGCore:
     """G_c: `dag` without the first edge ``x -> d`` of every proper causal path from `x` to `y`."""
     on_path = dag.ancestors(y, include_self=True)
     return dag.remove_edges([(x, d) for d in dag.children(x) if d in on_path])
 
 
-def forbidden_for_instruments(dag: DAG, x: Hashable, y: Hashable) -> frozenset:
+def forbidden_for_instruments(dag: DAGCore, x: Hashable, y: Hashable) -> frozenset:
     """Nodes no conditioning set may hold: descendants of the nodes on proper causal paths from `x` to `y`."""
     mediators = (dag.descendants(x) & dag.ancestors(y)) | {y}
     return dag.descendants(mediators, include_self=True)
 
 
-def is_instrument(dag: DAG, z: Hashable, x: Hashable, y: Hashable, given: Iterable[Hashable] = ()) -> bool:
+def is_instrument(dag: DAGCore, z: Hashable, x: Hashable, y: Hashable, given: Iterable[Hashable] = ()) -> bool:
     """Whether `z` is a (conditional) instrument for `x` -> `y` given `given` (see the module docstring).
 
     Raises
@@ -94,10 +95,10 @@ def is_instrument(dag: DAG, z: Hashable, x: Hashable, y: Hashable, given: Iterab
     if w & forbidden_for_instruments(dag, x, y):
         return False
     gc = causal_path_graph(dag, x, y)
-    return gc.d_separated(z, y, given=w) and not gc.d_separated(z, x, given=w)
+    return d_separated(gc, z, y, given=w) and not d_separated(gc, z, x, given=w)
 
 
-def instrumental_variables(dag: DAG, treatment: Hashable, outcome: Hashable) -> list[tuple[Hashable, frozenset]]:
+def instrumental_variables(dag: DAGCore, treatment: Hashable, outcome: Hashable) -> list[tuple[Hashable, frozenset]]:
     """Every observed node that is an instrument for `treatment` -> `outcome`, with a conditioning set.
 
     Returns
@@ -116,12 +117,12 @@ def instrumental_variables(dag: DAG, treatment: Hashable, outcome: Hashable) -> 
         if z in (x, y) or z in forbidden:
             continue
         w = _closest_separator(gc, z, y, allowed - {z})
-        if w is not None and not gc.d_separated(z, x, given=w):
+        if w is not None and not d_separated(gc, z, x, given=w):
             out.append((z, w))
     return out
 
 
-def _moral_adjacency(dag: DAG, nodes: frozenset) -> dict:
+def _moral_adjacency(dag: DAGCore, nodes: frozenset) -> dict:
     """Moral graph of the ancestral set `nodes`: parent-child edges and married co-parents."""
     adj: dict = {v: set() for v in nodes}
     for v in nodes:
@@ -135,7 +136,7 @@ def _moral_adjacency(dag: DAG, nodes: frozenset) -> dict:
     return adj
 
 
-def _closest_separator(dag: DAG, z: Hashable, y: Hashable, allowed: frozenset) -> frozenset | None:
+def _closest_separator(dag: DAGCore, z: Hashable, y: Hashable, allowed: frozenset) -> frozenset | None:
     """The minimal d-separator of `z` and `y` among `allowed` ancestors that lies closest to `y`; None if none."""
     anc = dag.ancestors({z, y}, include_self=True)
     adj = _moral_adjacency(dag, anc)

@@ -3,7 +3,9 @@
 A text is a list of statements separated by ``;`` or new lines. A statement is
 a chain of node groups joined by ``->`` or ``<-`` (``A -> B <- C``), one node
 (an isolated node), or a node followed by attributes in brackets
-(``U [latent]``; ``unobserved`` and ``hidden`` are synonyms). ``{A B}`` groups
+(``U [latent]``; ``unobserved`` and ``hidden`` are synonyms). ``X <-> Y`` is a
+bidirected edge, an unobserved common cause: it adds a latent node ``U[X,Y]``
+(named by :func:`latent_parent_name`) with both as children. ``{A B}`` groups
 nodes on one side of an arrow: every node of the left group gets an edge to
 every node of the right one. Names are identifiers (letters, digits, ``_``,
 ``.``, an optional index ``[3]``) or double-quoted strings. A surrounding
@@ -17,6 +19,8 @@ Examples
 --------
 >>> parse_graph("A -> B <- C; U [latent]; U -> {A C}")
 ([('A', 'B'), ('C', 'B'), ('U', 'A'), ('U', 'C')], ['A', 'B', 'C', 'U'], ['U'])
+>>> parse_graph("X -> Y; X <-> Y")
+([('X', 'Y'), ('U[X,Y]', 'X'), ('U[X,Y]', 'Y')], ['X', 'Y', 'U[X,Y]'], ['U[X,Y]'])
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ import re
 
 from ..errors import GraphError
 
-__all__ = ["parse_graph"]
+__all__ = ["parse_graph", "latent_parent_name"]
 
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<comment>\#[^\n]*|//[^\n]*)
-  | (?P<arrow>->|<-)
+  | (?P<arrow><->|->|<-)
   | (?P<sep>;)
   | (?P<lbrace>\{)
   | (?P<rbrace>\})
@@ -126,7 +130,7 @@ def _statement(st: list[Token]) -> tuple[list[list[str]], list[str], list[str]]:
             return groups, arrows, latent
         kind, val, pos = st[i]
         if kind != "arrow":
-            raise GraphError(f"cannot parse graph text: expected '->' or '<-' or ';', got {val!r} at offset {pos}")
+            raise GraphError(f"cannot parse graph text: expected '->', '<-', '<->' or ';', got {val!r} at offset {pos}")
         arrows.append(val)
         i += 1
         if i == len(st):
@@ -150,6 +154,7 @@ def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]
     nodes: dict[str, None] = {}
     edges: list[tuple[str, str]] = []
     latent: list[str] = []
+    bidirected: list[tuple[str, str]] = []
     for st in _statements(_tokenize(body)):
         groups, arrows, lat = _statement(st)
         latent.extend(lat)
@@ -157,5 +162,24 @@ def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]
         for k, arrow in enumerate(arrows):
             for a in groups[k]:
                 for b in groups[k + 1]:
-                    edges.append((a, b) if arrow == "->" else (b, a))
+                    if arrow == "<->":
+                        bidirected.append((a, b))
+                    else:
+                        edges.append((a, b) if arrow == "->" else (b, a))
+    for a, b in bidirected:                  # after every statement, so that names never collide
+        if a == b:
+            raise GraphError(f"cannot parse graph text: bidirected self-loop on {a!r}")
+        u = latent_parent_name(a, b, nodes)
+        nodes[u] = None
+        latent.append(u)
+        edges += [(u, a), (u, b)]
     return edges, list(nodes), latent
+
+
+def latent_parent_name(a, b, taken) -> str:
+    """``U[a,b]``, the name of the latent common parent standing for ``a <-> b``; a numeric suffix if taken."""
+    name, k = f"U[{a},{b}]", 1
+    while name in taken:
+        k += 1
+        name = f"U[{a},{b}]{k}"
+    return name

@@ -10,8 +10,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 import causalnet as cn
+from causalnet.graph.evaluation import evaluate
 from causalnet.graph.identification import identify, latent_projection, with_bidirected
-from causalnet.inference.estimand import evaluate
 
 
 def random_model(seed, n_obs=6, n_lat=4, p=0.45):
@@ -63,7 +63,7 @@ def test_identified_formula_equals_the_model(seed):
             do = {v: grid[:, i] for i, v in enumerate(xs)}
             ev = {v: grid[:, len(xs) + i] for i, v in enumerate(zs)}
             want = m.query(ys, do=do, evidence=ev)
-            got = evaluate(e, m, do=do, evidence=ev)
+            got = e.evaluate(m, do=do, evidence=ev)
             assert got.batched and got.variables == tuple(e.outcomes)
             want_p = np.transpose(want.probs, [0] + [1 + want.variables.index(v) for v in got.variables])
             assert_allclose(got.probs, want_p, rtol=0, atol=1e-10, err_msg=f"{e.query} = {e}")
@@ -93,19 +93,19 @@ def frontdoor_model():
 def test_frontdoor_on_model_scalar_and_batched():
     m = frontdoor_model()
     e = identify(m.dag, "Y", "X")
-    d = evaluate(e, m, do={"X": "yes"})
+    d = e.evaluate(m, do={"X": "yes"})
     assert not d.batched and d.query == "P(Y | do(X=yes))" and d.method == "identified (frontdoor adjustment)"
     assert_allclose(d.probs, m.query("Y", do={"X": "yes"}).probs, rtol=0, atol=1e-12)
-    b = evaluate(e, m, do={"X": ["no", "yes", 1, 0]})
+    b = e.evaluate(m, do={"X": ["no", "yes", 1, 0]})
     assert b.probs.shape == (4, 2)
     assert_allclose(b.probs, m.query("Y", do={"X": np.array([0, 1, 1, 0])}).probs, rtol=0, atol=1e-12)
 
 
 def test_values_from_the_query_string():
     m = frontdoor_model()
-    p = evaluate(identify(m.dag, "P(Y=1 | do(X=yes))"), m)
+    p = m.dag.identify("P(Y=1 | do(X=yes))").evaluate(m)
     assert p == pytest.approx(m.query("Y", do={"X": "yes"})[1], abs=1e-12)
-    d = evaluate(identify(m.dag, "P(Y | do(X=no), M=1)"), m)
+    d = m.dag.identify("P(Y | do(X=no), M=1)").evaluate(m)
     assert_allclose(d.probs, m.query("Y", do={"X": "no"}, evidence={"M": 1}).probs, rtol=0, atol=1e-12)
 
 
@@ -113,14 +113,14 @@ def test_on_data_converges_to_the_model():
     m = frontdoor_model()
     df = m.sample(200_000, seed=0).to_pandas()
     e = identify(m.dag, "Y", "X")
-    got = evaluate(e, df[["X", "M", "Y"]], do={"X": ["no", "yes"]})
+    got = e.evaluate(df[["X", "M", "Y"]], do={"X": ["no", "yes"]})
     assert_allclose(got.probs, m.query("Y", do={"X": np.array([0, 1])}).probs, atol=0.01)
 
 
 def test_data_with_plain_integer_columns_matches_manual_backdoor():
     df = pd.DataFrame({"Z": [0, 0, 1, 1, 1, 0, 1, 0], "X": [0, 1, 0, 1, 1, 0, 1, 1], "Y": [0, 1, 1, 1, 0, 0, 1, 1]})
     e = identify(cn.DAG([("Z", "X"), ("Z", "Y"), ("X", "Y")]), "Y", "X")
-    got = evaluate(e, df, do={"X": 1})
+    got = e.evaluate(df, do={"X": 1})
     want = sum(df[(df.X == 1) & (df.Z == z)].Y.mean() * (df.Z == z).mean() for z in (0, 1))
     assert got[1] == pytest.approx(want, abs=1e-12)
 
@@ -129,8 +129,8 @@ def test_zero_probability_conditioning_is_an_evidence_error():
     df = pd.DataFrame({"Z": [0, 0, 1, 1], "X": [0, 1, 1, 1], "Y": [0, 1, 1, 0]})   # X=0 never with Z=1
     e = identify(cn.DAG([("Z", "X"), ("Z", "Y"), ("X", "Y")]), "Y", "X")
     with pytest.raises(cn.EvidenceError, match="probability zero.*positivity"):
-        evaluate(e, df, do={"X": 0})
-    assert evaluate(e, df, do={"X": 1})[1] == pytest.approx(0.5 * 1 + 0.5 * 0.5)
+        e.evaluate(df, do={"X": 0})
+    assert e.evaluate(df, do={"X": 1})[1] == pytest.approx(0.5 * 1 + 0.5 * 0.5)
 
 
 def test_zero_weight_terms_do_not_poison_the_sum():
@@ -138,24 +138,24 @@ def test_zero_weight_terms_do_not_poison_the_sum():
     df = pd.DataFrame({"Z": pd.Categorical([0, 0, 0, 0], categories=[0, 1]),
                        "X": [0, 1, 0, 1], "Y": [0, 1, 1, 1]})
     e = identify(cn.DAG([("Z", "X"), ("Z", "Y"), ("X", "Y")]), "Y", "X")
-    assert evaluate(e, df, do={"X": 0})[1] == pytest.approx(0.5)
+    assert e.evaluate(df, do={"X": 0})[1] == pytest.approx(0.5)
 
 
 def test_bad_inputs():
     m = frontdoor_model()
     e = identify(m.dag, "Y", "X")
     with pytest.raises(cn.EvidenceError, match="needs a value for treatment 'X'"):
-        evaluate(e, m)
+        e.evaluate(m)
     with pytest.raises(cn.EvidenceError, match="no state 'maybe'"):
-        evaluate(e, m, do={"X": "maybe"})
+        e.evaluate(m, do={"X": "maybe"})
     with pytest.raises(cn.EvidenceError, match="neither a treatment"):
-        evaluate(e, m, do={"X": 1, "M": 0})
+        e.evaluate(m, do={"X": 1, "M": 0})
     with pytest.raises(cn.EvidenceError, match="CausalModel or a pandas DataFrame"):
-        evaluate(e, [1, 2, 3], do={"X": 1})
+        e.evaluate([1, 2, 3], do={"X": 1})
     with pytest.raises(cn.EvidenceError, match="no column 'M'"):
-        evaluate(e, pd.DataFrame({"X": [0, 1], "Y": [1, 0]}), do={"X": 1})
+        e.evaluate(pd.DataFrame({"X": [0, 1], "Y": [1, 0]}), do={"X": 1})
     with pytest.raises(cn.EvidenceError, match="an Estimand"):
-        evaluate("P(Y | do(X))", m)
+        evaluate("P(Y | do(X))", m)  # the function refuses a non-estimand
 
 
 def test_bidirected_helper_model_equivalence():
@@ -207,8 +207,8 @@ def test_bad_values_give_typed_errors(value):
 
     m = frontdoor_model()
     e = identify(m.dag, "Y", "X")
-    guarded(evaluate, e, m, do={"X": value})
-    guarded(evaluate, e, m, do={"X": [0, 1]}, evidence={"M": value})
+    guarded(e.evaluate, m, do={"X": value})
+    guarded(e.evaluate, m, do={"X": [0, 1]}, evidence={"M": value})
     guarded(identify, m.dag, value, "X")
     guarded(identify, m.dag, "Y", value)
 
@@ -217,4 +217,4 @@ def test_value_arrays_of_different_lengths():
     m = frontdoor_model()
     e = identify(m.dag, "P(Y | do(X), M)")
     with pytest.raises(cn.EvidenceError, match="different lengths"):
-        evaluate(e, m, do={"X": [0, 1]}, evidence={"M": [0, 1, 1]})
+        e.evaluate(m, do={"X": [0, 1]}, evidence={"M": [0, 1, 1]})

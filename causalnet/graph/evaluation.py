@@ -5,9 +5,10 @@ observed variables: sums, products and fractions of observational terms
 ``P(A | B)``. Evaluating it needs only the observational distribution of the
 observed nodes, and that is all this module uses:
 
-- a :class:`~causalnet.model.CausalModel`: each term ``P(A, B)`` is the exact
-  marginal ``m.query([A..., B...])`` (latent nodes are summed out by the
-  engine, never looked at);
+- a model (a :class:`~causalnet.model.CausalModel`, or anything with
+  ``query(nodes, method="exact")`` and ``latent``): each term ``P(A, B)`` is
+  the exact marginal ``m.query([A..., B...])`` (latent nodes are summed out by
+  the engine, never looked at);
 - a pandas ``DataFrame``: empirical frequencies of the observed columns.
 
 Each sub-formula becomes a table over its free variables; the answer is the
@@ -17,15 +18,18 @@ event has probability zero is *undefined*; ``0 × undefined`` counts as 0 (a
 zero-weight term of a sum), anything else undefined in the answer raises
 :class:`~causalnet.errors.EvidenceError` naming the term (positivity fails).
 
+The module sits in the graph layer and knows no model class: a model source is
+duck-typed, so :meth:`Estimand.evaluate <causalnet.graph.identification.Estimand.evaluate>`
+calls :func:`evaluate` without an import circle.
+
 Examples
 --------
 >>> import causalnet as cn
->>> from causalnet.graph.identification import identify
 >>> m = cn.CausalModel({"Z": cn.Categorical([0.6, 0.4]),
 ...                     "X": cn.CPT(["Z"], [[0.8, 0.2], [0.3, 0.7]]),
 ...                     "Y": cn.CPT(["X", "Z"], [[[0.9, 0.1], [0.5, 0.5]], [[0.6, 0.4], [0.2, 0.8]]])})
->>> e = identify(m.dag, "Y", "X")
->>> round(float(evaluate(e, m, do={"X": 1})[1]), 6), round(float(m.query("Y", do={"X": 1})[1]), 6)
+>>> e = m.dag.identify("Y", "X")
+>>> round(float(e.evaluate(m, do={"X": 1})[1]), 6), round(float(m.query("Y", do={"X": 1})[1]), 6)
 (0.56, 0.56)
 """
 
@@ -38,9 +42,28 @@ import numpy as np
 
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError
-from ..graph.identification import Algebra, Estimand
 
-__all__ = ["evaluate", "Table", "ModelSource", "DataSource"]
+__all__ = ["Algebra", "evaluate", "Table", "Tables", "ModelSource", "DataSource"]
+
+
+class Algebra:
+    """What an expression is folded into (:meth:`Expression.fold`): one method per node kind.
+
+    This module implements it with probability tables (:class:`Tables`);
+    printing uses the tree directly.
+    """
+
+    def probability(self, heads: tuple, given: tuple) -> Any:
+        raise NotImplementedError
+
+    def sum(self, value: Any, over: tuple) -> Any:
+        raise NotImplementedError
+
+    def product(self, values: list) -> Any:
+        raise NotImplementedError
+
+    def fraction(self, num: Any, den: Any) -> Any:
+        raise NotImplementedError
 
 
 class Table:
@@ -150,7 +173,7 @@ class DataSource(_Source):
         return (counts / counts.sum()).reshape(cards)                           # (*cards)
 
 
-class _Tables(Algebra):
+class Tables(Algebra):
     """Folds an expression into :class:`Table` objects over a source."""
 
     def __init__(self, source: _Source) -> None:
@@ -224,7 +247,7 @@ def _index(source: _Source, v: Hashable, value: Any, role: str) -> np.ndarray:
     return np.asarray(flat, dtype=np.intp).reshape(arr.shape)
 
 
-def _values(estimand: Estimand, do: Mapping | None, evidence: Mapping | None) -> dict:
+def _values(estimand: Any, do: Mapping | None, evidence: Mapping | None) -> dict:
     wanted = {**{k: v for k, v in estimand.values.items() if k not in estimand.outcomes},
               **dict(do or {}), **dict(evidence or {})}
     for role, names in (("treatment", estimand.treatments), ("condition", estimand.given)):
@@ -238,7 +261,7 @@ def _values(estimand: Estimand, do: Mapping | None, evidence: Mapping | None) ->
     return wanted
 
 
-def evaluate(estimand: Estimand, source: Any, *, do: Mapping | None = None, evidence: Mapping | None = None):
+def evaluate(estimand: Any, source: Any, *, do: Mapping | None = None, evidence: Mapping | None = None):
     """The value of `estimand` on the observational distribution of `source`.
 
     Parameters
@@ -266,12 +289,12 @@ def evaluate(estimand: Estimand, source: Any, *, do: Mapping | None = None, evid
         On a missing or unknown value, or when the answer needs a
         conditional on a zero-probability event (positivity fails).
     """
-    if not isinstance(estimand, Estimand):
+    if not all(hasattr(estimand, a) for a in ("expression", "outcomes", "treatments", "given", "values")):
         raise EvidenceError(f"evaluate needs an Estimand (from identify), got {type(estimand).__name__}")
     src = _source(source)
     wanted = _values(estimand, do, evidence)
     idx = {v: _index(src, v, wanted[v], "value of") for v in estimand.treatments + estimand.given}
-    algebra = _Tables(src)
+    algebra = Tables(src)
     table = estimand.expression.fold(algebra)
     keys = estimand.treatments + estimand.given
     order = keys + estimand.outcomes
@@ -299,7 +322,7 @@ def evaluate(estimand: Estimand, source: Any, *, do: Mapping | None = None, evid
     return dist
 
 
-def _label(estimand: Estimand, wanted: dict) -> str:
+def _label(estimand: Any, wanted: dict) -> str:
     def show(v):
         val = wanted[v]
         return f"{v}={val}" if np.ndim(val) == 0 else str(v)
