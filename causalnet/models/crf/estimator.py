@@ -166,10 +166,6 @@ class CRF:
         or in a notebook and never when the ``CI`` environment variable is
         set (:func:`causalnet.progress.progress_bar`); False hides it.
 
-    As in scikit-learn, the constructor and `set_params` only store the
-    parameters (`set_params` refuses unknown names); `fit` checks them first
-    and a bad one raises ModelError naming it before anything changes.
-
     Attributes
     ----------
     classes_ : list
@@ -191,6 +187,10 @@ class CRF:
 
     Notes
     -----
+    As in scikit-learn, the constructor and `set_params` only store the
+    parameters (`set_params` refuses unknown names); `fit` checks them first
+    and a bad one raises ModelError naming it before anything changes.
+
     Input follows python-crfsuite (see :mod:`causalnet.models.crf.features`):
     ``X`` is a list of sequences of items, each a dict of features or a list
     of attribute strings; or dense, a list of ``(T_i, F)`` arrays or one
