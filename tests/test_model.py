@@ -12,15 +12,6 @@ WET = [[[1.0, 0.0], [0.1, 0.9]], [[0.2, 0.8], [0.01, 0.99]]]
 
 
 @pytest.fixture
-def sprinkler():
-    return cn.CausalModel({
-        "Rain": cn.Categorical([0.8, 0.2], states=["no", "yes"]),
-        "Sprinkler": cn.CPT(["Rain"], [[0.6, 0.4], [0.99, 0.01]], states=["off", "on"]),
-        "Wet": cn.CPT(["Rain", "Sprinkler"], WET, states=["dry", "wet"]),
-    })
-
-
-@pytest.fixture
 def linear():
     return cn.CausalModel({
         "X": cn.LinearGaussian(sigma=1.0),

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import make_sprinkler
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
@@ -186,13 +187,9 @@ def assert_same_tables(a, b, exact=True):
 
 @pytest.fixture
 def sprinkler():
-    return CausalModel({
-        "Rain": Categorical([0.8, 0.2], states=["no", "yes"]),
-        "Sprinkler": CPT(["Rain"], [[0.6, 0.4], [0.99, 0.01]], states=["off", "on"]),
-        "Wet": CPT(["Rain", "Sprinkler"], [[[1.0, 0.0], [0.1, 0.9]], [[0.2, 0.8], [0.01, 0.99]]],
-                   states=["dry", "wet"]),
-        "Hidden": Categorical([0.25, 0.5, 0.25], states=["a b", "c;d", "{e}"]),   # names that need quoting
-    }, latent=["Hidden"])
+    """The canonical sprinkler plus a latent node whose state names need quoting."""
+    return CausalModel({**make_sprinkler().mechanisms,
+                        "Hidden": Categorical([0.25, 0.5, 0.25], states=["a b", "c;d", "{e}"])}, latent=["Hidden"])
 
 
 # -- reading known networks -------------------------------------------------------------------

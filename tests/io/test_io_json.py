@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import make_sprinkler
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
@@ -24,13 +25,8 @@ from causalnet.model import CausalModel
 
 @pytest.fixture
 def sprinkler():
-    wet = [[[1.0, 0.0], [0.1, 0.9]], [[0.2, 0.8], [0.01, 0.99]]]
-    return CausalModel({
-        "Rain": Categorical([0.8, 0.2], states=["no", "yes"]),
-        "Sprinkler": CPT(["Rain"], [[0.6, 0.4], [0.99, 0.01]], states=["off", "on"]),
-        "Wet": CPT(["Rain", "Sprinkler"], wet, states=["dry", "wet"]),
-        "U": Categorical([1 / 3, 1 / 3, 1 / 3]),                 # int states 0..2, latent, isolated
-    }, latent=["U"])
+    """The canonical sprinkler plus a latent, isolated node with integer states 0..2."""
+    return CausalModel({**make_sprinkler().mechanisms, "U": Categorical([1 / 3, 1 / 3, 1 / 3])}, latent=["U"])
 
 
 @pytest.fixture
