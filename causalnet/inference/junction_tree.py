@@ -71,8 +71,8 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-from .. import limits
 from ..errors import EvidenceError, GraphError
+from .batches import EvidenceRows
 from .cliques import build_clique_tree
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS
@@ -321,26 +321,39 @@ class JunctionTree:
             got = self._from_prior(ev, return_log_evidence)
             if got is not None:
                 return got
-        slots, marg, log_z = self._calibrate(ev, n)
-        out = self._posteriors(slots, marg, ev, n)
-        if not return_log_evidence:
-            return out
+        if n is None:
+            (out, log_z), zmin = self._solve(ev, None)
+            if not zmin > 0:
+                bn.raise_impossible(ev, zmin, n)
+        else:
+            rows = EvidenceRows(ev, n, bn.card)
+            prog = self._program(frozenset(ev) - self._S, frozenset(u for u, x in ev.items() if type(x) is not int))[0]
+            (out, log_z), zmin = rows.solve(self._solve, 8.0 * prog.row_entries,
+                                            f"a batched calibration of {n} evidence rows (largest clique "
+                                            f"{self.max_clique_size} entries)")
+            if not np.all(zmin > 0):
+                bn.raise_impossible(ev, rows.scatter(zmin), n)
+            out, log_z = rows.scatter((out, log_z))
+        return (out, log_z) if return_log_evidence else out
+
+    def _solve(self, ev: dict, n: int | None):
+        """``((posteriors, log P(e)), P(e))`` of scalar evidence or n rows (zero: impossible)."""
+        slots, marg, log_z, zmin = self._calibrate(ev)
+        with np.errstate(divide="ignore", invalid="ignore"):      # impossible rows: the caller raises
+            out = self._posteriors(slots, marg, ev, n)
         if n is not None:
-            return out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)
-        return out, float(log_z)
+            return (out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)), np.broadcast_to(zmin, (n,))
+        return (out, float(log_z)), float(zmin)
 
-    def _calibrate(self, ev: dict, n: int | None) -> tuple[list, dict, float | np.ndarray]:
-        """Run the compiled calibration: slots, the slot of each free node's marginal, ``log P(e)``.
+    def _calibrate(self, ev: dict) -> tuple[list, dict, float | np.ndarray, float | np.ndarray]:
+        """Run the compiled calibration: slots, the slot of each free node's marginal,
+        ``log P(e)`` and the smallest factor of ``P(e)`` (zero: impossible evidence).
 
-        Reruns with rescaling when ``P(e)`` underflows; raises on ``P(e) = 0``.
+        Reruns with rescaling when ``P(e)`` underflows.
         """
         ind = frozenset(ev) - self._S
         batched = frozenset(u for u, x in ev.items() if type(x) is not int)
         prog, ev_order, marg, zs = self._program(ind, batched)
-        if n is not None:
-            limits.check_bytes(8.0 * n * prog.row_entries, what=f"a batched calibration of {n} evidence rows",
-                               cause=f"{prog.row_entries} table entries per row (largest clique "
-                                     f"{self.max_clique_size} entries) times {n} rows; pass fewer rows at once")
         values = [ev[u] for u in ev_order]
         reps = [marg[v] for v in self._tree_rep.values()]
         slots, logs = prog.run(values, False)
@@ -348,9 +361,7 @@ class JunctionTree:
         if not np.all(zmin >= TINY):
             slots, logs = prog.run(values, True)
             log_z, zmin = _totals(slots, logs, reps, zs)
-            if not np.all(zmin > 0):
-                self._bn.raise_impossible(ev, zmin, n)
-        return slots, marg, log_z
+        return slots, marg, log_z, zmin
 
     def _posteriors(self, slots: list, marg: dict, ev: dict, n: int | None) -> dict:
         """Node name -> its normalized posterior, (K,) or (n, K); evidence variables get point masses."""
