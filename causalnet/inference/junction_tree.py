@@ -74,6 +74,7 @@ import numpy as np
 from ..errors import EvidenceError, GraphError
 from .batches import EvidenceRows
 from .cliques import build_clique_tree
+from .hugin import propagate
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS
 from .prior_tree import PriorTree, build_prior_tree
@@ -85,6 +86,7 @@ __all__ = ["JunctionTree", "MAX_PRIOR_CLIQUE", "MAX_PRIOR_TOTAL"]
 MAX_PRIOR_CLIQUE = 1 << 20
 #: Most entries of all the cliques of a calibrated prior tree.
 MAX_PRIOR_TOTAL = 1 << 23
+_DIRECT_CALLS = 3          # scalar requests answered by one Hugin propagation before the prior tree is built
 
 
 class JunctionTree:
@@ -137,8 +139,8 @@ class JunctionTree:
             self._tree_rep.setdefault(t.tree[t.home[v]], v)
         self._cache_programs: dict = {}
         self._cache_prior_tree = None
-        self._prior = None
-        self._prior = self._prior_messages()
+        self._cache_direct_calls = 0
+        self._cache_prior_messages = None     # the evidence-free messages, at the first compilation
 
     def _prior_messages(self) -> tuple[dict, dict]:
         """The messages that hold no evidence (up and down), computed once."""
@@ -222,7 +224,7 @@ class JunctionTree:
             if p >= 0:
                 dirty_down[c] = (dyn[p] or dirty_down[p]
                                  or any(dirty_up[ch] for ch in children[p] if ch != c))
-        prior = self._prior
+        prior = self._cache_prior_messages
         up: dict[int, int] = {}
         for c in self._post:
             if parent[c] < 0:
@@ -250,6 +252,8 @@ class JunctionTree:
         got = self._cache_programs.get(key)
         if got is not None:
             return got
+        if self._cache_prior_messages is None:
+            self._cache_prior_messages = self._prior_messages()
         bn = self._bn
         ev_order = tuple(sorted(self._S | ind))
         b = Builder(bn.card, ev_order, bn.folds)
@@ -387,8 +391,19 @@ class JunctionTree:
         return {names[v]: post[v] for v in range(len(names))}
 
     def _from_prior(self, ev: dict, return_log_evidence: bool):
-        """Scalar evidence: the marginals from the calibrated prior tree (None if unavailable)."""
+        """Scalar evidence: the marginals from one Hugin propagation (the first request) or
+        from the calibrated prior tree (later ones); None if unavailable."""
         bn = self._bn
+        names = bn.nodes
+        if self._cache_prior_tree is None and self._cache_direct_calls < _DIRECT_CALLS:
+            self._cache_direct_calls += 1
+            if max(self._size, default=1) <= MAX_PRIOR_CLIQUE and sum(self._size) <= MAX_PRIOR_TOTAL:
+                got = propagate(bn, self._structure, ev)
+                if got is None:
+                    return None
+                post, log_z = got
+                out = {names[v]: post[v] for v in range(len(names))}
+                return (out, log_z) if return_log_evidence else out
         pt = self.prior_tree()
         if not pt:
             return None
@@ -402,7 +417,6 @@ class JunctionTree:
             o = off[u]
             post[o:o + card[u]] = 0.0
             post[o + x] = 1.0
-        names = bn.nodes
         out = {names[v]: post[off[v]:off[v] + card[v]] for v in range(len(names))}   # (K,) views
         return (out, log_z) if return_log_evidence else out
 
