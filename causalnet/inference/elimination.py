@@ -108,6 +108,7 @@ from .. import limits
 from ..errors import EvidenceError, GraphError, ModelError
 from ..graph.core import closure
 from ..graph.dag import DAG
+from .batches import EvidenceRows
 from .factors import Factor, factor_product
 from .junction_tree import MAX_PRIOR_CLIQUE, MAX_PRIOR_TOTAL, JunctionTree
 from .network import DiscreteNetwork
@@ -441,23 +442,34 @@ class DiscreteBN(DiscreteNetwork):
             plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode)
         return plan
 
-    def _run(self, plan: _Plan, ev: dict, n: int | None, read):
-        """Run `plan`; rerun with rescaling when P(e) underflows; raise on P(e) = 0."""
+    def _run(self, plan: _Plan, ev: dict, read):
+        """Run `plan`, rerunning with rescaling when P(e) underflows: ``(read's answer, z)``.
+
+        ``z`` (a float, or one per row) is ``P(e)`` unscaled; zero where the
+        evidence is impossible (the caller raises).
+        """
         values = [ev[u] for u in plan.ev]
         prog = plan.prog
-        if n is not None:
-            limits.check_bytes(8.0 * n * prog.row_entries, what=f"a batched query of {n} evidence rows",
-                               cause=f"{prog.row_entries} table entries per row times {n} rows; "
-                                     f"pass fewer rows at once")
         slots, logs = prog.run(values, False)
         out, z = read(slots, None)
         if np.all(z >= TINY):
-            return out
+            return out, z
         slots, logs = prog.run(values, True)
-        out, z = read(slots, logs)
-        if np.all(z > 0):
-            return out
-        self.raise_impossible(ev, z, n)
+        return read(slots, logs)
+
+    def _batched(self, ev: dict, n: int, plans: list, what: str, solve):
+        """Answer n evidence rows: each distinct row once, in chunks (see :mod:`.batches`).
+
+        `solve(ev_chunk, m)` returns ``(tree, z)`` for m rows; `plans` are the
+        compiled plans it runs (their batched tables bound the chunk size).
+        Raises EvidenceError naming the given rows whose evidence is impossible.
+        """
+        rows = EvidenceRows(ev, n, self._card)
+        row_entries = sum(p.prog.row_entries for p in plans)
+        tree, z = rows.solve(solve, 8.0 * row_entries, what)
+        if not np.all(z > 0):
+            self.raise_impossible(ev, rows.scatter(z), n)
+        return rows.scatter(tree)
 
     # -- queries -----------------------------------------------------------------
 
@@ -508,14 +520,27 @@ class DiscreteBN(DiscreteNetwork):
             if got is not None:
                 return got
         method = self._method(order)
+        groups = [tidx] if joint or not tidx else [(t,) for t in tidx]
+        plans = [self._plan(g, ev, method, "sum") for g in groups]
+        if n is None:
+            answers = [self._query(p, g, ev, None) for p, g in zip(plans, groups)]
+            z = min(a[1] for a in answers)
+            if not z > 0:
+                self.raise_impossible(ev, z, n)
+        else:
+            def solve(chunk, m):
+                answers = [self._query(p, g, chunk, m) for p, g in zip(plans, groups)]
+                z = answers[0][1]
+                for a in answers[1:]:
+                    z = np.minimum(z, a[1])
+                return [a[0] for a in answers], z
+
+            answers = [(a, None) for a in self._batched(ev, n, plans, f"a batched query of {n} rows", solve)]
+        probs = [a[0][0] for a in answers]
+        log_ev = answers[0][0][1]
         if joint or not tidx:
-            probs, log_ev = self._query(tidx, ev, n, method)
-            return (probs if joint else []), log_ev
-        out = []
-        for t in tidx:
-            probs, log_ev = self._query((t,), ev, n, method)
-            out.append(probs)
-        return out, log_ev
+            return (probs[0] if joint else []), log_ev
+        return probs, log_ev
 
     def _from_prior_tree(self, tidx: tuple, ev: dict, joint: bool):
         """A scalar query answered by the calibrated prior tree, or None (then compiled)."""
@@ -560,8 +585,8 @@ class DiscreteBN(DiscreteNetwork):
         self._cache_prior_tree = pt
         return pt
 
-    def _query(self, tidx, ev, n, method):
-        plan = self._plan(tidx, ev, method, "sum")
+    def _query(self, plan: _Plan, tidx: tuple, ev: dict, n: int | None):
+        """``((P(targets | e), log P(e)), P(e))`` of one plan for scalar evidence or n rows."""
         bat = plan.prog.batched
         tshape = tuple(self._card[t] for t in tidx)
 
@@ -584,14 +609,13 @@ class DiscreteBN(DiscreteNetwork):
                     probs = np.moveaxis(probs, -1, 0)  # (n, *target_cards)
             return (probs, log_ev), z
 
-        probs, log_ev = self._run(plan, ev, n, read)
+        (probs, log_ev), z = self._run(plan, ev, read)
         if n is not None:
             if probs.shape != (n, *tshape):
                 probs = np.array(np.broadcast_to(probs, (n, *tshape)))
             log_ev = np.array(np.broadcast_to(log_ev, (n,)), dtype=np.float64)
-        else:
-            probs, log_ev = np.asarray(probs, dtype=np.float64), float(log_ev)
-        return probs, log_ev
+            return (probs, log_ev), np.broadcast_to(z, (n,))
+        return (np.asarray(probs, dtype=np.float64), float(log_ev)), float(z)
 
     def map(
         self,
@@ -621,6 +645,16 @@ class DiscreteBN(DiscreteNetwork):
         ev, n = self.evidence_indices(evidence)
         method = self._method(order)
         plan = self._plan(tidx, ev, method, "max")
+        if n is None:
+            (out, lp), z = self._map(plan, ev, None)
+            if not z > 0:
+                self.raise_impossible(ev, z, n)
+            return out, lp
+        return self._batched(ev, n, [plan], f"a batched MAP query of {n} rows",
+                             lambda chunk, m: self._map(plan, chunk, m))
+
+    def _map(self, plan: _Plan, ev: dict, n: int | None):
+        """``((assignment, log P(assignment, e)), P of the maximum)`` for scalar evidence or n rows."""
         bat = plan.prog.batched
 
         def read(slots, logs):
@@ -630,25 +664,24 @@ class DiscreteBN(DiscreteNetwork):
                 lp = np.log(val) + (0.0 if (logs is None or s is None) else logs[s])
             return (slots, lp), val
 
-        slots, lp = self._run(plan, ev, n, read)
+        (slots, lp), z = self._run(plan, ev, read)
         rows = None if n is None else np.arange(n)
         assign: dict = {}
-        for z, arg, labels in plan.trace:
+        for z_node, arg, labels in plan.trace:
             idx = tuple(assign[u] for u in labels)
             if bat[arg]:
                 idx = (*idx, rows)
-            x = slots[arg][idx]
-            assign[z] = x
+            assign[z_node] = slots[arg][idx]
         out: dict = {}
-        for z in sorted(assign):
-            x = assign[z]
+        for v in sorted(assign):
+            x = assign[v]
             if n is None:
-                out[self._names[z]] = int(x)
+                out[self._names[v]] = int(x)
             else:
-                out[self._names[z]] = np.array(np.broadcast_to(x, (n,)), dtype=np.intp)
+                out[self._names[v]] = np.array(np.broadcast_to(x, (n,)), dtype=np.intp)
         if n is None:
-            return out, float(lp)
-        return out, np.array(np.broadcast_to(lp, (n,)), dtype=np.float64)
+            return (out, float(lp)), float(z)
+        return (out, np.array(np.broadcast_to(lp, (n,)), dtype=np.float64)), np.broadcast_to(z, (n,))
 
     def log_prob(self, values: Mapping[Hashable, int | np.ndarray]) -> float | np.ndarray:
         """``log P(values)`` of full assignments (every node given).

@@ -71,9 +71,10 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-from .. import limits
 from ..errors import EvidenceError, GraphError
+from .batches import EvidenceRows
 from .cliques import build_clique_tree
+from .hugin import propagate
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS
 from .prior_tree import PriorTree, build_prior_tree
@@ -85,6 +86,7 @@ __all__ = ["JunctionTree", "MAX_PRIOR_CLIQUE", "MAX_PRIOR_TOTAL"]
 MAX_PRIOR_CLIQUE = 1 << 20
 #: Most entries of all the cliques of a calibrated prior tree.
 MAX_PRIOR_TOTAL = 1 << 23
+_DIRECT_CALLS = 3          # scalar requests answered by one Hugin propagation before the prior tree is built
 
 
 class JunctionTree:
@@ -137,8 +139,8 @@ class JunctionTree:
             self._tree_rep.setdefault(t.tree[t.home[v]], v)
         self._cache_programs: dict = {}
         self._cache_prior_tree = None
-        self._prior = None
-        self._prior = self._prior_messages()
+        self._cache_direct_calls = 0
+        self._cache_prior_messages = None     # the evidence-free messages, at the first compilation
 
     def _prior_messages(self) -> tuple[dict, dict]:
         """The messages that hold no evidence (up and down), computed once."""
@@ -222,7 +224,7 @@ class JunctionTree:
             if p >= 0:
                 dirty_down[c] = (dyn[p] or dirty_down[p]
                                  or any(dirty_up[ch] for ch in children[p] if ch != c))
-        prior = self._prior
+        prior = self._cache_prior_messages
         up: dict[int, int] = {}
         for c in self._post:
             if parent[c] < 0:
@@ -250,6 +252,8 @@ class JunctionTree:
         got = self._cache_programs.get(key)
         if got is not None:
             return got
+        if self._cache_prior_messages is None:
+            self._cache_prior_messages = self._prior_messages()
         bn = self._bn
         ev_order = tuple(sorted(self._S | ind))
         b = Builder(bn.card, ev_order, bn.folds)
@@ -321,26 +325,39 @@ class JunctionTree:
             got = self._from_prior(ev, return_log_evidence)
             if got is not None:
                 return got
-        slots, marg, log_z = self._calibrate(ev, n)
-        out = self._posteriors(slots, marg, ev, n)
-        if not return_log_evidence:
-            return out
+        if n is None:
+            (out, log_z), zmin = self._solve(ev, None)
+            if not zmin > 0:
+                bn.raise_impossible(ev, zmin, n)
+        else:
+            rows = EvidenceRows(ev, n, bn.card)
+            prog = self._program(frozenset(ev) - self._S, frozenset(u for u, x in ev.items() if type(x) is not int))[0]
+            (out, log_z), zmin = rows.solve(self._solve, 8.0 * prog.row_entries,
+                                            f"a batched calibration of {n} evidence rows (largest clique "
+                                            f"{self.max_clique_size} entries)")
+            if not np.all(zmin > 0):
+                bn.raise_impossible(ev, rows.scatter(zmin), n)
+            out, log_z = rows.scatter((out, log_z))
+        return (out, log_z) if return_log_evidence else out
+
+    def _solve(self, ev: dict, n: int | None):
+        """``((posteriors, log P(e)), P(e))`` of scalar evidence or n rows (zero: impossible)."""
+        slots, marg, log_z, zmin = self._calibrate(ev)
+        with np.errstate(divide="ignore", invalid="ignore"):      # impossible rows: the caller raises
+            out = self._posteriors(slots, marg, ev, n)
         if n is not None:
-            return out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)
-        return out, float(log_z)
+            return (out, np.array(np.broadcast_to(log_z, (n,)), dtype=np.float64)), np.broadcast_to(zmin, (n,))
+        return (out, float(log_z)), float(zmin)
 
-    def _calibrate(self, ev: dict, n: int | None) -> tuple[list, dict, float | np.ndarray]:
-        """Run the compiled calibration: slots, the slot of each free node's marginal, ``log P(e)``.
+    def _calibrate(self, ev: dict) -> tuple[list, dict, float | np.ndarray, float | np.ndarray]:
+        """Run the compiled calibration: slots, the slot of each free node's marginal,
+        ``log P(e)`` and the smallest factor of ``P(e)`` (zero: impossible evidence).
 
-        Reruns with rescaling when ``P(e)`` underflows; raises on ``P(e) = 0``.
+        Reruns with rescaling when ``P(e)`` underflows.
         """
         ind = frozenset(ev) - self._S
         batched = frozenset(u for u, x in ev.items() if type(x) is not int)
         prog, ev_order, marg, zs = self._program(ind, batched)
-        if n is not None:
-            limits.check_bytes(8.0 * n * prog.row_entries, what=f"a batched calibration of {n} evidence rows",
-                               cause=f"{prog.row_entries} table entries per row (largest clique "
-                                     f"{self.max_clique_size} entries) times {n} rows; pass fewer rows at once")
         values = [ev[u] for u in ev_order]
         reps = [marg[v] for v in self._tree_rep.values()]
         slots, logs = prog.run(values, False)
@@ -348,9 +365,7 @@ class JunctionTree:
         if not np.all(zmin >= TINY):
             slots, logs = prog.run(values, True)
             log_z, zmin = _totals(slots, logs, reps, zs)
-            if not np.all(zmin > 0):
-                self._bn.raise_impossible(ev, zmin, n)
-        return slots, marg, log_z
+        return slots, marg, log_z, zmin
 
     def _posteriors(self, slots: list, marg: dict, ev: dict, n: int | None) -> dict:
         """Node name -> its normalized posterior, (K,) or (n, K); evidence variables get point masses."""
@@ -376,8 +391,19 @@ class JunctionTree:
         return {names[v]: post[v] for v in range(len(names))}
 
     def _from_prior(self, ev: dict, return_log_evidence: bool):
-        """Scalar evidence: the marginals from the calibrated prior tree (None if unavailable)."""
+        """Scalar evidence: the marginals from one Hugin propagation (the first request) or
+        from the calibrated prior tree (later ones); None if unavailable."""
         bn = self._bn
+        names = bn.nodes
+        if self._cache_prior_tree is None and self._cache_direct_calls < _DIRECT_CALLS:
+            self._cache_direct_calls += 1
+            if max(self._size, default=1) <= MAX_PRIOR_CLIQUE and sum(self._size) <= MAX_PRIOR_TOTAL:
+                got = propagate(bn, self._structure, ev)
+                if got is None:
+                    return None
+                post, log_z = got
+                out = {names[v]: post[v] for v in range(len(names))}
+                return (out, log_z) if return_log_evidence else out
         pt = self.prior_tree()
         if not pt:
             return None
@@ -391,7 +417,6 @@ class JunctionTree:
             o = off[u]
             post[o:o + card[u]] = 0.0
             post[o + x] = 1.0
-        names = bn.nodes
         out = {names[v]: post[off[v]:off[v] + card[v]] for v in range(len(names))}   # (K,) views
         return (out, log_z) if return_log_evidence else out
 

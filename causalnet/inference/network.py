@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import difflib
+import math
 import operator
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
@@ -57,8 +58,7 @@ def _validated_cards(names: Sequence, cards: Mapping) -> list[int]:
 
 def _validated_table(v, pa: tuple, table, want: tuple) -> np.ndarray:
     """A float64 copy of the CPT of `v`, checked and with every row divided by its sum."""
-    size = 8.0 * float(np.prod([float(k) for k in want]))
-    limits.check_bytes(size, what=f"the CPT of {v!r}", cause=f"shape {want}")
+    limits.check_bytes(8.0 * math.prod(float(k) for k in want), what=f"the CPT of {v!r}", cause=f"shape {want}")
     try:
         t = np.array(table, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -68,9 +68,10 @@ def _validated_table(v, pa: tuple, table, want: tuple) -> np.ndarray:
             f"CPT for {v!r} has shape {t.shape}; parents {pa} have cards "
             f"{want[:-1]} and {v!r} has {want[-1]} states, so expected {want}"
         )
-    if not np.isfinite(t).all() or (t < 0).any():
-        raise ModelError(f"CPT for {v!r} has negative or non-finite entries")
     sums = t.sum(axis=-1)
+    # a NaN or inf entry makes its row's sum non-finite: one check for both
+    if t.size and (not np.isfinite(sums).all() or t.min() < 0):
+        raise ModelError(f"CPT for {v!r} has negative or non-finite entries")
     bad = np.abs(sums - 1.0) > 1e-6
     if bad.any():
         row = tuple(int(j) for j in np.argwhere(bad)[0])

@@ -1,0 +1,202 @@
+"""Real networks: first query and all marginals, causalnet vs pyAgrum LazyPropagation.
+
+Usage::
+
+    python benchmarks/real_networks.py                                   # alarm, win95pts, andes, pathfinder
+    python benchmarks/real_networks.py --networks munin1 --queries 2 --repeats 1
+
+Networks come from the standard repository BIF files (``causalnet/data``, or
+pgmpy's copies), read by each library from the same file. Queries: a target
+and three evidence nodes drawn at random per query (seeded), evidence states
+from forward samples (``P(e) > 0``); every query has its own (target,
+evidence nodes), so nothing compiled for one serves another.
+
+Workloads, each engine in its own fresh process (peak RSS from
+``resource.getrusage``; the baseline after loading the network in brackets):
+
+* **first query**: a fresh engine answers one query. causalnet:
+  ``query([t], e)`` on a ``DiscreteBN`` just built (its construction,
+  which validates and renormalizes the CPTs like pyAgrum's ``loadBN``, is
+  not timed here and is printed on its own line); pyAgrum:
+  ``LazyPropagation(bn)``, ``setEvidence``, ``makeInference``,
+  ``posterior(t)``.
+* **all marginals, first**: a fresh engine gives every node's posterior for
+  one evidence. causalnet: ``junction_tree().marginals(e)`` on a
+  ``DiscreteBN`` just built;
+  pyAgrum: ``LazyPropagation``, ``setEvidence``, ``makeInference``,
+  ``posterior(v)`` for every node.
+* **all marginals, repeated**: the same engine, the same evidence nodes,
+  `--queries` new evidence values (pyAgrum: ``chgEvidence``); the median per
+  request after the first.
+
+Times are CPU seconds (``time.process_time``, one BLAS thread): the median
+over queries of the median over `--repeats` repeats. Ratio = pyAgrum time /
+causalnet time. Answers are checked against pyAgrum (max absolute difference;
+the BIF numbers carry a few digits, renormalized differently by the two
+libraries, so about 1e-7 is expected).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from discrete_common import forward_sample, in_subprocess, load_causalnet, load_pyagrum, peak_rss_mib  # noqa: E402
+
+
+def queries(name: str, k: int, seed: int):
+    """`k` queries ``(target, {node: state})`` and, for the repeated workload, k rows on one node set."""
+    bn, names, _ = load_causalnet(name)
+    rng = np.random.default_rng(seed)
+    s = forward_sample(bn, k, rng)
+    out = []
+    for r in range(k):
+        pick = rng.choice(len(names), 4, replace=False)
+        out.append((names[pick[0]], {names[j]: int(s[names[j]][r]) for j in pick[1:]}))
+    fixed = list(out[0][1])
+    rows = [{v: int(s[v][r]) for v in fixed} for r in range(k)]
+    return bn, names, out, rows
+
+
+def _median_of(fn, repeats: int, setup=None) -> tuple[float, object]:
+    """Median CPU time of `fn(setup())` (setup untimed) over `repeats`, and the last result."""
+    times, got = [], None
+    for _ in range(repeats):
+        arg = setup() if setup is not None else None
+        t0 = time.process_time()
+        got = fn(arg) if setup is not None else fn()
+        times.append(time.process_time() - t0)
+    return statistics.median(times), got
+
+
+def run_causalnet(name, k, seed, repeats, marginals):
+    from causalnet.inference.elimination import DiscreteBN
+
+    bn, names, qs, rows = queries(name, k, seed)
+    dag, cpts, cards = bn.dag, bn.cpts, bn.cards
+    base = peak_rss_mib()
+    def fresh():
+        return DiscreteBN(dag, cpts, cards)
+
+    first, answers = [], []
+    for t, e in qs:
+        dt, got = _median_of(lambda bn, t=t, e=e: bn.query([t], e)[0], repeats, fresh)
+        first.append(dt)
+        answers.append(got.tolist())
+    ctor, _ = _median_of(fresh, 5 * repeats)
+    out = {"first": statistics.median(first), "answers": answers, "base_mib": base, "ctor": ctor}
+    if marginals:
+        allm, margs = [], []
+        for _, e in qs:
+            dt, got = _median_of(lambda bn, e=e: bn.junction_tree().marginals(e), repeats, fresh)
+            allm.append(dt)
+            margs.append({v: got[v].tolist() for v in names})
+        jt = DiscreteBN(dag, cpts, cards).junction_tree()
+        rep = []
+        for i, e in enumerate(rows):
+            t0 = time.process_time()
+            jt.marginals(e)
+            if i:
+                rep.append(time.process_time() - t0)
+        out.update(allm=statistics.median(allm), margs=margs, rep=statistics.median(rep) if rep else None)
+    return out
+
+
+def run_pyagrum(name, k, seed, repeats, marginals):
+    import pyagrum as gum
+
+    _, names, qs, rows = queries(name, k, seed)
+    g = load_pyagrum(name)
+    base = peak_rss_mib()
+
+    def one(t, e):
+        ie = gum.LazyPropagation(g)
+        ie.setEvidence(e)
+        ie.makeInference()
+        return ie.posterior(t).toarray()
+
+    def every(e):
+        ie = gum.LazyPropagation(g)
+        ie.setEvidence(e)
+        ie.makeInference()
+        return {v: ie.posterior(v).toarray() for v in names}
+
+    first, answers = [], []
+    for t, e in qs:
+        dt, got = _median_of(lambda t=t, e=e: one(t, e), repeats)
+        first.append(dt)
+        answers.append(got.tolist())
+    out = {"first": statistics.median(first), "answers": answers, "base_mib": base}
+    if marginals:
+        allm, margs = [], []
+        for _, e in qs:
+            dt, got = _median_of(lambda e=e: every(e), repeats)
+            allm.append(dt)
+            margs.append({v: got[v].tolist() for v in names})
+        ie = gum.LazyPropagation(g)
+        rep = []
+        for i, e in enumerate(rows):
+            t0 = time.process_time()
+            if i == 0:
+                ie.setEvidence(e)
+            else:
+                for v, x in e.items():
+                    ie.chgEvidence(v, x)
+            ie.makeInference()
+            for v in names:
+                ie.posterior(v)
+            if i:
+                rep.append(time.process_time() - t0)
+        out.update(allm=statistics.median(allm), margs=margs, rep=statistics.median(rep) if rep else None)
+    return out
+
+
+def _diff(a, b) -> float:
+    if isinstance(a, dict):
+        return max(_diff(a[v], b[v]) for v in a)
+    if isinstance(a, list) and a and isinstance(a[0], (dict, list)):
+        return max(_diff(x, y) for x, y in zip(a, b))
+    return float(np.abs(np.array(a) - np.array(b)).max())
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--networks", default="alarm,win95pts,andes,pathfinder")
+    ap.add_argument("--queries", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-marginals", action="store_true")
+    args = ap.parse_args(argv)
+    print("command: python benchmarks/real_networks.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    print("CPU ms: median over queries of the median over repeats; ratio = pyAgrum / causalnet; "
+          "RSS: peak of the engine's own process [baseline after loading]")
+    print(f"{'network':<11} {'workload':<26} {'pyAgrum ms':>11} {'causalnet ms':>13} {'ratio':>8} "
+          f"{'max diff':>9} {'RSS pyAgrum':>12} {'RSS causalnet':>14}")
+    for name in args.networks.split(","):
+        w = (name, args.queries, args.seed, args.repeats, not args.no_marginals)
+        c = in_subprocess("real_networks", "run_causalnet", *w)
+        g = in_subprocess("real_networks", "run_pyagrum", *w)
+        mem = f"{g['rss_mib']:7.0f} [{g['base_mib']:.0f}] {c['rss_mib']:8.0f} [{c['base_mib']:.0f}]"
+        rows = [("first query", "first", _diff(c["answers"], g["answers"]))]
+        if not args.no_marginals:
+            rows += [("all marginals, first", "allm", _diff(c["margs"], g["margs"])),
+                     ("all marginals, repeated", "rep", None)]
+        print(f"{name:<11} {'DiscreteBN construction':<26} {'':>11} {1e3 * c['ctor']:13.3f}")
+        for label, key, d in rows:
+            if c.get(key) is None:
+                continue
+            ds = f"{d:9.1e}" if d is not None else f"{'':>9}"
+            print(f"{name:<11} {label:<26} {1e3 * g[key]:11.3f} {1e3 * c[key]:13.3f} {g[key] / c[key]:7.1f}x "
+                  f"{ds} {mem}")
+
+
+if __name__ == "__main__":
+    main()
