@@ -92,7 +92,8 @@ def forward_sample(dag, cpts, card, n, rng):
 
 
 @pytest.fixture
-def sprinkler():
+def cloudy_bn():
+    """Russell & Norvig's sprinkler network with Cloudy, as a DiscreteBN (binary, integer states)."""
     g = cn.DAG.parse("Cloudy -> Sprinkler; Cloudy -> Rain; Sprinkler -> Wet; Rain -> Wet")
     cpts = {
         "Cloudy": np.array([0.5, 0.5]),
@@ -243,9 +244,9 @@ def test_pairwise_grouped_paths_on_large_steps(seed, monkeypatch):
     assert {"matmul", "kpc,kcq->kpq", "pck,cqk->pqk"} <= set(modes)
 
 
-def test_sprinkler_worked_example(sprinkler):
+def test_sprinkler_worked_example(cloudy_bn):
     # P(Rain=T | Wet=T) = 0.4581 / 0.6471 = 0.7079 (Russell & Norvig's sprinkler network)
-    probs, log_e = sprinkler.query(["Rain"], {"Wet": 1})
+    probs, log_e = cloudy_bn.query(["Rain"], {"Wet": 1})
     assert probs[1] == pytest.approx(0.70793, abs=5e-5)
     assert np.exp(log_e) == pytest.approx(0.6471, abs=5e-5)
 
@@ -341,16 +342,16 @@ def test_junction_tree_structure(seed):
         assert set(s) == cliques[c] & cliques[p]
 
 
-def test_junction_tree_needs_its_evidence(sprinkler):
-    jt = sprinkler.junction_tree(["Wet"])
+def test_junction_tree_needs_its_evidence(cloudy_bn):
+    jt = cloudy_bn.junction_tree(["Wet"])
     assert jt.evidence_vars == ("Wet",)
     assert all("Wet" not in c for c in jt.cliques)
     with pytest.raises(EvidenceError, match="built for evidence on \\['Wet'\\]; no evidence given for 'Wet'"):
         jt.marginals({"Rain": 1})
     m = jt.marginals({"Wet": 1, "Rain": 1})               # extra evidence: indicator factors
-    p, _ = sprinkler.query(["Cloudy"], {"Wet": 1, "Rain": 1})
+    p, _ = cloudy_bn.query(["Cloudy"], {"Wet": 1, "Rain": 1})
     assert_allclose(m["Cloudy"], p, rtol=0, atol=1e-12)
-    assert_allclose(jt.log_evidence({"Wet": 1}), sprinkler.query([], {"Wet": 1})[1], rtol=0, atol=1e-12)
+    assert_allclose(jt.log_evidence({"Wet": 1}), cloudy_bn.query([], {"Wet": 1})[1], rtol=0, atol=1e-12)
 
 
 # -- the calibrated prior tree (scalar evidence) ----------------------------------------------
@@ -418,9 +419,9 @@ def test_prior_tree_matches_brute_force(rng, n_nodes, zeros, matrices):
         assert log_e == pytest.approx(log_e2, abs=1e-10)
 
 
-def test_prior_tree_answers_pairs_in_one_clique(sprinkler):
+def test_prior_tree_answers_pairs_in_one_clique(cloudy_bn):
     # Sprinkler and Rain share a clique with Cloudy (their common parent) or Wet (their child)
-    bn = sprinkler
+    bn = cloudy_bn
     bn._make_prior_tree(now=True)
     _no_compile(bn)
     names = list(bn.nodes)
@@ -456,8 +457,8 @@ def test_prior_tree_evidence_in_another_tree():
     assert log_e == pytest.approx(np.log(p_d1), abs=1e-15)
 
 
-def test_prior_tree_is_built_at_the_second_scalar_query(sprinkler, monkeypatch):
-    bn = sprinkler
+def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
+    bn = cloudy_bn
     p1, _ = bn.query(["Rain"], {"Wet": 1})
     assert bn._cache_prior_tree is None                          # a one-query network never pays for it
     bn.query(["Rain"], {"Wet": np.array([0, 1])})          # batched: the compiled engine
@@ -528,16 +529,16 @@ def test_prior_tree_matrix_budget(seed, monkeypatch):
             assert_allclose(ma[v], mb[v], rtol=0, atol=1e-12)
 
 
-def test_marginals_are_fresh_arrays(sprinkler):
+def test_marginals_are_fresh_arrays(cloudy_bn):
     # writing into a result must not corrupt the tree's tables
-    jt = sprinkler.junction_tree()
+    jt = cloudy_bn.junction_tree()
     first = jt.marginals({"Wet": 1})
     for evidence in ({"Wet": 1}, {}):
         m = jt.marginals(evidence)
         for p in m.values():
             p[:] = -1.0
     again = jt.marginals({"Wet": 1})
-    for v in sprinkler.nodes:                     # (another engine may answer: equal to round-off)
+    for v in cloudy_bn.nodes:                     # (another engine may answer: equal to round-off)
         assert_allclose(again[v], first[v], rtol=0, atol=1e-15)
     assert_array_equal(again["Wet"], [0.0, 1.0])
 
@@ -690,22 +691,22 @@ def test_pruned_nodes_are_barren_or_d_separated(seed, trial):
                 assert v not in anc or sep         # barren or d-separated
 
 
-def test_pruning_drops_barren_and_separated_nodes(sprinkler):
+def test_pruning_drops_barren_and_separated_nodes(cloudy_bn):
     # Wet is barren for P(Rain | Cloudy); Sprinkler is d-separated from Rain by Cloudy
-    assert sprinkler.relevant_nodes(["Rain"], ["Cloudy"]) == {"Rain"}
-    assert sprinkler.relevant_nodes(["Rain"], ["Wet"]) == {"Cloudy", "Sprinkler", "Rain", "Wet"}
-    assert sprinkler.relevant_nodes(["Rain"], []) == {"Cloudy", "Rain"}
+    assert cloudy_bn.relevant_nodes(["Rain"], ["Cloudy"]) == {"Rain"}
+    assert cloudy_bn.relevant_nodes(["Rain"], ["Wet"]) == {"Cloudy", "Sprinkler", "Rain", "Wet"}
+    assert cloudy_bn.relevant_nodes(["Rain"], []) == {"Cloudy", "Rain"}
 
 
-def test_plans_are_cached_per_shape(sprinkler):
-    sprinkler.query(["Rain"], {"Wet": 1})
-    n = len(sprinkler._cache_plans)
-    p0, _ = sprinkler.query(["Rain"], {"Wet": 0})
-    assert len(sprinkler._cache_plans) == n                      # same shape, new values: no new plan
-    p1, _ = sprinkler.query(["Rain"], {"Wet": 1})
+def test_plans_are_cached_per_shape(cloudy_bn):
+    cloudy_bn.query(["Rain"], {"Wet": 1})
+    n = len(cloudy_bn._cache_plans)
+    p0, _ = cloudy_bn.query(["Rain"], {"Wet": 0})
+    assert len(cloudy_bn._cache_plans) == n                      # same shape, new values: no new plan
+    p1, _ = cloudy_bn.query(["Rain"], {"Wet": 1})
     assert not np.allclose(p0, p1)
-    sprinkler.query(["Rain"], {"Wet": np.array([0, 1])})
-    assert len(sprinkler._cache_plans) == n + 1                  # batched is another shape
+    cloudy_bn.query(["Rain"], {"Wet": np.array([0, 1])})
+    assert len(cloudy_bn._cache_plans) == n + 1                  # batched is another shape
 
 
 # -- limits and numerics ------------------------------------------------------------------------
@@ -869,31 +870,31 @@ def test_bad_model_input():
         DiscreteBN(nx.DiGraph(), good, cards)
 
 
-def test_bad_query_input(sprinkler):
+def test_bad_query_input(cloudy_bn):
     with pytest.raises(EvidenceError, match="unknown evidence node 'Wett'; did you mean 'Wet'"):
-        sprinkler.query(["Rain"], {"Wett": 1})
+        cloudy_bn.query(["Rain"], {"Wett": 1})
     with pytest.raises(EvidenceError, match=r"'Wet' has 2 states \(0..1\); evidence gives state 2"):
-        sprinkler.query(["Rain"], {"Wet": 2})
+        cloudy_bn.query(["Rain"], {"Wet": 2})
     with pytest.raises(EvidenceError, match=r"'Wet' has 2 states \(0..1\); evidence gives state -1"):
-        sprinkler.query(["Rain"], {"Wet": np.array([0, -1])})
+        cloudy_bn.query(["Rain"], {"Wet": np.array([0, -1])})
     with pytest.raises(EvidenceError, match="must be an integer state index, got 1.0"):
-        sprinkler.query(["Rain"], {"Wet": 1.0})
+        cloudy_bn.query(["Rain"], {"Wet": 1.0})
     with pytest.raises(EvidenceError, match="must hold integer state indices, got dtype float64"):
-        sprinkler.query(["Rain"], {"Wet": np.array([0.0, 1.0])})
+        cloudy_bn.query(["Rain"], {"Wet": np.array([0.0, 1.0])})
     with pytest.raises(EvidenceError, match=r"1-D array of them, got shape \(2, 1\)"):
-        sprinkler.query(["Rain"], {"Wet": np.zeros((2, 1), dtype=int)})
+        cloudy_bn.query(["Rain"], {"Wet": np.zeros((2, 1), dtype=int)})
     with pytest.raises(EvidenceError, match="'Cloudy' has 3 rows but evidence for 'Wet' has 2"):
-        sprinkler.query(["Rain"], {"Wet": np.array([0, 1]), "Cloudy": np.array([0, 1, 1])})
+        cloudy_bn.query(["Rain"], {"Wet": np.array([0, 1]), "Cloudy": np.array([0, 1, 1])})
     with pytest.raises(EvidenceError, match="'Rain' is both a target and evidence"):
-        sprinkler.query(["Rain"], {"Rain": 1})
+        cloudy_bn.query(["Rain"], {"Rain": 1})
     with pytest.raises(GraphError, match="unknown target node 'Rian'; did you mean 'Rain'"):
-        sprinkler.query(["Rian"])
+        cloudy_bn.query(["Rian"])
     with pytest.raises(GraphError, match="target 'Rain' is listed twice"):
-        sprinkler.query(["Rain", "Rain"])
+        cloudy_bn.query(["Rain", "Rain"])
     with pytest.raises(GraphError, match="unknown elimination order 'min-fil'"):
-        sprinkler.query(["Rain"], order="min-fil")
+        cloudy_bn.query(["Rain"], order="min-fil")
     with pytest.raises(EvidenceError, match="unknown evidence node 'X'"):
-        sprinkler.map(None, {"X": 0})
+        cloudy_bn.map(None, {"X": 0})
 
 
 def test_log_prob_matches_joint(seed):
@@ -908,8 +909,8 @@ def test_log_prob_matches_joint(seed):
         bn.log_prob({"X0": 0})
 
 
-def test_batch_of_zero_rows(sprinkler):
-    probs, log_e = sprinkler.query(["Rain"], {"Wet": np.array([], dtype=int)})
+def test_batch_of_zero_rows(cloudy_bn):
+    probs, log_e = cloudy_bn.query(["Rain"], {"Wet": np.array([], dtype=int)})
     assert probs.shape == (0, 2) and log_e.shape == (0,)
 
 
