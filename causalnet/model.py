@@ -674,20 +674,43 @@ class CausalModel:
         if isinstance(mech, Intervened):
             mech = mech.natural
         attrs = {"tooltip": f"{type(mech).__name__}: {spec.describe()}"}
-        if spec.kind == DISCRETE:
-            attrs.update(shape="ellipse")
-        elif spec.kind == TENSOR:
-            attrs.update(shape="box")
-        elif mech.deterministic:
-            attrs.update(shape="box", style="rounded")
-        else:
-            attrs.update(shape="ellipse")
+        attrs.update(self._kind_style(node)[1])
+        return attrs
+
+    def dot_legend(self) -> list:
+        """``[(label, attributes)]``: one legend row per node kind drawn in this model, in node order."""
+        rows = {}
+        for v in self.nodes:
+            label, attrs = self._kind_style(v)
+            rows.setdefault(label, attrs)
+        return list(rows.items())
+
+    def _kind_style(self, node: Hashable) -> tuple[str, dict]:
+        """(legend label, shape and colour) of `node`'s kind."""
+        spec = self._specs[node]
+        mech = self._mechs[node]
+        if isinstance(mech, Intervened):
+            mech = mech.natural
         kind = getattr(mech, "kind", spec.kind)
-        colour = {DISCRETE: "#dbe9f6", REAL: "#e3f1de", TENSOR: "#fbe7c6", "cauchy": "#f6dbe6"}.get(kind)
+        if spec.kind == DISCRETE:
+            label, attrs = "discrete", {"shape": "ellipse"}
+        elif spec.kind == TENSOR:
+            label, attrs = "deterministic tensor", {"shape": "box"}
+        elif mech.deterministic:
+            label, attrs = "deterministic", {"shape": "box", "style": "rounded"}
+        else:
+            label, attrs = "continuous", {"shape": "ellipse"}
+        if kind == "cauchy":
+            label = "Cauchy-linear" + (" (deterministic)" if mech.deterministic else "")
+        colour = _KIND_COLOURS.get(kind)
         if colour:
             attrs["fillcolor"] = colour
             attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
-        return attrs
+        return label, attrs
+
+
+#: Fill colour per mechanism kind in diagrams.
+_KIND_COLOURS = {DISCRETE: "#dbe9f6", REAL: "#e3f1de", TENSOR: "#fbe7c6", "cauchy": "#f6dbe6"}
 
 
 def _check_size(n: Any, what: str) -> int:

@@ -54,8 +54,11 @@ class TourContext:
         """Write ``stem.dot`` and, when a renderer works, ``stem.svg``; return markdown linking them.
 
         Never raises for lack of a renderer: the DOT file is the fallback. Files are
-        written atomically (DOT here, SVG by :func:`causalnet.io.dot.render`).
+        written atomically (DOT here, SVG by :func:`causalnet.io.dot.render`). Models
+        (objects with mechanisms) are drawn with a legend of their node kinds.
         """
+        if hasattr(obj, "mechanisms"):
+            to_dot_options.setdefault("legend", True)
         atomic_write(self.out / f"{stem}.dot", to_dot(obj, **to_dot_options))
         if self.renderer != "none" and find_renderer(self.renderer) is not None:
             try:

@@ -56,7 +56,7 @@ from graphviz.quoting import a_list, attr_list, quote
 from ..errors import GraphError, RenderError
 from .core import DAGCore
 
-__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS"]
+__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS", "legend_entries", "MARK_LEGEND"]
 
 #: Layout directions :func:`dot_text` accepts.
 RANKDIRS = ("TB", "LR", "BT", "RL")
@@ -271,11 +271,14 @@ def dot_text(
     rankdir: str = "TB",
     node_style: Style | None = None,
     edge_style: Style | None = None,
+    legend: Iterable[tuple[str, Mapping[str, str]]] | None = None,
 ) -> str:
     """DOT text for `dag`; see :func:`causalnet.io.dot.to_dot` for the options.
 
     `node_style(node)` and `edge_style(parent, child)`, when given, return
-    DOT attributes (a mapping, or None) merged under the marks.
+    DOT attributes (a mapping, or None) merged under the marks. `legend`, when
+    given, is a sequence of ``(label, node attributes)``: one sample node per
+    entry, in a box titled "legend" (see :func:`legend_entries`).
 
     Raises
     ------
@@ -314,7 +317,44 @@ def dot_text(
     for c in forest:
         add_cluster(dot, c)
     dot.body.extend(_edge_lines(dag, names, path_edges, edge_style))
+    if legend:
+        _add_legend(dot, list(legend))
     return dot.source
+
+
+#: What each node mark looks like, for legends: (label, DOT attributes).
+MARK_LEGEND = {
+    "latent": ("latent (unobserved)", {"style": "dashed"}),
+    "intervened": ("intervened: do(·)", {"peripheries": "2"}),
+}
+
+
+def legend_entries(dag: DAGCore, kinds: Iterable[tuple[str, Mapping[str, str]]] = ()) -> list:
+    """Legend rows for `dag`: the node `kinds` given (label, attributes), then the marks present.
+
+    A mark (latent, intervened) is listed only when some node of `dag` carries it.
+    """
+    rows = list(kinds)
+    if dag.latent:
+        rows.append(MARK_LEGEND["latent"])
+    if dag.intervened:
+        rows.append(MARK_LEGEND["intervened"])
+    return rows
+
+
+def _add_legend(dot: graphviz.Digraph, rows: list) -> None:
+    """A box of sample nodes, one per legend row, chained by invisible edges (top to bottom)."""
+    with dot.subgraph(name="cluster_legend") as sub:
+        sub.attr(label="legend", style="rounded", color="#999999", fontsize="10")
+        ids = []
+        for i, (label, attrs) in enumerate(rows):
+            if not isinstance(label, str) or not isinstance(attrs, Mapping):
+                raise GraphError(f"a legend row is (label, attributes), got {(label, attrs)!r}")
+            node = f"__legend_{i}"
+            sub.node(node, label=graphviz.nohtml(label), fontsize="10", **{k: str(v) for k, v in attrs.items()})
+            ids.append(node)
+        for a, b in zip(ids, ids[1:]):
+            sub.edge(a, b, style="invis")
 
 
 # -- drawing objects that hold a DAG (models) ------------------------------------
@@ -366,6 +406,7 @@ def to_dot(
     clusters: str | Mapping[str, Iterable[Hashable]] | None = None,
     title: str | None = None,
     rankdir: str = "TB",
+    legend: bool = False,
 ) -> str:
     """DOT text for a DAG or a model (anything with a ``.dag``).
 
@@ -396,6 +437,10 @@ def to_dot(
         A title above the graph.
     rankdir : {"TB", "LR", "BT", "RL"}
         Layout direction.
+    legend : bool, default False
+        Add a legend box: the node kinds the object draws (its
+        ``dot_legend()`` hook: ``[(label, attributes), ...]``) and the marks
+        present (latent, intervened).
 
     Returns
     -------
@@ -431,4 +476,11 @@ def to_dot(
     return dot_text(dag, highlight_path=highlight_path, highlight_nodes=highlight_nodes,
                     separating_set=separating_set, observed=observed, labels=labels, clusters=clusters,
                     title=title, rankdir=rankdir, node_style=_hook(obj, "dot_node_attrs"),
-                    edge_style=_hook(obj, "dot_edge_attrs"))
+                    edge_style=_hook(obj, "dot_edge_attrs"),
+                    legend=_legend(obj, dag) if legend else None)
+
+
+def _legend(obj: Any, dag: DAGCore) -> list:
+    hook = None if isinstance(obj, DAGCore) else getattr(obj, "dot_legend", None)
+    kinds = hook() if callable(hook) else []
+    return legend_entries(dag, kinds or [])

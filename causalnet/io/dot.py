@@ -22,6 +22,9 @@ separating set         blue fill and blue bold outline
 highlighted node       red bold outline
 highlighted path       red bold edges (either direction) and outlines
 cluster                a box labelled with the block name
+legend (``legend=``)   a box of sample nodes: the node kinds drawn
+                       (discrete, continuous, deterministic, tensor,
+                       Cauchy) and the marks present
 =====================  ==============================================
 
 Output is deterministic: nodes in DAG order (grouped by cluster), edges in

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import causalnet as cn
 from causalnet import DAG
 from causalnet.errors import GraphError, RenderError
 from causalnet.io import dot as dotmod
@@ -505,3 +506,18 @@ def test_failed_render_keeps_the_old_file(tmp_path, monkeypatch):
         render(DAG.parse("A -> B"), target, renderer="dot")
     assert target.read_text() == "<svg>old</svg>"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dot", "g.svg"]
+
+
+def test_legend_lists_the_kinds_and_marks_present():
+    m = cn.CausalModel({
+        "U": cn.LinearGaussian(),
+        "X": cn.Categorical([0.5, 0.5]),
+        "Y": cn.Deterministic(["U"], lambda u: 2 * u),
+    }, latent=["U"]).do({"X": 1})
+    text = cn.to_dot(m, legend=True)
+    assert "cluster_legend" in text
+    for label in ("continuous", "discrete", "deterministic", "latent (unobserved)", "intervened: do(·)"):
+        assert f"label={label}" in text or f'label="{label}"' in text, label
+    assert "cluster_legend" not in cn.to_dot(m)                    # off by default: golden DOT unchanged
+    plain = cn.to_dot(cn.DAG.parse("A -> B"), legend=True)          # a bare DAG: only the marks present
+    assert "cluster_legend" not in plain
