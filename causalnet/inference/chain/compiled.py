@@ -187,7 +187,7 @@ def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no 
     c : (T, n) forward normalisers (``inf`` on rows to zero out).
     counts : (T,) int.
     alpha : (T, n, K) forward messages (read only when ``S`` has rows).
-    beta : (T, n, K) output, zero-initialised.
+    beta : (T, n, K) output (padding must be zero-initialised).
     g : (T, n, K) or (2, n, K) output ``B * beta / c`` (0 at step 0).
     S : (K, K) accumulator of ``alpha[t-1].T @ g[t]``, or a (0, 0) array for none.
     rowsum : (T, n) output, or a (0, 0) array. With rows, each ``beta[t]`` is
@@ -199,6 +199,7 @@ def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no 
     roll = g.shape[0] != T
     want_s = S.shape[0] == K
     fuse = rowsum.shape[0] == T
+    tmp = np.empty(K)
     for r in range(counts[T - 1]):
         for j in range(K):
             beta[T - 1, r, j] = 1.0
@@ -209,11 +210,14 @@ def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no 
             ic = 1.0 / c[t, r]  # independent of the sweep: off its critical path
             for j in range(K):
                 g[cur, r, j] = B[t, r, j] * ic * beta[t, r, j]
+            tmp[:] = 0.0
             for j in range(K):
                 gj = g[cur, r, j]
                 if gj != 0.0:
                     for i in range(K):
-                        beta[t - 1, r, i] += AT[j, i] * gj
+                        tmp[i] += AT[j, i] * gj
+            for i in range(K):
+                beta[t - 1, r, i] = tmp[i]
             if want_s:
                 for i in range(K):
                     a = alpha[t - 1, r, i]
@@ -355,7 +359,7 @@ def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, ma
         cc[:, bad] = np.inf  # g = 0 and beta = 0 on bad rows
         if alpha is not None:
             alpha[:, bad] = 0.0
-    beta = np.zeros((T, n, K))
+    beta = np.zeros((T, n, K)) if ch.ragged else np.empty((T, n, K))
     g = np.zeros((T if keep_g else 2, n, K))
     want_s = counts and alpha is not None
     S = np.zeros((K, K) if want_s else (0, 0))
