@@ -213,17 +213,15 @@ def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no 
             tmp[:] = 0.0
             for j in range(K):
                 gj = g[cur, r, j]
-                if gj != 0.0:
-                    for i in range(K):
-                        tmp[i] += AT[j, i] * gj
+                for i in range(K):
+                    tmp[i] += AT[j, i] * gj
             for i in range(K):
                 beta[t - 1, r, i] = tmp[i]
             if want_s:
                 for i in range(K):
                     a = alpha[t - 1, r, i]
-                    if a != 0.0:
-                        for j in range(K):
-                            S[i, j] += a * g[cur, r, j]
+                    for j in range(K):
+                        S[i, j] += a * g[cur, r, j]
             if fuse:  # beta[t] is used up: the marginal takes its place
                 s = 0.0
                 for j in range(K):
