@@ -20,7 +20,9 @@ equal the numpy sweeps to rounding (tested to 1e-12).
 Which sweeps run is the **backend**: ``"numba"`` when numba is importable,
 ``"numpy"`` otherwise. The environment variable ``CAUSALNET_CHAIN_BACKEND``
 (``"numpy"``, ``"numba"`` or ``"auto"``) sets it at import; :func:`set_backend`
-and the context manager :func:`backend` set it at run time. Compiled sweeps
+and the context manager :func:`backend` set it at run time. ``"auto"`` (the
+default) compiles only chains of at least ``AUTO_MIN_T`` steps; ``"numba"``
+every chain. Compiled sweeps
 serve chains with a shared pairwise (HMMs, CRFs); per-step pairwise
 potentials and the log-space fallback always run in numpy.
 
@@ -48,7 +50,7 @@ except ImportError:  # pragma: no cover - exercised only without numba
 __all__ = [
     "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
     "forward_kernel", "backward_kernel", "viterbi_kernel",
-    "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
+    "AUTO_MIN_T", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
 ]
 
 AVAILABLE = numba is not None
@@ -298,9 +300,21 @@ def viterbi_kernel(u, PT, counts, lengths, bp, z, score):  # pragma: no cover - 
 # -- the sweeps on a Chain (same contracts as the numpy sweeps) ---------------
 
 
+# With the "auto" backend, chains shorter than this stay on the numpy sweeps: their
+# per-step overhead is small next to the batched products, and a process that
+# only ever sees short chains (CRF tagging) never pays for loading the kernels.
+AUTO_MIN_T = 64
+
+
 def serves(ch):
-    """True when the compiled sweeps run for chain ``ch`` (backend on, shared pairwise)."""
-    return enabled() and ch.shared and ch.n > 0
+    """True when the compiled sweeps run for chain ``ch``.
+
+    Backend ``"numba"``: every chain with a shared pairwise; ``"auto"``: those
+    with at least ``AUTO_MIN_T`` steps; ``"numpy"``: none.
+    """
+    if not (enabled() and ch.shared and ch.n > 0):
+        return False
+    return _state["name"] == "numba" or ch.T >= AUTO_MIN_T
 
 
 def compiled_forward(ch, keep=True):
