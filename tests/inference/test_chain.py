@@ -13,12 +13,34 @@ from causalnet.errors import EvidenceError, ModelError, ShapeError
 from causalnet.inference import chain
 from causalnet.inference.chain import (
     backward_messages,
+    compiled,
     forward_backward,
     forward_messages,
     log_partition,
     sample_paths,
     viterbi,
 )
+
+# ---------------------------------------------------------------------------
+# backends: the compiled (numba) sweeps and the numpy ones must agree
+# ---------------------------------------------------------------------------
+
+BACKENDS = ["numba", "numpy"] if compiled.AVAILABLE else ["numpy"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Run the test once per chain backend."""
+    with compiled.backend(request.param):
+        yield request.param
+
+
+@pytest.fixture
+def numpy_sweeps():
+    """Tests of the numpy-only paths (time chunks, fused max-plus) run with the numpy backend."""
+    with compiled.backend("numpy"):
+        yield
+
 
 # ---------------------------------------------------------------------------
 # brute force
@@ -65,7 +87,7 @@ def _row_pairwise(pairwise, r):
 @pytest.mark.parametrize("shared", [True, False])
 @pytest.mark.parametrize("ragged", [False, True])
 @pytest.mark.parametrize("trial", range(4))
-def test_matches_brute_force(rng, shared, ragged, trial):
+def test_matches_brute_force(backend, rng, shared, ragged, trial):
     n, T, K = 4, int(rng.integers(1, 6)), int(rng.integers(1, 4))
     unary, pairwise, mask, lengths = _random_chain(rng, n, T, K, shared, ragged)
     post = forward_backward(unary, pairwise, mask, edges=True)
@@ -97,7 +119,7 @@ def test_matches_brute_force(rng, shared, ragged, trial):
 
 
 @pytest.mark.parametrize("shared, zero_pairs", [(True, False), (True, True), (False, True)])
-def test_structural_zeros_match_brute_force(rng, shared, zero_pairs):
+def test_structural_zeros_match_brute_force(backend, rng, shared, zero_pairs):
     # -inf unaries (and pairwise entries): the Viterbi sweeps take their -inf-safe paths
     for _ in range(6):
         unary, pairwise, mask, lengths = _random_chain(rng, 3, 5, 3, shared, True, neg_inf=0.25)
@@ -116,7 +138,7 @@ def test_structural_zeros_match_brute_force(rng, shared, zero_pairs):
                 assert_allclose(scores[r], ref[r][4], rtol=1e-12)
 
 
-def test_extreme_potentials_match_brute_force(rng):
+def test_extreme_potentials_match_brute_force(backend, rng):
     # potentials near 0 (log 1e-300 ~ -690): products underflow the scaled sweep,
     # rows fall back to log space; the answer must still be exact
     for shared in (True, False):
@@ -140,7 +162,7 @@ def test_extreme_potentials_match_brute_force(rng):
                 assert_allclose(post.edge_marginals[r, : L - 1], ref[r][2], rtol=0, atol=1e-12)
 
 
-def test_scaled_engine_equals_log_engine(rng):
+def test_scaled_engine_equals_log_engine(backend, rng):
     # the fast (scaled, probability-space) engine against the log-space engine
     for shared in (True, False):
         unary, pairwise, mask, _ = _random_chain(rng, 7, 30, 4, shared, True, scale=3.0)
@@ -284,18 +306,18 @@ def _check_stable(unary, pairwise):
     assert (scores <= lz + 1e-9 * np.abs(lz)).all()
 
 
-def test_tiny_potentials_stable(rng):
+def test_tiny_potentials_stable(backend, rng):
     unary, pairwise = _tiny_chain(rng, 3, 2000, 4)
     _check_stable(unary, pairwise)
 
 
 @pytest.mark.slow
-def test_tiny_potentials_stable_T_1e5(rng):
+def test_tiny_potentials_stable_T_1e5(backend, rng):
     unary, pairwise = _tiny_chain(rng, 1, 100_000, 4)
     _check_stable(unary, pairwise)
 
 
-def test_long_chain_scaled_matches_log(rng):
+def test_long_chain_scaled_matches_log(backend, rng):
     # ordinary potentials over many steps: the scaled sweep alone must be exact
     T, K = 5000, 5
     unary = np.log(rng.dirichlet(np.ones(K), size=(2, T)))
@@ -314,7 +336,7 @@ def _sequential(unary, pairwise, mask, **kw):
 
 
 @pytest.mark.parametrize("n, T, K", [(1, 3000, 4), (3, 2500, 3), (2, 1500, 8)])
-def test_time_chunked_sweep_equals_sequential(rng, n, T, K):
+def test_time_chunked_sweep_equals_sequential(numpy_sweeps, rng, n, T, K):
     # long, narrow batches are swept in time chunks; same answers as step by step
     unary = np.log(rng.dirichlet(np.ones(K), size=(n, T)))
     pairwise = np.log(rng.dirichlet(np.ones(K), size=K))
@@ -343,7 +365,7 @@ def test_time_chunked_sweep_equals_sequential(rng, n, T, K):
 
 
 @pytest.mark.parametrize("n, T, K, zero", [(1, 3000, 4, True), (3, 2500, 3, True), (1, 1500, 8, True), (2, 1500, 12, False)])
-def test_time_chunked_viterbi_equals_sequential(rng, n, T, K, zero):
+def test_time_chunked_viterbi_equals_sequential(numpy_sweeps, rng, n, T, K, zero):
     # with a structural zero the chunks' transfer matrices take the broadcast
     # max-plus step; with finite potentials the fused (Chebyshev) one
     unary = np.log(rng.dirichlet(np.ones(K), size=(n, T)))
@@ -368,7 +390,7 @@ def test_time_chunked_viterbi_equals_sequential(rng, n, T, K, zero):
     assert_allclose(scores, own, rtol=1e-12, atol=0)
 
 
-def test_time_chunks_fall_back_when_boundaries_disagree(rng):
+def test_time_chunks_fall_back_when_boundaries_disagree(numpy_sweeps, rng):
     # near-zero potentials make chunk products underflow: the boundary check must
     # catch it and the rows be redone (step by step, then in log space)
     unary, pairwise = _tiny_chain(rng, 2, 3000, 4)
@@ -388,7 +410,7 @@ def test_time_chunks_fall_back_when_boundaries_disagree(rng):
 # ---------------------------------------------------------------------------
 
 
-def test_single_step_single_state_and_empty_batch():
+def test_single_step_single_state_and_empty_batch(backend):
     u = np.array([[[0.3, -1.0]]])  # (1, 1, 2)
     post = forward_backward(u, np.zeros((2, 2)), edges=True)
     assert_allclose(post.log_z, [logsumexp(u[0, 0])], rtol=1e-14)
@@ -411,7 +433,7 @@ def test_int_mask_and_all_true_mask(rng):
     assert_allclose(full.log_z, log_partition(unary, pairwise), rtol=1e-14)
 
 
-def test_padding_values_are_ignored(rng):
+def test_padding_values_are_ignored(backend, rng):
     unary, pairwise, mask, _ = _random_chain(rng, 4, 5, 3, False, True)
     ref = forward_backward(unary, pairwise, mask, edges=True)
     u2, p2 = unary.copy(), pairwise.copy()
@@ -447,7 +469,7 @@ def test_errors_name_what_and_where():
         sample_paths(u, P, seed=0)
 
 
-def test_impossible_evidence():
+def test_impossible_evidence(backend):
     u = np.zeros((3, 3, 2))
     u[1, 1] = -np.inf  # row 1 has no possible state at step 1
     P = np.zeros((2, 2))
@@ -463,7 +485,7 @@ def test_impossible_evidence():
     assert np.isneginf(log_partition(u2, P2)).all()
 
 
-def test_inputs_are_not_modified(rng):
+def test_inputs_are_not_modified(backend, rng):
     for n in (1, 3):
         unary, pairwise, mask, _ = _random_chain(rng, n, 4, 3, False, True)
         u0, p0 = unary.copy(), pairwise.copy()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from . import compiled
 from .potentials import Chain, raise_if_impossible
 from .time_chunks import TC_MAX_NK3, TC_MAX_NK3_VITERBI, TimeChunks, use_time_chunks
 
@@ -44,6 +45,8 @@ def chain_viterbi(ch, uKT=None, consume_u=False):
     z : ndarray of int, shape (T, n), -1 on padding
     score : ndarray of shape (n,)
     """
+    if compiled.serves(ch):
+        return compiled.compiled_viterbi(ch, consume_u)
     if use_time_chunks(ch, TC_MAX_NK3 if np.isfinite(ch.pw).all() else TC_MAX_NK3_VITERBI):
         return _viterbi_chunked(ch)
     if ch.shared and np.isfinite(ch.pw).all():

@@ -99,9 +99,12 @@ class Chain:  # the engine's input contract (HMM builds it directly)
         self.order = order
         self.T, self.n, self.K = u.shape if shape is None else shape
         self.shared = pw.ndim == 2
-        srt = lengths[::-1]  # ascending
-        self.counts = self.n - np.searchsorted(srt, np.arange(self.T), side="right")
         self.ragged = bool(self.n and lengths[-1] < self.T)
+        if self.ragged:
+            srt = lengths[::-1]  # ascending
+            self.counts = self.n - np.searchsorted(srt, np.arange(self.T), side="right")
+        else:
+            self.counts = np.full(self.T, self.n, dtype=np.intp)
         self._scaled_u = scaled_u
         self._scaled_pw = None
         self.time_chunks = None  # time-chunk state, set by a chunked forward sweep

@@ -1,7 +1,9 @@
 """Scaled (probability-space) forward and backward sweeps, Rabiner's normalisers.
 
 Each step is one batched ``alpha @ A`` product over the live prefix of the
-batch, so Python loops only over time. Rows whose per-step normalisers
+batch, so Python loops only over time. With a shared pairwise and the numba
+backend on, both sweeps hand over to the compiled kernels
+(:mod:`.compiled`), which have the same contracts. Rows whose per-step normalisers
 underflow are flagged ``bad`` for the caller to redo in log space
 (:mod:`.log_space`); long narrow batches go to :mod:`.time_chunks`.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import compiled
 from .kernels import BLAS_MNK, CHUNK_ELEMS, SCALE_FLOOR, Rolling, add_atb, matmul_blocked
 from .time_chunks import chunked_backward, chunked_forward, use_time_chunks
 
@@ -34,6 +37,8 @@ def scaled_forward(ch, keep=True):
     bad : ndarray of bool, shape (n,)
         Rows whose normalisers underflowed: their alpha and c are garbage.
     """
+    if compiled.serves(ch):
+        return compiled.compiled_forward(ch, keep)
     if use_time_chunks(ch):
         return chunked_forward(ch)
     B, _ = ch.scaled_unary()
@@ -110,6 +115,8 @@ def scaled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True):
     """
     if ch.time_chunks is not None:
         return chunked_backward(ch, alpha, bad, counts)
+    if compiled.serves(ch):
+        return compiled.compiled_backward(ch, c, alpha, bad, counts, keep_g)
     B, _ = ch.scaled_unary()
     A, _ = ch.scaled_pairwise()
     T, n, K = B.shape

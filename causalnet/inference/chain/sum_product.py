@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import compiled
 from .kernels import FB_TOL, matmul_blocked
 from .log_space import log_backward, log_forward, log_space_posterior
 from .potentials import Chain, ChainPosterior, raise_if_impossible
@@ -40,11 +41,15 @@ def chain_posterior(ch, edges=False, counts=False):
     log_z = scaled_log_partition(ch, c)
     early = bad.copy()
     keep_g = edges or (counts and not ch.shared)
-    beta, g, S = scaled_backward(ch, c, alpha, bad, counts=(edges or counts), keep_g=keep_g)
-    with np.errstate(invalid="ignore", over="ignore"):
-        gamma = np.multiply(alpha, beta, out=beta)  # (T, n, K); 0 on bad rows, replaced below
-        s = matmul_blocked(gamma.reshape(-1, ch.K), np.ones((ch.K, 1)), out=np.empty((ch.T * ch.n, 1)))
-        s = s.reshape(ch.T, ch.n)  # row sums
+    if compiled.serves(ch) and ch.time_chunks is None:  # the marginals come out of the compiled sweep
+        gamma, g, S, s = compiled.compiled_backward(ch, c, alpha, bad, counts=(edges or counts), keep_g=keep_g,
+                                                    marginals=True)
+    else:
+        beta, g, S = scaled_backward(ch, c, alpha, bad, counts=(edges or counts), keep_g=keep_g)
+        with np.errstate(invalid="ignore", over="ignore"):
+            gamma = np.multiply(alpha, beta, out=beta)  # (T, n, K); 0 on bad rows, replaced below
+            s = matmul_blocked(gamma.reshape(-1, ch.K), np.ones((ch.K, 1)), out=np.empty((ch.T * ch.n, 1)))
+            s = s.reshape(ch.T, ch.n)  # row sums
     real = ch.real() if ch.ragged else None
     if real is not None:
         s[~real] = 1.0
@@ -96,8 +101,11 @@ def chain_posterior(ch, edges=False, counts=False):
 
 def chain_log_partition(ch):
     """Log-partition per row (internal order), scaled with log-space fallback."""
-    _, c, bad = scaled_forward(ch, keep=False)
-    log_z = scaled_log_partition(ch, c)
+    if compiled.serves(ch):
+        log_z, bad = compiled.compiled_log_partition(ch)
+    else:
+        _, c, bad = scaled_forward(ch, keep=False)
+        log_z = scaled_log_partition(ch, c)
     if bad.any():
         rows = np.flatnonzero(bad)
         sub = ch.subset(rows)

@@ -104,6 +104,7 @@ class Emission:
     """
 
     kind = ""
+    obs_ndim = 1  # dimensions of hmmlearn's concatenated X: (N,) symbols, (N, d) vectors
     letters = ""
     attrs: dict = {}
 
@@ -173,6 +174,7 @@ class CategoricalEmission(Emission):
     """
 
     kind = "categorical"
+    obs_ndim = 1
     letters = "e"
     attrs = {"e": "emissionprob_"}
 
@@ -354,6 +356,7 @@ class GaussianEmission(Emission):
     """
 
     kind = "gaussian"
+    obs_ndim = 2
     letters = "mc"
     attrs = {"m": "means_", "c": "covars_"}
 

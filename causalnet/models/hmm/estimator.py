@@ -53,17 +53,20 @@ from __future__ import annotations
 
 import bisect
 import copy
+import inspect
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ...errors import EvidenceError, ModelError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
-from . import causal
+from . import causal, saving
 from .emissions import CategoricalEmission, check_simplex, make_emission, normalize_rows
-from .packing import pack, unpack
+from .packing import flatten_input, pack, unpack
 
 __all__ = ["HMM", "ConvergenceMonitor"]
 
@@ -121,13 +124,38 @@ def _check_prior(name, value):
     return value
 
 
+def _alias(name, value, alias, alias_value, default):
+    """The value of a parameter that has two names (ours and hmmlearn's); ModelError if they disagree."""
+    if value is None:
+        return default if alias_value is None else alias_value
+    if alias_value is not None and alias_value is not value and not (
+            _is_scalar(value) and _is_scalar(alias_value) and value == alias_value):
+        raise ModelError(f"{name}={value!r} and {alias}={alias_value!r} disagree; {alias} is another name for "
+                         f"{name}, give one of them")
+    return value
+
+
+def _is_scalar(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_algorithm(algorithm):
+    if not isinstance(algorithm, str) or algorithm not in ("viterbi", "map"):
+        raise ModelError(f"algorithm must be 'viterbi' or 'map'; got {algorithm!r}")
+    return algorithm
+
+
+# Constructor parameters that are two names for one value (sklearn's set_params keeps them together).
+_ALIASES = (("n_states", "n_components"), ("seed", "random_state"))
+
+
 class HMM:
     """Hidden Markov model with categorical or Gaussian emissions.
 
     Parameters
     ----------
-    n_states : int
-        Number of hidden states ``K``.
+    n_states : int, default 1
+        Number of hidden states ``K`` (alias ``n_components``).
     emission : {"categorical", "gaussian"}, default "categorical"
     covariance_type : {"diag", "full"}, default "diag"
         Gaussian emissions only.
@@ -160,10 +188,18 @@ class HMM:
         Added to the data variance when covariances are initialised, and the
         floor of the eigenvalues (variances) of any covariance an M-step leaves
         not positive definite (nearly singular data), as hmmlearn's.
-    progress : bool, default False
-        Show a progress bar during fit when ``tqdm`` is installed.
+    algorithm : {"viterbi", "map"}, default "viterbi"
+        What :meth:`decode` and :meth:`predict` return by default: the jointly
+        most likely path, or the most likely state at each step.
+    progress : bool or None, default None
+        Show a progress bar (``tqdm.auto``: terminal or notebook) during fit.
+        None: shown on an interactive terminal or notebook, hidden otherwise
+        and when the environment variable ``CI`` is true; False: never.
     seed : int or numpy.random.Generator, optional
         Randomness of initialisation and restarts.
+    n_components, random_state :
+        hmmlearn's names for ``n_states`` and ``seed`` (give either name, or
+        both with the same value).
 
     Attributes
     ----------
@@ -179,9 +215,10 @@ class HMM:
 
     def __init__(
         self,
-        n_states,
+        n_states=None,
         emission="categorical",
         *,
+        n_components=None,
         covariance_type="diag",
         n_symbols=None,
         startprob=None,
@@ -202,10 +239,13 @@ class HMM:
         covars_prior=1e-2,
         covars_weight=1.0,
         min_covar=1e-3,
-        progress=False,
+        algorithm="viterbi",
+        progress=None,
         seed=None,
+        random_state=None,
     ):
-        self.n_states = _check_int("n_states", n_states, 1)
+        K = _alias("n_states", n_states, "n_components", n_components, default=1)
+        self.n_states = self.n_components = _check_int("n_states", K, 1)
         if not isinstance(emission, str) or emission not in _KINDS:
             raise ModelError(f"emission must be 'categorical' or 'gaussian'; got {emission!r}")
         if not isinstance(covariance_type, str) or covariance_type not in _COVARIANCE_TYPES:
@@ -226,11 +266,16 @@ class HMM:
                      "covars_prior", "covars_weight"):
             setattr(self, name, _check_prior(name, locals()[name]))
         self.min_covar = _check_real("min_covar", min_covar, positive=True)
-        if not isinstance(progress, (bool, np.bool_)):
-            raise ModelError(f"progress must be True or False; got {progress!r}")
-        self.progress = bool(progress)
+        self.algorithm = _check_algorithm(algorithm)
+        if progress is not None and not isinstance(progress, (bool, np.bool_)):
+            raise ModelError(f"progress must be True, False or None (automatic); got {progress!r}")
+        self.progress = None if progress is None else bool(progress)
+        seed = _alias("seed", seed, "random_state", random_state, default=None)
         as_generator(seed)  # validates; the seed itself is kept as given
-        self.seed = seed
+        self.seed = self.random_state = seed
+        # the initial parameters as given (get_params / clone), validated copies in the ``_`` attributes
+        self.startprob, self.transmat, self.emissionprob, self.means, self.covars = (
+            startprob, transmat, emissionprob, means, covars)
         given = self._take_initial(startprob, transmat, emissionprob, means, covars)
         self.init_params = "".join(c for c in params if c not in given) if init_params is None else init_params
         self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter)
@@ -257,6 +302,50 @@ class HMM:
     # ------------------------------------------------------------------
     # parameters
     # ------------------------------------------------------------------
+
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        """Constructor parameters as a dict (scikit-learn's estimator protocol; ``sklearn.base.clone`` works).
+
+        Initial parameters (``startprob``, ...) are returned as they were given,
+        not the fitted ``startprob_``.
+        """
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters (scikit-learn's protocol); validated, nothing changes on error.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ModelError
+            For an unknown name or an invalid value.
+        """
+        names = self._param_names()
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise ModelError(f"HMM has no parameter {unknown[0]!r}; parameters: {names}")
+        merged = self.get_params()
+        for a, b in _ALIASES:  # a new value under one name replaces both
+            if a in params and b not in params:
+                merged[b] = None
+            elif b in params and a not in params:
+                merged[a] = None
+        merged.update(params)
+        probe = type(self)(**merged)  # validates everything before anything changes
+        for name in names:
+            setattr(self, name, getattr(probe, name))
+        for code, attr in _ATTR.items():
+            if hasattr(probe, attr) and _INIT_ARG[code] in params:
+                setattr(self, attr, getattr(probe, attr))
+        return self
 
     @property
     def emission_model(self):
@@ -298,6 +387,10 @@ class HMM:
     # inference
     # ------------------------------------------------------------------
 
+    def _flatten(self, X, lengths):
+        """Any accepted form of the sequences -> concatenated ``(X, lengths)`` and the caller's layout."""
+        return flatten_input(X, lengths, self.emission_model.obs_ndim)
+
     def _pack(self, X, lengths, params):
         em = self.emission_model
         pk = pack(em.check_observations(X, params), lengths)
@@ -337,7 +430,10 @@ class HMM:
         Parameters
         ----------
         X : array_like of shape (N,) / (N, 1) (categorical) or (N, d) (Gaussian)
-            Concatenated sequences.
+            Concatenated sequences; or a list of arrays, one per sequence; or
+            a padded batch ``(n, T)`` / ``(n, T, d)`` with ``lengths`` (one
+            per row). Per-observation results come back in
+            the same form (padding -1 for states, 0 for probabilities).
         lengths : array_like of int, optional
             Sequence lengths, summing to ``N``; None for one sequence.
 
@@ -346,6 +442,7 @@ class HMM:
         float
             ``-inf`` if some sequence is impossible under the model.
         """
+        X, lengths, _ = self._flatten(X, lengths)
         _, ch = self._prepare(X, lengths)
         return float(chain_log_partition(ch).sum())
 
@@ -357,22 +454,24 @@ class HMM:
         log_prob : float
         posteriors : ndarray of shape (N, K)
         """
+        X, lengths, layout = self._flatten(X, lengths)
         pk, ch = self._prepare(X, lengths)
         gamma, log_z, _, _ = chain_posterior(ch)
-        return float(log_z.sum()), unpack(pk, gamma)
+        return float(log_z.sum()), layout.restore(unpack(pk, gamma), 0.0)
 
     def predict_proba(self, X, lengths=None):
         """Posterior state probabilities ``p(Z[t] = k | X)``, shape (N, K)."""
         return self.score_samples(X, lengths)[1]
 
-    def decode(self, X, lengths=None, algorithm="viterbi"):
+    def decode(self, X, lengths=None, algorithm=None):
         """Most likely state sequence.
 
         Parameters
         ----------
-        algorithm : {"viterbi", "map"}
+        algorithm : {"viterbi", "map"}, optional
             ``"viterbi"``: the jointly most likely path; ``"map"``: the most
-            likely state at each step (posterior argmax).
+            likely state at each step (posterior argmax). Default: the
+            estimator's ``algorithm``.
 
         Returns
         -------
@@ -382,16 +481,16 @@ class HMM:
             probability (not a log-probability).
         states : ndarray of int, shape (N,)
         """
-        if not isinstance(algorithm, str) or algorithm not in ("viterbi", "map"):
-            raise ModelError(f"algorithm must be 'viterbi' or 'map'; got {algorithm!r}")
+        algorithm = self.algorithm if algorithm is None else _check_algorithm(algorithm)
+        X, lengths, layout = self._flatten(X, lengths)
         pk, ch = self._prepare(X, lengths, scaled=(algorithm == "map"))
         if algorithm == "map":
             gamma, _, _, _ = chain_posterior(ch)
             post = unpack(pk, gamma)
-            return float(post.max(axis=1).sum()), post.argmax(axis=1)
+            return float(post.max(axis=1).sum()), layout.restore(post.argmax(axis=1), -1)
         z, score = chain_viterbi(ch, consume_u=True)  # ch.u was made for this call
         raise_if_impossible(ch, score)
-        return float(score.sum()), unpack(pk, z)
+        return float(score.sum()), layout.restore(unpack(pk, z), -1)
 
     def predict(self, X, lengths=None):
         """Viterbi state sequence, shape (N,)."""
@@ -407,12 +506,27 @@ class HMM:
 
     def aic(self, X, lengths=None):
         """Akaike information criterion ``-2 log p(X) + 2 p`` (lower is better)."""
+        X, lengths, _ = self._flatten(X, lengths)
         return -2.0 * self.score(X, lengths) + 2.0 * self.n_parameters()
 
     def bic(self, X, lengths=None):
         """Bayesian information criterion ``-2 log p(X) + p log N`` (lower is better)."""
+        X, lengths, _ = self._flatten(X, lengths)
         N = len(np.asarray(X))
         return -2.0 * self.score(X, lengths) + self.n_parameters() * math.log(N)
+
+    # ------------------------------------------------------------------
+    # saving (see causalnet.models.hmm.saving)
+    # ------------------------------------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` (JSON: parameters) and ``path`` with suffix ``.npz`` (arrays); exact, no pickle."""
+        saving.save_hmm(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """The HMM saved by :meth:`save` at ``path``."""
+        return saving.load_hmm(cls, path)
 
     # ------------------------------------------------------------------
     # as a causal model (see causalnet.models.hmm.causal)
@@ -489,6 +603,7 @@ class HMM:
         NumericalError
             If EM produced a non-finite parameter.
         """
+        X, lengths, _ = self._flatten(X, lengths)
         work = copy.copy(self)
         work.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
         work._fit(X, lengths)
@@ -535,7 +650,7 @@ class HMM:
 
     def _em(self, pk, params):
         monitor = ConvergenceMonitor(self.tol, self.n_iter)
-        bar = _progress_bar(self.n_iter) if self.progress else None
+        bar = None if self.progress is False or self.n_iter == 0 else _progress_bar(self.n_iter, self.progress)
         try:
             for _ in range(self.n_iter):
                 stats, logprob = self._estep(pk, params)
@@ -584,6 +699,7 @@ _ATTR = {
     "m": "means_",
     "c": "covars_",
 }
+_INIT_ARG = {c: a[:-1] for c, a in _ATTR.items()}  # "s" -> "startprob", the constructor's name
 
 
 def _alphabet_size(X):
@@ -616,9 +732,9 @@ def _sample_states(start, trans, u):
     return Z
 
 
-def _progress_bar(total):
-    try:
-        from tqdm.auto import tqdm  # optional dependency
-    except ImportError:
+def _progress_bar(total, progress):
+    """A ``tqdm.auto`` bar: forced on by ``progress=True``; with None, on an interactive terminal or
+    notebook only, and never when the environment variable ``CI`` is true."""
+    if progress is None and os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
         return None
-    return tqdm(total=total, desc="Baum-Welch", leave=False)
+    return tqdm(total=total, desc="Baum-Welch", leave=False, disable=None if progress is None else False)

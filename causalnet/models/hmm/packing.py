@@ -1,7 +1,10 @@
 """Concatenated sequences ``(X, lengths)`` packed into the chain engine's layout, and back.
 
 hmmlearn's convention is one array ``X`` of every observation, one sequence
-after another, with ``lengths``. The chain engine wants a batch: time-major,
+after another, with ``lengths``; :func:`flatten_input` also takes a list of
+arrays (one per sequence) or a padded batch ``(n, T, ...)`` with ``lengths``,
+and its :class:`Layout` puts per-observation results back in the caller's
+form. The chain engine wants a batch: time-major,
 rows sorted by length (longest first) so the rows alive at step ``t`` are a
 prefix. :func:`pack` builds the index ``pos`` (T, n) into ``X`` once;
 :func:`unpack` scatters a time-major result back to ``(N, ...)``.
@@ -22,7 +25,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ShapeError
 
-__all__ = ["Packed", "pack", "unpack", "check_lengths"]
+__all__ = ["Packed", "pack", "unpack", "check_lengths", "Layout", "flatten_input"]
 
 
 @dataclass
@@ -67,8 +70,12 @@ class Packed:
         return int(self.lens[0])
 
 
-def check_lengths(lengths, N):
-    """``lengths`` as a 1-d int array of positive lengths summing to ``N``."""
+def check_lengths(lengths, N, *, rows=None, width=None):
+    """``lengths`` as a 1-d int array of positive lengths summing to ``N``.
+
+    For a padded batch pass ``N=None``, ``rows`` and ``width``: one length per
+    row, each at most ``width``.
+    """
     if lengths is None:
         if N == 0:
             raise EvidenceError("X has no observations; every sequence needs at least one step")
@@ -87,6 +94,13 @@ def check_lengths(lengths, N):
     if (lengths <= 0).any():
         i = int(np.flatnonzero(lengths <= 0)[0])
         raise EvidenceError(f"sequence {i} has length {lengths[i]}; every sequence needs at least one step")
+    if N is None:
+        if len(lengths) != rows:
+            raise ShapeError(f"a padded batch of {rows} rows needs {rows} lengths; got {len(lengths)}")
+        if lengths.max() > width:
+            i = int(np.argmax(lengths))
+            raise ShapeError(f"sequence {i} has length {lengths[i]} but the padded batch has only {width} steps")
+        return lengths
     if lengths.sum() != N:
         raise ShapeError(f"lengths sum to {int(lengths.sum())} but X has {N} observations")
     return lengths
@@ -122,3 +136,79 @@ def unpack(pk, x):
     else:
         out[pk.pos[pk.real]] = x[pk.real]
     return out
+
+
+class Layout:
+    """How the caller gave the sequences, to return per-observation results the same way.
+
+    Attributes
+    ----------
+    kind : {"concatenated", "list", "padded"}
+    lengths : ndarray (n,)
+    T : int
+        Padded width (``"padded"`` only).
+    """
+
+    def __init__(self, kind, lengths, T=0):
+        self.kind = kind
+        self.lengths = lengths
+        self.T = T
+
+    def restore(self, values, fill):
+        """Concatenated ``(N, ...)`` results -> the caller's layout (``fill`` on padding)."""
+        if self.kind == "concatenated":
+            return values
+        if self.kind == "list":
+            return np.split(values, np.cumsum(self.lengths)[:-1])
+        n = len(self.lengths)
+        out = np.full((n, self.T) + values.shape[1:], fill, dtype=values.dtype)
+        mask = np.arange(self.T)[None, :] < self.lengths[:, None]  # (n, T)
+        out[mask] = values
+        return out
+
+
+def flatten_input(X, lengths, obs_ndim):
+    """Sequences in any accepted form as hmmlearn's concatenated ``(X, lengths)`` plus their :class:`Layout`.
+
+    Parameters
+    ----------
+    X : array_like, list of arrays, or padded batch
+        Concatenated observations (``obs_ndim`` dimensions, or ``(N, 1)`` for
+        symbols), a list/tuple of numpy arrays (one per sequence, ``lengths``
+        must be None), or a padded batch with one more dimension than a
+        concatenated ``X`` (``(n, T)`` symbols or ``(n, T, d)`` vectors) with
+        ``lengths``, one per row (required: without them such an ``X`` is
+        read as concatenated observations and rejected by the emission).
+    lengths : array_like of int, optional
+    obs_ndim : int
+        Dimensions of a concatenated ``X``: 1 for symbols, 2 for vectors.
+
+    Examples
+    --------
+    >>> X, lengths, layout = flatten_input(np.array([[0, 1, 2], [3, 4, 0]]), [3, 2], 1)
+    >>> X.tolist(), lengths.tolist(), layout.restore(X, -1).tolist()
+    ([0, 1, 2, 3, 4], [3, 2], [[0, 1, 2], [3, 4, -1]])
+    """
+    if isinstance(X, (list, tuple)) and len(X) and all(isinstance(x, np.ndarray) for x in X):
+        if lengths is not None:
+            raise ShapeError("lengths must be None when X is a list of sequences (each array is one sequence)")
+        seqs = [np.asarray(x) for x in X]
+        if any(x.ndim == 0 for x in seqs):
+            raise ShapeError("each sequence in the list must be an array of observations; got a scalar")
+        lens = np.array([len(x) for x in seqs], dtype=np.intp)
+        try:
+            flat = np.concatenate(seqs)
+        except ValueError as e:
+            raise ShapeError(f"the sequences in the list must have the same observation shape ({e})") from None
+        return flat, lens, Layout("list", lens)
+    try:
+        a = np.asarray(X) if not isinstance(X, np.ndarray) else X
+    except (TypeError, ValueError):  # ragged: the emission's own check names the problem
+        return X, lengths, Layout("concatenated", None)
+    padded = a.ndim == obs_ndim + 1 and not (obs_ndim == 1 and a.shape[-1] == 1 and a.ndim == 2)
+    if not padded or lengths is None:  # a padded batch comes with its lengths
+        return X, lengths, Layout("concatenated", None)
+    n, T = a.shape[:2]
+    lens = check_lengths(lengths, None, rows=n, width=T)
+    mask = np.arange(T)[None, :] < lens[:, None]  # (n, T)
+    return a[mask], lens, Layout("padded", lens, T)

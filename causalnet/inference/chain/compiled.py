@@ -1,0 +1,400 @@
+"""Compiled sweeps: the sequential chain recursions as numba kernels, beside the numpy ones.
+
+A chain sweep is inherently sequential in time: step ``t`` needs step
+``t-1``. The numpy sweeps (:mod:`.scaled`, :mod:`.max_product`) vectorise over
+the batch and loop over time in Python, which costs a few microseconds of
+interpreter time per step, whatever the size of the step. For one long
+sequence (``n = 1``, ``T = 10^5``) that overhead is the whole run. Here the
+same recursions run as ``numba.njit`` kernels over ``(time, row, state)``
+loops, ``O(T n K^2)`` arithmetic with no per-step overhead:
+
+* :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A``;
+* :func:`backward_kernel` — the scaled backward sweep, optionally summing the
+  expected transition statistics ``S = sum_t alpha[t-1].T @ g[t]`` on the fly;
+* :func:`viterbi_kernel` — max-product plus backtrack (lowest index on ties).
+
+Inner loops run over the destination state (``out[j] += a_i * A[i, j]``), so
+LLVM vectorises them without reassociating sums (no ``fastmath``); results
+equal the numpy sweeps to rounding (tested to 1e-12).
+
+Which sweeps run is the **backend**: ``"numba"`` when numba is importable,
+``"numpy"`` otherwise. The environment variable ``CAUSALNET_CHAIN_BACKEND``
+(``"numpy"``, ``"numba"`` or ``"auto"``) sets it at import; :func:`set_backend`
+and the context manager :func:`backend` set it at run time. ``"auto"`` (the
+default) compiles only chains of at least ``AUTO_MIN_T`` steps; ``"numba"``
+every chain. Compiled sweeps
+serve chains with a shared pairwise (HMMs, CRFs); per-step pairwise
+potentials and the log-space fallback always run in numpy.
+
+>>> from causalnet.inference.chain import compiled
+>>> with compiled.backend("numpy"):
+...     compiled.enabled()
+False
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import numpy as np
+
+from ...errors import ModelError
+from .kernels import SCALE_FLOOR
+
+try:  # numba is a regular dependency; the numpy sweeps remain the reference
+    import numba
+except ImportError:  # pragma: no cover - exercised only without numba
+    numba = None
+
+__all__ = [
+    "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
+    "forward_kernel", "backward_kernel", "viterbi_kernel",
+    "AUTO_MIN_T", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
+]
+
+AVAILABLE = numba is not None
+ENV_VAR = "CAUSALNET_CHAIN_BACKEND"
+BACKENDS = ("auto", "numba", "numpy")
+
+_state = {"name": "auto"}
+
+
+def _resolve(name):
+    if not isinstance(name, str) or name not in BACKENDS:
+        raise ModelError(f"chain backend must be one of {list(BACKENDS)}; got {name!r}")
+    if name == "numba" and not AVAILABLE:
+        raise ModelError("chain backend 'numba' was requested but numba is not installed (pip install numba)")
+    return name
+
+
+def enabled():
+    """True when the compiled sweeps run (backend ``"numba"``, or ``"auto"`` with numba importable)."""
+    return AVAILABLE and _state["name"] != "numpy"
+
+
+def get_backend():
+    """The backend in force: ``"numba"`` or ``"numpy"``."""
+    return "numba" if enabled() else "numpy"
+
+
+def set_backend(name):
+    """Choose the sweeps: ``"numba"``, ``"numpy"`` or ``"auto"``; returns the previous setting.
+
+    Raises
+    ------
+    ModelError
+        For an unknown name, or ``"numba"`` when numba is not installed.
+    """
+    prev = _state["name"]
+    _state["name"] = _resolve(name)
+    return prev
+
+
+@contextmanager
+def backend(name):
+    """Run a block with the given backend (see :func:`set_backend`), then restore the previous one."""
+    prev = set_backend(name)
+    try:
+        yield
+    finally:
+        _state["name"] = prev
+
+
+_env = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
+_state["name"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) else "auto"
+
+
+def _njit(fn):
+    """``numba.njit`` with on-disk caching and numpy's float semantics (x/0 -> inf, no exception)."""
+    if numba is None:  # pragma: no cover
+        return fn
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+
+
+@_njit
+def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
+    """Scaled forward sweep, in place.
+
+    Each row's unnormalised message ``v`` is kept, and the next step's product
+    runs on it (``(v @ A) / c`` instead of ``(v / c) @ A``), so the division
+    by the normaliser is off the sweep's critical path.
+
+    Parameters
+    ----------
+    B : (T, n, K) probability-space unaries (0 on padding).
+    A : (K, K) probability-space transitions.
+    counts : (T,) int, rows alive at each step (rows sorted by length).
+    alpha : (T, n, K) or (2, n, K) output; with 2 slots step ``t`` lives in ``t % 2``.
+    c : (T, n) output normalisers; left untouched (1) on padding.
+    logc : (n,) output ``sum_t log c[t]`` per row (garbage on rows whose
+        normalisers fall to ``SCALE_FLOOR`` or below). Kept as a running
+        product, moved into the log only when it leaves ``[1e-50, 1e50]``, so
+        there is no logarithm per step.
+    """
+    T, n, K = B.shape
+    roll = alpha.shape[0] != T
+    tmp = np.empty(K)
+    v = np.empty((n, K))  # unnormalised messages
+    inv = np.empty(n)  # 1 / their normalisers
+    prod = np.ones(n)  # running product of normalisers not yet in logc
+    for r in range(counts[0]):
+        s = 0.0
+        for j in range(K):
+            v[r, j] = B[0, r, j]
+            s += B[0, r, j]
+        c[0, r] = s
+        logc[r] = 0.0
+        prod[r] = s
+        inv[r] = 1.0 / s
+        for j in range(K):
+            alpha[0, r, j] = v[r, j] * inv[r]
+    for t in range(1, T):
+        cur = t % 2 if roll else t
+        for r in range(counts[t]):
+            tmp[:] = 0.0
+            for i in range(K):
+                a = v[r, i]
+                if a != 0.0:
+                    for j in range(K):
+                        tmp[j] += a * A[i, j]
+            s = 0.0
+            ir = inv[r]
+            for j in range(K):
+                x = tmp[j] * ir * B[t, r, j]
+                v[r, j] = x
+                s += x
+            c[t, r] = s
+            p = prod[r]
+            if not 1e-50 <= p <= 1e50:
+                logc[r] += np.log(p)
+                p = 1.0
+            prod[r] = p * s
+            ir = 1.0 / s
+            inv[r] = ir
+            for j in range(K):
+                alpha[cur, r, j] = v[r, j] * ir
+    for r in range(n):
+        logc[r] += np.log(prod[r])
+
+
+@_njit
+def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no cover - compiled
+    """Scaled backward sweep, in place; optionally the unnormalised marginals in place of ``beta``.
+
+    Parameters
+    ----------
+    B : (T, n, K) probability-space unaries.
+    AT : (K, K) transposed transitions, ``AT[j, i] = A[i, j]``.
+    c : (T, n) forward normalisers (``inf`` on rows to zero out).
+    counts : (T,) int.
+    alpha : (T, n, K) forward messages (read only when ``S`` has rows).
+    beta : (T, n, K) output (padding must be zero-initialised).
+    g : (T, n, K) or (2, n, K) output ``B * beta / c`` (0 at step 0).
+    S : (K, K) accumulator of ``alpha[t-1].T @ g[t]``, or a (0, 0) array for none.
+    rowsum : (T, n) output, or a (0, 0) array. With rows, each ``beta[t]`` is
+        replaced by ``alpha[t] * beta[t]`` once it has been used, and
+        ``rowsum[t]`` gets its sum over states (1 up to rounding where scaling
+        lost no mass); padding stays 0.
+    """
+    T, _, K = B.shape
+    roll = g.shape[0] != T
+    want_s = S.shape[0] == K
+    fuse = rowsum.shape[0] == T
+    tmp = np.empty(K)
+    for r in range(counts[T - 1]):
+        for j in range(K):
+            beta[T - 1, r, j] = 1.0
+    for t in range(T - 1, 0, -1):
+        cur = t % 2 if roll else t
+        k = counts[t]
+        for r in range(k):
+            ic = 1.0 / c[t, r]  # independent of the sweep: off its critical path
+            for j in range(K):
+                g[cur, r, j] = B[t, r, j] * ic * beta[t, r, j]
+            tmp[:] = 0.0
+            for j in range(K):
+                gj = g[cur, r, j]
+                for i in range(K):
+                    tmp[i] += AT[j, i] * gj
+            for i in range(K):
+                beta[t - 1, r, i] = tmp[i]
+            if want_s:
+                for i in range(K):
+                    a = alpha[t - 1, r, i]
+                    for j in range(K):
+                        S[i, j] += a * g[cur, r, j]
+            if fuse:  # beta[t] is used up: the marginal takes its place
+                s = 0.0
+                for j in range(K):
+                    v = alpha[t, r, j] * beta[t, r, j]
+                    beta[t, r, j] = v
+                    s += v
+                rowsum[t, r] = s
+        for r in range(k, counts[t - 1]):  # rows whose last step is t-1
+            for j in range(K):
+                beta[t - 1, r, j] = 1.0
+    if fuse:
+        for r in range(counts[0]):
+            s = 0.0
+            for j in range(K):
+                v = alpha[0, r, j] * beta[0, r, j]
+                beta[0, r, j] = v
+                s += v
+            rowsum[0, r] = s
+
+
+@_njit
+def viterbi_kernel(u, PT, counts, lengths, bp, z, score):  # pragma: no cover - compiled
+    """Max-product sweep with back-pointers, then the backtrack, in place.
+
+    Max-marginals live in two rolling slots; for each destination state the
+    scan over previous states keeps the first maximum (lowest index on ties,
+    as ``numpy.argmax``) as a back-pointer, so the backtrack is one lookup
+    per step.
+
+    Parameters
+    ----------
+    u : (T, n, K) log unaries (``-inf`` on padding).
+    PT : (K, K) transposed log pairwise, ``PT[j, i] = P[i, j]`` (no ``+inf`` or NaN).
+    counts : (T,) int; lengths : (n,) int (non-increasing).
+    bp : (T, n, K) int32 scratch for the back-pointers.
+    z : (T, n) int output path, pre-filled with -1.
+    score : (n,) output best score per row.
+    """
+    T, n, K = u.shape
+    D = np.empty((2, n, K))
+    for r in range(counts[0]):
+        for j in range(K):
+            D[0, r, j] = u[0, r, j]
+    for t in range(1, T):
+        cur = t % 2
+        prev = 1 - cur
+        for r in range(counts[t]):
+            for j in range(K):
+                best = 0
+                bv = D[prev, r, 0] + PT[j, 0]
+                for i in range(1, K):
+                    v = D[prev, r, i] + PT[j, i]
+                    if v > bv:
+                        bv = v
+                        best = i
+                D[cur, r, j] = bv + u[t, r, j]
+                bp[t, r, j] = best
+    for r in range(n):
+        L1 = lengths[r] - 1
+        slot = L1 % 2
+        best = 0
+        bv = D[slot, r, 0]
+        for j in range(1, K):
+            if D[slot, r, j] > bv:
+                bv = D[slot, r, j]
+                best = j
+        score[r] = bv
+        z[L1, r] = best
+        for t in range(L1, 0, -1):
+            best = bp[t, r, best]
+            z[t - 1, r] = best
+
+
+# -- the sweeps on a Chain (same contracts as the numpy sweeps) ---------------
+
+
+# With the "auto" backend, chains shorter than this stay on the numpy sweeps: their
+# per-step overhead is small next to the batched products, and a process that
+# only ever sees short chains (CRF tagging) never pays for loading the kernels.
+AUTO_MIN_T = 64
+
+
+def serves(ch):
+    """True when the compiled sweeps run for chain ``ch``.
+
+    Backend ``"numba"``: every chain with a shared pairwise; ``"auto"``: those
+    with at least ``AUTO_MIN_T`` steps; ``"numpy"``: none.
+    """
+    if not (enabled() and ch.shared and ch.n > 0):
+        return False
+    return _state["name"] == "numba" or ch.T >= AUTO_MIN_T
+
+
+def compiled_forward(ch, keep=True):
+    """Scaled forward sweep; the contract of :func:`.scaled.scaled_forward` (``c`` is (T, n, 1))."""
+    alpha, c, bad, _ = _forward(ch, keep)
+    return alpha, c, bad
+
+
+def compiled_log_partition(ch):
+    """Per-row log-partition and the rows to redo, from the compiled forward sweep (internal order).
+
+    Returns
+    -------
+    log_z : ndarray of shape (n,)
+        Garbage on ``bad`` rows.
+    bad : ndarray of bool, shape (n,)
+    """
+    _, _, bad, logc = _forward(ch, keep=False)
+    _, off = ch.scaled_unary()
+    with np.errstate(invalid="ignore"):
+        log_z = logc + off.sum(axis=0) + ch.pair_offset()
+    return log_z, bad
+
+
+def _forward(ch, keep):
+    B, _ = ch.scaled_unary()
+    A, _ = ch.scaled_pairwise()
+    T, n, K = B.shape
+    B = np.ascontiguousarray(B)
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    rows = T if keep else 2
+    alpha = np.zeros((rows, n, K)) if (ch.ragged or not keep) else np.empty((rows, n, K))
+    c = np.ones((T, n, 1))
+    logc = np.zeros(n)
+    forward_kernel(B, A, np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
+    with np.errstate(invalid="ignore"):
+        bad = ~(c[..., 0] > SCALE_FLOOR).all(axis=0)  # NaN compares False -> bad
+    return (alpha if keep else None), c, bad, logc
+
+
+def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, marginals=False):
+    """Scaled backward sweep; the contract of :func:`.scaled.scaled_backward` (shared pairwise).
+
+    With ``marginals`` (``alpha`` given) the first result is ``alpha * beta``
+    instead of ``beta`` and a fourth, its sum over states ``(T, n)``, follows
+    (the posterior marginals up to that normaliser, with no extra pass).
+    """
+    B, _ = ch.scaled_unary()
+    A, _ = ch.scaled_pairwise()
+    T, n, K = B.shape
+    cc = np.ascontiguousarray(c[..., 0])
+    if bad is not None and bad.any():
+        cc = cc.copy()
+        cc[:, bad] = np.inf  # g = 0 and beta = 0 on bad rows
+        if alpha is not None:
+            alpha[:, bad] = 0.0
+    beta = np.zeros((T, n, K)) if ch.ragged else np.empty((T, n, K))
+    g = np.zeros((T if keep_g else 2, n, K))
+    want_s = counts and alpha is not None
+    S = np.zeros((K, K) if want_s else (0, 0))
+    fuse = marginals and alpha is not None
+    a = alpha if (want_s or fuse) else np.zeros((1, 1, K))
+    rowsum = np.zeros((T, n) if fuse else (0, 0))
+    AT = np.ascontiguousarray(A.T, dtype=np.float64)
+    backward_kernel(np.ascontiguousarray(B), AT, cc, np.asarray(ch.counts, dtype=np.intp), a, beta, g, S, rowsum)
+    out = beta, (g if keep_g else None), (S if want_s else None)
+    return out + (rowsum,) if fuse else out
+
+
+def compiled_viterbi(ch, consume_u=False):
+    """Max-product sweep and backtrack; the contract of :func:`.max_product.chain_viterbi`.
+
+    ``consume_u`` is accepted for that contract; the compiled sweep never
+    writes into ``ch.u``.
+    """
+    T, n, K = ch.T, ch.n, ch.K
+    u = np.ascontiguousarray(ch.u, dtype=np.float64)
+    bp = np.empty((T, n, K), dtype=np.int32)
+    z = np.full((T, n), -1, dtype=np.intp)
+    score = np.empty(n)
+    PT = np.ascontiguousarray(np.asarray(ch.pw, dtype=np.float64).T)
+    viterbi_kernel(u, PT, np.asarray(ch.counts, dtype=np.intp), np.asarray(ch.lengths, dtype=np.intp), bp, z, score)
+    return z, score
