@@ -178,6 +178,8 @@ def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
         logc[r] += np.log(prod[r])
 
 
+# Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
+# local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 @_njit
 def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no cover - compiled
     """Scaled backward sweep, in place; optionally the unnormalised marginals in place of ``beta``.

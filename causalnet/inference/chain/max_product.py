@@ -102,6 +102,8 @@ def chain_viterbi(ch, uKT=None, consume_u=False):
     return z, score
 
 
+# Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
+# local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 def _viterbi_fused(ch, consume_u=False):
     """Max-product sweep with a fused max-plus kernel (shared, finite pairwise).
 
@@ -191,6 +193,8 @@ def _viterbi_fused(ch, consume_u=False):
     return z, score
 
 
+# Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
+# local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 def _viterbi_chunked(ch):
     """Time-chunked max-product for long, narrow batches; same contract as :func:`chain_viterbi`.
 

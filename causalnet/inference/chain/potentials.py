@@ -208,6 +208,8 @@ class Chain:  # the engine's input contract (HMM builds it directly)
         return pmax.sum(axis=0)  # padding offsets are 0
 
 
+# Long by design (complexity 17): one pass that checks unary, pairwise and mask together so every
+# error names expected vs given shapes; splitting it would re-derive the shapes in each piece.
 def validate_potentials(unary, pairwise, mask):
     unary = _as_real(unary, "unary potentials")
     if unary.ndim != 3:

@@ -85,6 +85,8 @@ def scaled_forward(ch, keep=True):
     return (alpha if keep else None), c, bad
 
 
+# Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
+# local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 def scaled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True):
     """Normalised backward messages and the "emission-weighted" messages.
 

@@ -117,6 +117,8 @@ def _row_weights(rs):
     return np.exp(rs - mx)
 
 
+# Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
+# local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 def chunked_forward(ch):
     """Time-chunked scaled forward sweep; same contract as :func:`scaled_forward`.
 
@@ -199,6 +201,8 @@ def chunked_forward(ch):
     return alpha, c, bad_rows
 
 
+# Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
+# local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 def chunked_backward(ch, alpha, bad, counts):
     """Time-chunked scaled backward sweep; same contract as :func:`scaled_backward`.
 
