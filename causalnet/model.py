@@ -217,11 +217,14 @@ class CausalModel:
             raise exc(f"value for {node!r} must be numeric, got {type(value).__name__}")
         try:
             raw = np.asarray(value)
-            arr = np.asarray(value, dtype=spec.dtype)
         except (TypeError, ValueError, OverflowError):
             raise exc(f"value for {node!r} is not numeric (or is a ragged array): {_short(value)}") from None
-        if raw.dtype.kind in "cSUV":
+        if raw.dtype.kind in "cSUV":                      # refuse before any cast: complex never becomes real
             raise exc(f"value for {node!r} must be real numbers, got {raw.dtype} values")
+        try:
+            arr = np.asarray(raw, dtype=spec.dtype)
+        except (TypeError, ValueError, OverflowError):
+            raise exc(f"value for {node!r} is not numeric (or is a ragged array): {_short(value)}") from None
         if np.issubdtype(arr.dtype, np.integer) and raw.dtype.kind == "f" and not np.all(raw == np.round(raw)):
             raise exc(f"node {node!r} holds integers, got non-integral values")
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):

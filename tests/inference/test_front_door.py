@@ -249,3 +249,11 @@ def test_make_models_are_fresh():
 def test_shape_errors_are_typed(linear_gaussian):
     with pytest.raises(ShapeError):
         linear_gaussian.query("Y", evidence={"X": np.zeros((2, 2))})
+
+
+def test_complex_values_are_refused_not_cast():
+    m = cn.CausalModel({"X": cn.LinearGaussian(), "Y": cn.LinearGaussian(["X"], [2.0])})
+    with pytest.raises(cn.EvidenceError, match="'X' must be real numbers"):
+        m.query("Y", evidence={"X": np.array([1 + 2j, 0.5])})
+    with pytest.raises(cn.ModelError, match="'X' must be real numbers"):
+        m.forward({"X": np.array([1 + 2j])}, seed=0)
