@@ -106,10 +106,17 @@ _state["name"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) els
 
 
 def _njit(fn):
-    """``numba.njit`` with on-disk caching and numpy's float semantics (x/0 -> inf, no exception)."""
+    """``numba.njit`` with numpy's float semantics (x/0 -> inf, no exception), compiled on first use.
+
+    No on-disk cache: numba would write it into the installed package's
+    ``__pycache__``, which may be read-only, and which pip leaves behind on
+    uninstall as a ``causalnet/`` folder without ``__init__.py`` that then shadows
+    a later (editable) install. Compiling the three kernels costs about 2 s once
+    per process, and only for chains of ``AUTO_MIN_T`` steps or more.
+    """
     if numba is None:  # pragma: no cover
         return fn
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+    return numba.njit(cache=False, nogil=True, error_model="numpy")(fn)
 
 
 @_njit
