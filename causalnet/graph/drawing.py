@@ -21,6 +21,8 @@ separating set         blue fill and blue bold outline
 highlighted node       red bold outline
 highlighted path       red bold edges (either direction) and outlines
 cluster                a box labelled with the block name
+legend (``legend=``)   a box of sample nodes: the node kinds drawn
+                       and the marks present
 =====================  ==============================================
 
 Style attributes are merged over the defaults; the marks above are merged
@@ -28,6 +30,21 @@ over them (``style`` values are combined, so a latent node of a filled kind is
 ``"dashed,filled"``), and the ``labels=`` option wins over a style's label.
 Output is deterministic: nodes in DAG order (grouped by cluster), edges in
 order of (parent, child) position, attributes sorted by name.
+
+Drawable objects
+----------------
+:func:`to_dot` draws a DAG, or any object with a ``.dag`` attribute holding one
+(a model). Such an object may add optional hooks, each consulted only if present:
+
+``dot_node_attrs(node) -> dict``
+    DOT attributes for one node (``shape``/``fillcolor`` for its kind, ``label``
+    with a tensor shape), merged as described above.
+``dot_edge_attrs(parent, child) -> dict``
+    DOT attributes for one edge; a highlighted path is merged over them.
+``dot_clusters() -> dict``
+    Clusters used when ``clusters=None``: ``{"label": [nodes]}`` or ``"prefix"``.
+``dot_legend() -> list``
+    ``[(label, attributes)]``, the node kinds shown by ``legend=True``.
 
 Examples
 --------

@@ -9,46 +9,12 @@ target, then ``os.replace``): DOT text as is, or SVG/PNG through the Graphviz
 ``PATH`` and then beside ``sys.executable``; else it raises
 :class:`~causalnet.errors.RenderError` saying where it looked and what to install.
 
-Conventions
------------
-=====================  ==============================================
-mark                   drawn as
-=====================  ==============================================
-latent node            dashed outline
-observed node          shaded (``observed=`` option; off by default)
-intervened node        double border; its incoming edges are absent
-                       (the DAG from ``g.do(...)`` already lacks them)
-separating set         blue fill and blue bold outline
-highlighted node       red bold outline
-highlighted path       red bold edges (either direction) and outlines
-cluster                a box labelled with the block name
-legend (``legend=``)   a box of sample nodes: the node kinds drawn
-                       (discrete, continuous, deterministic, tensor,
-                       Cauchy) and the marks present
-=====================  ==============================================
-
-Output is deterministic: nodes in DAG order (grouped by cluster), edges in
-order of (parent, child) position, attributes sorted by name, so the text is
-stable enough for golden-string tests.
-
-Drawable objects
-----------------
-:func:`to_dot` draws a :class:`~causalnet.graph.dag.DAG`, or any object with a
-``.dag`` attribute holding one (a model). Such an object may add optional
-hooks (the drawing contract, defined in :mod:`causalnet.graph.drawing`), each
-consulted only if present:
-
-``dot_node_attrs(node) -> dict``
-    DOT attributes for one node (e.g. ``shape``/``fillcolor`` for its kind,
-    ``label`` with a tensor shape). They are merged over the defaults; the
-    marks above are merged over them (``style`` values are combined, so a
-    latent node of a filled kind is ``"dashed,filled"``), and the ``labels=``
-    option wins over a hook's label.
-``dot_edge_attrs(parent, child) -> dict``
-    DOT attributes for one edge; a highlighted path is merged over them.
-``dot_clusters() -> dict``
-    Clusters used when ``clusters=None``: ``{"label": [nodes]}`` or the
-    string ``"prefix"`` (see the `clusters` option).
+Marks
+-----
+The marks (latent, observed, intervened, separating set, highlighted nodes and
+paths, clusters, the ``legend=`` box) and the deterministic output order are
+those of :mod:`causalnet.graph.drawing`, whose docstring has the table and the
+hooks a drawable object (a model) may define.
 
 Examples
 --------

@@ -304,6 +304,23 @@ def attention(weights: Mapping | None = None, *, d_model: int | None = None, hea
     return b.model(w)
 
 
+def _begin_layer(weights, options: dict, *, d_model, d_ff, cross: bool, padding: bool, seed, kind: str):
+    """The start one encoder or decoder layer shares: weights (random when none), builder, root ``e`` and ``pad``.
+
+    Returns ``(builder, weights, d_model, e node, padding node or None)``.
+    """
+    sd = read_state_dict(weights)
+    b = Builder(**options)
+    if sd is None:
+        d = need_size(d_model, "d_model", "without weights")
+        sd = random_layer(np.random.default_rng(seed), d, need_size(d_ff, "d_ff", "without weights"), cross)
+    w = StateDict(sd)
+    d = b.width(_check_width(b, w, d_model, "self_attn.in_proj_weight"), kind)
+    e = b.add("e", Input((None, d), b.dtype))
+    pad = b.add("pad", Input((None,), np.bool_)) if padding else None
+    return b, w, d, e, pad
+
+
 def encoder_layer(weights: Mapping | None = None, *, d_model: int | None = None, heads: int = 1,
                   d_ff: int | None = None, causal: bool = False, padding: bool = False, norm_first: bool = False,
                   activation: str = "relu", eps: float = 1e-5, view: str = "folded", scores: bool = False,
@@ -335,15 +352,9 @@ def encoder_layer(weights: Mapping | None = None, *, d_model: int | None = None,
     CausalModel
         Root ``e`` ``(n, T, d)``; output ``{prefix}.n``.
     """
-    sd = read_state_dict(weights)
-    b = Builder(**_options(heads, view, scores, dtype, eps, activation, norm_first))
-    if sd is None:
-        d = need_size(d_model, "d_model", "without weights")
-        sd = random_layer(np.random.default_rng(seed), d, need_size(d_ff, "d_ff", "without weights"), False)
-    w = StateDict(sd)
-    d = b.width(_check_width(b, w, d_model, "self_attn.in_proj_weight"), "encoder layer")
-    e = b.add("e", Input((None, d), b.dtype))
-    pad = b.add("pad", Input((None,), np.bool_)) if padding else None
+    b, w, d, e, pad = _begin_layer(weights, _options(heads, view, scores, dtype, eps, activation, norm_first),
+                                   d_model=d_model, d_ff=d_ff, cross=False, padding=padding, seed=seed,
+                                   kind="encoder layer")
     b.self_layer(prefix, e, w, causal=causal, pad=pad)
     return b.model(w)
 
@@ -379,15 +390,9 @@ def decoder_layer(weights: Mapping | None = None, *, d_model: int | None = None,
     CausalModel
         Roots ``e`` ``(n, T, d)`` and ``n`` ``(n, S, d)``; output ``{prefix}.Y``.
     """
-    sd = read_state_dict(weights)
-    b = Builder(**_options(heads, view, scores, dtype, eps, activation, norm_first))
-    if sd is None:
-        d = need_size(d_model, "d_model", "without weights")
-        sd = random_layer(np.random.default_rng(seed), d, need_size(d_ff, "d_ff", "without weights"), cross)
-    w = StateDict(sd)
-    d = b.width(_check_width(b, w, d_model, "self_attn.in_proj_weight"), "decoder layer")
-    e = b.add("e", Input((None, d), b.dtype))
-    pad = b.add("pad", Input((None,), np.bool_)) if padding else None
+    b, w, d, e, pad = _begin_layer(weights, _options(heads, view, scores, dtype, eps, activation, norm_first),
+                                   d_model=d_model, d_ff=d_ff, cross=cross, padding=padding, seed=seed,
+                                   kind="decoder layer")
     if cross:
         mem = b.add("n", Input((None, d), b.dtype))
         mpad = b.add("mem_pad", Input((None,), np.bool_)) if memory_padding else None
