@@ -48,7 +48,7 @@ import numpy as np
 
 from ... import limits
 from ...distributions import DiscreteDistribution
-from ...errors import EvidenceError, ModelError
+from ...errors import EvidenceError, ModelError, NotFittedError
 from ...inference import chain as _chain
 from ...mechanisms.tabular import CPT, Categorical
 from ...model import CausalModel
@@ -60,7 +60,7 @@ _NAME = re.compile(r"^([yx])\[(\d+)\]$")
 
 def _require_fitted(crf):
     if getattr(crf, "transition_weights_", None) is None:
-        raise ModelError("this CRF is not fitted; call fit(X, y) or CRF.from_weights(...) first")
+        raise NotFittedError("this CRF is not fitted; call fit(X, y) or CRF.from_weights(...) first")
 
 
 def sequence_unary(crf, X):

@@ -59,11 +59,12 @@ from itertools import chain as _iter_chain
 import numpy as np
 
 from ... import limits
-from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
+from ...errors import EvidenceError, ModelError, NotFittedError, NumericalError, ShapeError
 from ...inference import chain as _chain
 from ...progress import progress_bar
 from . import causal, saving
 from .features import Vocab, encode_labels, parse_sequences
+from .holdout import HoldOut
 from .layout import Layout, split
 from .objective import Objective, active_weights
 from .optimize import Progress, lbfgs_scipy, quasi_newton
@@ -181,8 +182,13 @@ class CRF:
         ``{(attribute, label): weight}`` for the non-zero state weights.
     transition_features_ : dict
         ``{(label_from, label_to): weight}`` for the non-zero transition weights.
-    training_log_ : list of dict
-        The per-iteration records also passed to `callback`.
+    training_log_ : TrainingLog (a list of dict)
+        The per-iteration records also passed to `callback`, with the
+        held-out scores when `fit` was given ``X_dev``, ``y_dev``;
+        ``training_log_.iterations`` and ``.last_iteration`` as in
+        sklearn-crfsuite.
+    size_ : int
+        Bytes of the fitted weights (sklearn-crfsuite: the model file's size).
     n_iter_ : int
 
     Notes
@@ -331,7 +337,7 @@ class CRF:
 
     # -- training --------------------------------------------------------
 
-    def fit(self, X, y, *, mask=None) -> CRF:
+    def fit(self, X, y, X_dev=None, y_dev=None, *, mask=None, mask_dev=None) -> CRF:
         """Train by (OWL-QN or L-)BFGS on the regularised log-likelihood.
 
         Parameters
@@ -339,8 +345,16 @@ class CRF:
         X : list of sequences of feature dicts, list of (T_i, F) arrays, or ndarray of shape (n, T, F)
         y : list of label sequences, or array of shape (n, T) with dense `X`
             Labels may be any hashables (strings in CRFsuite).
+        X_dev, y_dev : held-out sequences and labels, optional
+            As sklearn-crfsuite: after every iteration the current weights are
+            scored on them and the iteration's `training_log_` record gains
+            ``dev_log_likelihood``, ``dev_item_accuracy`` and
+            ``dev_instance_accuracy`` (see :mod:`.holdout`). They do not
+            change the training. Give both or neither.
         mask : ndarray of bool, shape (n, T), optional
             Left-aligned lengths for a 3-D `X`; positions beyond are ignored.
+        mask_dev : ndarray of bool, optional
+            The same for a 3-D `X_dev`.
 
         Returns
         -------
@@ -379,8 +393,9 @@ class CRF:
             cause=f"{P} trained weights ({Xd.shape[1]} attributes x {K} labels), memory {self.num_memories}",
         )
         obj = Objective(Xd, y_idx, Layout(lengths), state_idx, trans_idx, K, float(self.c2))
+        holdout = _holdout(X_dev, y_dev, mask_dev, feats, vocab, labels, obj)
         with progress_bar(self.max_iterations, progress=self.progress, desc="CRF.fit", unit="it") as bar:
-            progress = Progress(obj, self.epsilon, self.period, self.delta, _with_bar(bar, self.callback))
+            progress = Progress(obj, self.epsilon, self.period, self.delta, _with_bar(bar, self.callback), holdout)
             theta = self._minimise(obj, np.zeros(P), progress)
         W, A = obj.unpack(theta)
         self._set_fitted(W.copy(), A, labels, vocab)
@@ -400,7 +415,7 @@ class CRF:
 
     def _check_fitted(self):
         if not hasattr(self, "state_weights_"):
-            raise ModelError("this CRF is not fitted; call fit(X, y) or CRF.from_weights(...) first")
+            raise NotFittedError("this CRF is not fitted; call fit(X, y) or CRF.from_weights(...) first")
 
     def _token_unary(self, X, mask):
         """Lengths (n,) and token unary potentials (N, K)."""
@@ -595,11 +610,33 @@ class CRF:
         return len(self.attributes_)
 
     @property
+    def size_(self) -> int:
+        """Bytes of the fitted weights (sklearn-crfsuite's ``size_`` is its model file's size)."""
+        self._check_fitted()
+        return int(self.state_weights_.nbytes + self.transition_weights_.nbytes)
+
+    @property
     def transition_features_(self) -> dict:
         self._check_fitted()
         A = self.transition_weights_
         a, k = np.nonzero(A)
         return {(self.classes_[i], self.classes_[j]): float(A[i, j]) for i, j in zip(a.tolist(), k.tolist())}
+
+
+def _holdout(X_dev, y_dev, mask_dev, feats, vocab, labels, obj):
+    """The held-out evaluator of `fit`, or None without a held-out set."""
+    if X_dev is None and y_dev is None:
+        return None
+    if X_dev is None or y_dev is None:
+        given, missing = ("X_dev", "y_dev") if y_dev is None else ("y_dev", "X_dev")
+        raise ModelError(f"{given} was given without {missing}; give both held-out sequences and labels, or neither")
+    lengths, dev = parse_sequences(X_dev, mask_dev)
+    if lengths.size == 0:
+        raise ShapeError("X_dev has no sequences; leave X_dev=None for no held-out evaluation")
+    if type(dev) is not type(feats):
+        raise EvidenceError("X_dev must be in the same form as X (feature dicts or dense arrays)")
+    y_idx, _ = encode_labels(y_dev, lengths, index={lab: i for i, lab in enumerate(labels)})
+    return HoldOut(dev.design(vocab, lengths), y_idx, lengths, obj.unpack)
 
 
 def _with_bar(bar, callback):

@@ -62,7 +62,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-__all__ = ["Progress", "quasi_newton", "lbfgs_scipy", "wolfe_search", "pseudo_gradient", "dot"]
+__all__ = ["Progress", "TrainingLog", "quasi_newton", "lbfgs_scipy", "wolfe_search", "pseudo_gradient", "dot"]
 
 
 def dot(a, b):
@@ -72,6 +72,24 @@ def dot(a, b):
     than a single-threaded loop when the cores are shared with other work.
     """
     return float(np.einsum("i,i->", a, b))
+
+
+class TrainingLog(list):
+    """The per-iteration records of a training run: a list of dicts.
+
+    Also answers sklearn-crfsuite's ``training_log_.iterations`` and
+    ``training_log_.last_iteration``.
+    """
+
+    @property
+    def iterations(self) -> list:
+        """Every iteration's record, first to last."""
+        return list(self)
+
+    @property
+    def last_iteration(self) -> dict:
+        """The last iteration's record ({} before the first)."""
+        return dict(self[-1]) if self else {}
 
 
 class Progress:
@@ -87,14 +105,18 @@ class Progress:
         over the last `period` iterations (0 disables).
     callback : callable or None
         Called with each iteration's record (a dict); returning True stops.
+    evaluate : callable or None
+        ``evaluate(theta) -> dict`` of extra figures for the record (the
+        held-out scores of :class:`causalnet.models.crf.holdout.HoldOut`).
     """
 
-    def __init__(self, obj, epsilon, period, delta, callback):
+    def __init__(self, obj, epsilon, period, delta, callback, evaluate=None):
         self.obj = obj
         self.epsilon, self.period, self.delta = epsilon, period, delta
         self.callback = callback
+        self.evaluate = evaluate
         self.history = []  # objective values
-        self.log = []
+        self.log = TrainingLog()
         self.t0 = time.perf_counter()
 
     def __call__(self, theta, f, gnorm):
@@ -113,6 +135,8 @@ class Progress:
             "n_evals": self.obj.n_evals,
             "seconds": time.perf_counter() - self.t0,
         }
+        if self.evaluate is not None:
+            entry.update(self.evaluate(theta))
         self.log.append(entry)
         self.history.append(f)
         stop = gnorm / max(1.0, xnorm) < self.epsilon
