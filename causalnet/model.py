@@ -705,7 +705,7 @@ class CausalModel:
             label, attrs = "continuous", {"shape": "ellipse"}
         if kind == "cauchy":
             label = "Cauchy-linear" + (" (deterministic)" if mech.deterministic else "")
-        colour = _KIND_COLOURS.get(kind)
+        colour = _KIND_COLOURS.get("cauchy" if kind == "cauchy" else spec.kind)  # one colour per legend label
         if colour:
             attrs["fillcolor"] = colour
             attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")

@@ -103,13 +103,14 @@ def _section_transformer(ctx: TourContext) -> str:
               f"{g.d_separated({'x[2]'}, {'P[3]'})}.", ""]
     layer = tf.encoder_layer(d_model=8, heads=2, d_ff=16, seed=0)
     expanded = tf.encoder_layer(d_model=8, heads=2, d_ff=16, seed=0, view="expanded")
-    lines += [ctx.diagram(layer, "encoder-layer-folded", "one encoder layer, folded view (heads as an axis)",
+    lines += ["The diagrams draw one layer of the same kind, smaller so that it reads (d_model 8, 2 heads).", ""]
+    lines += [ctx.diagram(layer, "encoder-layer-folded", "one encoder layer, folded view (heads as an axis of P)",
                           **tf.diagram_options(layer)), ""]
     lines += [ctx.diagram(expanded, "encoder-layer-expanded", "the same layer, expanded view (one cluster per head)",
                           **tf.diagram_options(expanded)), ""]
-    abl = tf.ablate(layer, tf.head(layer, "enc.0.attn.P", 1))
-    lines += [ctx.diagram(abl, "encoder-layer-ablated", "head 1 ablated: the intervened node is double-bordered",
-                          **tf.diagram_options(abl))]
+    abl = tf.ablate(expanded, "enc.0.attn.head.1.P")
+    lines += [ctx.diagram(abl, "encoder-layer-ablated", "head 1 zero-ablated: do() on its attention weights "
+                          "enc.0.attn.head.1.P, double-bordered; head 0 is untouched", **tf.diagram_options(abl))]
     return "\n".join(lines)
 
 

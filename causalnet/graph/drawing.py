@@ -295,7 +295,8 @@ def dot_text(
     `node_style(node)` and `edge_style(parent, child)`, when given, return
     DOT attributes (a mapping, or None) merged under the marks. `legend`, when
     given, is a sequence of ``(label, node attributes)``: one sample node per
-    entry, in a box titled "legend" (see :func:`legend_entries`).
+    entry, in a box titled "legend" (see :func:`legend_entries`); the
+    "observed" row is added when nodes are drawn shaded as observed.
 
     Raises
     ------
@@ -335,7 +336,10 @@ def dot_text(
         add_cluster(dot, c)
     dot.body.extend(_edge_lines(dag, names, path_edges, edge_style))
     if legend:
-        _add_legend(dot, list(legend))
+        rows = list(legend)
+        if marks.observed and MARK_LEGEND["observed"] not in rows:
+            rows.append(MARK_LEGEND["observed"])
+        _add_legend(dot, rows)
     return dot.source
 
 
@@ -343,6 +347,7 @@ def dot_text(
 MARK_LEGEND = {
     "latent": ("latent (unobserved)", {"style": "dashed"}),
     "intervened": ("intervened: do(·)", {"peripheries": "2"}),
+    "observed": ("observed (evidence)", {"style": "filled", "fillcolor": _GREY_FILL}),
 }
 
 

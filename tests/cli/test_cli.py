@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -255,6 +256,29 @@ def test_tour_without_renderer_writes_dot_and_report(tmp_path, capsys):
                  "backdoor adjustment sets: {Rain}", "xray ⊥ tub | either"):
         assert line in report and line in out
     assert out.rstrip().endswith(f"wrote {out_dir / 'report.md'}")
+    check_legends_explain_the_pictures(out_dir)
+
+
+def check_legends_explain_the_pictures(out_dir):
+    """Every fill colour and every ``peripheries`` / dashed mark drawn in a diagram with a legend is in its legend."""
+    node = re.compile(r'^\s*("?[^"\[]+"?|"[^"]*") \[(.*)\]$')
+    checked = 0
+    for path in out_dir.glob("*.dot"):
+        text = path.read_text()
+        if "cluster_legend" not in text:
+            continue
+        drawn, legend = set(), set()
+        for line in text.splitlines():
+            m = node.match(line)
+            if not m or " -> " in line:
+                continue
+            marks = set(re.findall(r'fillcolor="(#\w+)"', m.group(2)))
+            marks |= {"double"} if "peripheries=2" in m.group(2) else set()
+            marks |= {"dashed"} if "dashed" in m.group(2) else set()
+            (legend if m.group(1).startswith("__legend") else drawn).update(marks)
+        assert drawn <= legend, f"{path.name}: {sorted(drawn - legend)} drawn but not in the legend"
+        checked += 1
+    assert checked >= 5
 
 
 def test_tour_falls_back_when_renderer_missing(tmp_path, monkeypatch):
