@@ -47,7 +47,7 @@ def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.n
     """``(values (n,), missing (n,))``: state names (object) for a discrete node, floats for a real one."""
     missing = np.asarray(series.isna(), dtype=bool)                                # (n,)
     if model.spec(node).is_discrete:
-        values = np.asarray(series.astype(object), dtype=object)                     # (n,)
+        values = np.array(series.astype(object), dtype=object)                       # (n,), a copy
         present = values[~missing]
         if present.size and all(isinstance(v, (float, np.floating)) for v in present.tolist()):
             if np.all(np.asarray(present, dtype=float) == np.round(np.asarray(present, dtype=float))):
