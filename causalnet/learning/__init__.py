@@ -19,9 +19,8 @@ The map:
 from .data import is_dask_collection, is_pandas_frame
 from .em import FitInfo, fit_info
 from .fit import fit, fit_model
-from .partitions import predict_partitions, query_partitions
+from .partitions import predict_partitions, query_partitions, score
 from .predict import predict, predict_proba, query_frame
-from .scores import score
 from .structure import learn_structure
 
 __all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba",

@@ -33,14 +33,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from .data import family_counts
+from . import scores
+from .data import DiscreteColumn, RealColumn, Table, family_counts, is_dask_collection
 from .em import expected_counts, fit_em, record_fit_info
 from .parameters import fit_families, least_squares_from_qr, make_prior, merge_qr, qr_factor
 from .predict import predict, predict_targets, row_answers
 from .problem import Problem, as_dag, latent_states, prepare
 
 __all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions",
-           "fit_partitions", "query_partitions", "predict_partitions"]
+           "fit_partitions", "score_partitions", "score", "query_partitions", "predict_partitions"]
 
 
 @dataclass
@@ -238,6 +239,52 @@ def fit_partitions(structure, ddf, *, method: str = "mle", prior=None, equivalen
     model, info = fit_em(problem, pri, estep=estep, fixed=_real_part(stats, problem), init=init, **em_options)
     record_fit_info(model, info)
     return model
+
+
+# -- scores -------------------------------------------------------------------------------
+
+
+def _gaussian_local(sc: scores.Score, v: Hashable, parents: tuple, r: np.ndarray, n: int) -> float:
+    """A Gaussian score's local term from the ``R`` factor (as GaussianLogLikelihood computes from the rows)."""
+    fit = least_squares_from_qr(v, r, n, parents)
+    rss = fit.sigma ** 2 * n
+    if rss <= 0:
+        raise ModelError(f"node {v!r} is an exact linear function of {list(parents)}; its Gaussian "
+                         f"log-likelihood is infinite")
+    ll = -0.5 * n * (np.log(2 * np.pi * rss / n) + 1.0)
+    return ll - 0.5 * (len(parents) + 2) * np.log(n) if isinstance(sc, scores.BICGauss) else ll
+
+
+def score_partitions(dag, ddf, score: str = "bic", *, equivalent_sample_size: float | None = None,
+                     states: Mapping | None = None) -> float:
+    """:func:`causalnet.learning.scores.score` on a Dask DataFrame: family statistics in one pass, then summed."""
+    g = as_dag(dag)
+    stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=g, states=dict(states or {}),
+                                                     latent=()), Statistics.merge)
+    if stats is None:
+        raise ModelError("the data have no rows")
+    for c, k in stats.missing.items():
+        if k:
+            raise ModelError(f"column {c!r} has {k} missing cell(s); scores need complete data (drop them with "
+                             f"ddf.dropna())")
+    stub = Table({v: DiscreteColumn(np.zeros(0, np.int64), s) if s is not None else RealColumn(np.zeros(0))
+                  for v, s in ((v, stats.states[v]) for v in g.nodes)}, stats.n)
+    sc = scores.make_score(score, stub, equivalent_sample_size=equivalent_sample_size)
+    total = 0.0
+    for v in g.nodes:
+        if isinstance(sc, scores.CountScore):
+            c = stats.counts[v]
+            total += sc.from_counts(c.reshape(-1, c.shape[-1]).astype(np.float64))          # (q, r)
+        else:
+            total += _gaussian_local(sc, v, g.parents(v), stats.qr[v], stats.rows[v])
+    return float(total)
+
+
+def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None = None, states=None) -> float:
+    """``cn.score``: :func:`causalnet.learning.scores.score`, or :func:`score_partitions` for a Dask DataFrame."""
+    if is_dask_collection(data):
+        return score_partitions(dag, data, score, equivalent_sample_size=equivalent_sample_size, states=states)
+    return scores.score(dag, data, score, equivalent_sample_size=equivalent_sample_size, states=states)
 
 
 # -- queries --------------------------------------------------------------------------------
