@@ -21,7 +21,7 @@ Examples
 >>> m = cn.gallery.load("sprinkler")
 >>> df = pd.DataFrame({"Rain": ["yes", None], "Sprinkler": ["off", "on"]})
 >>> m.query("Wet", evidence=df).probs.round(3).tolist()      # one row per row of df
-[[0.2, 0.8], [0.01, 0.99]]
+[[0.2, 0.8], [0.099, 0.901]]
 """
 
 from __future__ import annotations
