@@ -21,6 +21,7 @@ from .errors import (
     ResourceError,
     ShapeError,
 )
+from .graph.comparison import compare as compare_graphs
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
 from .graph.identification import Estimand, identify
@@ -114,4 +115,5 @@ __all__ = [
     "score",
     "learn_structure",
     "PDAG",
+    "compare_graphs",
 ]

@@ -522,9 +522,14 @@ class CausalModel:
         targets : node, list of nodes, or a query string
             A string such as ``"P(Y | do(X=1), Z=0)"`` is parsed (never
             evaluated); its evidence and do merge with the keywords.
-        evidence : mapping node -> value, optional
+        evidence : mapping node -> value, pandas DataFrame, or Dask DataFrame, optional
             States (names or indices) or values; arrays of length n answer n
-            queries in one vectorized pass (results batch-first).
+            queries in one vectorized pass (results batch-first). A DataFrame
+            answers one query per row, a missing cell (NaN/None/pd.NA) leaving
+            that node unobserved in that row
+            (:func:`causalnet.learning.predict.query_frame`); a Dask DataFrame
+            gives a lazy Dask DataFrame of the answers, one partition at a time
+            (``result.to_pandas()`` columns).
         do : mapping node -> value, optional
             As in :meth:`do` (per-row arrays join the batch).
         method : {"auto", "exact", "sampling"}
@@ -546,6 +551,12 @@ class CausalModel:
             Bad targets, evidence, interventions or options, checked before
             any engine runs (:mod:`causalnet.inference.request`).
         """
+        if learning.is_dask_collection(evidence):
+            return learning.query_partitions(self, targets, evidence, do=do, method=method, n_samples=n_samples,
+                                             seed=seed)
+        if learning.is_pandas_frame(evidence):
+            return learning.query_frame(self, targets, evidence, do=do, method=method, n_samples=n_samples,
+                                        seed=seed)
         return run_query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
 
     def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None):
@@ -656,8 +667,12 @@ class CausalModel:
     def predict(self, data, columns=None):
         """`data` (a DataFrame) with missing cells of discrete nodes — or the whole `columns` — filled by MAP states.
 
-        Each row is one query: its observed cells are the evidence.
+        Each row is one query: its observed cells are the evidence
+        (:func:`causalnet.learning.predict.predict`). A Dask DataFrame gives a
+        lazy Dask DataFrame, predicted one partition at a time.
         """
+        if learning.is_dask_collection(data):
+            return learning.predict_partitions(self, data, columns)
         return learning.predict(self, data, columns)
 
     def predict_proba(self, data, node: Hashable) -> np.ndarray:

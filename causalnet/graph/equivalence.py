@@ -11,7 +11,10 @@ edge is directed when every member DAG orients it the same way, undirected
 :func:`cpdag` keeps the v-structure edges directed and propagates with Meek's
 rules R1–R3 (Meek 1995), which give exactly the CPDAG. :class:`PDAG` holds the
 result; :meth:`PDAG.to_dag` picks one member (Dor & Tarsi 1992) and
-:meth:`PDAG.dags` enumerates all of them.
+:meth:`PDAG.dags` enumerates all of them. A PDAG is also written as text,
+``cn.PDAG("A -- B; B -> C")`` (:func:`causalnet.graph.parse.parse_pdag`),
+``str(pdag)`` gives that text back, and ``pdag.to_dot()`` /
+``cn.render(pdag, ...)`` draw undirected edges without arrowheads.
 
 Examples
 --------
@@ -23,6 +26,8 @@ Examples
 (('A', 'C'), ('B', 'C'))
 >>> is_markov_equivalent(DAG([("A", "B")]), DAG([("B", "A")]))
 True
+>>> str(PDAG("A -- B; C -> B"))
+'C -> B; A -- B'
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import networkx as nx
 
 from ..errors import GraphError
 from .core import DAGCore, default_dag_class
+from .drawing import to_dot
+from .parse import format_name, parse_pdag
 
 __all__ = ["PDAG", "cpdag", "v_structures", "is_markov_equivalent", "moral_graph", "meek_closure",
            "structural_hamming_distance"]
@@ -117,8 +124,9 @@ class PDAG:
 
     Parameters
     ----------
-    directed : iterable of (u, v)
-        Edges ``u -> v``.
+    directed : iterable of (u, v), or str
+        Edges ``u -> v``; or the graph as text, ``"A -- B; B -> C"`` (as
+        :meth:`parse`, and then no other argument but `dag_class`).
     undirected : iterable of (u, v)
         Edges ``u -- v``.
     nodes : iterable, optional
@@ -136,10 +144,14 @@ class PDAG:
         On a self-loop, a pair joined twice, or a directed cycle.
     """
 
-    __slots__ = ("_nodes", "_directed", "_undirected", "dag_class")
+    __slots__ = ("_nodes", "_directed", "_undirected", "_pairs", "dag_class")
 
-    def __init__(self, directed: Iterable[tuple] = (), undirected: Iterable[tuple] = (),
+    def __init__(self, directed: Iterable[tuple] | str = (), undirected: Iterable[tuple] = (),
                  nodes: Iterable[Hashable] = (), *, dag_class: type | None = None) -> None:
+        if isinstance(directed, str):
+            if undirected or nodes:
+                raise GraphError("PDAG(text) takes the whole graph as text; give no undirected= or nodes= with it")
+            directed, undirected, nodes = parse_pdag(directed)
         directed, undirected = list(directed), list(undirected)
         order = dict.fromkeys(nodes)
         seen: set = set()
@@ -162,6 +174,24 @@ class PDAG:
         self._directed = tuple(sorted(((a, b) for a, b in directed), key=lambda e: (pos[e[0]], pos[e[1]])))
         und = [tuple(sorted((a, b), key=pos.__getitem__)) for a, b in undirected]
         self._undirected = tuple(sorted(und, key=lambda e: (pos[e[0]], pos[e[1]])))
+        self._pairs = frozenset(frozenset(e) for e in self._undirected)
+
+    @classmethod
+    def parse(cls, text: str, *, dag_class: type | None = None) -> PDAG:
+        """A PDAG from text: ``A -> B`` directed, ``A -- B`` undirected, ``;`` or new lines between statements.
+
+        The syntax is the DAG text's (:mod:`causalnet.graph.parse`) plus
+        ``--``; latent marks and ``<->`` are refused.
+
+        Examples
+        --------
+        >>> p = PDAG.parse("A -- B -- C; D -> C")
+        >>> p.undirected_edges, p.directed_edges
+        ((('A', 'B'), ('B', 'C')), (('D', 'C'),))
+        >>> PDAG.parse(str(p)) == p
+        True
+        """
+        return cls(*parse_pdag(text), dag_class=dag_class)
 
     @classmethod
     def from_dag(cls, dag: DAGCore) -> PDAG:
@@ -189,9 +219,16 @@ class PDAG:
     def __hash__(self) -> int:
         return hash((frozenset(self._nodes), frozenset(self._directed), frozenset(map(frozenset, self._undirected))))
 
+    def __str__(self) -> str:
+        """The graph as text (read back by :meth:`parse`): directed, then undirected edges, then lone nodes."""
+        touched = {v for e in (*self._directed, *self._undirected) for v in e}
+        parts = [f"{format_name(a)} -> {format_name(b)}" for a, b in self._directed]
+        parts += [f"{format_name(a)} -- {format_name(b)}" for a, b in self._undirected]
+        parts += [format_name(v) for v in self._nodes if v not in touched]
+        return "; ".join(parts)
+
     def __repr__(self) -> str:
-        parts = [f"{a} -> {b}" for a, b in self._directed] + [f"{a} -- {b}" for a, b in self._undirected]
-        return f"PDAG({'; '.join(parts)})"
+        return f"PDAG({self})"
 
     def to_dag(self) -> DAGCore:
         """One DAG of the class: orient the undirected edges without new v-structures or cycles.
@@ -254,13 +291,39 @@ class PDAG:
             d, u = meek_closure(self._nodes, directed | {(x, y)}, [tuple(f) for f in undirected - {e}])
             yield from self._extend(d, u, target, seen)
 
-    def to_dot(self) -> str:
-        """DOT text: directed edges as arrows, undirected edges without arrowheads."""
-        lines = ["digraph {"]
-        lines += [f'  "{v}";' for v in self._nodes]
-        lines += [f'  "{a}" -> "{b}";' for a, b in self._directed]
-        lines += [f'  "{a}" -> "{b}" [dir=none];' for a, b in self._undirected]
-        return "\n".join(lines) + "\n}\n"
+    @property
+    def dag(self) -> DAGCore:
+        """The skeleton as a DAG, for drawing: undirected edges point along a topological order of the directed ones.
+
+        Not a member of the equivalence class in general (use :meth:`to_dag`);
+        :meth:`dot_edge_attrs` draws those edges without arrowheads.
+        """
+        order = {v: i for i, v in enumerate(DAGCore(self._directed, nodes=self._nodes).topological_order())}
+        und = [(a, b) if order[a] < order[b] else (b, a) for a, b in self._undirected]
+        return DAGCore([*self._directed, *und], nodes=self._nodes)
+
+    def dot_edge_attrs(self, parent: Hashable, child: Hashable) -> dict:
+        """Drawing hook: an undirected edge has no arrowhead (``dir=none``)."""
+        return {"dir": "none"} if frozenset((parent, child)) in self._pairs else {}
+
+    def to_dot(self, **options) -> str:
+        """DOT text: directed edges as arrows, undirected edges without arrowheads (``dir=none``).
+
+        Options as in :func:`causalnet.graph.drawing.to_dot`.
+
+        Examples
+        --------
+        >>> print(PDAG("A -- B; C -> B").to_dot())  # doctest: +NORMALIZE_WHITESPACE
+        digraph {
+            graph [rankdir=TB]
+            A
+            B
+            C
+            A -> B [dir=none]
+            C -> B
+        }
+        """
+        return to_dot(self, **options)
 
 
 def cpdag(dag: DAGCore) -> PDAG:

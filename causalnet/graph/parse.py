@@ -9,11 +9,17 @@ bidirected edge, an unobserved common cause: it adds a latent node ``U[X,Y]``
 nodes on one side of an arrow: every node of the left group gets an edge to
 every node of the right one. Names are identifiers (letters, digits, ``_``,
 ``.``, an optional index ``[3]``) or double-quoted strings. A surrounding
-``dag { ... }`` is accepted, and ``#`` / ``//`` start comments.
+``dag { ... }`` (or ``pdag { ... }``) is accepted, and ``#`` / ``//`` start comments.
+
+``X -- Y`` is an **undirected** edge, the mark of a partially directed graph
+(a CPDAG: the edge's direction is not known). :func:`parse_pdag` reads it;
+:func:`parse_graph`, which reads DAGs, refuses it and says to build a
+:class:`~causalnet.graph.equivalence.PDAG` instead.
 
 :func:`parse_graph` returns plain lists — edges, nodes in order of first
 appearance, latent nodes — so that this module needs no graph class;
-:meth:`causalnet.graph.dag.DAG.parse` builds the DAG from them.
+:meth:`causalnet.graph.dag.DAG.parse` builds the DAG from them, and
+:meth:`causalnet.graph.equivalence.PDAG.parse` the PDAG from :func:`parse_pdag`.
 
 Examples
 --------
@@ -21,6 +27,8 @@ Examples
 ([('A', 'B'), ('C', 'B'), ('U', 'A'), ('U', 'C')], ['A', 'B', 'C', 'U'], ['U'])
 >>> parse_graph("X -> Y; X <-> Y")
 ([('X', 'Y'), ('U[X,Y]', 'X'), ('U[X,Y]', 'Y')], ['X', 'Y', 'U[X,Y]'], ['U[X,Y]'])
+>>> parse_pdag("A -- B -> C; D")
+([('B', 'C')], [('A', 'B')], ['A', 'B', 'C', 'D'])
 """
 
 from __future__ import annotations
@@ -29,13 +37,13 @@ import re
 
 from ..errors import GraphError
 
-__all__ = ["parse_graph", "latent_parent_name"]
+__all__ = ["parse_graph", "parse_pdag", "latent_parent_name", "format_name"]
 
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<comment>\#[^\n]*|//[^\n]*)
-  | (?P<arrow><->|->|<-)
+  | (?P<arrow><->|->|<-|--)
   | (?P<sep>;)
   | (?P<lbrace>\{)
   | (?P<rbrace>\})
@@ -130,29 +138,25 @@ def _statement(st: list[Token]) -> tuple[list[list[str]], list[str], list[str]]:
             return groups, arrows, latent
         kind, val, pos = st[i]
         if kind != "arrow":
-            raise GraphError(f"cannot parse graph text: expected '->', '<-', '<->' or ';', got {val!r} at offset {pos}")
+            raise GraphError(f"cannot parse graph text: expected '->', '<-', '<->', '--' or ';', got {val!r} at "
+                             f"offset {pos}")
         arrows.append(val)
         i += 1
         if i == len(st):
             raise GraphError("cannot parse graph text: an arrow has no node after it")
 
 
-def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
-    """Edges, nodes (in order of first appearance) and latent nodes of dagitty-like `text`.
-
-    Raises
-    ------
-    GraphError
-        If `text` is not a string or cannot be parsed (the message says where).
-    """
+def _read(text: str) -> tuple[dict, list, list, list, list]:
+    """Nodes (ordered), directed edges, undirected edges, bidirected pairs and latent nodes of `text`."""
     if not isinstance(text, str):
-        raise GraphError(f"DAG.parse expects a string, got {type(text).__name__}")
+        raise GraphError(f"graph text must be a string, got {type(text).__name__}")
     body = text.strip()
-    m = re.match(r"^(?:dag|digraph)\s*\{(.*)\}\s*$", body, re.DOTALL)
+    m = re.match(r"^(?:dag|pdag|digraph)\s*\{(.*)\}\s*$", body, re.DOTALL)
     if m:
         body = m.group(1)
     nodes: dict[str, None] = {}
     edges: list[tuple[str, str]] = []
+    undirected: list[tuple[str, str]] = []
     latent: list[str] = []
     bidirected: list[tuple[str, str]] = []
     for st in _statements(_tokenize(body)):
@@ -164,8 +168,27 @@ def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]
                 for b in groups[k + 1]:
                     if arrow == "<->":
                         bidirected.append((a, b))
+                    elif arrow == "--":
+                        undirected.append((a, b))
                     else:
                         edges.append((a, b) if arrow == "->" else (b, a))
+    return nodes, edges, undirected, bidirected, latent
+
+
+def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """Edges, nodes (in order of first appearance) and latent nodes of dagitty-like `text`.
+
+    Raises
+    ------
+    GraphError
+        If `text` is not a string, cannot be parsed (the message says where),
+        or has an undirected edge ``--`` (a DAG has none: use ``cn.PDAG.parse``).
+    """
+    nodes, edges, undirected, bidirected, latent = _read(text)
+    if undirected:
+        a, b = undirected[0]
+        raise GraphError(f"{a} -- {b} is an undirected edge, which a DAG cannot hold; read the text as a "
+                         f"partially directed graph with cn.PDAG.parse(text) (or cn.PDAG(text))")
     for a, b in bidirected:                  # after every statement, so that names never collide
         if a == b:
             raise GraphError(f"cannot parse graph text: bidirected self-loop on {a!r}")
@@ -174,6 +197,30 @@ def parse_graph(text: str) -> tuple[list[tuple[str, str]], list[str], list[str]]
         latent.append(u)
         edges += [(u, a), (u, b)]
     return edges, list(nodes), latent
+
+
+def parse_pdag(text: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """Directed edges, undirected edges and nodes (in order of first appearance) of a PDAG's text.
+
+    Raises
+    ------
+    GraphError
+        If `text` cannot be parsed, or marks latent nodes or ``<->`` edges (a
+        PDAG has no latent nodes).
+    """
+    nodes, edges, undirected, bidirected, latent = _read(text)
+    if bidirected or latent:
+        what = f"{bidirected[0][0]} <-> {bidirected[0][1]}" if bidirected else f"{latent[0]} [latent]"
+        raise GraphError(f"a PDAG has no latent nodes, got {what}; write the hidden cause as a node of its own")
+    return edges, undirected, list(nodes)
+
+
+def format_name(name) -> str:
+    """`name` as it is written in graph text: bare when it reads back as a name, else double-quoted."""
+    text = str(name)
+    if re.fullmatch(r"[A-Za-z_0-9][\w.]*(?:\[\d+\])*", text) and text.lower() not in ("dag", "pdag", "digraph"):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def latent_parent_name(a, b, taken) -> str:

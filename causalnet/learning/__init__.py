@@ -12,12 +12,16 @@ The map:
 - :mod:`~causalnet.learning.scores` — decomposable scores with cached local scores.
 - :mod:`~causalnet.learning.structure` — hill climbing, tabu search, PC.
 - :mod:`~causalnet.learning.predict` — per-row posteriors and MAP fill-in from a DataFrame.
+- :mod:`~causalnet.learning.partitions` — Dask DataFrames: sufficient statistics
+  summed over partitions; lazy per-row queries.
 """
 
+from .data import is_dask_collection, is_pandas_frame
 from .em import FitInfo, fit_info
 from .fit import fit, fit_model
-from .predict import predict, predict_proba
-from .scores import score
+from .partitions import predict_partitions, query_partitions, score
+from .predict import predict, predict_proba, query_frame
 from .structure import learn_structure
 
-__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba"]
+__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba",
+           "query_frame", "query_partitions", "predict_partitions", "is_dask_collection", "is_pandas_frame"]

@@ -40,7 +40,8 @@ import numpy as np
 from .. import limits
 from ..errors import ModelError
 
-__all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "MAX_INTEGER_STATES"]
+__all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "MAX_INTEGER_STATES",
+           "is_dask_collection", "is_pandas_frame"]
 
 #: An integer column with more distinct values than this is not taken as state codes.
 MAX_INTEGER_STATES = 1000
@@ -116,6 +117,23 @@ class Table:
         cols = {k: (DiscreteColumn(c.codes[rows], c.states) if c.is_discrete else RealColumn(c.values[rows]))
                 for k, c in self._columns.items()}
         return Table(cols, int(np.count_nonzero(rows)) if np.asarray(rows).dtype == bool else len(rows))
+
+
+def is_dask_collection(obj) -> bool:
+    """Whether `obj` is a Dask collection (a Dask DataFrame, Series or Array), without importing Dask.
+
+    Duck typing: the object's class lives in a ``dask`` module and it has
+    ``map_partitions`` or ``__dask_graph__``. Dask is only imported when the
+    caller passes a Dask object.
+    """
+    module = type(obj).__module__.split(".")[0]
+    return module in ("dask", "dask_expr") and (hasattr(obj, "map_partitions") or hasattr(obj, "__dask_graph__"))
+
+
+def is_pandas_frame(obj) -> bool:
+    """Whether `obj` is a pandas DataFrame (duck typing; never a Dask one)."""
+    return (hasattr(obj, "columns") and hasattr(obj, "iloc") and hasattr(obj, "dtypes")
+            and not is_dask_collection(obj))
 
 
 # -- building a table ----------------------------------------------------------------

@@ -24,7 +24,7 @@ Symbols: ``n`` rows, ``r`` rows of one pattern, ``K`` states.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,11 +194,11 @@ def _continuous_part(problem: Problem) -> dict:
 
 
 def _run(problem: Problem, prior: Prior, model: Any, fixed: Mapping, n_iter: int, tol: float,
-         bar) -> tuple[Any, list, bool, int]:
+         bar, estep: Callable) -> tuple[Any, list, bool, int]:
     trace: list = []
     discrete = [v for v in problem.dag.nodes if problem.is_discrete(v)]
     for it in range(n_iter + 1):
-        counts, ll = expected_counts(model, problem)
+        counts, ll = estep(model)
         trace.append(ll + _log_prior(model, prior, discrete))
         if len(trace) > 1 and trace[-1] - trace[-2] <= tol * abs(trace[-2]):
             return model, trace, True, it
@@ -210,23 +210,29 @@ def _run(problem: Problem, prior: Prior, model: Any, fixed: Mapping, n_iter: int
 
 
 def fit_em(problem: Problem, prior: Prior, *, n_iter: int = 100, tol: float = 1e-6, seed: Any = None,
-           progress: bool | None = None, restarts: int = 1, init: Any = None
-           ) -> tuple[Any, FitInfo]:
-    """EM from `restarts` starts (the first is `init` when given); returns the best model and its trace."""
+           progress: bool | None = None, restarts: int = 1, init: Any = None, estep: Callable | None = None,
+           fixed: Mapping | None = None) -> tuple[Any, FitInfo]:
+    """EM from `restarts` starts (the first is `init` when given); returns the best model and its trace.
+
+    `estep(model) -> (counts, log_likelihood)` is :func:`expected_counts` over
+    ``problem.table`` by default (a Dask fit sums it over partitions); `fixed`
+    are the continuous nodes' mechanisms (by default least squares on the table).
+    """
     for name, val, lo in (("n_iter", n_iter, 0), ("restarts", restarts, 1)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
             raise ModelError(f"{name} must be an integer >= {lo}, got {val!r}")
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not np.isfinite(tol) or tol < 0:
         raise ModelError(f"tol must be a finite number >= 0, got {tol!r}")
     rng = as_generator(seed)
-    fixed = _continuous_part(problem)
+    fixed = _continuous_part(problem) if fixed is None else fixed
+    estep = (lambda m: expected_counts(m, problem)) if estep is None else estep
     best = None
     with tqdm(total=n_iter * restarts, disable=None if progress is None else not progress, desc="EM",
               leave=False) as bar:
         for k in range(restarts):
             start = _init_model(problem, init, fixed) if (k == 0 and init is not None) else \
                 _random_model(problem, rng, fixed)
-            model, trace, converged, iters = _run(problem, prior, start, fixed, n_iter, tol, bar)
+            model, trace, converged, iters = _run(problem, prior, start, fixed, n_iter, tol, bar, estep)
             if best is None or trace[-1] > best[1][-1]:
                 best = (model, trace, converged, iters, k)
     model, trace, converged, iters, k = best

@@ -34,9 +34,10 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import Tabular
-from .data import family_counts
+from .data import family_counts, is_dask_collection
 from .em import fit_em, record_fit_info
-from .parameters import Prior, estimate_table, least_squares, make_prior, tabular_mechanism, warn_unseen
+from .parameters import Prior, fit_families, least_squares, make_prior
+from .partitions import fit_partitions
 from .problem import Problem, prepare
 
 __all__ = ["fit", "fit_model", "fit_complete"]
@@ -44,19 +45,9 @@ __all__ = ["fit", "fit_model", "fit_complete"]
 
 def fit_complete(problem: Problem, prior: Prior) -> Any:
     """Fit every family from complete data (no missing cells, no latent nodes)."""
-    mechs: dict = {}
     t = problem.table
-    for v in problem.dag.topological_order():
-        parents = problem.dag.parents(v)
-        if problem.is_discrete(v):
-            counts = family_counts(t, v, parents)                                # (*parent_cards, card)
-            table, empty = estimate_table(counts, prior, v)
-            warn_unseen(v, parents, [problem.states[p] for p in parents], empty)
-            mechs[v] = tabular_mechanism(v, parents, table, problem.states[v])
-        else:
-            y = t.column(v).values
-            xs = [t.column(p).values for p in parents]
-            mechs[v] = least_squares(v, y, xs, parents)
+    mechs = fit_families(problem.dag, problem.states, prior, lambda v, ps: family_counts(t, v, ps),
+                         lambda v, ps: least_squares(v, t.column(v).values, [t.column(p).values for p in ps], ps))
     return problem.model_class(mechs, latent=problem.latent)
 
 
@@ -81,8 +72,11 @@ def fit(structure, data, *, method: str = "mle", prior=None, equivalent_sample_s
     Parameters
     ----------
     structure : DAG, edge list, graph string, or CausalModel
-    data : pandas.DataFrame or mapping column -> 1-d array
-        One column per observed node (extra columns are ignored). Categoricals
+    data : pandas.DataFrame, mapping column -> 1-d array, or Dask DataFrame
+        One column per observed node (extra columns are ignored). A Dask
+        DataFrame is summarised partition by partition
+        (:mod:`causalnet.learning.partitions`): one pass for MLE and Bayes, one
+        per EM iteration; the model equals the pandas fit. Categoricals
         keep their category order as state order; strings, booleans and small
         integers are discrete; floats are continuous. Missing cells are NaN,
         None or pd.NA.
@@ -114,6 +108,10 @@ def fit(structure, data, *, method: str = "mle", prior=None, equivalent_sample_s
         Naming the column or node (see :func:`prepare`); NaN with
         ``method="mle"`` suggests ``method="em"``.
     """
+    if is_dask_collection(data):
+        return fit_partitions(structure, data, method=method, prior=prior, equivalent_sample_size=equivalent_sample_size,
+                              states=states, latent=latent, model_class=model_class, n_iter=n_iter, tol=tol,
+                              seed=seed, progress=progress, restarts=restarts)
     pri = make_prior(method, prior, equivalent_sample_size)
     problem = prepare(structure, data, states=states, latent=latent, model_class=model_class)
     if method == "em":
@@ -136,6 +134,16 @@ def _model_states(model: Any) -> dict:
     return out
 
 
+def _check_kinds(model: Any, st: Mapping, fitted: Any) -> None:
+    """Each node of `fitted` (a Problem or a model) is discrete exactly where `model`'s is."""
+    for v in model.nodes:
+        discrete = fitted.is_discrete(v) if isinstance(fitted, Problem) else fitted.spec(v).is_discrete
+        if v in st and v not in model.latent and not discrete:
+            raise ModelError(f"node {v!r} is discrete in the model but its column is not")
+        if v not in st and discrete:
+            raise ModelError(f"node {v!r} is continuous in the model but its column is discrete")
+
+
 def fit_model(model: Any, data, *, method: str = "mle", prior=None,
               equivalent_sample_size: float | None = None, n_iter: int = 100, tol: float = 1e-6, seed: Any = None,
               progress: bool | None = None, restarts: int = 1) -> Any:
@@ -149,12 +157,15 @@ def fit_model(model: Any, data, *, method: str = "mle", prior=None,
         raise ModelError(f"fit_model expects a CausalModel, got {type(model).__name__}")
     st = _model_states(model)
     make_prior(method, prior, equivalent_sample_size)     # validate the arguments before the data
+    if is_dask_collection(data):
+        fitted = fit_partitions(model.dag, data, method=method, prior=prior,
+                                equivalent_sample_size=equivalent_sample_size, states=st, latent=model.latent,
+                                model_class=type(model), init=model if method == "em" else None, n_iter=n_iter,
+                                tol=tol, seed=seed, progress=progress, restarts=restarts)
+        _check_kinds(model, st, fitted)
+        return fitted
     problem = prepare(model.dag, data, states=st, latent=model.latent, model_class=type(model))
-    for v in model.nodes:
-        if v in st and v not in problem.latent and not problem.is_discrete(v):
-            raise ModelError(f"node {v!r} is discrete in the model but its column is not")
-        if v not in st and problem.is_discrete(v):
-            raise ModelError(f"node {v!r} is continuous in the model but its column is discrete")
+    _check_kinds(model, st, problem)
     pri = make_prior(method, prior, equivalent_sample_size)
     if method == "em":
         fitted, info = fit_em(problem, pri, n_iter=n_iter, tol=tol, seed=seed, progress=progress,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import numbers
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import CPT, Categorical
 
 __all__ = ["Prior", "NoPrior", "BDeu", "K2", "Dirichlet", "make_prior", "estimate_table", "warn_unseen", "tabular_mechanism",
-           "least_squares", "DEFAULT_ESS"]
+           "least_squares", "fit_families", "qr_factor", "merge_qr", "least_squares_from_qr", "DEFAULT_ESS"]
 
 #: BDeu's default equivalent sample size.
 DEFAULT_ESS = 10.0
@@ -172,7 +172,7 @@ def warn_unseen(node: Hashable, parents: Sequence[Hashable], parent_states: Sequ
     more = f" and {n_empty - 5} more" if n_empty > 5 else ""
     what = f"{n_empty} parent configuration(s) {{{'}, {'.join(shown)}}}{more}" if parents else "any row"
     warnings.warn(f"node {node!r}: no data for {what}; their CPT rows are uniform (method='bayes' adds a prior)",
-                  CausalNetWarning, stacklevel=3)
+                  CausalNetWarning, stacklevel=4)
 
 
 def tabular_mechanism(node: Hashable, parents: Sequence[Hashable], table: np.ndarray, states: tuple):
@@ -202,3 +202,58 @@ def least_squares(node: Hashable, y: np.ndarray, xs: Sequence[np.ndarray], paren
     resid = y - design @ coef                                      # (n,)
     sigma = float(np.sqrt(np.sum(w * resid**2) / np.sum(w)))
     return LinearGaussian(list(parents), coef[1:], bias=float(coef[0]), sigma=sigma)
+
+
+def qr_factor(y: np.ndarray, xs: Sequence[np.ndarray]) -> np.ndarray:
+    """``R`` of shape (p + 2, p + 2): the triangular factor of the design ``[1, x_1..x_p, y]`` of some rows.
+
+    It is a sufficient statistic of least squares that merges across chunks of
+    rows (:func:`merge_qr`), without the round-off of normal equations.
+    """
+    k = len(xs) + 2
+    design = np.column_stack([np.ones(y.shape[0]), *xs, y])       # (n, p + 2)
+    r = np.linalg.qr(design, mode="r") if design.shape[0] else np.zeros((0, k))
+    return np.vstack([r, np.zeros((k - r.shape[0], k))]) if r.shape[0] < k else r
+
+
+def merge_qr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The ``R`` factor of the rows of two chunks, from their factors `a` and `b` (each (k, k))."""
+    return np.linalg.qr(np.vstack([a, b]), mode="r")                  # (k, k)
+
+
+def least_squares_from_qr(node: Hashable, r: np.ndarray, n: int, parents: Sequence[Hashable]) -> LinearGaussian:
+    """The :class:`LinearGaussian` of :func:`least_squares` from the ``R`` factor of its `n` rows.
+
+    Raises
+    ------
+    ModelError
+        With fewer rows than parameters.
+    """
+    p = len(parents)
+    if n < p + 1:
+        raise ModelError(f"node {node!r}: {n} complete rows cannot fit {p + 1} linear-Gaussian parameters "
+                         f"(intercept and {p} weights)")
+    coef, *_ = np.linalg.lstsq(r[:p + 1, :p + 1], r[:p + 1, p + 1], rcond=None)   # (1 + p,)
+    rss = float(np.sum((r[:p + 1, p + 1] - r[:p + 1, :p + 1] @ coef) ** 2) + r[p + 1, p + 1] ** 2)
+    return LinearGaussian(list(parents), coef[1:], bias=float(coef[0]), sigma=float(np.sqrt(rss / n)))
+
+
+def fit_families(dag, states: Mapping[Hashable, tuple | None], prior: Prior, counts_of: Callable,
+                 real_of: Callable) -> dict:
+    """``{node: mechanism}`` fitted family by family from sufficient statistics.
+
+    A discrete node (``states[v]`` a tuple) gets its CPT from
+    ``counts_of(v, parents)`` (shape ``(*parent_cards, card)``) and `prior`;
+    a continuous node gets ``real_of(v, parents)`` (a LinearGaussian). The
+    statistics may come from one table or be summed over partitions.
+    """
+    mechs: dict = {}
+    for v in dag.topological_order():
+        parents = dag.parents(v)
+        if states[v] is None:
+            mechs[v] = real_of(v, parents)
+            continue
+        table, empty = estimate_table(counts_of(v, parents), prior, v)       # (*parent_cards, card)
+        warn_unseen(v, parents, [states[p] for p in parents], empty)
+        mechs[v] = tabular_mechanism(v, parents, table, states[v])
+    return mechs

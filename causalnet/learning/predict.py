@@ -2,40 +2,196 @@
 
 A row's observed cells are its evidence; a missing cell (NaN/None/pd.NA) means
 that node is unobserved in that row. Rows that share the same observed columns
-are answered by one batched query of the exact engine, so a table of n rows
-costs one engine call per distinct pattern, not one per row.
+(one *pattern*) are answered by one batched query, so a table of n rows costs
+one engine call per distinct pattern, not one per row (and the batched engine
+answers each distinct row of a pattern once).
 
+:func:`query_frame` is ``model.query(targets, evidence=df)``: the answers of
+the patterns scattered back to the rows, as one batched result.
 :func:`predict_proba` gives ``P(node | row)`` per row; :func:`predict` fills
 the missing cells (or whole named columns) with the most probable state of each
-node's posterior marginal.
+node's posterior marginal (the posterior mean for a continuous node).
+
+Symbols: ``n`` rows, ``r`` rows of one pattern, ``K`` states.
+
+Examples
+--------
+>>> import pandas as pd
+>>> import causalnet as cn
+>>> m = cn.gallery.load("sprinkler")
+>>> df = pd.DataFrame({"Rain": ["yes", None], "Sprinkler": ["off", "on"]})
+>>> m.query("Wet", evidence=df).probs.round(3).tolist()      # one row per row of df
+[[0.2, 0.8], [0.099, 0.901]]
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
-from .data import as_table
+from ..distributions import DiscreteDistribution, Gaussian
+from ..errors import EvidenceError, ModelError
 
-__all__ = ["predict_proba", "predict"]
+__all__ = ["query_frame", "row_answers", "predict_proba", "predict", "frame_groups", "predict_targets"]
 
 
-def _evidence_table(model: Any, df, exclude=()):
-    cols = [c for c in df.columns if c in model.nodes and c not in exclude]
+def _target_list(targets) -> list:
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, (Sequence, set, frozenset)):
+        return [targets]
+    return list(targets)
+
+
+def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.ndarray]:
+    """``(values (n,), missing (n,))``: state names (object) for a discrete node, floats for a real one."""
+    missing = np.asarray(series.isna(), dtype=bool)                                # (n,)
+    if model.spec(node).is_discrete:
+        values = np.array(series.astype(object), dtype=object)                       # (n,), a copy
+        present = values[~missing]
+        if present.size and all(isinstance(v, (float, np.floating)) for v in present.tolist()):
+            if np.all(np.asarray(present, dtype=float) == np.round(np.asarray(present, dtype=float))):
+                values[~missing] = np.asarray(present, dtype=float).astype(np.int64)   # 1.0 -> state 1
+        return values, missing
+    return np.where(missing, np.nan, np.asarray(series.astype(object), dtype=object)), missing
+
+
+def frame_groups(model: Any, df, exclude: Sequence[Hashable] = ()) -> list[tuple[np.ndarray, dict]]:
+    """``[(rows, evidence)]``: the rows of `df` sharing one pattern of missing cells, and their evidence.
+
+    `evidence` maps each column observed in those rows to its ``(r,)`` values.
+    Columns in `exclude` are ignored.
+
+    Raises
+    ------
+    EvidenceError
+        If a column is not a node of the model.
+    """
     unknown = [c for c in df.columns if c not in model.nodes]
     if unknown:
-        raise ModelError(f"column {unknown[0]!r} is not a node of the model; nodes: {list(model.nodes)}")
-    states = {c: model.states(c) for c in cols if model.spec(c).is_discrete}
-    return as_table(df[cols], states=states), cols
+        raise EvidenceError(f"column {unknown[0]!r} of the data frame is not a node of the model; "
+                            f"nodes: {list(model.nodes)}")
+    cols = [c for c in df.columns if c not in exclude]
+    n = len(df)
+    if not cols:
+        return [(np.arange(n), {})]
+    vals, miss = zip(*(_column_values(model, c, df[c]) for c in cols))
+    patterns, inverse = np.unique(np.column_stack(miss), axis=0, return_inverse=True)    # (p, c), (n,)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")                                           # rows grouped by pattern
+    bounds = np.cumsum(np.bincount(inverse, minlength=len(patterns)))[:-1]
+    groups = []
+    for pattern, rows in zip(patterns, np.split(order, bounds)):
+        ev = {c: _typed(model, c, v[rows]) for c, v, m in zip(cols, vals, pattern) if not m}
+        groups.append((rows, ev))
+    return groups
 
 
-def _patterns(table, cols):
-    miss = np.column_stack([table.column(c).missing for c in cols]) if cols else np.zeros((table.n, 0), bool)
-    patterns, inverse = np.unique(miss, axis=0, return_inverse=True)
-    return patterns, inverse.reshape(-1)
+def _typed(model: Any, node: Hashable, values: np.ndarray) -> np.ndarray:
+    return values if model.spec(node).is_discrete else values.astype(np.float64)
+
+
+def _rows_of_do(model: Any, do: Mapping | None, rows: np.ndarray, n: int) -> Mapping | None:
+    """`do` with per-row values (a leading axis of n rows) restricted to `rows`."""
+    if not do:
+        return do
+    out = {}
+    for k, v in do.items():
+        if not callable(v) and k in model.nodes and np.ndim(v) == len(model.spec(k).shape) + 1 \
+                and np.shape(v)[0] == n:
+            v = np.asarray(v, dtype=object if model.spec(k).is_discrete else None)[rows]
+        out[k] = v
+    return out
+
+
+def row_answers(model: Any, targets, df, *, do: Mapping | None = None, exclude: Sequence[Hashable] = (),
+                **options) -> list[tuple[np.ndarray, Any]]:
+    """``[(rows, answer)]``: one batched ``model.query`` per missing pattern of `df` (see :func:`query_frame`)."""
+    tl = _target_list(targets)
+    for t in tl:
+        if t in df.columns and t not in exclude and df[t].notna().any():
+            raise EvidenceError(f"{t!r} is a target and a column of the evidence data frame with observed "
+                                f"cells; drop the column (or use predict_proba, which ignores it)")
+    skip = set(exclude) | {t for t in tl if t in df.columns}
+    n = len(df)
+    if n == 0:
+        raise EvidenceError("the evidence data frame has no rows; a batch needs at least one row")
+    return [(rows, model.query(targets, evidence=ev or None, do=_rows_of_do(model, do, rows, n), **options))
+            for rows, ev in frame_groups(model, df, exclude=[c for c in df.columns if c in skip])]
+
+
+def query_frame(model: Any, targets, df, *, do: Mapping | None = None, exclude: Sequence[Hashable] = (),
+                **options) -> Any:
+    """``model.query(targets, evidence=df)``: one answer per row of `df`, batched by missing pattern.
+
+    Parameters
+    ----------
+    model : CausalModel
+    targets : node or list of nodes
+    df : pandas.DataFrame
+        One column per evidence node; a missing cell means unobserved in that row.
+    do : mapping, optional
+        Interventions; per-row arrays have one value per row of `df`.
+    exclude : sequence of nodes
+        Columns to ignore (predict_proba ignores the target's own column).
+    **options
+        ``method``, ``n_samples``, ``seed`` as in ``model.query``.
+
+    Returns
+    -------
+    DiscreteDistribution or Gaussian
+        Batched: ``probs`` of shape ``(n, *cards)`` (``mean`` ``(n, d)``),
+        row i answering row i of `df`; ``log_evidence`` ``(n,)`` when every
+        pattern's engine gives it.
+
+    Raises
+    ------
+    EvidenceError
+        A column that is not a node; a target column with observed cells
+        (drop it, or use ``predict_proba``); a row of probability zero.
+    ModelError
+        Real targets whose rows have different missing patterns (their
+        Gaussians have different covariances): query each pattern apart.
+    """
+    return _merge(row_answers(model, targets, df, do=do, exclude=exclude, **options), len(df))
+
+
+def _batched(d: Any, r: int, what: str) -> np.ndarray:
+    """`d.<what>` with a leading axis of r rows (broadcast when the answer is unbatched)."""
+    a = np.asarray(getattr(d, what))
+    return a if d.batched else np.broadcast_to(a, (r, *a.shape))
+
+
+def _merge(answers: list, n: int) -> Any:
+    if len(answers) == 1 and answers[0][1].batched:
+        return answers[0][1]
+    first = answers[0][1]
+    methods = " / ".join(dict.fromkeys(d.method for _, d in answers))
+    if isinstance(first, DiscreteDistribution):
+        probs = np.empty((n, *first.cards))                                            # (n, *cards)
+        for rows, d in answers:
+            probs[rows] = _batched(d, len(rows), "probs")
+        extra = {}
+        for what in ("log_evidence", "std_err"):
+            if all(getattr(d, what) is not None for _, d in answers):
+                arr = np.empty((n, *np.shape(getattr(answers[0][1], what))[1 if first.batched else 0:]))
+                for rows, d in answers:
+                    arr[rows] = _batched(d, len(rows), what)
+                extra[what] = arr
+        return DiscreteDistribution(first.variables, probs, [tuple(s) for s in _states(first)], batched=True,
+                                    method=methods, scm=first.scm, **extra)
+    if isinstance(first, Gaussian) and all(np.array_equal(d.cov, first.cov) for _, d in answers):
+        mean = np.empty((n, len(first.variables)))                                     # (n, d)
+        for rows, d in answers:
+            mean[rows] = _batched(d, len(rows), "mean")
+        return Gaussian(first.variables, mean, first.cov, batched=True, method=methods, scm=first.scm)
+    raise ModelError(f"rows of the evidence data frame with different missing cells give {type(first).__name__} "
+                     f"answers that do not merge into one batched result; query each missing pattern apart "
+                     f"(see causalnet.learning.predict.frame_groups)")
+
+
+def _states(d: DiscreteDistribution) -> tuple:
+    return (d.states,) if len(d.variables) == 1 else d.states
 
 
 def predict_proba(model: Any, df, node: Hashable) -> np.ndarray:
@@ -44,56 +200,79 @@ def predict_proba(model: Any, df, node: Hashable) -> np.ndarray:
     Raises
     ------
     ModelError
-        If `node` is not a discrete node, or a column is not a node.
+        If `node` is not a discrete node.
     EvidenceError
-        If a row has probability zero under the model.
+        If a column is not a node, or a row has probability zero under the model.
     """
     if node not in model.nodes or not model.spec(node).is_discrete:
         raise ModelError(f"predict_proba needs a discrete node of the model, got {node!r}")
-    table, cols = _evidence_table(model, df, exclude=(node,))
-    out = np.empty((table.n, len(model.states(node))))
-    patterns, inverse = _patterns(table, cols)
-    for p, pattern in enumerate(patterns):
-        rows = np.flatnonzero(inverse == p)
-        ev = {}
-        for c, m in zip(cols, pattern):
-            if not m:
-                col = table.column(c)
-                ev[c] = col.codes[rows] if col.is_discrete else col.values[rows]
-        if not ev:
-            out[rows] = model.query(node).probs
-            continue
-        out[rows] = model.query(node, evidence={c: _named(model, c, v) for c, v in ev.items()}).probs
+    return query_frame(model, node, df, exclude=(node,)).probs
+
+
+def _fill_values(model: Any, df, node: Hashable) -> np.ndarray:
+    """MAP state indices (discrete) or posterior means (real) of `node` for every row of `df`."""
+    if model.spec(node).is_discrete:
+        return predict_proba(model, df, node).argmax(axis=1)                        # (n,)
+    if model.spec(node).shape != ():
+        raise ModelError(f"predict fills discrete and scalar real nodes; {node!r} holds shape {model.spec(node).shape}")
+    out = np.empty(len(df))
+    for rows, ev in frame_groups(model, df, exclude=(node,)):
+        out[rows] = _batched(model.query(node, evidence=ev or None), len(rows), "mean")[:, 0]
     return out
 
 
-def _named(model: Any, node, values):
-    if model.spec(node).is_discrete:
-        return np.asarray(model.states(node), dtype=object)[values]
-    return values
-
-
-def predict(model: Any, df, columns: Sequence[Hashable] | None = None):
-    """A copy of `df` with missing cells of discrete nodes (or the whole `columns`) filled by MAP states.
-
-    Each filled cell is the most probable state of that node's posterior given
-    the row's observed cells (marginal MAP per node, not the joint MPE).
-    """
-    import pandas as pd
-
-    out = df.copy()
-    targets = [c for c in model.nodes if model.spec(c).is_discrete] if columns is None else list(columns)
+def predict_targets(model: Any, columns: Sequence[Hashable] | None) -> list:
+    """The nodes :func:`predict` fills: every discrete node (`columns` None) or `columns`, checked."""
+    targets = [c for c in model.nodes if model.spec(c).is_discrete] if columns is None else _target_list(columns)
     for c in targets:
         if c not in model.nodes:
             raise ModelError(f"predict: {c!r} is not a node of the model; nodes: {list(model.nodes)}")
+    return targets
+
+
+def _filled_column(model: Any, df, c: Hashable, fill: np.ndarray):
+    """Column `c` with the rows in `fill` predicted: state indices (-1 where missing) or floats."""
+    n = len(df)
+    discrete = model.spec(c).is_discrete
+    out = np.full(n, -1, dtype=np.int64) if discrete else np.full(n, np.nan)
+    if c in df.columns:
+        values, missing = _column_values(model, c, df[c])
+        keep = ~fill & ~missing
+        if keep.any():
+            out[keep] = model.coerce(c, _typed(model, c, values[keep]))
+    if fill.any():
+        out[fill] = _fill_values(model, df.loc[fill], c)
+    return out
+
+
+def predict(model: Any, df, columns: Sequence[Hashable] | None = None):
+    """A copy of `df` with missing cells (or the whole `columns`) filled by each row's posterior.
+
+    A discrete cell gets the most probable state of that node's posterior
+    given the row's observed cells (marginal MAP per node, not the joint MPE);
+    a real cell gets the posterior mean. With `columns=None` every discrete
+    node of the model is filled where missing (added when absent); with
+    `columns`, those columns are predicted in every row (their own cells
+    ignored). Predicted discrete columns come back as pandas Categoricals over
+    the node's states (given cells decoded by the usual rule: names or indices).
+
+    Raises
+    ------
+    ModelError
+        If a named column is not a node.
+    EvidenceError
+        If a column of `df` is not a node, a cell is not a state of its node,
+        or a row has probability zero.
+    """
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    out = df.copy()
+    for c in predict_targets(model, columns):
         fill = np.ones(len(df), dtype=bool) if (columns is not None or c not in df.columns) else \
-            np.asarray(pd.isna(df[c]), dtype=bool)
-        if not fill.any():
-            continue
-        probs = predict_proba(model, df.loc[fill], c)
-        states = list(model.states(c))
-        col = df[c] if c in df.columns else pd.Series([None] * len(df), index=df.index)
-        values = np.array(col.astype(object), dtype=object)
-        values[fill] = np.asarray(states, dtype=object)[probs.argmax(axis=1)]
-        out[c] = pd.Categorical(values, categories=states)
+            np.asarray(df[c].isna(), dtype=bool)
+        values = _filled_column(model, df, c, fill)
+        if model.spec(c).is_discrete:
+            out[c] = pd.Categorical.from_codes(values, categories=list(model.states(c)))
+        else:
+            out[c] = values
     return out

@@ -16,7 +16,7 @@ from ..errors import GraphError, ModelError
 from ..graph.dag import DAG
 from .data import Table, as_table
 
-__all__ = ["Problem", "prepare", "as_dag"]
+__all__ = ["Problem", "prepare", "as_dag", "latent_states"]
 
 
 def as_dag(structure) -> DAG:
@@ -50,7 +50,8 @@ class Problem:
         return len(self.states[v])
 
 
-def _latent_states(dag: DAG, latent: frozenset, states: Mapping) -> dict:
+def latent_states(dag: DAG, latent: frozenset, states: Mapping) -> dict:
+    """``{latent node: its state names}`` from ``states=`` (a count or names per latent node)."""
     out = {}
     for v in latent:
         s = states.get(v)
@@ -110,7 +111,7 @@ def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[
     if table.n == 0:
         raise ModelError("the data have no rows; fitting needs at least one observation")
     node_states = {v: (table.states(v) if table.column(v).is_discrete else None) for v in observed}
-    node_states.update(_latent_states(dag, latent, states))
+    node_states.update(latent_states(dag, latent, states))
     _check_families(dag, node_states)
     return Problem(dag, _subtable(table, observed), node_states, latent, model_class)
 

@@ -32,7 +32,7 @@ def test_predict_fills_missing_cells_with_map(sprinkler):
 
 
 def test_predict_bad_column(sprinkler):
-    with pytest.raises(cn.ModelError, match="'Snow' is not a node"):
+    with pytest.raises(cn.EvidenceError, match="'Snow' of the data frame is not a node"):
         predict_proba(sprinkler, pd.DataFrame({"Snow": [1]}), "Wet")
     with pytest.raises(cn.ModelError, match="discrete node"):
         predict_proba(sprinkler, pd.DataFrame({"Rain": ["no"]}), "Nope")

@@ -1,0 +1,354 @@
+"""Dask DataFrames: learning from sufficient statistics summed over partitions, and lazy per-row queries.
+
+Learning needs only **sufficient statistics**: family counts for a discrete
+node, the triangular factor ``R`` of ``[1, parents, y]`` for a linear-Gaussian
+one (:func:`causalnet.learning.parameters.qr_factor`), and the states seen in
+each column. Each partition (a pandas DataFrame) is validated and summarised
+by :func:`partition_statistics` exactly as a whole pandas table would be; the
+summaries merge pairwise (:meth:`Statistics.merge`: states unite, counts are
+re-indexed onto the union and added, ``R`` factors stack and re-factor) in a
+tree reduction run by Dask itself (``DataFrame.reduction``). So ``fit`` with
+MLE or a Dirichlet prior reads the data once, and EM once per iteration
+(expected counts per partition, summed), and gives the model a pandas fit
+gives (counts are exact integers; least squares agree to round-off).
+
+Queries go the other way: ``model.query(t, evidence=ddf)`` and
+``model.predict(ddf)`` are ``map_partitions`` calls with a declared ``meta``,
+so nothing is computed until the caller asks.
+
+Dask itself is never imported here: every call is a method of the collection
+the caller passed.
+
+Symbols: ``n`` rows, ``k = p + 2`` columns of a least-squares design.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from . import scores
+from .data import DiscreteColumn, RealColumn, Table, family_counts, is_dask_collection
+from .em import expected_counts, fit_em, record_fit_info
+from .parameters import fit_families, least_squares_from_qr, make_prior, merge_qr, qr_factor
+from .predict import predict, predict_targets, row_answers
+from .problem import Problem, as_dag, latent_states, prepare
+
+__all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions",
+           "fit_partitions", "score_partitions", "score", "query_partitions", "predict_partitions"]
+
+
+@dataclass
+class Statistics:
+    """Sufficient statistics of some rows: states, family counts, least-squares factors, missing cells.
+
+    Attributes
+    ----------
+    n : int
+        Rows.
+    states : dict column -> tuple or None
+        The states seen (None for a real column).
+    counts : dict node -> ndarray of shape (*parent_cards, card)
+        Family counts of the discrete nodes whose family is observed.
+    qr : dict node -> ndarray of shape (k, k)
+        ``R`` of ``[1, parents, node]`` over the rows complete in the family.
+    rows : dict node -> int
+        Those rows' count.
+    missing : dict column -> int
+        Missing cells per column.
+    families : dict node -> tuple
+        ``(*parents, node)``: the axes of ``counts[node]``.
+    """
+
+    n: int
+    states: dict
+    families: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    qr: dict = field(default_factory=dict)
+    rows: dict = field(default_factory=dict)
+    missing: dict = field(default_factory=dict)
+
+    def merge(self, other: Statistics | None) -> Statistics:
+        """The statistics of both sets of rows (`other` None: self)."""
+        if other is None:
+            return self
+        states = {c: _union(c, s, other.states.get(c, s)) for c, s in self.states.items()}
+        counts = {v: _reindex(c, self.families[v], self.states, states)
+                  + _reindex(other.counts[v], self.families[v], other.states, states) for v, c in self.counts.items()}
+        return Statistics(self.n + other.n, states, self.families, counts,
+                          {v: merge_qr(r, other.qr[v]) for v, r in self.qr.items()},
+                          {v: k + other.rows[v] for v, k in self.rows.items()},
+                          {c: k + other.missing[c] for c, k in self.missing.items()})
+
+
+def _union(column: Hashable, a: tuple | None, b: tuple | None) -> tuple | None:
+    if (a is None) != (b is None):
+        raise ModelError(f"column {column!r} is discrete in one partition and continuous in another; give it one "
+                         f"dtype (e.g. a categorical) or pass states=")
+    if a is None or a == b:
+        return a
+    merged = dict.fromkeys((*a, *b))
+    try:
+        return tuple(sorted(merged))
+    except TypeError:                     # unorderable mixture: first-seen order
+        return tuple(merged)
+
+
+def _reindex(counts: np.ndarray, family: tuple, old: Mapping, new: Mapping) -> np.ndarray:
+    """`counts` over the `old` states of `family`, placed into an array over the `new` states."""
+    if all(old[u] == new[u] for u in family):
+        return counts
+    pos = [np.array([new[u].index(s) for s in old[u]], dtype=np.int64) for u in family]
+    out = np.zeros(tuple(len(new[u]) for u in family), dtype=counts.dtype)                     # (*new_cards)
+    out[np.ix_(*pos)] = counts
+    return out
+
+
+# -- one partition --------------------------------------------------------------------------
+
+
+def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hashable]) -> Statistics | None:
+    """The :class:`Statistics` of one pandas partition (None when it has no rows), validated like a fit."""
+    if len(part) == 0:
+        return None
+    problem = prepare(structure, part, states=states, latent=latent)
+    t, dag = problem.table, problem.dag
+    stats = Statistics(t.n, {c: problem.states[c] for c in t.names},
+                       missing={c: int(np.count_nonzero(t.column(c).missing)) for c in t.names})
+    for v in dag.nodes:
+        ps = dag.parents(v)
+        fam = (*ps, v)
+        if any(u in problem.latent for u in fam):
+            continue
+        if problem.is_discrete(v):
+            stats.families[v] = fam
+            stats.counts[v] = family_counts(t, v, ps)                        # (*parent_cards, card)
+            continue
+        cols = [t.column(u).values for u in fam]
+        ok = ~np.isnan(np.column_stack(cols)).any(axis=1)                      # (n,) rows complete in the family
+        stats.qr[v] = qr_factor(cols[-1][ok], [c[ok] for c in cols[:-1]])   # (k, k)
+        stats.rows[v] = int(np.count_nonzero(ok))
+    return stats
+
+
+def partition_expected_counts(part, model: Any, structure, states: Mapping, latent: frozenset
+                              ) -> tuple[dict, float] | None:
+    """EM's E-step on one partition: ``(expected family counts, log-likelihood)`` (None when empty)."""
+    if len(part) == 0:
+        return None
+    return expected_counts(model, prepare(structure, part, states=states, latent=latent))
+
+
+def _add_counts(a: tuple, b: tuple) -> tuple:
+    return {v: c + b[0][v] for v, c in a[0].items()}, a[1] + b[1]
+
+
+# -- the reduction ------------------------------------------------------------------------
+
+
+def _both(merge, a, b):
+    return b if a is None else a if b is None else merge(a, b)
+
+
+def _chunk(part, summarise):
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    return pd.Series([summarise(part)], dtype=object)
+
+
+def _aggregate(frame, merge):
+    return functools.reduce(functools.partial(_both, merge), frame.iloc[:, 0].tolist(), None)
+
+
+def _combine(frame, merge):
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    return pd.Series([_aggregate(frame, merge)], dtype=object)
+
+
+def reduce_partitions(ddf, summarise, merge) -> Any:
+    """``merge`` of ``summarise(partition)`` over every partition of `ddf`, by Dask's tree reduction.
+
+    `summarise` returns None for an empty partition (skipped); the result is
+    None when every partition is empty.
+    """
+    return ddf.reduction(functools.partial(_chunk, summarise=summarise),
+                         aggregate=functools.partial(_aggregate, merge=merge),
+                         combine=functools.partial(_combine, merge=merge), meta=object).compute()
+
+
+# -- fit ------------------------------------------------------------------------------------
+
+
+def _check_complete(stats: Statistics, latent: frozenset, method: str) -> None:
+    if latent:
+        raise ModelError(f"latent nodes {sorted(map(str, latent))} have no data; method={method!r} needs "
+                         f"complete data: use method='em'")
+    for c, k in stats.missing.items():
+        if k:
+            raise ModelError(f"column {c!r} has {k} missing cell(s); method={method!r} needs complete data: use "
+                             f"method='em', or drop the rows with ddf.dropna()")
+
+
+def _real_part(stats: Statistics, problem: Problem) -> dict:
+    out = {}
+    for v in problem.dag.nodes:
+        if problem.is_discrete(v):
+            continue
+        if v in problem.latent or stats.missing.get(v):
+            raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
+                             f"nodes of discrete nodes only")
+        out[v] = least_squares_from_qr(v, stats.qr[v], stats.rows[v], problem.dag.parents(v))
+    return out
+
+
+def fit_partitions(structure, ddf, *, method: str = "mle", prior=None, equivalent_sample_size=None,
+                   states: Mapping | None = None, latent: Iterable[Hashable] = (), model_class: type,
+                   init: Any = None, **em_options) -> Any:
+    """``fit`` on a Dask DataFrame: one pass for MLE and Bayes, then one pass per EM iteration.
+
+    Arguments as in :func:`causalnet.learning.fit.fit`; `init` is EM's first start.
+    """
+    pri = make_prior(method, prior, equivalent_sample_size)
+    dag = as_dag(structure)
+    states = dict(states or {})
+    lat = frozenset([latent] if isinstance(latent, str) else latent) | dag.latent
+    stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=dag, states=states, latent=lat),
+                              Statistics.merge)
+    if stats is None:
+        raise ModelError("the data have no rows; fitting needs at least one observation")
+    node_states = {**stats.states, **latent_states(dag, lat, states)}
+    problem = Problem(dag, None, {v: node_states[v] for v in dag.nodes}, lat, model_class)
+    if method != "em":
+        _check_complete(stats, lat, method)
+        mechs = fit_families(dag, problem.states, pri, lambda v, ps: stats.counts[v],
+                             lambda v, ps: least_squares_from_qr(v, stats.qr[v], stats.rows[v], ps))
+        return model_class(mechs, latent=lat)
+    discrete = {v: s for v, s in problem.states.items() if s is not None}
+
+    def estep(model):
+        return reduce_partitions(ddf, functools.partial(partition_expected_counts, model=model, structure=dag,
+                                                        states=discrete, latent=lat), _add_counts)
+
+    model, info = fit_em(problem, pri, estep=estep, fixed=_real_part(stats, problem), init=init, **em_options)
+    record_fit_info(model, info)
+    return model
+
+
+# -- scores -------------------------------------------------------------------------------
+
+
+def _gaussian_local(sc: scores.Score, v: Hashable, parents: tuple, r: np.ndarray, n: int) -> float:
+    """A Gaussian score's local term from the ``R`` factor (as GaussianLogLikelihood computes from the rows)."""
+    fit = least_squares_from_qr(v, r, n, parents)
+    rss = fit.sigma ** 2 * n
+    if rss <= 0:
+        raise ModelError(f"node {v!r} is an exact linear function of {list(parents)}; its Gaussian "
+                         f"log-likelihood is infinite")
+    ll = -0.5 * n * (np.log(2 * np.pi * rss / n) + 1.0)
+    return ll - 0.5 * (len(parents) + 2) * np.log(n) if isinstance(sc, scores.BICGauss) else ll
+
+
+def score_partitions(dag, ddf, score: str = "bic", *, equivalent_sample_size: float | None = None,
+                     states: Mapping | None = None) -> float:
+    """:func:`causalnet.learning.scores.score` on a Dask DataFrame: family statistics in one pass, then summed."""
+    g = as_dag(dag)
+    stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=g, states=dict(states or {}),
+                                                     latent=()), Statistics.merge)
+    if stats is None:
+        raise ModelError("the data have no rows")
+    for c, k in stats.missing.items():
+        if k:
+            raise ModelError(f"column {c!r} has {k} missing cell(s); scores need complete data (drop them with "
+                             f"ddf.dropna())")
+    stub = Table({v: DiscreteColumn(np.zeros(0, np.int64), s) if s is not None else RealColumn(np.zeros(0))
+                  for v, s in ((v, stats.states[v]) for v in g.nodes)}, stats.n)
+    sc = scores.make_score(score, stub, equivalent_sample_size=equivalent_sample_size)
+    total = 0.0
+    for v in g.nodes:
+        if isinstance(sc, scores.CountScore):
+            c = stats.counts[v]
+            total += sc.from_counts(c.reshape(-1, c.shape[-1]).astype(np.float64))          # (q, r)
+        else:
+            total += _gaussian_local(sc, v, g.parents(v), stats.qr[v], stats.rows[v])
+    return float(total)
+
+
+def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None = None, states=None) -> float:
+    """``cn.score``: :func:`causalnet.learning.scores.score`, or :func:`score_partitions` for a Dask DataFrame."""
+    if is_dask_collection(data):
+        return score_partitions(dag, data, score, equivalent_sample_size=equivalent_sample_size, states=states)
+    return scores.score(dag, data, score, equivalent_sample_size=equivalent_sample_size, states=states)
+
+
+# -- queries --------------------------------------------------------------------------------
+
+
+def _answer_columns(model: Any, targets: list) -> list:
+    kinds = {model.spec(t).is_discrete for t in targets}
+    if kinds == {True}:
+        combos = itertools.product(*(model.states(t) for t in targets))
+        return [c[0] if len(targets) == 1 else ",".join(map(str, c)) for c in combos]
+    if kinds == {False} and all(model.spec(t).shape == () for t in targets):
+        return [f"{a}({t})" for a in ("mean", "sd") for t in targets]
+    raise ModelError(f"a query over a Dask DataFrame needs all-discrete or all-scalar-real targets, got {targets}")
+
+
+def _answer_part(part, model: Any, targets: list, do, options: dict, columns: list):
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    out = np.empty((len(part), len(columns)))                                   # (n, columns)
+    if len(part):
+        for rows, d in row_answers(model, targets, part, do=do, **options):
+            if hasattr(d, "probs"):
+                p = d.probs if d.batched else np.broadcast_to(d.probs, (len(rows), *d.probs.shape))
+                out[rows] = p.reshape(len(rows), -1)
+            else:
+                mean = d.mean if d.batched else np.broadcast_to(d.mean, (len(rows), d.mean.shape[-1]))
+                out[rows] = np.hstack([mean, np.broadcast_to(d.std, mean.shape)])
+    return pd.DataFrame(out, columns=columns, index=part.index)
+
+
+def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **options):
+    """``model.query(targets, evidence=ddf)``: a lazy Dask DataFrame of the answers, one row per row.
+
+    Columns: the states of one discrete target (``"a,b"`` joint states for
+    several), or ``mean(X)`` and ``sd(X)`` per real target; the index of
+    `ddf`. Each partition is answered as :func:`causalnet.learning.predict.query_frame`
+    answers a pandas DataFrame. Per-row ``do`` arrays are refused (their rows
+    would not follow the partitions).
+    """
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    tl = [targets] if isinstance(targets, (str, bytes)) or not isinstance(targets, (list, tuple)) else list(targets)
+    for t in tl:
+        model.check_node(t, "target")
+    for k, v in (do or {}).items():
+        if not callable(v) and k in model.nodes and np.ndim(v) == len(model.spec(k).shape) + 1:
+            raise ModelError(f"do on {k!r} has one value per row; with a Dask DataFrame give a constant (per-row "
+                             f"interventions do not follow the partitions)")
+    columns = _answer_columns(model, tl)
+    meta = pd.DataFrame(np.empty((0, len(columns))), columns=columns)
+    fn = functools.partial(_answer_part, model=model, targets=tl, do=do, options=options, columns=columns)
+    return ddf.map_partitions(fn, meta=meta)
+
+
+def _predict_part(part, model: Any, columns, meta):
+    return meta if len(part) == 0 else predict(model, part, columns)
+
+
+def predict_partitions(model: Any, ddf, columns=None):
+    """``model.predict(ddf)``: a lazy Dask DataFrame, each partition filled by :func:`predict`."""
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    meta = pd.DataFrame({c: pd.Series(dtype=dt) for c, dt in ddf.dtypes.items()})
+    for c in predict_targets(model, columns):
+        meta[c] = pd.Categorical([], categories=list(model.states(c))) if model.spec(c).is_discrete else \
+            pd.Series(dtype=np.float64)
+    return ddf.map_partitions(functools.partial(_predict_part, model=model, columns=columns, meta=meta), meta=meta)
