@@ -38,7 +38,7 @@ Examples
 (True, False)
 """
 
-from .build import build, gru, lstm, rnn
+from .build import build, gru, lstm, random_weights, rnn
 from .checkpoints import from_torch
 
-__all__ = ["rnn", "lstm", "gru", "build", "from_torch"]
+__all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights"]
