@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from conftest import guarded
 from numpy.testing import assert_allclose
 
 from causalnet import CausalNetError, EvidenceError, ModelError
 from causalnet.models import recurrent
-from conftest import guarded
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
