@@ -40,5 +40,6 @@ Examples
 
 from .build import build, gru, lstm, random_weights, rnn
 from .checkpoints import from_torch
+from .diagrams import diagram
 
-__all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights"]
+__all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram"]
