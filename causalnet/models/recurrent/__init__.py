@@ -40,6 +40,9 @@ Examples
 
 from .build import build, gru, lstm, random_weights, rnn
 from .checkpoints import from_torch
+from .decode import Decoding, decode, teacher_forced
 from .diagrams import diagram
+from .seq2seq import seq2seq, seq2seq_weights
 
-__all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram"]
+__all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram", "seq2seq", "seq2seq_weights",
+           "decode", "teacher_forced", "Decoding"]

@@ -30,7 +30,8 @@ from ...model import CausalModel
 from ..transformer.weights import StateDict, check_random_size, read_state_dict
 from .lengths import LENGTHS, AtLength, Masked
 
-__all__ = ["rnn", "lstm", "gru", "build", "random_weights", "RNNCell", "LSTMCell", "GRUCell", "CELLS"]
+__all__ = ["rnn", "lstm", "gru", "build", "random_weights", "layer_weights", "unroll_direction", "RNNCell",
+           "LSTMCell", "GRUCell", "CELLS", "make_cell"]
 
 
 class RNNCell:
@@ -112,7 +113,7 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
     """An unrolled recurrent network of `kind` ("rnn", "lstm", "gru"); see :func:`lstm`."""
     if kind not in CELLS:
         raise ModelError(f"kind must be one of {list(CELLS)}, got {kind!r}")
-    cell = RNNCell(nonlinearity) if kind == "rnn" else CELLS[kind]()
+    cell = make_cell(kind, nonlinearity)
     T = as_int(T, "T", low=1)
     layers = as_int(layers, "layers", low=1)
     dt = float_dtype(dtype, "the model")
@@ -122,7 +123,7 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
         sd = random_weights(kind, input_size=input_size, hidden_size=hidden_size, layers=layers,
                             bidirectional=bidirectional, bias=bias, seed=seed)
     w = StateDict(sd)
-    per = [[_layer_weights(w, k, r, cell.gates) for r in range(dirs)] for k in range(layers)]
+    per = [[layer_weights(w, k, r, cell.gates) for r in range(dirs)] for k in range(layers)]
     H = per[0][0]["W_hh"].shape[1]
     d_in = per[0][0]["W_ih"].shape[1]
     if hidden_size is not None and hidden_size != H:
@@ -147,7 +148,7 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
         outs = []
         for r in range(dirs):
             p = f"l{k}.rev" if r else f"l{k}"
-            outs.append(_direction(add, mask, cell, p, xs, per[k][r], H, reverse=bool(r), dt=dt))
+            outs.append(unroll_direction(add, mask, cell, p, xs, per[k][r], H, reverse=bool(r), dt=dt))
             if lengths and not r:           # the forward direction ends at each row's own length
                 for s in cell.states:
                     add(f"{p}.{s}_n", AtLength([LENGTHS, *(f"{p}.{s}[{t}]" for t in range(T))], dtype=dt))
@@ -156,8 +157,21 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
     return CausalModel(mechs)
 
 
-def _direction(add, mask, cell, p, xs, w, H, *, reverse: bool, dt) -> list:
-    """The nodes of one layer in one direction; returns its ``h`` node per time step (in time order)."""
+def make_cell(kind: str, nonlinearity: str = "tanh"):
+    """The cell object of `kind` ("rnn", "lstm", "gru"), or a ModelError."""
+    if kind not in CELLS:
+        raise ModelError(f"cell must be one of {list(CELLS)}, got {kind!r}")
+    return RNNCell(nonlinearity) if kind == "rnn" else CELLS[kind]()
+
+
+def unroll_direction(add, mask, cell, p, xs, w, H, *, reverse: bool, dt) -> list:
+    """The nodes of one layer in one direction; returns its ``h`` node per time step (in time order).
+
+    `add(node, mech)` adds a node and returns its name; `mask(node, t)` may wrap
+    the state node of step `t` (variable lengths) or do nothing; `w` is a
+    :func:`layer_weights` dict. The initial states are ``{p}.h[-1]`` (``[T]``
+    when `reverse`), zeros.
+    """
     T = len(xs)
     start = T if reverse else -1
     prev = {s: add(f"{p}.{s}[{start}]", Zeros(xs[0], H, dtype=dt)) for s in cell.states}
@@ -170,7 +184,8 @@ def _direction(add, mask, cell, p, xs, w, H, *, reverse: bool, dt) -> list:
     return [hs[t] for t in range(T)]
 
 
-def _layer_weights(w: StateDict, k: int, r: int, gates: int) -> dict:
+def layer_weights(w: StateDict, k: int, r: int, gates: int) -> dict:
+    """``{"W_ih", "W_hh", "b_ih", "b_hh"}`` of layer `k`, direction `r`, read from PyTorch's keys in `w`."""
     sfx = f"_l{k}" + ("_reverse" if r else "")
     if w.has(f"weight_hr{sfx}"):
         raise ModelError(f"weights: 'weight_hr{sfx}' (an LSTM with proj_size) cannot be represented")
