@@ -42,7 +42,9 @@ from .build import build, gru, lstm, random_weights, rnn
 from .checkpoints import from_torch
 from .decode import Decoding, decode, teacher_forced
 from .diagrams import diagram
+from .fast import RecurrentOutput, run
 from .seq2seq import seq2seq, seq2seq_weights
 
 __all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram", "seq2seq", "seq2seq_weights",
-           "decode", "teacher_forced", "Decoding"]
+           "decode", "teacher_forced", "Decoding",
+           "run", "RecurrentOutput"]
