@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ModelError
 from ...mechanisms.intervened import Intervened
-from ...mechanisms.tensor.activations import GATES, sigmoid
+from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
 from .lengths import LENGTHS, Masked, check_lengths
 
