@@ -24,6 +24,16 @@ gate order):
 :func:`from_torch` rebuilds ``nn.RNN``, ``nn.LSTM`` and ``nn.GRU`` (multi-layer,
 bidirectional, with or without biases) from the module or its state dict.
 
+The rest of the package, one module per idea:
+
+* :mod:`.lengths`: variable-length batches (``lengths=True``: an input
+  ``lengths`` ``(n,)``, PyTorch's packed-sequence semantics);
+* :mod:`.fast`: :func:`run`, the fused loop, equal to ``model.forward``;
+* :mod:`.diagrams`: :func:`diagram`, the folded and unrolled pictures;
+* :mod:`.attention`, :mod:`.seq2seq`, :mod:`.decode`: :func:`seq2seq` (an
+  encoder and an attentive decoder as one DAG, attention weights as nodes),
+  :func:`teacher_forced` logits, and greedy / beam :func:`decode`.
+
 Examples
 --------
 >>> import numpy as np
@@ -38,7 +48,13 @@ Examples
 (True, False)
 """
 
-from .build import build, gru, lstm, rnn
+from .build import build, gru, lstm, random_weights, rnn
 from .checkpoints import from_torch
+from .decode import Decoding, decode, teacher_forced
+from .diagrams import diagram
+from .fast import RecurrentOutput, run
+from .seq2seq import seq2seq, seq2seq_weights
 
-__all__ = ["rnn", "lstm", "gru", "build", "from_torch"]
+__all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram", "seq2seq", "seq2seq_weights",
+           "decode", "teacher_forced", "Decoding",
+           "run", "RecurrentOutput"]

@@ -28,8 +28,10 @@ from ...mechanisms.tensor import (
 )
 from ...model import CausalModel
 from ..transformer.weights import StateDict, check_random_size, read_state_dict
+from .lengths import LENGTHS, AtLength, Masked
 
-__all__ = ["rnn", "lstm", "gru", "build", "RNNCell", "LSTMCell", "GRUCell", "CELLS"]
+__all__ = ["rnn", "lstm", "gru", "build", "random_weights", "layer_weights", "unroll_direction", "RNNCell",
+           "LSTMCell", "GRUCell", "CELLS", "make_cell"]
 
 
 class RNNCell:
@@ -107,21 +109,21 @@ def _sum_bias(b_ih, b_hh, rows=slice(None)):
 
 def build(kind: str, weights: Mapping | None = None, *, input_size: int | None = None, hidden_size: int | None = None,
           T: int, layers: int = 1, bidirectional: bool = False, nonlinearity: str = "tanh", bias: bool = True,
-          dtype: Any = np.float64, seed: Any = None) -> CausalModel:
+          lengths: bool = False, dtype: Any = np.float64, seed: Any = None) -> CausalModel:
     """An unrolled recurrent network of `kind` ("rnn", "lstm", "gru"); see :func:`lstm`."""
     if kind not in CELLS:
         raise ModelError(f"kind must be one of {list(CELLS)}, got {kind!r}")
-    cell = RNNCell(nonlinearity) if kind == "rnn" else CELLS[kind]()
+    cell = make_cell(kind, nonlinearity)
     T = as_int(T, "T", low=1)
     layers = as_int(layers, "layers", low=1)
     dt = float_dtype(dtype, "the model")
     dirs = 2 if bidirectional else 1
     sd = read_state_dict(weights)
     if sd is None:
-        sd = _random(cell.gates, as_int(input_size, "input_size", low=1) if input_size is not None else None,
-                     hidden_size, layers, dirs, bias, seed)
+        sd = random_weights(kind, input_size=input_size, hidden_size=hidden_size, layers=layers,
+                            bidirectional=bidirectional, bias=bias, seed=seed)
     w = StateDict(sd)
-    per = [[_layer_weights(w, k, r, cell.gates) for r in range(dirs)] for k in range(layers)]
+    per = [[layer_weights(w, k, r, cell.gates) for r in range(dirs)] for k in range(layers)]
     H = per[0][0]["W_hh"].shape[1]
     d_in = per[0][0]["W_ih"].shape[1]
     if hidden_size is not None and hidden_size != H:
@@ -135,30 +137,55 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
         mechs[node] = mech
         return node
 
+    def mask(node, t):                      # the state of step t is zero past each row's length
+        if lengths:
+            mechs[node] = Masked(mechs[node], t, T, dtype=dt)
+
+    if lengths:
+        add(LENGTHS, Input((), np.int64))
     xs = [add(f"x[{t}]", Input((d_in,), dt)) for t in range(T)]
     for k in range(layers):
         outs = []
         for r in range(dirs):
             p = f"l{k}.rev" if r else f"l{k}"
-            outs.append(_direction(add, cell, p, xs, per[k][r], H, reverse=bool(r), dt=dt))
+            outs.append(unroll_direction(add, mask, cell, p, xs, per[k][r], H, reverse=bool(r), dt=dt))
+            if lengths and not r:           # the forward direction ends at each row's own length
+                for s in cell.states:
+                    add(f"{p}.{s}_n", AtLength([LENGTHS, *(f"{p}.{s}[{t}]" for t in range(T))], dtype=dt))
         xs = outs[0] if dirs == 1 else [add(f"l{k}.y[{t}]", Concat([a, b], dtype=dt))
                                        for t, (a, b) in enumerate(zip(*outs))]
     return CausalModel(mechs)
 
 
-def _direction(add, cell, p, xs, w, H, *, reverse: bool, dt) -> list:
-    """The nodes of one layer in one direction; returns its ``h`` node per time step (in time order)."""
+def make_cell(kind: str, nonlinearity: str = "tanh"):
+    """The cell object of `kind` ("rnn", "lstm", "gru"), or a ModelError."""
+    if kind not in CELLS:
+        raise ModelError(f"cell must be one of {list(CELLS)}, got {kind!r}")
+    return RNNCell(nonlinearity) if kind == "rnn" else CELLS[kind]()
+
+
+def unroll_direction(add, mask, cell, p, xs, w, H, *, reverse: bool, dt) -> list:
+    """The nodes of one layer in one direction; returns its ``h`` node per time step (in time order).
+
+    `add(node, mech)` adds a node and returns its name; `mask(node, t)` may wrap
+    the state node of step `t` (variable lengths) or do nothing; `w` is a
+    :func:`layer_weights` dict. The initial states are ``{p}.h[-1]`` (``[T]``
+    when `reverse`), zeros.
+    """
     T = len(xs)
     start = T if reverse else -1
     prev = {s: add(f"{p}.{s}[{start}]", Zeros(xs[0], H, dtype=dt)) for s in cell.states}
     hs: dict = {}
     for t in (range(T - 1, -1, -1) if reverse else range(T)):
         prev = cell.step(add, p, t, xs[t], prev, w, dt)
+        for node in prev.values():
+            mask(node, t)
         hs[t] = prev["h"]
     return [hs[t] for t in range(T)]
 
 
-def _layer_weights(w: StateDict, k: int, r: int, gates: int) -> dict:
+def layer_weights(w: StateDict, k: int, r: int, gates: int) -> dict:
+    """``{"W_ih", "W_hh", "b_ih", "b_hh"}`` of layer `k`, direction `r`, read from PyTorch's keys in `w`."""
     sfx = f"_l{k}" + ("_reverse" if r else "")
     if w.has(f"weight_hr{sfx}"):
         raise ModelError(f"weights: 'weight_hr{sfx}' (an LSTM with proj_size) cannot be represented")
@@ -171,9 +198,20 @@ def _layer_weights(w: StateDict, k: int, r: int, gates: int) -> dict:
             "b_hh": w.opt(f"bias_hh{sfx}", (gates * H,))}
 
 
-def _random(gates, input_size, hidden_size, layers, dirs, bias, seed) -> dict:
+def random_weights(kind: str, *, input_size: int | None, hidden_size: int | None, layers: int = 1,
+                   bidirectional: bool = False, bias: bool = True, seed: Any = None) -> dict:
+    """A random state dict in PyTorch's layout (``U(-1/sqrt(H), 1/sqrt(H))`` as ``nn.LSTM`` draws).
+
+    The builders draw their weights with this, so ``lstm(random_weights("lstm", ..., seed=0), T=...)``
+    equals ``lstm(..., T=..., seed=0)``.
+    """
+    if kind not in CELLS:
+        raise ModelError(f"kind must be one of {list(CELLS)}, got {kind!r}")
     if input_size is None or hidden_size is None:
         raise ModelError("input_size and hidden_size are needed without weights")
+    gates, dirs = CELLS[kind].gates, 2 if bidirectional else 1
+    input_size = as_int(input_size, "input_size", low=1)
+    layers = as_int(layers, "layers", low=1)
     H = as_int(hidden_size, "hidden_size", low=1)
     check_random_size(layers * dirs * gates * H * (input_size + H + dirs * H + 2),
                       f"a {layers}-layer recurrent network", f"input_size={input_size}, hidden_size={H}")
@@ -195,9 +233,10 @@ def _random(gates, input_size, hidden_size, layers, dirs, bias, seed) -> dict:
 def _doc_builder(kind: str, what: str):
     def builder(weights: Mapping | None = None, *, input_size: int | None = None, hidden_size: int | None = None,
                 T: int, layers: int = 1, bidirectional: bool = False, nonlinearity: str = "tanh", bias: bool = True,
-                dtype: Any = np.float64, seed: Any = None) -> CausalModel:
+                lengths: bool = False, dtype: Any = np.float64, seed: Any = None) -> CausalModel:
         return build(kind, weights, input_size=input_size, hidden_size=hidden_size, T=T, layers=layers,
-                     bidirectional=bidirectional, nonlinearity=nonlinearity, bias=bias, dtype=dtype, seed=seed)
+                     bidirectional=bidirectional, nonlinearity=nonlinearity, bias=bias, lengths=lengths, dtype=dtype,
+                     seed=seed)
 
     builder.__name__ = builder.__qualname__ = kind
     builder.__doc__ = f"""An unrolled {what} (PyTorch ``nn.{what}``) over `T` steps as a causal DAG.
@@ -220,6 +259,13 @@ def _doc_builder(kind: str, what: str):
         ``rnn`` only.
     bias : bool
         With random weights: include biases.
+    lengths : bool
+        Variable-length batches: add an input node ``lengths`` ``(n,)``
+        (integers in ``[1, T]``). Each sequence then runs as if alone, as
+        PyTorch's ``pack_padded_sequence``: states past a row's length are
+        zero, the backward direction starts at the row's own last step, and
+        the forward direction's final state is the node ``l{{k}}.h_n``
+        (``l{{k}}.c_n`` for an LSTM), the state at ``lengths - 1``.
     dtype, seed
 
     Returns

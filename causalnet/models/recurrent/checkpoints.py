@@ -18,7 +18,7 @@ _GATES = {1: "rnn", 3: "gru", 4: "lstm"}
 
 
 def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, nonlinearity: str | None = None,
-               dtype: Any = np.float64) -> CausalModel:
+               lengths: bool = False, dtype: Any = np.float64) -> CausalModel:
     """An unrolled copy of a PyTorch recurrent module over `T` steps.
 
     Parameters
@@ -32,6 +32,9 @@ def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, no
         Read from the module, or from the gate count of a state dict.
     nonlinearity : {"tanh", "relu"}, optional
         ``nn.RNN`` only (read from the module).
+    lengths : bool
+        Add the input node ``lengths`` ``(n,)`` for variable-length batches
+        (PyTorch's ``pack_padded_sequence``); see :func:`~causalnet.models.recurrent.lstm`.
 
     Raises
     ------
@@ -66,4 +69,4 @@ def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, no
     layers = len({k.split("_l")[1].split("_")[0] for k in sd if k.startswith("weight_hh_l")})
     bidir = any(k.endswith("_reverse") for k in sd)
     return build(kind, sd, T=T, layers=max(layers, 1), bidirectional=bidir, nonlinearity=nonlinearity or "tanh",
-                 dtype=dtype)
+                 lengths=lengths, dtype=dtype)

@@ -1,0 +1,107 @@
+"""LSTM forward speed: causalnet vs PyTorch CPU, one process, same weights and inputs.
+
+Usage::
+
+    python benchmarks/recurrent.py              # batch 32, T 128, hidden 256 (input 256), 2 layers
+    python benchmarks/recurrent.py --quick      # smaller sizes, fewer rounds (smoke run)
+
+Variants, each checked against PyTorch first:
+
+* ``torch``: ``nn.LSTM`` (eval, ``no_grad``), CPU;
+* ``run``: :func:`causalnet.models.recurrent.run`, the fused loop (input
+  projections of all steps in one matmul, one ``h @ W_hh^T`` per step for all
+  four gates);
+* ``forward``: ``model.forward(keep=outputs)``, the generic DAG execution
+  node by node (about ``9 T layers`` nodes).
+
+BLAS and PyTorch are pinned to one thread (set before numpy is imported) and
+times are CPU time (``time.process_time``): the machine is shared. Variants
+run interleaved, round after round; the table reports per-variant medians and
+the median per-round ratio ``causalnet / torch`` (goal: ``run`` <= 1.3).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from causalnet.models import recurrent  # noqa: E402
+
+
+def _timed(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def bench(dtype: str, n: int, T: int, H: int, layers: int, rounds: int, generic: bool) -> dict:
+    torch.set_num_threads(1)
+    tdt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    mod = torch.nn.LSTM(H, H, num_layers=layers, batch_first=True, dtype=tdt).eval()
+    model = recurrent.from_torch(mod, T, dtype=dtype)
+    x = np.random.default_rng(0).standard_normal((n, T, H)).astype(dtype)
+    xt = torch.from_numpy(x)
+    values = {f"x[{t}]": x[:, t] for t in range(T)}
+    keep = [f"l{layers - 1}.h[{t}]" for t in range(T)]
+
+    def torch_fwd():
+        with torch.no_grad():
+            return mod(xt)[0]
+
+    def run():
+        return recurrent.run(model, x).output
+
+    def forward():
+        tr = model.forward(values, keep=keep)
+        return np.stack([tr[k] for k in keep], axis=1)
+
+    want = torch_fwd().numpy()
+    tol = 1e-10 if dtype == "float64" else 1e-4
+    variants = {"torch": torch_fwd, "run": run}
+    if generic:
+        variants["forward"] = forward
+    for name, fn in variants.items():
+        got = fn()
+        got = got.numpy() if hasattr(got, "numpy") else got
+        err = float(np.abs(got - want).max())
+        if err > tol:
+            raise SystemExit(f"{name} ({dtype}) differs from torch by {err:.2e}")
+    times = {k: [] for k in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            times[name].append(_timed(fn))
+    ratios = {k: statistics.median(a / b for a, b in zip(times[k], times["torch"])) for k in variants if k != "torch"}
+    return {"median": {k: statistics.median(v) for k, v in times.items()}, "ratio": ratios}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--no-generic", action="store_true", help="skip the node-by-node forward")
+    args = ap.parse_args()
+    n, T, H, layers = (8, 32, 64, 2) if args.quick else (32, 128, 256, 2)
+    rounds = args.rounds or (3 if args.quick else 7)
+    print(f"LSTM forward: batch {n}, T {T}, hidden {H} (input {H}), {layers} layers; 1 thread, CPU seconds, "
+          f"median of {rounds} rounds; load {os.getloadavg()[0]:.1f}")
+    print(f"{'dtype':8} {'torch':>9} {'run':>9} {'forward':>9}   run/torch  forward/torch")
+    for dtype in ("float32", "float64"):
+        r = bench(dtype, n, T, H, layers, rounds, not args.no_generic)
+        med, rat = r["median"], r["ratio"]
+        fwd = f"{med['forward']:9.4f}" if "forward" in med else f"{'-':>9}"
+        fr = f"{rat['forward']:10.2f}x" if "forward" in rat else f"{'-':>11}"
+        print(f"{dtype:8} {med['torch']:9.4f} {med['run']:9.4f} {fwd}   {rat['run']:8.2f}x {fr}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Decoding a seq2seq model: teacher-forced logits, and greedy or beam search one step at a time.
+
+:func:`decode` runs the model's own nodes, not a copy of the network: one
+:class:`~causalnet.inference.tensor.Plan` computes the encoder (``enc.H``,
+``enc.K``, the decoder's initial state) from ``src``, and one plan per step
+``t`` computes ``logits[t]`` and the new decoder state from ``tgt[t]`` and
+the previous state. So a model with interventions (``m.do({"attn[2]": w})``)
+decodes under them.
+
+Beam search keeps the `beam` best prefixes per row by total log-probability
+(no length penalty). A prefix that emits `eos` is finished: it keeps its
+score and repeats `eos`. ``beam=1`` is greedy decoding.
+
+Symbols: ``n`` batch, ``k`` beam, ``V`` target vocabulary, ``L`` max_len.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.special import log_softmax
+
+from ...errors import EvidenceError, ModelError
+from ...inference.tensor import Plan
+from ...mechanisms.tensor import as_int
+from ...model import CausalModel
+
+__all__ = ["decode", "teacher_forced", "Decoding"]
+
+
+class Decoding(NamedTuple):
+    """The best sequence per row: ``tokens`` ``(n, L)`` ids and ``scores`` ``(n,)`` total log-probabilities."""
+
+    tokens: np.ndarray
+    scores: np.ndarray
+
+
+def _steps(model: CausalModel, prefix: str) -> int:
+    pat = re.compile(re.escape(prefix) + r"\[(\d+)\]$")
+    steps = [int(m.group(1)) for v in model.nodes if (m := pat.match(str(v)))]
+    if not steps:
+        raise ModelError(f"decode: the model has no {prefix}[t] nodes; build it with recurrent.seq2seq")
+    return max(steps) + 1
+
+
+def _src_values(model: CausalModel, src: Any) -> dict:
+    S = _steps(model, "src")
+    src = np.asarray(src)
+    if src.ndim != 2 or src.shape[1] != S:
+        raise EvidenceError(f"src must have shape (n, {S}) (the model's T_src), got {src.shape}")
+    if src.dtype.kind not in "iu":
+        raise EvidenceError(f"src must hold integer ids, got dtype {src.dtype}")
+    return {f"src[{s}]": src[:, s] for s in range(S)}
+
+
+def teacher_forced(model: CausalModel, src: Any, tgt: Any) -> np.ndarray:
+    """``(n, T_tgt, V)`` logits of a teacher-forced run: ``tgt[:, t]`` is the decoder's input at step ``t``.
+
+    Raises
+    ------
+    EvidenceError
+        `src` or `tgt` of the wrong shape or dtype (ids out of range: ShapeError from the embedding).
+    """
+    T = _steps(model, "tgt")
+    tgt = np.asarray(tgt)
+    if tgt.ndim != 2 or tgt.shape[1] != T or tgt.dtype.kind not in "iu":
+        raise EvidenceError(f"tgt must be integer ids of shape (n, {T}) (the model's T_tgt), got {tgt.dtype} "
+                            f"{tgt.shape}")
+    values = {**_src_values(model, src), **{f"tgt[{t}]": tgt[:, t] for t in range(T)}}
+    tr = model.forward(values, keep=[f"logits[{t}]" for t in range(T)])
+    return np.stack([tr[f"logits[{t}]"] for t in range(T)], axis=1)
+
+
+class _Stepper:
+    """The encoder plan and the per-step plans of one model."""
+
+    def __init__(self, model: CausalModel) -> None:
+        self.model = model
+        self.states = [s for s in ("h", "c") if f"dec.{s}[-1]" in model.mechanisms]
+        memory = [v for v in ("enc.H", "enc.K") if v in model.mechanisms]
+        self.memory = memory
+        self.encoder = Plan(model, outputs=memory + [f"dec.{s}[-1]" for s in self.states])
+
+    def encode(self, values: dict) -> dict:
+        """The carry of step 0: ``enc.H``, ``enc.K`` (when present) and the states ``h`` (``c``)."""
+        tr = self.encoder.run(values)
+        return {**{v: tr[v] for v in self.memory}, **{s: tr[f"dec.{s}[-1]"] for s in self.states}}
+
+    def step(self, t: int, tokens: np.ndarray, carry: dict) -> tuple[np.ndarray, dict]:
+        """``(logits[t], new carry)`` from the step's input ids and the carried memory and states."""
+        outs = [f"logits[{t}]"] + [f"dec.{s}[{t}]" for s in self.states]
+        plan = Plan(self.model, outputs=outs, inputs=[f"tgt[{t}]", *self.memory,
+                                                      *(f"dec.{s}[{t - 1}]" for s in self.states)])
+        given: dict[Hashable, Any] = {f"tgt[{t}]": tokens, **{v: carry[v] for v in self.memory},
+                                      **{f"dec.{s}[{t - 1}]": carry[s] for s in self.states}}
+        tr = plan.run({k: v for k, v in given.items() if k in plan.inputs})
+        new = {v: carry[v] for v in self.memory}
+        new.update({s: tr[f"dec.{s}[{t}]"] for s in self.states})
+        return tr[f"logits[{t}]"], new
+
+
+def decode(model: CausalModel, src: Any, max_len: int, *, beam: int = 1, bos: int = 0,
+           eos: int | None = None) -> Decoding:
+    """Greedy (``beam=1``) or beam-search decoding of a :func:`~causalnet.models.recurrent.seq2seq` model.
+
+    Parameters
+    ----------
+    model : CausalModel
+        From :func:`seq2seq`, possibly intervened on.
+    src : array_like of int, shape (n, T_src)
+    max_len : int
+        Tokens to produce, at most the model's ``T_tgt``.
+    beam : int
+        Prefixes kept per row.
+    bos : int
+        The decoder's first input id.
+    eos : int, optional
+        The end id: a prefix that emits it is finished.
+
+    Returns
+    -------
+    Decoding
+        ``tokens`` ``(n, max_len)`` (``eos`` repeated after the end) and
+        ``scores`` ``(n,)``, the sum of the chosen tokens' log-softmax.
+
+    Raises
+    ------
+    ModelError, EvidenceError
+        `max_len` beyond ``T_tgt``, bad `beam`, `bos`/`eos` outside the
+        vocabulary, `src` of the wrong shape.
+    """
+    T = _steps(model, "tgt")
+    L = as_int(max_len, "max_len", low=1)
+    k = as_int(beam, "beam", low=1)
+    if L > T:
+        raise ModelError(f"max_len={L} exceeds the model's T_tgt={T}; build it with T_tgt >= max_len")
+    V = model.spec("logits[0]").shape[-1]
+    for name, tok in (("bos", bos), ("eos", eos)):
+        if tok is not None and (isinstance(tok, bool) or not isinstance(tok, (int, np.integer)) or not 0 <= tok < V):
+            raise ModelError(f"{name} must be a token id in [0, {V}), got {tok!r}")
+    values = _src_values(model, src)
+    n = next(iter(values.values())).shape[0]
+    stepper = _Stepper(model)
+    carry = {v: np.repeat(a, k, axis=0) for v, a in stepper.encode(values).items()}      # (n k, ...)
+    return _beam_search(stepper, carry, n, k, L, V, bos, eos)
+
+
+def _beam_search(stepper: _Stepper, carry: dict, n: int, k: int, L: int, V: int, bos: int, eos) -> Decoding:
+    scores = np.full((n, k), -np.inf)
+    scores[:, 0] = 0.0                                   # one live prefix per row at the start
+    done = np.zeros((n, k), dtype=bool)
+    tokens = np.full((n, k, 0), bos, dtype=np.int64)
+    inputs = np.full(n * k, bos, dtype=np.int64)
+    rows = np.arange(n)[:, None]
+    for t in range(L):
+        logits, carry = stepper.step(t, inputs, carry)
+        logp = log_softmax(logits, axis=-1).reshape(n, k, V)                     # (n, k, V)
+        total = scores[:, :, None] + logp                                         # (n, k, V)
+        if eos is not None:
+            total[done] = -np.inf
+            total[done, eos] = scores[done]              # a finished prefix only repeats eos, at no cost
+        flat = total.reshape(n, k * V)
+        best = np.argsort(-flat, axis=1, kind="stable")[:, :k]                    # (n, k)
+        parent, tok = best // V, best % V
+        scores = np.take_along_axis(flat, best, axis=1)
+        done = done[rows, parent] | (tok == eos if eos is not None else False)
+        tokens = np.concatenate([tokens[rows, parent], tok[:, :, None]], axis=2)  # (n, k, t+1)
+        pick = (rows * k + parent).reshape(-1)
+        carry = {v: a[pick] for v, a in carry.items()}
+        inputs = tok.reshape(-1)
+    top = np.argmax(scores, axis=1)
+    return Decoding(tokens[np.arange(n), top], scores[np.arange(n), top])

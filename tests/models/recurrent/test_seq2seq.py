@@ -1,0 +1,170 @@
+"""seq2seq against a small PyTorch encoder-decoder with the same weights (float64); beam search by enumeration."""
+
+import itertools
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.special import log_softmax
+
+from causalnet import CausalNetError, ModelError
+from causalnet.models import recurrent
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+VS, V, E, H, S, T = 6, 5, 3, 4, 4, 3
+RNNS = {"gru": nn.GRU, "lstm": nn.LSTM, "rnn": nn.RNN}
+
+
+class TorchSeq2Seq(nn.Module):
+    """The oracle: an encoder-decoder written directly in PyTorch, keys as seq2seq's docstring documents."""
+
+    def __init__(self, cell, attention):
+        super().__init__()
+        self.cell, self.attention = cell, attention
+        self.encoder, self.decoder = nn.Module(), nn.Module()
+        self.encoder.embedding = nn.Embedding(VS, E)
+        self.encoder.rnn = RNNS[cell](E, H, batch_first=True)
+        self.decoder.embedding = nn.Embedding(V, E)
+        self.decoder.rnn = RNNS[cell](E + H if attention == "bahdanau" else E, H, batch_first=True)
+        if attention:
+            self.decoder.attention = nn.Module()
+            self.decoder.attention.keys = nn.Linear(H, H, bias=False)
+        if attention == "bahdanau":
+            self.decoder.attention.query = nn.Linear(H, H, bias=False)
+            self.decoder.attention.v = nn.Linear(H, 1, bias=False)
+        if attention == "luong":
+            self.decoder.combine = nn.Linear(2 * H, H, bias=False)
+        self.decoder.out = nn.Linear(2 * H if attention == "bahdanau" else H, V)
+
+    def _attend(self, mem, keys, scores):
+        a = torch.softmax(scores, dim=-1)                                     # (n, S)
+        return a, (a[:, :, None] * mem).sum(1)                                # (n, H)
+
+    def forward(self, src, tgt):
+        d = self.decoder
+        mem, state = self.encoder.rnn(self.encoder.embedding(src))            # (n, S, H)
+        keys = d.attention.keys(mem) if self.attention else None
+        logits, attns = [], []
+        for t in range(tgt.shape[1]):
+            e = d.embedding(tgt[:, t])                                        # (n, E)
+            if self.attention == "bahdanau":
+                h_prev = (state[0] if self.cell == "lstm" else state)[0]
+                a, ctx = self._attend(mem, keys, d.attention.v(torch.tanh(d.attention.query(h_prev)[:, None]
+                                                                           + keys))[..., 0])
+                out, state = d.rnn(torch.cat([e, ctx], -1)[:, None], state)
+                logits.append(d.out(torch.cat([out[:, 0], ctx], -1)))
+            else:
+                out, state = d.rnn(e[:, None], state)
+                h = out[:, 0]
+                if self.attention == "luong":
+                    a, ctx = self._attend(mem, keys, (keys @ h[:, :, None])[..., 0])
+                    h = torch.tanh(d.combine(torch.cat([ctx, h], -1)))
+                logits.append(d.out(h))
+            attns.append(a if self.attention else None)
+        return torch.stack(logits, 1), attns
+
+
+def _pair(cell, attention, seed=0):
+    torch.manual_seed(seed)
+    mod = TorchSeq2Seq(cell, attention).double().eval()
+    sd = {k: v.detach().numpy() for k, v in mod.state_dict().items()}
+    m = recurrent.seq2seq(sd, src_vocab=VS, tgt_vocab=V, embed=E, hidden=H, cell=cell, attention=attention,
+                          T_src=S, T_tgt=T)
+    return mod, m
+
+
+def _data(n=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, VS, (n, S)), rng.integers(0, V, (n, T))
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
+@pytest.mark.parametrize("attention", ["bahdanau", "luong", None])
+def test_teacher_forced_logits_match_torch(cell, attention):
+    mod, m = _pair(cell, attention)
+    src, tgt = _data()
+    with torch.no_grad():
+        want, attns = mod(torch.from_numpy(src), torch.from_numpy(tgt))
+    assert_allclose(recurrent.teacher_forced(m, src, tgt), want.numpy(), rtol=0, atol=1e-10)
+    if attention:
+        values = {**{f"src[{s}]": src[:, s] for s in range(S)}, **{f"tgt[{t}]": tgt[:, t] for t in range(T)}}
+        tr = m.forward(values)
+        for t in range(T):
+            assert_allclose(tr[f"attn[{t}]"], attns[t].numpy(), rtol=0, atol=1e-10)
+
+
+def test_attention_weights_are_nodes_to_intervene_on():
+    _, m = _pair("gru", "bahdanau")
+    src, tgt = _data()
+    base = recurrent.teacher_forced(m, src, tgt)
+    forced = np.eye(S)[0]                                       # step 1 looks only at the first source step
+    m2 = m.do({"attn[1]": forced})
+    patched = recurrent.teacher_forced(m2, src, tgt)
+    assert_allclose(patched[:, 0], base[:, 0], rtol=0, atol=0)  # earlier steps unchanged
+    assert not np.allclose(patched[:, 1], base[:, 1])
+    tr = m2.forward({**{f"src[{s}]": src[:, s] for s in range(S)}, **{f"tgt[{t}]": tgt[:, t] for t in range(T)}})
+    assert_allclose(tr["ctx[1]"], tr["enc.h[0]"], rtol=0, atol=1e-14)
+    assert m.dag.has_edge("attn[1]", "ctx[1]") and "attn[1]" in m.dag.ancestors({"logits[2]"})
+    # decoding runs the intervened model's own nodes
+    dec = recurrent.decode(m2, src, T)
+    tgt_in = np.concatenate([np.zeros((len(src), 1), int), dec.tokens[:, :-1]], axis=1)
+    assert_allclose(dec.tokens, recurrent.teacher_forced(m2, src, tgt_in).argmax(-1), rtol=0, atol=0)
+
+
+def _brute_force(m, src, eos, L):
+    """Best sequence per row by enumerating every continuation (eos ends a sequence and then repeats)."""
+    best = []
+    for row in src:
+        top = (-np.inf, None)
+        for seq in itertools.product(range(V), repeat=L):
+            if eos in seq and any(x != eos for x in seq[seq.index(eos):]):
+                continue                                          # tokens after eos must be eos
+            tgt_in = np.array([[0, *seq[:T - 1]]])
+            logp = log_softmax(recurrent.teacher_forced(m, row[None], tgt_in)[0], axis=-1)
+            end = seq.index(eos) + 1 if eos in seq else L
+            score = sum(logp[t, seq[t]] for t in range(end))
+            top = max(top, (score, seq), key=lambda p: p[0])
+        best.append(top)
+    return best
+
+
+@pytest.mark.parametrize("cell,attention,eos", [("gru", "bahdanau", 2), ("lstm", "luong", None)])
+def test_beam_search_against_enumeration(cell, attention, eos):
+    _, m = _pair(cell, attention, seed=1)
+    src = _data(n=2, seed=2)[0]
+    exact = _brute_force(m, src, eos, T)
+    full = recurrent.decode(m, src, T, beam=V ** T, eos=eos)     # a beam as wide as the tree is exhaustive
+    for (score, seq), toks, sc in zip(exact, full.tokens, full.scores):
+        assert tuple(toks) == seq
+        assert_allclose(sc, score, rtol=0, atol=1e-12)
+    greedy = recurrent.decode(m, src, T, eos=eos)
+    tgt_in = np.concatenate([np.zeros((2, 1), int), greedy.tokens[:, :-1]], axis=1)
+    step_best = recurrent.teacher_forced(m, src, tgt_in).argmax(-1)
+    for row, toks in zip(step_best, greedy.tokens):
+        end = list(toks).index(eos) + 1 if eos is not None and eos in toks else T
+        assert list(toks[:end]) == list(row[:end])
+    assert np.all(full.scores >= greedy.scores - 1e-12)
+    assert np.all(recurrent.decode(m, src, T, beam=3, eos=eos).scores <= full.scores + 1e-12)
+
+
+def test_errors_are_typed():
+    with pytest.raises(ModelError, match="attention"):
+        recurrent.seq2seq(src_vocab=3, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, attention="dot")
+    with pytest.raises(ModelError, match="cell"):
+        recurrent.seq2seq(src_vocab=3, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, cell="tcn")
+    sd = recurrent.seq2seq_weights(src_vocab=3, tgt_vocab=3, embed=2, hidden=2, attention="luong", seed=0)
+    with pytest.raises(ModelError, match="decoder"):
+        recurrent.seq2seq(sd, src_vocab=3, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, attention="bahdanau")
+    with pytest.raises(ModelError, match="not used"):
+        recurrent.seq2seq(sd, src_vocab=3, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, attention=None)
+    with pytest.raises(ModelError, match="src_vocab|embedding"):
+        recurrent.seq2seq(sd, src_vocab=4, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, attention="luong")
+    m = recurrent.seq2seq(sd, src_vocab=3, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, attention="luong")
+    for bad in [dict(max_len=3), dict(max_len=2, beam=0), dict(max_len=2, eos=3), dict(max_len=2, bos=-1)]:
+        with pytest.raises(ModelError):
+            recurrent.decode(m, np.zeros((1, 2), int), **bad)
+    for src in [np.zeros((1, 3), int), np.zeros((1, 2)), np.array([[0, 7]])]:
+        with pytest.raises(CausalNetError, match="src"):
+            recurrent.decode(m, src, 2)
