@@ -64,6 +64,10 @@ E = np.random.default_rng(0).normal(size=(2, 4, 8))
      ["I", "P"]),
     (lambda: tf.transformer(layers=(1, 2), d_model=8, heads=2, d_ff=16, vocab=(7, 9), padding=True, seed=6),
      {"x": IDS, "dec.x": IDS[:, :3], "pad": np.zeros((2, 4), bool)}, ["n", "I"]),
+    (lambda: cn.recurrent.lstm(input_size=3, hidden_size=4, T=3, layers=2, bidirectional=True, seed=7),
+     {f"x[{t}]": E[:, t, :3] for t in range(3)}, ["l1.y[2]"]),
+    (lambda: cn.recurrent.gru(input_size=3, hidden_size=4, T=2, seed=8), {f"x[{t}]": E[:, t, :3] for t in range(2)},
+     ["l0.h[1]"]),
 ])
 def test_every_builder_round_trips_exactly(tmp_path, build, inputs, outputs):
     m = build()
@@ -203,3 +207,8 @@ def test_unsaveable_models_are_refused_before_writing(tmp_path):
     assert "not a tensor op" in str(guarded(tf.save, m, tmp_path / "f.json"))
     assert "CausalModel" in str(guarded(tf.save, "model", tmp_path / "g.json"))
     assert not list(tmp_path.iterdir())
+
+
+def test_saving_into_a_missing_folder_is_named(tmp_path):
+    m = tf.attention(d_model=4, heads=2, seed=0)
+    assert isinstance(guarded(tf.save, m, tmp_path / "nowhere" / "m.json"), ModelFileNotFoundError)
