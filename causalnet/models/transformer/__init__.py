@@ -50,7 +50,8 @@ is never imported here.
 One file per idea: :mod:`.weights` (state dicts, random weights), :mod:`.build`
 (the builders), :mod:`.checkpoints` (``from_torch``), :mod:`.generate`,
 :mod:`.interpret` (sites, ablation, interchange, path patching, mediation),
-:mod:`.unroll` (``position_graph``) and :mod:`.diagrams`.
+:mod:`.unroll` (``position_graph``), :mod:`.diagrams` and :mod:`.saving`
+(``save`` / ``load``: JSON plus ``.npz``, exact, no pickle).
 
 Symbols: ``n`` batch, ``T`` target (or only) positions, ``S`` source positions,
 ``h`` heads, ``d`` model width, ``L`` vocabulary, ``Λ`` layers.
@@ -83,6 +84,7 @@ from .diagrams import diagram_options
 from .generate import generate
 from .huggingface import from_huggingface
 from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire, sites
+from .saving import load, save
 from .unroll import position_graph
 
 __all__ = [
@@ -106,4 +108,6 @@ __all__ = [
     "Effects",
     "position_graph",
     "diagram_options",
+    "save",
+    "load",
 ]
