@@ -67,6 +67,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
@@ -86,6 +87,8 @@ __all__ = ["JunctionTree", "MAX_PRIOR_CLIQUE", "MAX_PRIOR_TOTAL"]
 MAX_PRIOR_CLIQUE = 1 << 20
 #: Most entries of all the cliques of a calibrated prior tree.
 MAX_PRIOR_TOTAL = 1 << 23
+#: Children of a clique on separators this small (entries) share one contraction for their messages.
+_SHARED_SEP = 1 << 12
 _DIRECT_CALLS = 3          # scalar requests answered by one Hugin propagation before the prior tree is built
 
 
@@ -140,16 +143,17 @@ class JunctionTree:
         self._cache_programs: dict = {}
         self._cache_prior_tree = None
         self._cache_direct_calls = 0
-        self._cache_prior_messages = None     # the evidence-free messages, at the first compilation
+        self._cache_prior_messages: tuple[dict, dict] = ({}, {})   # evidence-free messages (up, down) met so far
 
-    def _prior_messages(self) -> tuple[dict, dict]:
-        """The messages that hold no evidence (up and down), computed once."""
-        b0 = Builder(self._bn.card, sorted(self._S), self._bn.folds)
-        _, up, down = self._messages(b0, frozenset(), frozenset())
-        return (
-            {c: b0.template[s] for c, s in up.items() if b0.is_const(s)},
-            {c: b0.template[s] for c, s in down.items() if b0.is_const(s)},
-        )
+    def _keep_prior_messages(self, b: Builder, up: dict, down: dict) -> None:
+        """Remember the messages of `b` that hold no evidence (constants), for later programs."""
+        prior_up, prior_down = self._cache_prior_messages
+        for c, sl in up.items():
+            if b.is_const(sl) and c not in prior_up:
+                prior_up[c] = b.template[sl]
+        for c, sl in down.items():
+            if b.is_const(sl) and c not in prior_down:
+                prior_down[c] = b.template[sl]
 
     def prior_tree(self) -> PriorTree | None:
         """This tree calibrated on the prior (see :mod:`causalnet.inference.prior_tree`), built once.
@@ -224,56 +228,105 @@ class JunctionTree:
             if p >= 0:
                 dirty_down[c] = (dyn[p] or dirty_down[p]
                                  or any(dirty_up[ch] for ch in children[p] if ch != c))
-        prior = self._cache_prior_messages
+        prior_up, prior_down = self._cache_prior_messages
         up: dict[int, int] = {}
         for c in self._post:
             if parent[c] < 0:
                 continue
-            if prior is not None and not dirty_up[c]:
-                up[c] = b.const(prior[0][c], sep[c])
+            if not dirty_up[c] and c in prior_up:
+                up[c] = b.const(prior_up[c], sep[c])
             else:
                 up[c] = b.emit(fac[c] + [up[ch] for ch in children[c]], sep[c])
         down: dict[int, int] = {}
-        for c in self._pre:
-            p = parent[c]
-            if p < 0:
-                continue
-            if prior is not None and not dirty_down[c]:
-                down[c] = b.const(prior[1][c], sep[c])
-            else:
-                ins = fac[p] + [up[ch] for ch in children[p] if ch != c]
-                if parent[p] >= 0:
-                    ins.append(down[p])
-                down[c] = b.emit(ins, sep[c])
+        for p in self._pre:
+            todo = []
+            for c in children[p]:
+                if not dirty_down[c] and c in prior_down:
+                    down[c] = b.const(prior_down[c], sep[c])
+                else:
+                    todo.append(c)
+            if todo:
+                self._down_messages(b, p, fac[p], up, down, todo)
         return fac, up, down
+
+    def _down_messages(self, b: Builder, p: int, fac: list, up: dict, down: dict, todo: list) -> None:
+        """Emit the messages from clique p to its children `todo` into `down`.
+
+        Each is ``sum to the separator of psi_p * every other message into p``;
+        the children on small separators share one contraction first: the
+        product without their messages, summed to the union of their
+        separators (a small table), so the clique is swept once for all of
+        them instead of once each.
+        """
+        card, sep, children = self._bn.card, self._sep, self._children[p]
+        outer = fac + ([down[p]] if self._parent[p] >= 0 else [])
+        small = [c for c in children if math.prod(card[v] for v in sep[c]) <= _SHARED_SEP]
+        share = [c for c in todo if c in small]
+        if len(share) >= 2:
+            union = tuple(dict.fromkeys(v for c in small for v in sep[c]))
+            if math.prod(card[v] for v in union) <= _SHARED_SEP and self._size[p] > _SHARED_SEP:
+                rest = [up[ch] for ch in children if ch not in small]
+                base = b.emit(outer + rest, union)
+                for c in share:
+                    down[c] = b.emit([base] + [up[ch] for ch in small if ch != c], sep[c])
+                todo = [c for c in todo if c not in share]
+        for c in todo:
+            down[c] = b.emit(outer + [up[ch] for ch in children if ch != c], sep[c])
 
     def _program(self, ind: frozenset, batched: frozenset):
         key = (ind, batched)
         got = self._cache_programs.get(key)
         if got is not None:
             return got
-        if self._cache_prior_messages is None:
-            self._cache_prior_messages = self._prior_messages()
         bn = self._bn
         ev_order = tuple(sorted(self._S | ind))
         b = Builder(bn.card, ev_order, bn.folds)
         fac, up, down = self._messages(b, ind, batched)
-        marg: dict[int, int] = {}
-        for h, vs in self._homed.items():
-            ins = fac[h] + [up[ch] for ch in self._children[h]]
-            if self._parent[h] >= 0:
-                ins.append(down[h])
-            if len(vs) == 1:
-                marg[vs[0]] = b.emit(ins, (vs[0],))
-            else:
-                bel = b.emit(ins, self._vars[h])
-                for v in vs:
-                    marg[v] = b.emit([bel], (v,))
+        self._keep_prior_messages(b, up, down)
+        marg = self._marginal_slots(b, fac, up, down)
         scal = [bn.factor_slot(b, v, self._S, batched) for v in self._scalars]
         zs = b.emit(scal, ()) if scal else None
         got = (b.program(), ev_order, marg, zs)
         self._cache_programs[key] = got
         return got
+
+    def _marginal_slots(self, b: Builder, fac: list, up: dict, down: dict) -> dict[int, int]:
+        """The slot of each free node's unnormalized posterior ``P(v, e)``.
+
+        A node on some separator is read from its smallest one: the product of
+        the two messages along that edge is the separator's joint with the
+        evidence (far fewer entries than a clique). The nodes on no separator
+        are summed out of their home clique's belief, one contraction per clique.
+        """
+        card = self._bn.card
+        best: dict[int, tuple[int, int]] = {}             # node -> (separator entries, edge)
+        for c in up:
+            sp = self._sep[c]
+            size = 1
+            for v in sp:
+                size *= card[v]
+            for v in sp:
+                if v not in best or size < best[v][0]:
+                    best[v] = (size, c)
+        marg: dict[int, int] = {}
+        for h, vs in self._homed.items():
+            for v in vs:
+                if v in best:
+                    c = best[v][1]
+                    marg[v] = b.emit([up[c], down[c]], (v,))
+            rest = tuple(v for v in vs if v not in best)
+            if not rest:
+                continue
+            ins = fac[h] + [up[ch] for ch in self._children[h]]
+            if self._parent[h] >= 0:
+                ins.append(down[h])
+            if len(rest) == 1:
+                marg[rest[0]] = b.emit(ins, rest)
+            else:
+                bel = b.emit(ins, rest)
+                for v in rest:
+                    marg[v] = b.emit([bel], (v,))
+        return marg
 
     # -- calibration -------------------------------------------------------------
 

@@ -56,32 +56,70 @@ def _validated_cards(names: Sequence, cards: Mapping) -> list[int]:
     return card
 
 
-def _validated_table(v, pa: tuple, table, want: tuple) -> np.ndarray:
-    """A float64 copy of the CPT of `v`, checked and with every row divided by its sum."""
-    limits.check_bytes(8.0 * math.prod(float(k) for k in want), what=f"the CPT of {v!r}", cause=f"shape {want}")
-    try:
-        t = np.array(table, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"CPT for {v!r} is not an array of real numbers: {exc}") from None
-    if t.shape != want:
-        raise ShapeError(
-            f"CPT for {v!r} has shape {t.shape}; parents {pa} have cards "
-            f"{want[:-1]} and {v!r} has {want[-1]} states, so expected {want}"
-        )
-    sums = t.sum(axis=-1)
+def _validated_tables(names: Sequence, parents: list, card: list[int], cpts: Mapping) -> list[np.ndarray]:
+    """Float64 copies of the CPTs, checked, every row divided by its sum (read-only views of one buffer).
+
+    The checks run once over all tables at once (one concatenated buffer:
+    one finiteness and sign test, one segmented row sum); a failure is then
+    located table by table for its message.
+    """
+    limit = limits.get("max_table_bytes")
+    flat_parts, wants = [], []
+    for i, v in enumerate(names):
+        if v not in cpts:
+            raise ModelError(f"no CPT for node {v!r}")
+        want = tuple(card[p] for p in parents[i]) + (card[i],)
+        size = math.prod(want)
+        if 8.0 * size > limit:
+            limits.check_bytes(8.0 * size, what=f"the CPT of {v!r}", cause=f"shape {want}")
+        t = cpts[v]
+        if type(t) is not np.ndarray or t.dtype != np.float64:
+            try:
+                t = np.asarray(t, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"CPT for {v!r} is not an array of real numbers: {exc}") from None
+        if t.shape != want:
+            raise ShapeError(
+                f"CPT for {v!r} has shape {t.shape}; parents {tuple(names[p] for p in parents[i])} have cards "
+                f"{want[:-1]} and {v!r} has {want[-1]} states, so expected {want}"
+            )
+        flat_parts.append(t.reshape(-1))
+        wants.append(want)
+    flat = np.concatenate(flat_parts) if flat_parts else np.zeros(0)            # a copy: ours alone
+    row_len = np.repeat(np.array(card, dtype=np.intp), [math.prod(w[:-1]) for w in wants])   # (rows,)
+    starts = np.zeros(row_len.size, dtype=np.intp)
+    np.cumsum(row_len[:-1], out=starts[1:])
+    sums = np.add.reduceat(flat, starts) if flat.size else np.zeros(0)        # (rows,)
     # a NaN or inf entry makes its row's sum non-finite: one check for both
-    if t.size and (not np.isfinite(sums).all() or t.min() < 0):
-        raise ModelError(f"CPT for {v!r} has negative or non-finite entries")
-    bad = np.abs(sums - 1.0) > 1e-6
-    if bad.any():
-        row = tuple(int(j) for j in np.argwhere(bad)[0])
-        raise ModelError(
-            f"CPT for {v!r}: the row for parent states {row} sums to {float(sums[row]):.6g}; "
-            f"every row must sum to 1 on the last axis"
-        )
-    t /= sums[..., None]              # exactly 1, so pruning never changes an answer
-    t.flags.writeable = False
-    return t
+    if flat.size and (not np.isfinite(sums).all() or flat.min() < 0 or (np.abs(sums - 1.0) > 1e-6).any()):
+        _raise_bad_table(names, wants, flat)
+    flat /= np.repeat(sums, row_len)            # exactly 1, so pruning never changes an answer
+    flat.flags.writeable = False
+    tables, a = [], 0
+    for want in wants:
+        b = a + math.prod(want)
+        tables.append(flat[a:b].reshape(want))
+        a = b
+    return tables
+
+
+def _raise_bad_table(names: Sequence, wants: list, flat: np.ndarray) -> None:
+    """The ModelError of the first bad table in `flat` (a negative or non-finite entry, or a bad row)."""
+    a = 0
+    for v, want in zip(names, wants):
+        b = a + math.prod(want)
+        t = flat[a:b].reshape(want)
+        a = b
+        sums = t.sum(axis=-1)
+        if not np.isfinite(sums).all() or t.min() < 0:
+            raise ModelError(f"CPT for {v!r} has negative or non-finite entries")
+        bad = np.abs(sums - 1.0) > 1e-6
+        if bad.any():
+            row = tuple(int(j) for j in np.argwhere(bad)[0])
+            raise ModelError(
+                f"CPT for {v!r}: the row for parent states {row} sums to {float(sums[row]):.6g}; "
+                f"every row must sum to 1 on the last axis"
+            )
 
 
 class DiscreteNetwork:
@@ -129,19 +167,16 @@ class DiscreteNetwork:
             if not isinstance(mapping, Mapping):
                 raise ModelError(f"{what} must be a mapping of node -> value, got {type(mapping).__name__}")
         names = dag.nodes
-        index = {v: i for i, v in enumerate(names)}
+        index = dag.index.pos
         for what, mapping in (("cards", cards), ("cpts", cpts)):
+            if index.keys() >= mapping.keys():
+                continue
             for k in mapping:
                 if k not in index:
                     raise ModelError(f"{what} names {k!r}, which is not a node of the DAG{_hint(names, k)}")
         card = _validated_cards(names, cards)
-        parents = [tuple(index[p] for p in dag.parents(v)) for v in names]
-        tables = []
-        for i, v in enumerate(names):
-            if v not in cpts:
-                raise ModelError(f"no CPT for node {v!r}")
-            want = tuple(card[p] for p in parents[i]) + (card[i],)
-            tables.append(_validated_table(v, tuple(names[p] for p in parents[i]), cpts[v], want))
+        parents = [tuple(sorted(p)) for p in dag.index.par]          # DAG node order
+        tables = _validated_tables(names, parents, card, cpts)
         self._dag = dag
         self._names = names
         self._index = index

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
+import causalnet.inference.junction_tree as jt_module
 from causalnet import EvidenceError
 from causalnet.inference.cliques import build_clique_tree
 from causalnet.inference.elimination import DiscreteBN
@@ -149,3 +150,29 @@ def test_one_hugin_propagation_equals_enumeration(params):
         m = jt.marginals(ev)
         for i, v in enumerate(names):
             assert_allclose(m[v], post[i], rtol=0, atol=1e-10)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(networks)
+def test_compiled_calibration_shared_messages_equal_enumeration(params):
+    """Compiled calibrations (a tree with an evidence variable) with every clique sharing its
+    small-separator messages, and evidence-free messages reused across evidence sets."""
+    s, n_nodes, _ = params
+    rng = np.random.default_rng(s)
+    dag, cpts, card = random_network(rng, n_nodes + 3, max_parents=3, cards=(2, 3))
+    joint, names = brute_joint(dag, cpts, card)
+    saved = jt_module._SHARED_SEP
+    jt_module._SHARED_SEP = 3                        # separators of up to 3 entries; cliques over 3
+    try:
+        jt = DiscreteBN(dag, cpts, card).junction_tree([names[0]])
+        for _ in range(3):                           # several evidence sets on one tree
+            ev = {names[0]: int(rng.integers(card[names[0]]))} | _evidence(rng, names[1:], card)
+            _, pe = brute_query(joint, names, [], ev)
+            if pe == 0:
+                continue
+            marg = jt.marginals(ev)
+            for v in names:
+                want = np.eye(card[v])[ev[v]] if v in ev else brute_query(joint, names, [v], ev)[0]
+                assert_allclose(marg[v], want, rtol=0, atol=1e-10)
+    finally:
+        jt_module._SHARED_SEP = saved
