@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
-from tests.conftest import guarded
 from causalnet.errors import GraphError
 from causalnet.graph.adjustment import (
     adjustment_sets,
@@ -37,6 +36,7 @@ from causalnet.graph.adjustment import (
     is_frontdoor_adjustment,
     minimal_adjustment_sets,
 )
+from tests.conftest import guarded
 
 ALL_SETS = (backdoor_adjustment_sets, minimal_adjustment_sets, frontdoor_adjustment_sets)
 PREDICATES = (is_backdoor_adjustment, is_adjustment_set, is_frontdoor_adjustment)
