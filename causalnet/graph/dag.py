@@ -35,7 +35,7 @@ Examples
 
 from __future__ import annotations
 
-from . import adjustment, drawing, equivalence, identification, instruments, separation
+from . import adjustment, drawing, equivalence, identification, instruments, separation, separators
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 
@@ -114,6 +114,10 @@ class DAG(DAGCore):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""
         return separation.minimal_d_separator(self, x, y, include=include, restrict=restrict)
 
+    def minimal_separators(self, a, b, include=(), restrict=None):
+        """Every minimal d-separator of `a` and `b` (a generator); see :func:`causalnet.graph.separators.minimal_separators`."""
+        return separators.minimal_separators(self, a, b, include=include, restrict=restrict)
+
     def implied_independencies(self, kind: str = "basis"):
         """Conditional independencies implied by the graph; see :func:`causalnet.graph.separation.implied_independencies`."""
         return separation.implied_independencies(self, kind=kind)
@@ -128,13 +132,17 @@ class DAG(DAGCore):
         """All backdoor adjustment sets; see :func:`causalnet.graph.adjustment.backdoor_adjustment_sets`."""
         return adjustment.backdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets)
 
-    def is_adjustment_set(self, x, y, z) -> bool:
+    def is_adjustment_set(self, x, y, z, *, effect: str = "total") -> bool:
         """The (complete) adjustment criterion; see :func:`causalnet.graph.adjustment.is_adjustment_set`."""
-        return adjustment.is_adjustment_set(self, x, y, z)
+        return adjustment.is_adjustment_set(self, x, y, z, effect=effect)
 
-    def minimal_adjustment_sets(self, x, y, *, max_sets: int | None = None):
+    def adjustment_sets(self, x, y, *, effect: str = "total", minimal: bool = False, max_sets: int | None = 1000):
+        """All adjustment sets, total or direct effect; see :func:`causalnet.graph.adjustment.adjustment_sets`."""
+        return adjustment.adjustment_sets(self, x, y, effect=effect, minimal=minimal, max_sets=max_sets)
+
+    def minimal_adjustment_sets(self, x, y, *, effect: str = "total", max_sets: int | None = None):
         """All minimal adjustment sets; see :func:`causalnet.graph.adjustment.minimal_adjustment_sets`."""
-        return adjustment.minimal_adjustment_sets(self, x, y, max_sets=max_sets)
+        return adjustment.minimal_adjustment_sets(self, x, y, effect=effect, max_sets=max_sets)
 
     def is_frontdoor_adjustment(self, x, y, z) -> bool:
         """Pearl's front-door criterion; see :func:`causalnet.graph.adjustment.is_frontdoor_adjustment`."""

@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 
 from ..errors import GraphError
-from .core import DAGCore
-from .separation import d_separated
+from .core import DAGCore, closure
+from .separation import bayes_ball, d_separated
 
 __all__ = ["instrumental_variables", "is_instrument", "causal_path_graph", "forbidden_for_instruments"]
 
@@ -107,43 +107,83 @@ def instrumental_variables(dag: DAGCore, treatment: Hashable, outcome: Hashable)
         In node order; the set is empty for an unconditional instrument. The
         sets are ancestral (van der Zander et al. 2015): Z is listed if some
         conditioning set among the ancestors of Z and the outcome works.
+
+    Notes
+    -----
+    One pass per candidate on the integer index: the ancestral set
+    An(Z ∪ Y) is An(Y), computed once, plus the ancestors of Z outside it;
+    the moral graph is never built, its edges are read off the parent and
+    child lists as the two walks need them; and the final d-connection test
+    from Z to X stops at the first open path. On sparse graphs of 10^4 nodes
+    all candidates take a few seconds.
     """
     x, y = _xy(dag, treatment, outcome)
-    gc = causal_path_graph(dag, x, y)
-    forbidden = forbidden_for_instruments(dag, x, y)
-    allowed = frozenset(dag.observed) - forbidden - {x}
+    ix = dag.index
+    pos = ix.pos
+    xi, yi = pos[x], pos[y]
+    par, chi = _causal_path_lists(ix, xi, yi)
+    forbidden = {pos[v] for v in forbidden_for_instruments(dag, x, y)}
+    observed = {pos[v] for v in dag.observed}
+    allowed = observed - forbidden - {xi}
+    an_y = closure(par, {yi})
     out = []
-    for z in dag.observed:
-        if z in (x, y) or z in forbidden:
+    for z in range(ix.n):
+        if z not in allowed:
             continue
-        w = _closest_separator(gc, z, y, allowed - {z})
-        if w is not None and not d_separated(gc, z, x, given=w):
-            out.append((z, w))
+        w = _closest_separator_ints(par, chi, an_y, z, yi, allowed)
+        if w is None:
+            continue
+        up, down = bayes_ball(par, chi, (z,), w, stop={xi})
+        if xi in up or xi in down:
+            out.append((ix.nodes[z], frozenset(ix.nodes[v] for v in w)))
     return out
 
 
-def _moral_adjacency(dag: DAGCore, nodes: frozenset) -> dict:
-    """Moral graph of the ancestral set `nodes`: parent-child edges and married co-parents."""
-    adj: dict = {v: set() for v in nodes}
-    for v in nodes:
-        pa = dag.parents(v)
-        for i, p in enumerate(pa):
-            adj[p].add(v)
-            adj[v].add(p)
-            for q in pa[i + 1:]:
-                adj[p].add(q)
-                adj[q].add(p)
-    return adj
+def _causal_path_lists(ix, xi: int, yi: int) -> tuple[list, list]:
+    """Parent and child lists of G_c: without the edges x -> d with d an ancestor of y."""
+    on_path = closure(ix.par, {yi})
+    cut = [d for d in ix.chi[xi] if d in on_path]
+    par, chi = list(ix.par), list(ix.chi)
+    if cut:
+        chi[xi] = [d for d in ix.chi[xi] if d not in on_path]
+        for d in cut:
+            par[d] = [p for p in ix.par[d] if p != xi]
+    return par, chi
 
 
-def _closest_separator(dag: DAGCore, z: Hashable, y: Hashable, allowed: frozenset) -> frozenset | None:
-    """The minimal d-separator of `z` and `y` among `allowed` ancestors that lies closest to `y`; None if none."""
-    anc = dag.ancestors({z, y}, include_self=True)
-    adj = _moral_adjacency(dag, anc)
+def _moral_neighbours(par: list, chi: list, inside, v: int):
+    """Neighbours of `v` in the moral graph of the ancestral set `inside` (a membership test)."""
+    yield from par[v]
+    for c in chi[v]:
+        if inside(c):
+            yield c
+            yield from par[c]
+
+
+def _closest_separator_ints(par: list, chi: list, an_y: set, z: int, y: int, allowed: set) -> frozenset | None:
+    """The minimal d-separator of `z` and `y` among `allowed` ancestors that lies closest to `y`; None if none.
+
+    It is the set of allowed nodes that the walk from y through the other
+    nodes of the moral graph of An(z ∪ y) meets first, less those that z's
+    side of the graph does not touch.
+    """
+    extra: set = set()                 # An(z) outside An(y)
+    if z not in an_y:
+        extra.add(z)
+        stack = [z]
+        while stack:
+            for p in par[stack.pop()]:
+                if p not in an_y and p not in extra:
+                    extra.add(p)
+                    stack.append(p)
+
+    def inside(v):
+        return v in an_y or v in extra
+
     near_y: set = set()
     seen, stack = {y}, [y]
     while stack:                       # walk from y, stopping at allowed nodes
-        for n in adj[stack.pop()]:
+        for n in _moral_neighbours(par, chi, inside, stack.pop()):
             if n in seen:
                 continue
             seen.add(n)
@@ -155,8 +195,8 @@ def _closest_separator(dag: DAGCore, z: Hashable, y: Hashable, allowed: frozense
                 stack.append(n)
     keep: set = set()
     seen, stack = {z}, [z]
-    while stack:                       # keep those the z side touches: a minimal separator
-        for n in adj[stack.pop()]:
+    while stack and len(keep) < len(near_y):   # keep those the z side touches: a minimal separator
+        for n in _moral_neighbours(par, chi, inside, stack.pop()):
             if n in near_y:
                 keep.add(n)
             elif n not in seen:

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import causalnet as cn
 from causalnet.errors import GraphError
 from causalnet.graph.adjustment import (
+    adjustment_sets,
     backdoor_adjustment_sets,
     frontdoor_adjustment_sets,
     is_adjustment_set,
@@ -35,6 +36,7 @@ from causalnet.graph.adjustment import (
     is_frontdoor_adjustment,
     minimal_adjustment_sets,
 )
+from tests.conftest import guarded
 
 ALL_SETS = (backdoor_adjustment_sets, minimal_adjustment_sets, frontdoor_adjustment_sets)
 PREDICATES = (is_backdoor_adjustment, is_adjustment_set, is_frontdoor_adjustment)
@@ -812,3 +814,72 @@ def test_minimal_frontdoor_search_is_bounded_and_says_so():
     with pytest.warns(cn.CausalNetWarning, match="stopped after 1 candidate sets"):
         part = g.frontdoor_adjustment_sets("X", "Y", minimal=True, max_candidates=1)
     assert set(part) < set(full)
+
+
+# -- all adjustment sets; the direct effect (single-door criterion) ----------------------
+
+
+def oracle_single_door(h: nx.DiGraph, x, y, zs) -> bool:
+    """Pearl's single-door criterion from its definition: no descendant of y, separation without x -> y."""
+    if set(zs) & (nx.descendants(h, y) | {y}):
+        return False
+    cut = h.copy()
+    if cut.has_edge(x, y):
+        cut.remove_edge(x, y)
+    return nx.is_d_separator(cut, {x}, {y}, set(zs))
+
+
+def test_adjustment_sets_and_direct_effect_match_brute_force(seed):
+    rng = np.random.default_rng(seed + 14)
+    several = 0
+    for g, xs, ys in mixed_cases(rng, 60):
+        h = nx_graph(g)
+        key = sort_key(g)
+        info = (g.edges, sorted(g.latent), xs, ys)
+        total = [z for z in subsets(candidates(g, xs, ys)) if oracle_adjustment_cbc(h, xs, ys, z)]
+        assert adjustment_sets(g, xs, ys, max_sets=None) == sorted(total, key=key), info
+        x, y = min(xs), min(ys)
+        if rng.random() < 0.5 and not g.has_edge(x, y) and y not in g.ancestors(x):
+            g, h = g.add_edges([(x, y)]), h.copy()
+            h.add_edge(x, y)
+        direct = [z for z in subsets(candidates(g, {x}, {y})) if oracle_single_door(h, x, y, z)]
+        assert adjustment_sets(g, x, y, effect="direct", max_sets=None) == sorted(direct, key=key), info
+        assert minimal_adjustment_sets(g, x, y, effect="direct") == sorted(minimal_only(direct), key=key), info
+        assert g.adjustment_sets(x, y, effect="direct", minimal=True) == sorted(minimal_only(direct), key=key)
+        for z in direct[:3]:
+            assert is_adjustment_set(g, x, y, z, effect="direct")
+        several += len(minimal_only(direct)) > 1
+    assert several >= 10
+
+
+def test_direct_effect_dagitty_examples():
+    # dagitty's test suite (test/test/adjustment-dags.js), "Small model with mediator"
+    g = cn.DAG.parse("Z -> X; Z -> I; X -> I; X -> Y; I -> Y")
+    assert minimal_adjustment_sets(g, "X", "Y", effect="direct") == [{"I"}]
+    assert minimal_adjustment_sets(g, "X", "Y") == [{"Z"}]
+    # "Z -> {{a[e]} -> { b -> {c[o]} }}": Z is an adjustment set for the total effect only
+    g = cn.DAG.parse("Z -> a; Z -> b; Z -> c; a -> b; a -> c; b -> c")
+    assert is_adjustment_set(g, "a", "c", {"Z"})
+    assert not is_adjustment_set(g, "a", "c", {"Z"}, effect="direct")
+    assert is_adjustment_set(g, "a", "c", {"Z", "b"}, effect="direct")
+    # "Thoemmes, 2013" (dagitty's examples), s2 adjusted: minimal direct-effect sets {e2, s2}, {s1, s2}
+    g = cn.DAG.parse("e0 -> x; e1 -> s1; e2 -> s2; e2 -> y; e3 -> s3; e4 -> y; s1 -> s2; s1 -> z; "
+                     "s2 -> s3; s2 -> z2; s3 -> y; x -> y; x -> s1; y -> z3; {e0 e1 e3 e4} [latent]")
+    with_s2 = [z for z in adjustment_sets(g, "x", "y", effect="direct", max_sets=None) if "s2" in z]
+    assert sorted(map(sorted, minimal_only(with_s2))) == [["e2", "s2"], ["s1", "s2"]]
+    # dagitty, s2 adjusted: no set for the total effect (s2 descends from the mediator s1: forbidden)
+    assert not any("s2" in z for z in adjustment_sets(g, "x", "y", max_sets=None))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(x="X", y="Y", effect="indirect"), "effect must be"),
+    (dict(x={"X", "Z"}, y="Y", effect="direct"), "one treatment"),
+    (dict(x="X", y="U", effect="direct"), "latent"),
+])
+def test_effect_argument_is_checked(kwargs, match):
+    g = cn.DAG.parse("Z -> X -> Y; Z -> Y; U [latent]; U -> Y")
+    for fn in (adjustment_sets, minimal_adjustment_sets):
+        err = guarded(fn, g, **kwargs)
+        assert isinstance(err, GraphError) and match in str(err)
+    err = guarded(is_adjustment_set, g, z=(), **kwargs)
+    assert isinstance(err, GraphError) and match in str(err)
