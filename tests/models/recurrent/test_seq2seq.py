@@ -150,18 +150,16 @@ def test_attention_weights_are_nodes_to_intervene_on():
 
 def _brute_force(m, src, eos, L):
     """Best sequence per row by enumerating every continuation (eos ends a sequence and then repeats)."""
+    seqs = [q for q in itertools.product(range(V), repeat=L)
+            if eos not in q or all(x == eos for x in q[q.index(eos):])]        # tokens after eos must be eos
+    tgt_in = np.array([[0, *q[:T - 1]] for q in seqs])                           # (m, T) every prefix at once
+    ends = [q.index(eos) + 1 if eos in q else L for q in seqs]
     best = []
     for row in src:
-        top = (-np.inf, None)
-        for seq in itertools.product(range(V), repeat=L):
-            if eos in seq and any(x != eos for x in seq[seq.index(eos):]):
-                continue                                          # tokens after eos must be eos
-            tgt_in = np.array([[0, *seq[:T - 1]]])
-            logp = log_softmax(recurrent.teacher_forced(m, row[None], tgt_in)[0], axis=-1)
-            end = seq.index(eos) + 1 if eos in seq else L
-            score = sum(logp[t, seq[t]] for t in range(end))
-            top = max(top, (score, seq), key=lambda p: p[0])
-        best.append(top)
+        logp = log_softmax(recurrent.teacher_forced(m, np.repeat(row[None], len(seqs), 0), tgt_in), axis=-1)
+        scores = [sum(logp[j, t, q[t]] for t in range(end)) for j, (q, end) in enumerate(zip(seqs, ends))]
+        j = int(np.argmax(scores))
+        best.append((scores[j], seqs[j]))
     return best
 
 
