@@ -31,8 +31,9 @@ import numpy as np
 from ...errors import ShapeError
 from ...mechanisms.tensor import TensorOp, fmt_shape
 from ...mechanisms.tensor.shapes import SizeClash, cast, join_sizes, weight_array
+from .lengths import check_lengths
 
-__all__ = ["Stack", "AdditiveScores", "DotScores", "Context"]
+__all__ = ["Stack", "AdditiveScores", "DotScores", "Context", "LengthMask"]
 
 
 class Stack(TensorOp):
@@ -143,3 +144,27 @@ class Context(TensorOp):
 
     def _run(self, a, h):
         return np.einsum("ns,nsd->nd", cast(a, self.dtype), cast(h, self.dtype))   # (n, d)
+
+
+class LengthMask(TensorOp):
+    """Scores with the padding of each row masked: ``-inf`` at ``j >= lengths``; parents ``[e (n, S), lengths (n,)]``.
+
+    The softmax of the masked scores puts no weight on padded source steps.
+    """
+
+    arity = 2
+    steppable = False
+    allows_neginf = True
+
+    def infer_shape(self, node, shapes):
+        e, ls = shapes
+        if len(e) != 2:
+            raise self._mismatch(node, self.parents[0], ("n", "S"), e)
+        if len(ls) != 1:
+            raise self._mismatch(node, self.parents[1], ("n",), ls, "one length per row")
+        return (self._batch(node, shapes), e[1])
+
+    def _run(self, e, lengths):
+        lengths = check_lengths(lengths, e.shape[1], self.parents[1])
+        pad = np.arange(e.shape[1])[None, :] >= lengths[:, None]                 # (n, S)
+        return np.where(pad, -np.inf, cast(e, self.dtype))

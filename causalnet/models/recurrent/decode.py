@@ -27,6 +27,7 @@ from ...errors import EvidenceError, ModelError
 from ...inference.tensor import Plan
 from ...mechanisms.tensor import as_int
 from ...model import CausalModel
+from .seq2seq import SRC_LENGTHS
 
 __all__ = ["decode", "teacher_forced", "Decoding"]
 
@@ -46,18 +47,26 @@ def _steps(model: CausalModel, prefix: str) -> int:
     return max(steps) + 1
 
 
-def _src_values(model: CausalModel, src: Any) -> dict:
+def _src_values(model: CausalModel, src: Any, src_lengths: Any) -> dict:
     S = _steps(model, "src")
     src = np.asarray(src)
     if src.ndim != 2 or src.shape[1] != S:
         raise EvidenceError(f"src must have shape (n, {S}) (the model's T_src), got {src.shape}")
     if src.dtype.kind not in "iu":
         raise EvidenceError(f"src must hold integer ids, got dtype {src.dtype}")
-    return {f"src[{s}]": src[:, s] for s in range(S)}
+    values = {f"src[{s}]": src[:, s] for s in range(S)}
+    if (SRC_LENGTHS in model.mechanisms) != (src_lengths is not None):
+        raise EvidenceError(f"this model {'needs' if src_lengths is None else 'takes no'} 'src_lengths' "
+                            f"(seq2seq(..., src_lengths=True))")
+    if src_lengths is not None:
+        values[SRC_LENGTHS] = model.coerce(SRC_LENGTHS, src_lengths)
+    return values
 
 
-def teacher_forced(model: CausalModel, src: Any, tgt: Any) -> np.ndarray:
+def teacher_forced(model: CausalModel, src: Any, tgt: Any, src_lengths: Any = None) -> np.ndarray:
     """``(n, T_tgt, V)`` logits of a teacher-forced run: ``tgt[:, t]`` is the decoder's input at step ``t``.
+
+    `src_lengths` ``(n,)`` is required by a model built with ``src_lengths=True``.
 
     Raises
     ------
@@ -69,7 +78,7 @@ def teacher_forced(model: CausalModel, src: Any, tgt: Any) -> np.ndarray:
     if tgt.ndim != 2 or tgt.shape[1] != T or tgt.dtype.kind not in "iu":
         raise EvidenceError(f"tgt must be integer ids of shape (n, {T}) (the model's T_tgt), got {tgt.dtype} "
                             f"{tgt.shape}")
-    values = {**_src_values(model, src), **{f"tgt[{t}]": tgt[:, t] for t in range(T)}}
+    values = {**_src_values(model, src, src_lengths), **{f"tgt[{t}]": tgt[:, t] for t in range(T)}}
     tr = model.forward(values, keep=[f"logits[{t}]" for t in range(T)])
     return np.stack([tr[f"logits[{t}]"] for t in range(T)], axis=1)
 
@@ -81,13 +90,14 @@ class _Stepper:
         self.model = model
         self.states = [s for s in ("h", "c") if f"dec.{s}[-1]" in model.mechanisms]
         memory = [v for v in ("enc.H", "enc.K") if v in model.mechanisms]
-        self.memory = memory
         self.encoder = Plan(model, outputs=memory + [f"dec.{s}[-1]" for s in self.states])
+        self.memory = memory + ([SRC_LENGTHS] if SRC_LENGTHS in model.mechanisms else [])
 
     def encode(self, values: dict) -> dict:
-        """The carry of step 0: ``enc.H``, ``enc.K`` (when present) and the states ``h`` (``c``)."""
-        tr = self.encoder.run(values)
-        return {**{v: tr[v] for v in self.memory}, **{s: tr[f"dec.{s}[-1]"] for s in self.states}}
+        """The carry of step 0: ``enc.H``, ``enc.K``, ``src_lengths`` (when present) and the states ``h`` (``c``)."""
+        tr = self.encoder.run({k: v for k, v in values.items() if k in self.encoder.inputs})
+        carry = {v: (values[v] if v == SRC_LENGTHS else tr[v]) for v in self.memory}
+        return {**carry, **{s: tr[f"dec.{s}[-1]"] for s in self.states}}
 
     def step(self, t: int, tokens: np.ndarray, carry: dict) -> tuple[np.ndarray, dict]:
         """``(logits[t], new carry)`` from the step's input ids and the carried memory and states."""
@@ -103,7 +113,7 @@ class _Stepper:
 
 
 def decode(model: CausalModel, src: Any, max_len: int, *, beam: int = 1, bos: int = 0,
-           eos: int | None = None) -> Decoding:
+           eos: int | None = None, src_lengths: Any = None) -> Decoding:
     """Greedy (``beam=1``) or beam-search decoding of a :func:`~causalnet.models.recurrent.seq2seq` model.
 
     Parameters
@@ -119,6 +129,8 @@ def decode(model: CausalModel, src: Any, max_len: int, *, beam: int = 1, bos: in
         The decoder's first input id.
     eos : int, optional
         The end id: a prefix that emits it is finished.
+    src_lengths : array_like of int, shape (n,), optional
+        Required by a model built with ``src_lengths=True``.
 
     Returns
     -------
@@ -141,7 +153,7 @@ def decode(model: CausalModel, src: Any, max_len: int, *, beam: int = 1, bos: in
     for name, tok in (("bos", bos), ("eos", eos)):
         if tok is not None and (isinstance(tok, bool) or not isinstance(tok, (int, np.integer)) or not 0 <= tok < V):
             raise ModelError(f"{name} must be a token id in [0, {V}), got {tok!r}")
-    values = _src_values(model, src)
+    values = _src_values(model, src, src_lengths)
     n = next(iter(values.values())).shape[0]
     stepper = _Stepper(model)
     carry = {v: np.repeat(a, k, axis=0) for v, a in stepper.encode(values).items()}      # (n k, ...)

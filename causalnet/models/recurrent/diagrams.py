@@ -203,42 +203,45 @@ def _unrolled(model: CausalModel, **options) -> Diagram:
 
 
 def _cell_label(p: str) -> str:
-    """``"l0"`` -> ``"layer 0"``, ``"l1.rev"`` -> ``"layer 1 (backward)"``; other prefixes as they are."""
+    """``"l0"`` -> ``"layer 0"``, ``"l1.rev"`` -> ``"layer 1 (backward)"``, ``"enc"`` -> ``"encoder"``."""
     m = re.match(r"^l(\d+)(\.rev)?$", p)
     if not m:
-        return p
+        return {"enc": "encoder", "dec": "decoder"}.get(p, p)
     return f"layer {m.group(1)}" + (" (backward)" if m.group(2) else "")
 
 
-def _fold_edges(model: CausalModel) -> tuple[list, dict, set]:
-    """Folded edges (in model order), folded node -> an original node, and the delay nodes."""
+def _fold_edges(model: CausalModel) -> tuple[dict, dict, set]:
+    """Folded edges (in model order) -> whether they set an initial state; folded node -> an original; delays."""
     edges: dict = {}
     origin: dict = {}
     delays: set = set()
     for v in model.nodes:
-        if isinstance(_natural(model, v), Zeros):            # initial states become delay nodes
+        if isinstance(_natural(model, v), Zeros):            # zero initial states are just delay nodes
             continue
         bv, tv = _split(v)
-        fv = bv if tv is None else f"{bv}[t]"
+        init = tv == -1                                      # an initial state computed from other nodes
+        fv = bv if tv is None else f"{bv}[t-1]" if init else f"{bv}[t]"
+        if init:
+            delays.add(fv)
         origin.setdefault(fv, v)
         for u in model.mechanisms[v].parents if not isinstance(model.mechanisms[v], Intervened) else ():
             bu, tu = _split(u)
             if tu is None:
                 fu = bu
-            elif tv is not None and tu != tv:
+            elif tv is not None and tu != tv and not init:
                 fu = f"{bu}[t-1]" if tu < tv else f"{bu}[t+1]"
                 delays.add(fu)
             else:
                 fu = f"{bu}[t]"
             origin.setdefault(fu, u)
-            edges[(fu, fv)] = None
-    return list(edges), origin, delays
+            edges[(fu, fv)] = init
+    return edges, origin, delays
 
 
 def _folded(model: CausalModel, **options) -> Diagram:
-    edge_list, origin, delays = _fold_edges(model)
-    edge_set = set(edge_list)
-    edges: dict = {}
+    folded, origin, delays = _fold_edges(model)
+    edge_list, edge_set = list(folded), set(folded)
+    edges: dict = {e: {"style": "dashed", "tooltip": "sets the initial state"} for e, init in folded.items() if init}
     for d in sorted(delays):
         state = re.sub(r"\[t[-+]1\]$", "[t]", d)
         loop = dict(_RECURRENCE, dir="both" if (d, state) in edge_set else "back", constraint="false",

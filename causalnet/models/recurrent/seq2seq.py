@@ -34,18 +34,22 @@ from ...errors import ModelError
 from ...mechanisms.tensor import Affine, Concat, Embedding, Identity, Input, Linear, Softmax, as_int, float_dtype
 from ...model import CausalModel
 from ..transformer.weights import StateDict, check_random_size, read_state_dict
-from .attention import AdditiveScores, Context, DotScores, Stack
+from .attention import AdditiveScores, Context, DotScores, LengthMask, Stack
 from .build import layer_weights, make_cell, unroll_direction
+from .lengths import AtLength, Masked
 
-__all__ = ["seq2seq", "ATTENTIONS", "seq2seq_weights"]
+__all__ = ["seq2seq", "ATTENTIONS", "seq2seq_weights", "SRC_LENGTHS"]
+
+#: The input node of source lengths (``src_lengths=True``).
+SRC_LENGTHS = "src_lengths"
 
 #: The attention kinds :func:`seq2seq` builds.
 ATTENTIONS = ("bahdanau", "luong", None)
 
 
 def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, embed: int, hidden: int,
-            cell: str = "gru", attention: str | None = "bahdanau", T_src: int, T_tgt: int, dtype: Any = np.float64,
-            seed: Any = None) -> CausalModel:
+            cell: str = "gru", attention: str | None = "bahdanau", T_src: int, T_tgt: int,
+            src_lengths: bool = False, dtype: Any = np.float64, seed: Any = None) -> CausalModel:
     """A recurrent encoder-decoder with attention, unrolled as one CausalModel.
 
     Parameters
@@ -83,6 +87,12 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
     attention : {"bahdanau", "luong", None}
     T_src, T_tgt : int
         Source and target steps.
+    src_lengths : bool
+        Variable-length sources: an input node ``src_lengths`` ``(n,)``
+        (integers in ``[1, T_src]``). The encoder runs each row as if alone
+        (as PyTorch's ``pack_padded_sequence``), the decoder starts from the
+        encoder state at ``src_lengths - 1``, and the attention puts no weight
+        on padded source steps (``score[t]`` is masked into ``mscore[t]``).
     dtype, seed
 
     Returns
@@ -128,30 +138,34 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
         mechs[node] = mech
         return node
 
-    H = _encoder(add, unit, w.sub("encoder."), T_src, dt)
-    _decoder(add, unit, w.sub("decoder."), attention, T_src, T_tgt, H, dt)
+    pad = add(SRC_LENGTHS, Input((), np.int64)) if src_lengths else None
+    H = _encoder(add, mechs, unit, w.sub("encoder."), T_src, pad, dt)
+    _decoder(add, unit, w.sub("decoder."), attention, T_tgt, H, pad, dt)
     w.check_used()
     return CausalModel(mechs)
 
 
-def _no_mask(node, t):
-    return None
-
-
-def _encoder(add, unit, w: StateDict, T_src: int, dt) -> int:
-    """``src[s] -> enc.e[s] -> enc.h[s]``, then ``enc.H``; returns the hidden size."""
+def _encoder(add, mechs: dict, unit, w: StateDict, T_src: int, pad: str | None, dt) -> int:
+    """``src[s] -> enc.e[s] -> enc.h[s]``, then ``enc.H`` and the decoder's initial state; returns H."""
     emb = w.take("embedding.weight", (None, None))
     rnn = layer_weights(w.sub("rnn."), 0, 0, unit.gates)
     H = rnn["W_hh"].shape[1]
+
+    def mask(node, t):                              # zero past each source's length
+        if pad is not None:
+            mechs[node] = Masked(mechs[node], t, T_src, pad, dtype=dt)
+
     es = [add(f"enc.e[{s}]", Embedding(add(f"src[{s}]", Input((), np.int64)), emb, dtype=dt)) for s in range(T_src)]
-    hs = unroll_direction(add, _no_mask, unit, "enc", es, rnn, H, reverse=False, dt=dt)
+    hs = unroll_direction(add, mask, unit, "enc", es, rnn, H, reverse=False, dt=dt)
     add("enc.H", Stack(hs, dtype=dt))
     for st in unit.states:
-        add(f"dec.{st}[-1]", Identity(f"enc.{st}[{T_src - 1}]", dtype=dt))
+        last = (AtLength([pad, *(f"enc.{st}[{s}]" for s in range(T_src))], dtype=dt) if pad is not None
+                else Identity(f"enc.{st}[{T_src - 1}]", dtype=dt))
+        add(f"dec.{st}[-1]", last)
     return H
 
 
-def _decoder(add, unit, w: StateDict, attention, T_src: int, T_tgt: int, H: int, dt) -> None:
+def _decoder(add, unit, w: StateDict, attention, T_tgt: int, H: int, pad: str | None, dt) -> None:
     emb = w.take("embedding.weight", (None, None))
     rnn = layer_weights(w.sub("rnn."), 0, 0, unit.gates)
     out_w = w.take("out.weight", (None, 2 * H if attention == "bahdanau" else H))
@@ -165,7 +179,7 @@ def _decoder(add, unit, w: StateDict, attention, T_src: int, T_tgt: int, H: int,
     for t in range(T_tgt):
         e = add(f"dec.e[{t}]", Embedding(add(f"tgt[{t}]", Input((), np.int64)), emb, dtype=dt))
         if attention == "bahdanau":
-            ctx = _attend(add, t, AdditiveScores([prev["h"], "enc.K"], query, v, dtype=dt), dt)
+            ctx = _attend(add, t, AdditiveScores([prev["h"], "enc.K"], query, v, dtype=dt), pad, dt)
             x = add(f"dec.x[{t}]", Concat([e, ctx], dtype=dt))
             prev = unit.step(add, "dec", t, x, prev, rnn, dt)
             add(f"logits[{t}]", Affine([prev["h"], ctx], [out_w[:, :H], out_w[:, H:]], out_b, dtype=dt))
@@ -173,15 +187,18 @@ def _decoder(add, unit, w: StateDict, attention, T_src: int, T_tgt: int, H: int,
         prev = unit.step(add, "dec", t, e, prev, rnn, dt)
         top = prev["h"]
         if attention == "luong":
-            ctx = _attend(add, t, DotScores([prev["h"], "enc.K"], dtype=dt), dt)
+            ctx = _attend(add, t, DotScores([prev["h"], "enc.K"], dtype=dt), pad, dt)
             top = add(f"dec.ht[{t}]", Affine([ctx, prev["h"]], [combine[:, :H], combine[:, H:]], None,
                                              activation="tanh", dtype=dt))
         add(f"logits[{t}]", Linear(top, out_w, out_b, dtype=dt))
 
 
-def _attend(add, t: int, scores, dt) -> str:
-    """``score[t] -> attn[t] -> ctx[t]``; returns the context node."""
-    a = add(f"attn[{t}]", Softmax(add(f"score[{t}]", scores), dtype=dt))
+def _attend(add, t: int, scores, pad: str | None, dt) -> str:
+    """``score[t] (-> mscore[t]) -> attn[t] -> ctx[t]``; returns the context node."""
+    e = add(f"score[{t}]", scores)
+    if pad is not None:
+        e = add(f"mscore[{t}]", LengthMask([e, pad], dtype=dt))
+    a = add(f"attn[{t}]", Softmax(e, dtype=dt))
     return add(f"ctx[{t}]", Context([a, "enc.H"], dtype=dt))
 
 

@@ -71,3 +71,15 @@ def test_diagram_is_drawable_and_marks_interventions(tmp_path):
 def test_renders_svg(tmp_path):
     m = recurrent.lstm(input_size=2, hidden_size=3, T=2, seed=0)
     assert cn.render(recurrent.diagram(m), tmp_path / "lstm.svg").read_text().lstrip().startswith("<")
+
+
+def test_seq2seq_folded_view():
+    m = recurrent.seq2seq(src_vocab=5, tgt_vocab=4, embed=3, hidden=4, T_src=3, T_tgt=3, cell="lstm",
+                          attention="luong", seed=0)
+    d = recurrent.diagram(m, view="folded")
+    assert sorted(d.dot_clusters()) == ["decoder cell", "encoder cell"]
+    assert {"attn[t]", "ctx[t]", "score[t]", "logits[t]"} <= set(d.dag.nodes)
+    # the decoder starts from the encoder's state: dashed edges into its delay nodes, not a recurrence
+    assert d.dot_edge_attrs("enc.h[t]", "dec.h[t-1]")["style"] == "dashed"
+    assert d.dot_edge_attrs("enc.c[t]", "dec.c[t-1]")["style"] == "dashed"
+    assert not any("[t+1]" in v for v in d.dag.nodes)

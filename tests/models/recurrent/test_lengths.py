@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 from conftest import guarded
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from causalnet import CausalNetError, EvidenceError, ModelError
@@ -89,3 +91,19 @@ def test_lengths_input_is_required():
     m = recurrent.rnn(input_size=D_IN, hidden_size=H, T=2, lengths=True, seed=0)
     with pytest.raises(CausalNetError, match="lengths"):
         m.forward({"x[0]": np.zeros((1, D_IN)), "x[1]": np.zeros((1, D_IN))})
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, T), min_size=1, max_size=4), st.sampled_from(["rnn", "lstm", "gru"]))
+def test_padding_never_leaks_into_a_row(lengths, kind):
+    """Property: whatever the other rows' lengths, a row's outputs are those of the row run alone."""
+    sd = recurrent.random_weights(kind, input_size=D_IN, hidden_size=H, bidirectional=True, seed=7)
+    m = recurrent.build(kind, sd, T=T, bidirectional=True, lengths=True)
+    lengths = np.array(lengths)
+    x = np.random.default_rng(len(lengths)).standard_normal((len(lengths), T, D_IN))
+    out = recurrent.run(m, x, lengths)
+    for i, L in enumerate(lengths):
+        alone = recurrent.run(recurrent.build(kind, sd, T=int(L), bidirectional=True), x[i:i + 1, :L])
+        assert_allclose(out.output[i, :L], alone.output[0], rtol=0, atol=1e-12)
+        assert np.all(out.output[i, L:] == 0)
+        assert_allclose(out.h_n[:, i], alone.h_n[:, 0], rtol=0, atol=1e-12)

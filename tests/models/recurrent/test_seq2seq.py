@@ -39,12 +39,22 @@ class TorchSeq2Seq(nn.Module):
         self.decoder.out = nn.Linear(2 * H if attention == "bahdanau" else H, V)
 
     def _attend(self, mem, keys, scores):
+        if self._pad is not None:
+            scores = scores.masked_fill(self._pad, -torch.inf)
         a = torch.softmax(scores, dim=-1)                                     # (n, S)
         return a, (a[:, :, None] * mem).sum(1)                                # (n, H)
 
-    def forward(self, src, tgt):
+    def forward(self, src, tgt, lengths=None):
         d = self.decoder
-        mem, state = self.encoder.rnn(self.encoder.embedding(src))            # (n, S, H)
+        emb = self.encoder.embedding(src)
+        if lengths is None:
+            mem, state = self.encoder.rnn(emb)                                # (n, S, H)
+        else:
+            packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True, enforce_sorted=False)
+            mem, state = self.encoder.rnn(packed)
+            mem, _ = nn.utils.rnn.pad_packed_sequence(mem, batch_first=True, total_length=src.shape[1])
+        pad = None if lengths is None else torch.arange(src.shape[1])[None, :] >= lengths[:, None]
+        self._pad = pad
         keys = d.attention.keys(mem) if self.attention else None
         logits, attns = [], []
         for t in range(tgt.shape[1]):
@@ -66,12 +76,12 @@ class TorchSeq2Seq(nn.Module):
         return torch.stack(logits, 1), attns
 
 
-def _pair(cell, attention, seed=0):
+def _pair(cell, attention, seed=0, src_lengths=False):
     torch.manual_seed(seed)
     mod = TorchSeq2Seq(cell, attention).double().eval()
     sd = {k: v.detach().numpy() for k, v in mod.state_dict().items()}
     m = recurrent.seq2seq(sd, src_vocab=VS, tgt_vocab=V, embed=E, hidden=H, cell=cell, attention=attention,
-                          T_src=S, T_tgt=T)
+                          T_src=S, T_tgt=T, src_lengths=src_lengths)
     return mod, m
 
 
@@ -95,6 +105,31 @@ def test_teacher_forced_logits_match_torch(cell, attention):
             assert_allclose(tr[f"attn[{t}]"], attns[t].numpy(), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("cell,attention", [("gru", "bahdanau"), ("lstm", "luong"), ("rnn", None)])
+def test_variable_length_sources_match_packed_torch(cell, attention):
+    mod, m = _pair(cell, attention, src_lengths=True)
+    src, tgt = _data()
+    lengths = np.array([4, 1, 2])
+    with torch.no_grad():
+        want, attns = mod(torch.from_numpy(src), torch.from_numpy(tgt), torch.from_numpy(lengths))
+    got = recurrent.teacher_forced(m, src, tgt, src_lengths=lengths)
+    assert_allclose(got, want.numpy(), rtol=0, atol=1e-10)
+    if attention:
+        values = {**{f"src[{s}]": src[:, s] for s in range(S)}, **{f"tgt[{t}]": tgt[:, t] for t in range(T)}}
+        attn = m.forward({**values, "src_lengths": lengths})["attn[2]"]
+        assert_allclose(attn, attns[2].numpy(), rtol=0, atol=1e-10)
+        assert np.all(attn[1, 1:] == 0)
+    # decoding a padded batch equals decoding each source alone
+    sd = {k: v.detach().numpy() for k, v in mod.state_dict().items()}
+    batch = recurrent.decode(m, src, T, beam=2, eos=1, src_lengths=lengths)
+    for i, L in enumerate(lengths):
+        alone = recurrent.seq2seq(sd, src_vocab=VS, tgt_vocab=V, embed=E, hidden=H, cell=cell, attention=attention,
+                                  T_src=int(L), T_tgt=T)
+        one = recurrent.decode(alone, src[i:i + 1, :L], T, beam=2, eos=1)
+        assert_allclose(batch.tokens[i], one.tokens[0], rtol=0, atol=0)
+        assert_allclose(batch.scores[i], one.scores[0], rtol=0, atol=1e-12)
+
+
 def test_attention_weights_are_nodes_to_intervene_on():
     _, m = _pair("gru", "bahdanau")
     src, tgt = _data()
@@ -115,18 +150,16 @@ def test_attention_weights_are_nodes_to_intervene_on():
 
 def _brute_force(m, src, eos, L):
     """Best sequence per row by enumerating every continuation (eos ends a sequence and then repeats)."""
+    seqs = [q for q in itertools.product(range(V), repeat=L)
+            if eos not in q or all(x == eos for x in q[q.index(eos):])]        # tokens after eos must be eos
+    tgt_in = np.array([[0, *q[:T - 1]] for q in seqs])                           # (m, T) every prefix at once
+    ends = [q.index(eos) + 1 if eos in q else L for q in seqs]
     best = []
     for row in src:
-        top = (-np.inf, None)
-        for seq in itertools.product(range(V), repeat=L):
-            if eos in seq and any(x != eos for x in seq[seq.index(eos):]):
-                continue                                          # tokens after eos must be eos
-            tgt_in = np.array([[0, *seq[:T - 1]]])
-            logp = log_softmax(recurrent.teacher_forced(m, row[None], tgt_in)[0], axis=-1)
-            end = seq.index(eos) + 1 if eos in seq else L
-            score = sum(logp[t, seq[t]] for t in range(end))
-            top = max(top, (score, seq), key=lambda p: p[0])
-        best.append(top)
+        logp = log_softmax(recurrent.teacher_forced(m, np.repeat(row[None], len(seqs), 0), tgt_in), axis=-1)
+        scores = [sum(logp[j, t, q[t]] for t in range(end)) for j, (q, end) in enumerate(zip(seqs, ends))]
+        j = int(np.argmax(scores))
+        best.append((scores[j], seqs[j]))
     return best
 
 
@@ -168,3 +201,10 @@ def test_errors_are_typed():
     for src in [np.zeros((1, 3), int), np.zeros((1, 2)), np.array([[0, 7]])]:
         with pytest.raises(CausalNetError, match="src"):
             recurrent.decode(m, src, 2)
+    with pytest.raises(CausalNetError, match="src_lengths"):
+        recurrent.decode(m, np.zeros((1, 2), int), 2, src_lengths=[1])
+    padded = recurrent.seq2seq(sd, src_vocab=3, tgt_vocab=3, embed=2, hidden=2, T_src=2, T_tgt=2, attention="luong",
+                               src_lengths=True)
+    for bad in [None, [0], [3], [1, 2]]:
+        with pytest.raises(CausalNetError, match="src_lengths"):
+            recurrent.decode(padded, np.zeros((1, 2), int), 2, src_lengths=bad)
