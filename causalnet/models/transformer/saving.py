@@ -286,6 +286,9 @@ def load(path: str | os.PathLike) -> CausalModel:
     ModelError
         If either file is damaged, of another kind, the ``.npz`` is not the one saved
         with the JSON, or a node's entry is malformed (named by its place in the file).
+    ResourceError
+        If a file is larger than ``max_file_bytes`` of :mod:`causalnet.limits` (raise it with
+        ``cn.limits.override(max_file_bytes=...)`` for a large checkpoint).
     """
     meta, arrays = bundle.load(path, KIND)
     try:

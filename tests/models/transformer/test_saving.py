@@ -6,6 +6,8 @@ import zipfile
 import numpy as np
 import pytest
 from conftest import guarded
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet import ModelError
@@ -212,3 +214,16 @@ def test_unsaveable_models_are_refused_before_writing(tmp_path):
 def test_saving_into_a_missing_folder_is_named(tmp_path):
     m = tf.attention(d_model=4, heads=2, seed=0)
     assert isinstance(guarded(tf.save, m, tmp_path / "nowhere" / "m.json"), ModelFileNotFoundError)
+
+
+@settings(max_examples=12, deadline=None)
+@given(heads=st.sampled_from([1, 2, 4]), view=st.sampled_from(["folded", "expanded"]), scores=st.booleans(),
+       norm_first=st.booleans(), activation=st.sampled_from(["relu", "gelu", "gelu_tanh"]),
+       dtype=st.sampled_from(["float32", "float64"]), padding=st.booleans(), seed=st.integers(0, 2**16))
+def test_round_trip_property(tmp_path_factory, heads, view, scores, norm_first, activation, dtype, padding, seed):
+    m = tf.encoder_layer(d_model=8, heads=heads, d_ff=12, view=view, scores=scores, norm_first=norm_first,
+                         activation=activation, dtype=dtype, padding=padding, seed=seed)
+    inputs = {"e": E.astype(dtype)}
+    if padding:
+        inputs["pad"] = np.array([[False] * 4, [False, False, True, True]])
+    _same(m, _roundtrip(m, tmp_path_factory.mktemp("p")), inputs, ["enc.0.n", "enc.0.attn.A"])
