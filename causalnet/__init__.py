@@ -19,6 +19,7 @@ from .errors import (
     RenderError,
     ResourceError,
     ShapeError,
+    NotFittedError,
 )
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
@@ -105,6 +106,7 @@ __all__ = [
     "ModelFileNotFoundError",
     "ModelFilePermissionError",
     "ShapeError",
+    "NotFittedError",
     "limits",
     "shift",
     "affine",

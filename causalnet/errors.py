@@ -9,7 +9,8 @@ Hierarchy::
     CausalNetError
     ├── GraphError          bad structure: cycles, unknown nodes, bad node sets
     ├── ModelError          bad mechanisms: tables, parameters, parents
-    │   └── ShapeError      arrays of the wrong shape
+    │   ├── ShapeError      arrays of the wrong shape
+    │   └── NotFittedError  an estimator used before fit (also AttributeError, as scikit-learn's)
     ├── EvidenceError       evidence naming unknown nodes/states, impossible evidence
     ├── NotIdentifiable     a causal effect not identifiable from the graph
     ├── RenderError         no renderer, or the renderer failed
@@ -26,6 +27,7 @@ __all__ = [
     "GraphError",
     "ModelError",
     "ShapeError",
+    "NotFittedError",
     "EvidenceError",
     "NotIdentifiable",
     "RenderError",
@@ -51,6 +53,15 @@ class ModelError(CausalNetError, ValueError):
 
 class ShapeError(ModelError, ValueError):
     """An array has the wrong shape for the node it belongs to."""
+
+
+class NotFittedError(ModelError, AttributeError):
+    """An estimator was asked for something that needs fitted parameters before :meth:`fit`.
+
+    Like scikit-learn's ``NotFittedError`` it is both a ``ValueError`` and an
+    ``AttributeError`` (so ``hasattr(model, "transmat_")`` is False), without
+    importing scikit-learn.
+    """
 
 
 class EvidenceError(CausalNetError, ValueError):

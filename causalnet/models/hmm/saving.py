@@ -35,7 +35,8 @@ __all__ = ["FORMAT", "save_hmm", "load_hmm", "npz_path"]
 
 FORMAT = "causalnet.HMM"
 VERSION = 1
-_FITTED = ("startprob_", "transmat_", "emissionprob_", "means_", "covars_")
+_FITTED = ("startprob_", "transmat_", "emissionprob_", "means_", "_covars_", "lambdas_", "weights_")
+_RENAMED = {"covars_": "_covars_"}  # files written before the stored form moved to _covars_
 
 
 def npz_path(path):
@@ -120,6 +121,7 @@ def load_hmm(cls, path):
         params = {k: _decode(v, arrays) for k, v in doc["params"].items()}
         model = cls(**params)
         for name, key in doc["fitted"].items():
+            name = _RENAMED.get(name, name)
             if name not in _FITTED:
                 raise ModelError(f"unknown fitted attribute {name!r}")
             model.__dict__[name] = arrays[key]
