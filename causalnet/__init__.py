@@ -14,12 +14,12 @@ from .errors import (
     ModelError,
     ModelFileNotFoundError,
     ModelFilePermissionError,
+    NotFittedError,
     NotIdentifiable,
     NumericalError,
     RenderError,
     ResourceError,
     ShapeError,
-    NotFittedError,
 )
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
