@@ -76,9 +76,21 @@ def _as_array(name, value, error=ModelError):
 
 
 def real_array(name, value, error=ModelError):
-    """``value`` as a float64 array; ``error`` (ModelError by default) for a ragged or non-real input."""
+    """``value`` as a float64 array; ``error`` (ModelError by default) for a ragged, sparse or non-real input.
+
+    An object array of numbers is converted (as scikit-learn's ``check_array``).
+    """
+    if sparse.issparse(value):
+        raise error(f"{name}: sparse input is not supported; pass a dense array (.toarray())")
     a = _as_array(name, value, error)
-    if np.iscomplexobj(a) or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+    if np.iscomplexobj(a):
+        raise error(f"{name} must be a real array (Complex data not supported); got dtype {a.dtype}")
+    if a.dtype == object:
+        try:
+            return a.astype(np.float64)
+        except (TypeError, ValueError):
+            raise error(f"{name} must be a real array; got an object array that is not all numbers") from None
+    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise error(f"{name} must be a real array; got dtype {a.dtype}")
     return a.astype(np.float64)
 
@@ -368,18 +380,23 @@ class VectorEmission(Emission):
 
     def _real_observations(self, X, params, kind):
         X = real_array("observations", X, EvidenceError)
-        if X.ndim == 1:
+        one_d = X.ndim == 1
+        if one_d:
             X = X[:, None]
         if X.ndim != 2:
             raise ShapeError(f"{kind} observations must have shape (n_samples, d); got {X.shape}")
+        if X.shape[1] == 0:
+            raise ShapeError(f"{kind} observations have 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                             f"required.")
         d = self.width(params)
         d = self.n_features if d is None else d
         if d is not None and X.shape[1] != d:
-            raise ShapeError(f"observations have width {X.shape[1]} but the model has d={d}; "
-                             f"expected (n_samples, {d})")
+            hint = f"; Reshape your data to (n_samples, {d}) " if one_d else ""
+            raise ShapeError(f"X has {X.shape[1]} features, but HMM is expecting {d} features as input: "
+                             f"observations of width {X.shape[1]} but the model has d={d}{hint}")
         if not np.isfinite(X).all():
             i = int(np.argwhere(~np.isfinite(X))[0, 0])
-            raise EvidenceError(f"{kind} observations must be finite; row {i} is {X[i].tolist()}")
+            raise EvidenceError(f"{kind} observations must be finite (no NaN or inf); row {i} is {X[i].tolist()}")
         return X
 
     def pad(self, X, pos, real, params):

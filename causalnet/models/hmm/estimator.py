@@ -59,12 +59,13 @@ import copy
 import inspect
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ...errors import EvidenceError, ModelError, NotFittedError, NumericalError
+from ...errors import CausalNetWarning, EvidenceError, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
 from . import causal, saving
@@ -272,7 +273,9 @@ class HMM:
         random_state=None,
     ):
         K = _alias("n_states", n_states, "n_components", n_components, default=1)
-        self.n_states = self.n_components = _check_int("n_states", K, 1)
+        # two names for one value: each kept as given (get_params), the value once (the properties)
+        self._given = {"n_states": n_states, "n_components": n_components, "seed": seed, "random_state": random_state}
+        self._K = _check_int("n_states", K, 1)
         if not isinstance(emission, str) or emission not in KINDS:
             raise ModelError(f"emission must be one of {list(KINDS)}; got {emission!r}")
         if not isinstance(covariance_type, str) or covariance_type not in COVARIANCE_TYPES:
@@ -285,6 +288,7 @@ class HMM:
         self.n_symbols = None if n_symbols is None else _check_int("n_symbols", n_symbols, 1)
         self.n_mix = _check_int("n_mix", n_mix, 1)
         letters = "st" + make_emission(emission).letters
+        self._params_arg, self._init_params_arg = params, init_params  # as given (get_params)
         params = letters if params is None else params
         for name, val in (("params", params), ("init_params", init_params)):
             if val is not None and (not isinstance(val, str) or set(val) - set(letters)):
@@ -303,7 +307,7 @@ class HMM:
         self.progress = None if progress is None else bool(progress)
         seed = _alias("seed", seed, "random_state", random_state, default=None)
         as_generator(seed)  # validates; the seed itself is kept as given
-        self.seed = self.random_state = seed
+        self._seed = seed
         # the initial parameters as given (get_params / clone), validated copies in the ``_`` attributes
         self.startprob, self.transmat, self.emissionprob, self.means, self.covars = (
             startprob, transmat, emissionprob, means, covars)
@@ -311,8 +315,6 @@ class HMM:
         given = self._take_initial(
             {"s": startprob, "t": transmat, "e": emissionprob, "m": means, "c": covars, "l": lambdas, "w": weights})
         self.init_params = "".join(c for c in params if c not in given) if init_params is None else init_params
-        self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter)
-        self.history_ = []
 
     def _take_initial(self, values):
         """Validate and set the parameters given at construction (letter -> value); their letters."""
@@ -344,7 +346,8 @@ class HMM:
         Initial parameters (``startprob``, ...) are returned as they were given,
         not the fitted ``startprob_``; ``n_features`` as given (None if not).
         """
-        return {name: getattr(self, _STORED.get(name, name)) for name in self._param_names()}
+        return {name: self._given[name] if name in self._given else getattr(self, _STORED.get(name, name))
+                for name in self._param_names()}
 
     def set_params(self, **params):
         """Set constructor parameters (scikit-learn's protocol); validated, nothing changes on error.
@@ -370,8 +373,8 @@ class HMM:
                 merged[a] = None
         merged.update(params)
         probe = type(self)(**merged)  # validates everything before anything changes
-        for name in names:
-            setattr(self, _STORED.get(name, name), getattr(probe, _STORED.get(name, name)))
+        # the configuration is every attribute not ending in "_" (fitted ones do)
+        self.__dict__.update({k: v for k, v in probe.__dict__.items() if not k.endswith("_")})
         for code, attr in _ATTR.items():
             if hasattr(probe, attr) and _INIT_ARG[code] in params:
                 setattr(self, attr, getattr(probe, attr))
@@ -387,6 +390,56 @@ class HMM:
             n_features=self._n_features, n_mix=self.n_mix, lambdas_prior=self.lambdas_prior,
             lambdas_weight=self.lambdas_weight, weights_prior=self.weights_prior,
         )
+
+    @property
+    def n_states(self):
+        """Number of hidden states ``K`` (``n_components`` is the same value)."""
+        return self._K
+
+    @n_states.setter
+    def n_states(self, value):
+        self._set_alias("n_states", "n_components", _check_int("n_states", value, 1), value)
+
+    @property
+    def n_components(self):
+        """hmmlearn's name for :attr:`n_states`."""
+        return self._K
+
+    @n_components.setter
+    def n_components(self, value):
+        self._set_alias("n_components", "n_states", _check_int("n_components", value, 1), value)
+
+    @property
+    def seed(self):
+        """The seed of initialisation and restarts (``random_state`` is the same value)."""
+        return self._seed
+
+    @seed.setter
+    def seed(self, value):
+        as_generator(value)
+        self._set_alias("seed", "random_state", value, value)
+
+    @property
+    def random_state(self):
+        """hmmlearn's / scikit-learn's name for :attr:`seed`."""
+        return self._seed
+
+    @random_state.setter
+    def random_state(self, value):
+        as_generator(value)
+        self._set_alias("random_state", "seed", value, value)
+
+    def _set_alias(self, name, other, value, given):
+        """Assign one of two names for one value: the other name's given value is dropped."""
+        self._given = {**self._given, name: given, other: None}
+        if name in ("n_states", "n_components"):
+            self._K = value
+        else:
+            self._seed = value
+
+    def __sklearn_is_fitted__(self):
+        """True when every parameter the model needs is set (fitted, or given at construction)."""
+        return all(_ATTR[c] in self.__dict__ for c in "st" + self.emission_model.letters)
 
     @property
     def n_features(self):
@@ -455,9 +508,32 @@ class HMM:
     # inference
     # ------------------------------------------------------------------
 
-    def _flatten(self, X, lengths):
-        """Any accepted form of the sequences -> concatenated ``(X, lengths)`` and the caller's layout."""
+    def _flatten(self, X, lengths, y_allowed=False):
+        """Any accepted form of the sequences -> concatenated ``(X, lengths)`` and the caller's layout.
+
+        With ``y_allowed`` (``fit`` and ``score``, which scikit-learn calls as
+        ``fit(X, y)``), a second argument with one entry per observation that
+        is not a valid ``lengths`` (its entries do not sum to ``N`` as
+        positive integers) is scikit-learn's ``y``, ignored as by every
+        unsupervised scikit-learn estimator.
+        """
+        if y_allowed and _is_sklearn_y(X, lengths, self.emission_model.obs_ndim):
+            warnings.warn(CausalNetWarning(
+                "the second argument has one entry per observation but is not valid sequence lengths: it is "
+                "taken as scikit-learn's y and ignored (an HMM is unsupervised); pass lengths= for sequences"),
+                stacklevel=3)
+            lengths = None
         return flatten_input(X, lengths, self.emission_model.obs_ndim)
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags: an unsupervised estimator of 2-D float data without NaN (sklearn >= 1.6)."""
+        from sklearn.utils import InputTags, Tags, TargetTags  # optional heavy dependency
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False), transformer_tags=None,
+                    regressor_tags=None, classifier_tags=None,
+                    input_tags=InputTags(one_d_array=False, two_d_array=True, categorical=self.emission == "categorical",
+                                         allow_nan=False),
+                    requires_fit=True)
 
     def _pack(self, X, lengths, params):
         em = self.emission_model
@@ -492,7 +568,7 @@ class HMM:
         params = self.checked_params()
         return self.emission_model.log_likelihood(params, X)
 
-    def score(self, X, lengths=None):
+    def score(self, X, lengths=None, *, y=None):
         """Total log-likelihood ``log p(X)`` of the sequences.
 
         Parameters
@@ -510,7 +586,7 @@ class HMM:
         float
             ``-inf`` if some sequence is impossible under the model.
         """
-        X, lengths, _ = self._flatten(X, lengths)
+        X, lengths, _ = self._flatten(X, lengths, y_allowed=True)
         _, ch = self._prepare(X, lengths)
         return float(chain_log_partition(ch).sum())
 
@@ -647,7 +723,7 @@ class HMM:
     # learning
     # ------------------------------------------------------------------
 
-    def fit(self, X, lengths=None):
+    def fit(self, X, lengths=None, *, y=None):
         """Estimate parameters by Baum-Welch (EM) from the sequences.
 
         The model changes only when the fit succeeds: it runs on a copy whose
@@ -671,7 +747,7 @@ class HMM:
         NumericalError
             If EM produced a non-finite parameter.
         """
-        X, lengths, _ = self._flatten(X, lengths)
+        X, lengths, _ = self._flatten(X, lengths, y_allowed=True)
         work = copy.copy(self)
         work.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
         work._fit(X, lengths)
@@ -765,7 +841,26 @@ _ATTR = {"s": "startprob_", "t": "transmat_", "e": "emissionprob_", "m": "means_
          "l": "lambdas_", "w": "weights_"}
 _PUBLIC = {c: a.lstrip("_") for c, a in _ATTR.items()}  # "c" -> "covars_"
 _INIT_ARG = {c: a[:-1] for c, a in _PUBLIC.items()}  # "c" -> "covars"
-_STORED = {"n_features": "_n_features"}  # constructor parameters kept under another attribute
+_STORED = {"n_features": "_n_features", "params": "_params_arg", "init_params": "_init_params_arg"}  # constructor parameters kept under another attribute
+
+
+def _is_sklearn_y(X, lengths, obs_ndim):
+    """True when ``lengths`` has one entry per observation of a concatenated ``X`` but is not valid lengths.
+
+    That is scikit-learn's ``y`` (``fit(X, y)``); a padded batch (one more
+    dimension, one length per row) never is.
+    """
+    if lengths is None or isinstance(X, (list, tuple)) and X and isinstance(X[0], np.ndarray):
+        return False
+    try:
+        a, L = np.asarray(X), np.asarray(lengths)
+    except (TypeError, ValueError):
+        return False
+    padded = a.ndim == obs_ndim + 1 and not (obs_ndim == 1 and a.shape[-1] == 1)
+    if padded or L.ndim != 1 or L.dtype == bool or a.ndim == 0 or len(L) != len(a) or len(a) == 0:
+        return False
+    valid = np.issubdtype(L.dtype, np.integer) and (L > 0).all() and int(L.sum()) == len(a)
+    return not valid
 
 
 def _alphabet_size(X):

@@ -88,7 +88,7 @@ def save_hmm(model, path):
         "arrays": npz.name,
         "params": params,
         "fitted": fitted,
-        "history": [_encode(float(h), "history", arrays) for h in model.history_],
+        "history": [_encode(float(h), "history", arrays) for h in getattr(model, "history_", [])],
     }
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -125,7 +125,8 @@ def load_hmm(cls, path):
             if name not in _FITTED:
                 raise ModelError(f"unknown fitted attribute {name!r}")
             model.__dict__[name] = arrays[key]
-        model.history_ = [float(_decode(h, arrays)) for h in doc["history"]]
+        if doc["history"]:
+            model.history_ = [float(_decode(h, arrays)) for h in doc["history"]]
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError(f"{str(path)!r} is not a valid saved HMM ({type(e).__name__}: {e})") from None
     return model

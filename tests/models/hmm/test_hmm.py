@@ -361,7 +361,7 @@ def test_observation_errors(cat_params):
     g = HMM(K, "gaussian", **_gauss_params(np.random.default_rng(0), "diag"))
     with pytest.raises(ShapeError, match=r"width 2 but the model has d=3"):
         g.score(np.zeros((4, 2)))
-    with pytest.raises(EvidenceError, match="must be finite; row 1"):
+    with pytest.raises(EvidenceError, match=r"must be finite \(no NaN or inf\); row 1"):
         g.score(np.array([[0.0, 0, 0], [np.nan, 0, 0]]))
 
 
