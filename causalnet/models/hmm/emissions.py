@@ -38,6 +38,7 @@ from ...inference.counterfactual import SCM_DISCRETE
 from ...mechanisms.tabular import CPT
 from .covariance import COVARIANCES
 from .mechanism import SCM_GAUSS_EMISSION, GaussianEmissionMechanism, cdf_overlap
+from .packing import gather
 
 __all__ = ["Emission", "CategoricalEmission", "VectorEmission", "GaussianEmission", "check_simplex", "real_array",
            "normalize_rows", "kmeans", "SUM_TOL"]
@@ -231,7 +232,7 @@ class CategoricalEmission(Emission):
             if nonint.any():
                 i = int(np.flatnonzero(nonint)[0])
                 raise EvidenceError(f"categorical observations must be integers; got {X[i]} at position {i}")
-        X = X.astype(np.intp)
+        X = X.astype(np.intp, copy=False)
         S = self.symbols(params)
         out = (X < 0) | (X >= S)
         if out.any():
@@ -240,7 +241,7 @@ class CategoricalEmission(Emission):
         return X
 
     def pad(self, X, pos, real, params):
-        Xp = X[pos]  # (T, n)
+        Xp = gather(pos, X) if real is None else X[pos]  # (T, n); a view for one sequence
         if real is not None:
             Xp[~real] = self.symbols(params)  # the padding symbol
         return Xp
@@ -400,7 +401,7 @@ class VectorEmission(Emission):
         return X
 
     def pad(self, X, pos, real, params):
-        Xp = X[pos]  # (T, n, d)
+        Xp = gather(pos, X) if real is None else X[pos]  # (T, n, d); a view for one sequence
         if real is not None:
             Xp[~real] = 0.0
         return Xp
@@ -412,7 +413,7 @@ class VectorEmission(Emission):
         return out.reshape(Xp.shape[:-1] + (out.shape[1],))
 
     def unaries(self, params, pk, startprob, scaled):
-        u0 = self.logpdf(params, pk.Xflat)[pk.pos]  # (T, n, K)
+        u0 = gather(pk.pos, self.logpdf(params, pk.Xflat))  # (T, n, K)
         if pk.real is not None:
             u0[~pk.real] = -np.inf
         with np.errstate(divide="ignore"):
