@@ -123,3 +123,16 @@ def test_backend_from_environment(value, expected):
     code = "from causalnet.inference.chain import compiled; print(compiled.get_backend())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+@pytest.mark.parametrize("scale", [0.0, 30.0, 100.0])
+def test_lazy_rescaling_log_partition_equals_numpy(rng, scale):
+    # the compiled log-partition rescales only when the mass leaves [1e-100, 1e100]: steps that
+    # shrink it by ~e^-100 or more (some rows redone in log space) and flat potentials (growing mass) alike
+    unary, pairwise, mask = _chain_data(rng, 3, 2000, 5, True, scale=scale)
+    pairwise = np.abs(pairwise) + 1.0  # non-stochastic, > 1: the mass grows
+    a, b = _both(lambda: chain.log_partition(unary, pairwise, mask))
+    assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+    p, q = _both(lambda: chain.forward_backward(unary, pairwise, mask, counts=True))  # marginals over alpha
+    assert_allclose(p.marginals, q.marginals, rtol=0, atol=1e-12)
+    assert_allclose(p.edge_counts, q.edge_counts, rtol=1e-12, atol=1e-9)

@@ -9,6 +9,8 @@ same recursions run as ``numba.njit`` kernels over ``(time, row, state)``
 loops, ``O(T n K^2)`` arithmetic with no per-step overhead:
 
 * :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A``;
+* :func:`log_partition_kernel` — the forward sweep for ``log Z`` alone,
+  rescaling only when the mass falls below ``1e-50`` (no stored messages);
 * :func:`backward_kernel` — the scaled backward sweep, optionally summing the
   expected transition statistics ``S = sum_t alpha[t-1].T @ g[t]`` on the fly;
 * :func:`viterbi_kernel` — max-product plus backtrack (lowest index on ties).
@@ -49,7 +51,7 @@ except ImportError:  # pragma: no cover - exercised only without numba
 
 __all__ = [
     "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
-    "forward_kernel", "backward_kernel", "viterbi_kernel",
+    "forward_kernel", "log_partition_kernel", "backward_kernel", "viterbi_kernel",
     "AUTO_MIN_T", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
 ]
 
@@ -120,7 +122,7 @@ def _njit(fn):
 
 
 @_njit
-def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
+def forward_kernel(B, AT, counts, alpha, c, logc):  # pragma: no cover - compiled
     """Scaled forward sweep, in place.
 
     Each row's unnormalised message ``v`` is kept, and the next step's product
@@ -130,7 +132,7 @@ def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
     Parameters
     ----------
     B : (T, n, K) probability-space unaries (0 on padding).
-    A : (K, K) probability-space transitions.
+    AT : (K, K) transposed probability-space transitions, ``AT[j, i] = A[i, j]``.
     counts : (T,) int, rows alive at each step (rows sorted by length).
     alpha : (T, n, K) or (2, n, K) output; with 2 slots step ``t`` lives in ``t % 2``.
     c : (T, n) output normalisers; left untouched (1) on padding.
@@ -141,8 +143,8 @@ def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
     """
     T, n, K = B.shape
     roll = alpha.shape[0] != T
-    tmp = np.empty(K)
     v = np.empty((n, K))  # unnormalised messages
+    w = np.empty(K)  # the current row's message, read by every destination state
     inv = np.empty(n)  # 1 / their normalisers
     prod = np.ones(n)  # running product of normalisers not yet in logc
     for r in range(counts[0]):
@@ -159,16 +161,15 @@ def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
     for t in range(1, T):
         cur = t % 2 if roll else t
         for r in range(counts[t]):
-            tmp[:] = 0.0
             for i in range(K):
-                a = v[r, i]
-                if a != 0.0:
-                    for j in range(K):
-                        tmp[j] += a * A[i, j]
+                w[i] = v[r, i]
             s = 0.0
             ir = inv[r]
             for j in range(K):
-                x = tmp[j] * ir * B[t, r, j]
+                acc = 0.0  # a register accumulator: no store-load round trip per term
+                for i in range(K):
+                    acc += w[i] * AT[j, i]
+                x = acc * ir * B[t, r, j]
                 v[r, j] = x
                 s += x
             c[t, r] = s
@@ -185,72 +186,142 @@ def forward_kernel(B, A, counts, alpha, c, logc):  # pragma: no cover - compiled
         logc[r] += np.log(prod[r])
 
 
+@_njit
+def log_partition_kernel(B, AT, counts, logz, bad):  # pragma: no cover - compiled
+    """Forward sweep for the log-partition only, rescaling lazily, in place.
+
+    No message or normaliser is stored: each row's message is rescaled (its
+    logarithm moved into ``logz``) only when its mass falls below ``1e-50``,
+    (or rises above ``1e50``: a CRF's transitions need not be stochastic), so
+    a step is the product with ``A`` and ``B`` alone, with no division on the
+    sweep's critical path. A row whose mass falls below ``1e-250`` within
+    one step (``SCALE_FLOOR``, where digits could be lost) is flagged ``bad``.
+    The window keeps the message within 1e50 of 1, so components down to
+    ~1e-258 of the largest survive (1e-308 with per-step normalisers).
+
+    Parameters
+    ----------
+    B : (T, n, K) probability-space unaries (max 1 per step, 0 on padding).
+    AT : (K, K) transposed transitions, ``AT[j, i] = A[i, j]``.
+    counts : (T,) int, rows alive at each step.
+    logz : (n,) output ``log sum_k`` of the unscaled final message.
+    bad : (n,) bool output.
+    """
+    T, n, K = B.shape
+    v = np.empty((n, K))
+    w = np.empty(K)
+    for r in range(counts[0]):
+        s = 0.0
+        for j in range(K):
+            v[r, j] = B[0, r, j]
+            s += B[0, r, j]
+        logz[r] = 0.0
+        bad[r] = not s > SCALE_FLOOR
+    for t in range(1, T):
+        for r in range(counts[t]):
+            for i in range(K):
+                w[i] = v[r, i]
+            s = 0.0
+            for j in range(K):
+                acc = 0.0
+                for i in range(K):
+                    acc += w[i] * AT[j, i]
+                x = acc * B[t, r, j]
+                v[r, j] = x
+                s += x
+            if not 1e-50 <= s <= 1e50:  # rare: rescale (and NaN lands here too)
+                if not s > SCALE_FLOOR:
+                    bad[r] = True
+                    s = 1.0
+                logz[r] += np.log(s)
+                inv = 1.0 / s
+                for j in range(K):
+                    v[r, j] *= inv
+    for r in range(n):
+        s = 0.0
+        for j in range(K):
+            s += v[r, j]
+        if not s > 0.0:
+            bad[r] = True
+            s = 1.0
+        logz[r] += np.log(s)
+
+
 # Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
 # local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 @_njit
-def backward_kernel(B, AT, c, counts, alpha, beta, g, S, rowsum):  # pragma: no cover - compiled
-    """Scaled backward sweep, in place; optionally the unnormalised marginals in place of ``beta``.
+def backward_kernel(B, A, c, counts, alpha, out, g, S, rowsum):  # pragma: no cover - compiled
+    """Scaled backward sweep, in place: ``beta`` or the unnormalised marginals ``alpha * beta`` into ``out``.
+
+    The running ``beta`` of each row lives in a small local array; ``out[t]``
+    is written once per step and never read back, so ``out`` may be ``alpha``
+    itself (the marginals then replace the forward messages: ``alpha[t-1]``,
+    which the expected transition counts need at step ``t``, is still intact).
 
     Parameters
     ----------
     B : (T, n, K) probability-space unaries.
-    AT : (K, K) transposed transitions, ``AT[j, i] = A[i, j]``.
+    A : (K, K) transitions (C-contiguous).
     c : (T, n) forward normalisers (``inf`` on rows to zero out).
     counts : (T,) int.
-    alpha : (T, n, K) forward messages (read only when ``S`` has rows).
-    beta : (T, n, K) output (padding must be zero-initialised).
+    alpha : (T, n, K) forward messages (read only when ``S`` or ``rowsum`` has rows).
+    out : (T, n, K) output: ``beta``, or ``alpha * beta`` when ``rowsum`` has rows
+        (padding must be zero-initialised).
     g : (T, n, K) or (2, n, K) output ``B * beta / c`` (0 at step 0).
     S : (K, K) accumulator of ``alpha[t-1].T @ g[t]``, or a (0, 0) array for none.
-    rowsum : (T, n) output, or a (0, 0) array. With rows, each ``beta[t]`` is
-        replaced by ``alpha[t] * beta[t]`` once it has been used, and
-        ``rowsum[t]`` gets its sum over states (1 up to rounding where scaling
-        lost no mass); padding stays 0.
+    rowsum : (T, n) output, or a (0, 0) array. With rows, ``out[t]`` gets
+        ``alpha[t] * beta[t]`` and ``rowsum[t]`` its sum over states (1 up to
+        rounding where scaling lost no mass); padding stays 0.
     """
-    T, _, K = B.shape
+    T, n, K = B.shape
     roll = g.shape[0] != T
     want_s = S.shape[0] == K
     fuse = rowsum.shape[0] == T
-    tmp = np.empty(K)
-    for r in range(counts[T - 1]):
-        for j in range(K):
-            beta[T - 1, r, j] = 1.0
+    w = np.empty(K)  # B * beta / c of the current row and step
+    bv = np.ones((n, K))  # the running beta of each row
     for t in range(T - 1, 0, -1):
         cur = t % 2 if roll else t
         k = counts[t]
+        for r in range(k, counts[t - 1]):  # rows whose last step is t-1 start here
+            for j in range(K):
+                bv[r, j] = 1.0
         for r in range(k):
             ic = 1.0 / c[t, r]  # independent of the sweep: off its critical path
             for j in range(K):
-                g[cur, r, j] = B[t, r, j] * ic * beta[t, r, j]
-            tmp[:] = 0.0
-            for j in range(K):
-                gj = g[cur, r, j]
-                for i in range(K):
-                    tmp[i] += AT[j, i] * gj
+                x = B[t, r, j] * ic * bv[r, j]
+                w[j] = x
+                g[cur, r, j] = x
+            if fuse:  # the marginal of step t, before beta[t] is replaced by beta[t-1]
+                s = 0.0
+                for j in range(K):
+                    v = alpha[t, r, j] * bv[r, j]
+                    out[t, r, j] = v
+                    s += v
+                rowsum[t, r] = s
+            else:
+                for j in range(K):
+                    out[t, r, j] = bv[r, j]
             for i in range(K):
-                beta[t - 1, r, i] = tmp[i]
+                acc = 0.0  # a register accumulator: no store-load round trip per term
+                for j in range(K):
+                    acc += A[i, j] * w[j]
+                bv[r, i] = acc
             if want_s:
                 for i in range(K):
                     a = alpha[t - 1, r, i]
                     for j in range(K):
-                        S[i, j] += a * g[cur, r, j]
-            if fuse:  # beta[t] is used up: the marginal takes its place
-                s = 0.0
-                for j in range(K):
-                    v = alpha[t, r, j] * beta[t, r, j]
-                    beta[t, r, j] = v
-                    s += v
-                rowsum[t, r] = s
-        for r in range(k, counts[t - 1]):  # rows whose last step is t-1
-            for j in range(K):
-                beta[t - 1, r, j] = 1.0
-    if fuse:
-        for r in range(counts[0]):
+                        S[i, j] += a * w[j]
+    for r in range(counts[0]):
+        if fuse:
             s = 0.0
             for j in range(K):
-                v = alpha[0, r, j] * beta[0, r, j]
-                beta[0, r, j] = v
+                v = alpha[0, r, j] * bv[r, j]
+                out[0, r, j] = v
                 s += v
             rowsum[0, r] = s
+        else:
+            for j in range(K):
+                out[0, r, j] = bv[r, j]
 
 
 @_njit
@@ -341,8 +412,12 @@ def compiled_log_partition(ch):
         Garbage on ``bad`` rows.
     bad : ndarray of bool, shape (n,)
     """
-    _, _, bad, logc = _forward(ch, keep=False)
-    _, off = ch.scaled_unary()
+    B, off = ch.scaled_unary()
+    A, _ = ch.scaled_pairwise()
+    logc = np.zeros(ch.n)
+    bad = np.zeros(ch.n, dtype=np.bool_)
+    log_partition_kernel(np.ascontiguousarray(B), np.ascontiguousarray(A.T, dtype=np.float64),
+                         np.asarray(ch.counts, dtype=np.intp), logc, bad)
     with np.errstate(invalid="ignore"):
         log_z = logc + off.sum(axis=0) + ch.pair_offset()
     return log_z, bad
@@ -353,23 +428,25 @@ def _forward(ch, keep):
     A, _ = ch.scaled_pairwise()
     T, n, K = B.shape
     B = np.ascontiguousarray(B)
-    A = np.ascontiguousarray(A, dtype=np.float64)
     rows = T if keep else 2
     alpha = np.zeros((rows, n, K)) if (ch.ragged or not keep) else np.empty((rows, n, K))
     c = np.ones((T, n, 1))
     logc = np.zeros(n)
-    forward_kernel(B, A, np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
+    AT = np.ascontiguousarray(A.T, dtype=np.float64)
+    forward_kernel(B, AT, np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
     with np.errstate(invalid="ignore"):
         bad = ~(c[..., 0] > SCALE_FLOOR).all(axis=0)  # NaN compares False -> bad
     return (alpha if keep else None), c, bad, logc
 
 
-def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, marginals=False):
+def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, marginals=False, inplace=False):
     """Scaled backward sweep; the contract of :func:`.scaled.scaled_backward` (shared pairwise).
 
     With ``marginals`` (``alpha`` given) the first result is ``alpha * beta``
     instead of ``beta`` and a fourth, its sum over states ``(T, n)``, follows
-    (the posterior marginals up to that normaliser, with no extra pass).
+    (the posterior marginals up to that normaliser, with no extra pass). With
+    ``inplace`` too, the marginals are written over ``alpha`` (one ``(T, n, K)``
+    array fewer) and ``alpha`` is consumed.
     """
     B, _ = ch.scaled_unary()
     A, _ = ch.scaled_pairwise()
@@ -380,17 +457,20 @@ def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, ma
         cc[:, bad] = np.inf  # g = 0 and beta = 0 on bad rows
         if alpha is not None:
             alpha[:, bad] = 0.0
-    beta = np.zeros((T, n, K)) if ch.ragged else np.empty((T, n, K))
+    fuse = marginals and alpha is not None
+    if fuse and inplace:
+        out = alpha
+    else:
+        out = np.zeros((T, n, K)) if ch.ragged else np.empty((T, n, K))
     g = np.zeros((T if keep_g else 2, n, K))
     want_s = counts and alpha is not None
     S = np.zeros((K, K) if want_s else (0, 0))
-    fuse = marginals and alpha is not None
     a = alpha if (want_s or fuse) else np.zeros((1, 1, K))
     rowsum = np.zeros((T, n) if fuse else (0, 0))
-    AT = np.ascontiguousarray(A.T, dtype=np.float64)
-    backward_kernel(np.ascontiguousarray(B), AT, cc, np.asarray(ch.counts, dtype=np.intp), a, beta, g, S, rowsum)
-    out = beta, (g if keep_g else None), (S if want_s else None)
-    return out + (rowsum,) if fuse else out
+    backward_kernel(np.ascontiguousarray(B), np.ascontiguousarray(A, dtype=np.float64), cc,
+                    np.asarray(ch.counts, dtype=np.intp), a, out, g, S, rowsum)
+    res = out, (g if keep_g else None), (S if want_s else None)
+    return res + (rowsum,) if fuse else res
 
 
 def compiled_viterbi(ch, consume_u=False):

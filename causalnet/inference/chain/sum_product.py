@@ -43,7 +43,9 @@ def chain_posterior(ch, edges=False, counts=False):
     keep_g = edges or (counts and not ch.shared)
     if compiled.serves(ch) and ch.time_chunks is None:  # the marginals come out of the compiled sweep
         gamma, g, S, s = compiled.compiled_backward(ch, c, alpha, bad, counts=(edges or counts), keep_g=keep_g,
-                                                    marginals=True)
+                                                    marginals=True, inplace=not edges)
+        if not edges:
+            alpha = None  # the marginals were written over it
     else:
         beta, g, S = scaled_backward(ch, c, alpha, bad, counts=(edges or counts), keep_g=keep_g)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -64,6 +66,8 @@ def chain_posterior(ch, edges=False, counts=False):
     if edges or counts:
         A, _ = ch.scaled_pairwise()
         if late.any():
+            if alpha is None:  # consumed by the marginals: the forward sweep again (rare)
+                alpha, _, _ = scaled_forward(ch)
             alpha[:, late] = 0.0
             if g is not None:
                 g[:, late] = 0.0

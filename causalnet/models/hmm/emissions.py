@@ -36,9 +36,12 @@ from ...distributions import DiscreteDistribution, EmpiricalDistribution, Gaussi
 from ...errors import EvidenceError, ModelError, ShapeError
 from ...inference.counterfactual import SCM_DISCRETE
 from ...mechanisms.tabular import CPT
+from .covariance import COVARIANCES
 from .mechanism import SCM_GAUSS_EMISSION, GaussianEmissionMechanism, cdf_overlap
+from .packing import gather
 
-__all__ = ["Emission", "CategoricalEmission", "GaussianEmission", "make_emission", "check_simplex", "SUM_TOL"]
+__all__ = ["Emission", "CategoricalEmission", "VectorEmission", "GaussianEmission", "check_simplex", "real_array",
+           "normalize_rows", "kmeans", "SUM_TOL"]
 
 SUM_TOL = 1e-8
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -73,9 +76,22 @@ def _as_array(name, value, error=ModelError):
         raise error(f"{name} must be a rectangular array; got a ragged sequence ({e})") from None
 
 
-def _real_array(name, value, error=ModelError):
+def real_array(name, value, error=ModelError):
+    """``value`` as a float64 array; ``error`` (ModelError by default) for a ragged, sparse or non-real input.
+
+    An object array of numbers is converted (as scikit-learn's ``check_array``).
+    """
+    if sparse.issparse(value):
+        raise error(f"{name}: sparse input is not supported; pass a dense array (.toarray())")
     a = _as_array(name, value, error)
-    if np.iscomplexobj(a) or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+    if np.iscomplexobj(a):
+        raise error(f"{name} must be a real array (Complex data not supported); got dtype {a.dtype}")
+    if a.dtype == object:
+        try:
+            return a.astype(np.float64)
+        except (TypeError, ValueError):
+            raise error(f"{name} must be a real array; got an object array that is not all numbers") from None
+    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise error(f"{name} must be a real array; got dtype {a.dtype}")
     return a.astype(np.float64)
 
@@ -138,7 +154,7 @@ class Emission:
         """Random initial parameters (those named by ``letters``) from observations ``X``."""
         raise NotImplementedError
 
-    def statistics(self, Xp, G, letters, cache):
+    def statistics(self, Xp, G, letters, cache, params=None):
         """Sufficient statistics from packed observations and posteriors ``G`` ``(T*n, K)``.
 
         ``cache`` is a dict that lives as long as the packed data (one fit).
@@ -216,7 +232,7 @@ class CategoricalEmission(Emission):
             if nonint.any():
                 i = int(np.flatnonzero(nonint)[0])
                 raise EvidenceError(f"categorical observations must be integers; got {X[i]} at position {i}")
-        X = X.astype(np.intp)
+        X = X.astype(np.intp, copy=False)
         S = self.symbols(params)
         out = (X < 0) | (X >= S)
         if out.any():
@@ -225,7 +241,7 @@ class CategoricalEmission(Emission):
         return X
 
     def pad(self, X, pos, real, params):
-        Xp = X[pos]  # (T, n)
+        Xp = gather(pos, X) if real is None else X[pos]  # (T, n); a view for one sequence
         if real is not None:
             Xp[~real] = self.symbols(params)  # the padding symbol
         return Xp
@@ -272,7 +288,7 @@ class CategoricalEmission(Emission):
             return {}
         return {"emissionprob_": rng.dirichlet(np.ones(self.symbols(params)), size=K)}
 
-    def statistics(self, Xp, G, letters, cache):
+    def statistics(self, Xp, G, letters, cache, params=None):
         if "e" not in letters:
             return {}
         if "onehot" not in cache:  # the same data every EM iteration
@@ -340,141 +356,64 @@ class CategoricalEmission(Emission):
                                     method=method, scm=SCM_DISCRETE)
 
 
-class GaussianEmission(Emission):
-    """``X[t] | Z[t] = k ~ N(means_[k], covars_[k])``.
+class VectorEmission(Emission):
+    """Shared plumbing of emissions over ``(N, d)`` vectors with a dense log-likelihood.
 
-    Parameters
-    ----------
-    covariance_type : {"diag", "full"}
-        ``covars_`` is ``(K, d)`` (diagonal) or ``(K, d, d)``.
-    min_covar : float
-        Added to the data variance at initialisation; the floor of the
-        covariance eigenvalues (variances) whenever an M-step leaves a
-        covariance that is not positive definite (nearly singular data).
-    means_prior, means_weight, covars_prior, covars_weight :
-        Normal / inverse-gamma (Wishart) priors of the M-step, as hmmlearn's.
+    A subclass gives :meth:`logpdf` ``(N, d) -> (N, K)`` and :meth:`width`;
+    padding, the chain unaries and the batch-first log-likelihood come from here.
     """
 
-    kind = "gaussian"
     obs_ndim = 2
-    letters = "mc"
-    attrs = {"m": "means_", "c": "covars_"}
+    n_features = None  # the width ``d`` fixed by the estimator, if any
 
-    def __init__(self, covariance_type="diag", min_covar=1e-3, means_prior=0.0, means_weight=0.0,
-                 covars_prior=1e-2, covars_weight=1.0):
-        self.covariance_type = covariance_type
-        self.min_covar = min_covar
-        self.means_prior = means_prior
-        self.means_weight = means_weight
-        self.covars_prior = covars_prior
-        self.covars_weight = covars_weight
+    def width(self, params):
+        """The observation width ``d`` from the parameters (None if unknown)."""
+        raise NotImplementedError
 
-    @property
-    def full(self):
-        return self.covariance_type == "full"
+    def logpdf(self, params, X):
+        """(N, d) -> (N, K) emission log-likelihoods."""
+        raise NotImplementedError
 
-    def check_params(self, params, K, letters=None):
-        letters = self.letters if letters is None else letters
-        out = {}
-        if "m" in letters:
-            m = _real_array("means_", params["means_"])
-            if m.ndim != 2 or m.shape[0] != K:
-                raise ShapeError(f"means_ must have shape (n_states, d) = ({K}, d); got {m.shape}")
-            if not np.isfinite(m).all():
-                raise ModelError("means_ must be finite")
-            out["means_"] = m
-        if "c" in letters:
-            c = _real_array("covars_", params["covars_"])
-            mu = params.get("means_")
-            d = np.shape(mu)[1] if mu is not None and np.ndim(mu) == 2 else (c.shape[1] if c.ndim >= 2 else None)
-            out["covars_"] = self._check_full(c, K, d) if self.full else self._check_diag(c, K, d)
-        return out
+    def check_width(self, d, what):
+        """ShapeError when ``d`` disagrees with the estimator's ``n_features``."""
+        if self.n_features is not None and d is not None and d != self.n_features:
+            raise ShapeError(f"{what} has width d={d} but n_features is {self.n_features}")
 
-    @staticmethod
-    def _check_diag(c, K, d):
-        if c.shape != (K, d):
-            raise ShapeError(f"covars_ (diag) must have shape (n_states, d) = ({K}, {d}); got {c.shape}")
-        bad = ~(c > 0) | ~np.isfinite(c)
-        if bad.any():
-            k, j = np.argwhere(bad)[0]
-            raise ModelError(f"covars_ (diag) must be positive and finite; state {k}, dimension {j} has variance {c[k, j]}")
-        return c
-
-    @staticmethod
-    def _check_full(c, K, d):
-        if c.shape != (K, d, d):
-            raise ShapeError(f"covars_ (full) must have shape (n_states, d, d) = ({K}, {d}, {d}); got {c.shape}")
-        for k in range(K):
-            if not np.isfinite(c[k]).all() or not np.allclose(c[k], c[k].T, rtol=1e-10, atol=1e-12):
-                raise ModelError(f"covars_ (full) for state {k} must be finite and symmetric")
-            try:
-                linalg.cholesky(c[k], lower=True)
-            except linalg.LinAlgError:
-                raise ModelError(f"covars_ (full) for state {k} is not positive definite") from None
-        return c
-
-    def check_observations(self, X, params):
-        X = _real_array("observations", X, EvidenceError)
-        if X.ndim == 1:
+    def _real_observations(self, X, params, kind):
+        X = real_array("observations", X, EvidenceError)
+        one_d = X.ndim == 1
+        if one_d:
             X = X[:, None]
         if X.ndim != 2:
-            raise ShapeError(f"Gaussian observations must have shape (n_samples, d); got {X.shape}")
-        mu = params.get("means_")
-        if mu is not None:
-            d = np.shape(mu)[1]
-            if X.shape[1] != d:
-                raise ShapeError(f"observations have width {X.shape[1]} but means_ has d={d}; expected (n_samples, {d})")
+            raise ShapeError(f"{kind} observations must have shape (n_samples, d); got {X.shape}")
+        if X.shape[1] == 0:
+            raise ShapeError(f"{kind} observations have 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                             f"required.")
+        d = self.width(params)
+        d = self.n_features if d is None else d
+        if d is not None and X.shape[1] != d:
+            hint = f"; Reshape your data to (n_samples, {d}) " if one_d else ""
+            raise ShapeError(f"X has {X.shape[1]} features, but HMM is expecting {d} features as input: "
+                             f"observations of width {X.shape[1]} but the model has d={d}{hint}")
         if not np.isfinite(X).all():
             i = int(np.argwhere(~np.isfinite(X))[0, 0])
-            raise EvidenceError(f"Gaussian observations must be finite; row {i} is {X[i].tolist()}")
-        if X.size and np.abs(X).max() > _MAX_ABS:  # squares and sums of squares must not overflow
-            i = int(np.argmax(np.abs(X).max(axis=1)))
-            raise EvidenceError(f"Gaussian observations must be at most {_MAX_ABS:g} in size (rescale the data); "
-                                f"row {i} is {X[i].tolist()}")
+            raise EvidenceError(f"{kind} observations must be finite (no NaN or inf); row {i} is {X[i].tolist()}")
         return X
 
     def pad(self, X, pos, real, params):
-        Xp = X[pos]  # (T, n, d)
+        Xp = gather(pos, X) if real is None else X[pos]  # (T, n, d); a view for one sequence
         if real is not None:
             Xp[~real] = 0.0
         return Xp
 
-    def _cholesky(self, params):
-        """(K, d, d) lower Cholesky factors of the covariances."""
-        cv = params["covars_"]
-        if not self.full:
-            return np.stack([np.diag(np.sqrt(c)) for c in cv])
-        return np.stack([linalg.cholesky(c, lower=True) for c in cv])
-
-    def logpdf(self, params, X):
-        """(N, d) -> (N, K) Gaussian log-densities."""
-        mu = params["means_"]
-        K, d = mu.shape
-        out = np.empty((len(X), K))
-        if not self.full:
-            cv = params["covars_"]
-            logdet = np.log(cv).sum(axis=1)  # (K,)
-            prec = 1.0 / cv
-            for k in range(K):
-                diff = X - mu[k]  # (N, d)
-                out[:, k] = (diff * diff) @ prec[k]
-            out += logdet
-        else:
-            for k in range(K):
-                L = linalg.cholesky(params["covars_"][k], lower=True)
-                sol = linalg.solve_triangular(L, (X - mu[k]).T, lower=True)  # (d, N)
-                out[:, k] = (sol * sol).sum(axis=0) + 2.0 * np.log(np.diagonal(L)).sum()
-        out += d * _LOG_2PI
-        out *= -0.5
-        return out
-
     def log_likelihood(self, params, X):
         Xp = np.asarray(X, dtype=np.float64)
         flat = Xp.reshape(-1, Xp.shape[-1])
-        return self.logpdf(params, flat).reshape(Xp.shape[:-1] + (len(params["means_"]),))
+        out = self.logpdf(params, flat)
+        return out.reshape(Xp.shape[:-1] + (out.shape[1],))
 
     def unaries(self, params, pk, startprob, scaled):
-        u0 = self.logpdf(params, pk.Xflat)[pk.pos]  # (T, n, K)
+        u0 = gather(pk.pos, self.logpdf(params, pk.Xflat))  # (T, n, K)
         if pk.real is not None:
             u0[~pk.real] = -np.inf
         with np.errstate(divide="ignore"):
@@ -489,6 +428,95 @@ class GaussianEmission(Emission):
         off[~np.isfinite(off)] = 0.0
         return u_fn, (np.exp(u0 - off[..., None]), off)
 
+    def evidence_width(self, params):
+        return (self.width(params),)
+
+    def unsupported(self, feature):
+        """ModelError: this emission kind has no ``feature`` (a causal-side answer)."""
+        raise ModelError(f"{feature} is not available for {self.kind} emissions (supported: categorical, gaussian)")
+
+    def mechanism(self, parent, params):
+        self.unsupported("to_model (the unrolled causal model)")
+
+    def predictive(self, name, params, w, batched, **kw):
+        self.unsupported(f"the distribution of an unobserved {name!r}")
+
+    def point(self, name, params, v, n, batched):
+        self.unsupported(f"do() on {name!r}")
+
+    def counterfactual_observed(self, name, params, w, x, batched, method):
+        self.unsupported(f"the counterfactual {name!r}")
+
+
+class GaussianEmission(VectorEmission):
+    """``X[t] | Z[t] = k ~ N(means_[k], covars_[k])``, with hmmlearn's four covariance types.
+
+    Parameters
+    ----------
+    covariance_type : {"spherical", "diag", "full", "tied"}
+        The stored form of the covariances (``params["_covars_"]``):
+        ``(K,)``, ``(K, d)``, ``(K, d, d)``, ``(d, d)``
+        (:mod:`causalnet.models.hmm.covariance`).
+    min_covar : float
+        Added to the data variance at initialisation; the floor of the
+        covariance eigenvalues (variances) whenever an M-step leaves a
+        covariance that is not positive definite (nearly singular data).
+    means_prior, means_weight, covars_prior, covars_weight :
+        Normal / inverse-gamma (Wishart) priors of the M-step, as hmmlearn's.
+    n_features : int, optional
+        The width ``d``, checked against the parameters and observations.
+    """
+
+    kind = "gaussian"
+    letters = "mc"
+    attrs = {"m": "means_", "c": "_covars_"}
+
+    def __init__(self, covariance_type="diag", min_covar=1e-3, means_prior=0.0, means_weight=0.0,
+                 covars_prior=1e-2, covars_weight=1.0, n_features=None):
+        self.covariance_type = covariance_type
+        self.cov = COVARIANCES[covariance_type]
+        self.min_covar = min_covar
+        self.means_prior = means_prior
+        self.means_weight = means_weight
+        self.covars_prior = covars_prior
+        self.covars_weight = covars_weight
+        self.n_features = n_features
+
+    def width(self, params):
+        mu = params.get("means_")
+        return np.shape(mu)[1] if mu is not None and np.ndim(mu) == 2 else None
+
+    def check_params(self, params, K, letters=None):
+        letters = self.letters if letters is None else letters
+        out = {}
+        if "m" in letters:
+            m = real_array("means_", params["means_"])
+            if m.ndim != 2 or m.shape[0] != K:
+                raise ShapeError(f"means_ must have shape (n_states, d) = ({K}, d); got {m.shape}")
+            if not np.isfinite(m).all():
+                raise ModelError("means_ must be finite")
+            self.check_width(m.shape[1], "means_")
+            out["means_"] = m
+        if "c" in letters:
+            c = real_array("covars_", params["_covars_"])
+            d = self.width(params)
+            if d is None:
+                d = self.n_features if self.n_features is not None else _width_of(c, self.cov.name)
+            out["_covars_"] = self.cov.check(c, K, d, unit="state")
+        return out
+
+    def check_observations(self, X, params):
+        X = self._real_observations(X, params, "Gaussian")
+        if X.size and np.abs(X).max() > _MAX_ABS:  # squares and sums of squares must not overflow
+            i = int(np.argmax(np.abs(X).max(axis=1)))
+            raise EvidenceError(f"Gaussian observations must be at most {_MAX_ABS:g} in size (rescale the data); "
+                                f"row {i} is {X[i].tolist()}")
+        return X
+
+    def logpdf(self, params, X):
+        """(N, d) -> (N, K) Gaussian log-densities."""
+        return self.cov.logpdf(X, params["means_"], params["_covars_"])
+
     def init(self, params, X, K, rng, letters):
         out = {}
         if "m" in letters:
@@ -496,17 +524,16 @@ class GaussianEmission(Emission):
         if "c" in letters:
             d = X.shape[1]
             cv = np.atleast_2d(np.cov(X.T)) if len(X) > 1 else np.eye(d)
-            cv = cv + self.min_covar * np.eye(d)
-            out["covars_"] = np.tile(cv, (K, 1, 1)) if self.full else np.tile(np.diag(cv), (K, 1))
+            out["_covars_"] = self.cov.from_full(cv + self.min_covar * np.eye(d), K)
         return out
 
-    def statistics(self, Xp, G, letters, cache):
+    def statistics(self, Xp, G, letters, cache, params=None):
         K = G.shape[1]
         Xf = Xp.reshape(-1, Xp.shape[-1])  # (T*n, d)
         stats = {"post": G.sum(axis=0), "obs": G.T @ Xf}  # (K,), (K, d)
         if "c" in letters:
-            if not self.full:
-                stats["obs**2"] = G.T @ (Xf * Xf)
+            if self.cov.diagonal:
+                stats["obs**2"] = G.T @ (Xf * Xf)  # (K, d)
             else:
                 d = Xf.shape[1]
                 outer = (Xf[:, :, None] * Xf[:, None, :]).reshape(-1, d * d)
@@ -525,85 +552,55 @@ class GaussianEmission(Emission):
             mu = np.where(seen[:, None], new, mu)
             out["means_"] = mu
         if "c" in letters:
-            out["covars_"] = self._covars_mstep(params["covars_"], mu, stats, seen)
+            out["_covars_"] = self._covars_mstep(params["_covars_"], mu, stats, seen)
         return out
 
     def _covars_mstep(self, old, mu, stats, seen):
+        """hmmlearn's covariance M-step for each type, then the floor of :meth:`Covariance.floor`."""
         cp, cw, mp, mw = self.covars_prior, self.covars_weight, self.means_prior, self.means_weight
         post = stats["post"]
         meandiff = mu - mp
+        name = self.cov.name
         with np.errstate(invalid="ignore", divide="ignore"):
-            if not self.full:
+            if self.cov.diagonal:
                 c_n = mw * meandiff**2 + stats["obs**2"] - 2 * mu * stats["obs"] + mu**2 * post[:, None]
-                new = (cp + c_n) / np.maximum(max(cw - 1, 0) + post[:, None], 1e-5)
-                new = np.where(seen[:, None], new, old)
-                return self._floor_diag(new)
+                new = (cp + c_n) / np.maximum(max(cw - 1, 0) + post[:, None], 1e-5)  # (K, d)
+                if name == "spherical":  # hmmlearn: the mean of the diagonal M-step
+                    new = new.mean(axis=1)  # (K,)
+                    return self.cov.floor(np.where(seen, new, old), self.min_covar)
+                return self.cov.floor(np.where(seen[:, None], new, old), self.min_covar)
             d = mu.shape[1]
             obsmean = stats["obs"][:, :, None] * mu[:, None, :]  # (K, d, d)
-            c_n = (
-                mw * meandiff[:, :, None] * meandiff[:, None, :]
-                + stats["obs*obs.T"]
-                - obsmean
-                - obsmean.transpose(0, 2, 1)
-                + mu[:, :, None] * mu[:, None, :] * post[:, None, None]
-            )
-            new = (cp + c_n) / (max(cw - d, 0) + post[:, None, None])
-        new = np.where(seen[:, None, None], new, old)
-        return self._floor_full(new)
-
-    def _floor_diag(self, c):
-        """Variances that are not positive and finite are raised to ``min_covar``."""
-        bad = ~(c > 0) | ~np.isfinite(c)
-        return np.where(bad, self.min_covar, c) if bad.any() else c
-
-    def _floor_full(self, c):
-        """Covariances that are not positive definite get their eigenvalues floored at ``min_covar``.
-
-        Nearly singular data (a constant or duplicated column) leave M-step
-        covariances that rounding makes indefinite (or singular to working
-        precision: smallest eigenvalue below 1e-12 of the largest); hmmlearn repairs them by
-        adding ``min_covar``; here the eigenvalues below ``min_covar`` (or
-        1e-12 of the largest) are raised to it. Covariances that are positive
-        definite are kept exactly, so well-posed fits agree with hmmlearn.
-        """
-        out = c.copy()
-        for k in range(len(c)):
-            if not np.isfinite(c[k]).all():
-                raise ModelError(f"the M-step gave a non-finite covariance for state {k}; the data are degenerate")
-            w, V = np.linalg.eigh(0.5 * (c[k] + c[k].T))  # (d,), (d, d)
-            if w[0] > 1e-12 * abs(w[-1]):  # numerically positive definite: kept exactly
-                continue
-            # the floor is also relative (condition number <= 1e12), so that a
-            # huge covariance (a state with almost no mass) survives rounding
-            floor = max(self.min_covar, 1e-12 * float(np.abs(w).max()))
-            ck = (V * np.maximum(w, floor)) @ V.T
-            out[k] = 0.5 * (ck + ck.T)
-        return out
+            c_n = (mw * meandiff[:, :, None] * meandiff[:, None, :] + stats["obs*obs.T"] - obsmean
+                   - obsmean.transpose(0, 2, 1) + mu[:, :, None] * mu[:, None, :] * post[:, None, None])
+            cvw = max(cw - d, 0)
+            if name == "tied":
+                return self.cov.floor((cp + c_n.sum(axis=0)) / (cvw + post.sum()), self.min_covar)
+            new = (cp + c_n) / (cvw + post[:, None, None])
+        return self.cov.floor(np.where(seen[:, None, None], new, old), self.min_covar)
 
     def sample(self, params, Z, rng):
         mu = params["means_"]
-        eps = rng.standard_normal((len(Z), mu.shape[1]))
-        if not self.full:
-            return mu[Z] + eps * np.sqrt(params["covars_"][Z])
-        L = self._cholesky(params)  # (K, d, d)
+        K, d = mu.shape
+        eps = rng.standard_normal((len(Z), d))
+        if self.cov.diagonal:
+            return mu[Z] + eps * np.sqrt(self.cov.variances(params["_covars_"], K, d)[Z])
+        L = self.cov.cholesky(params["_covars_"], K, d)  # (K, d, d)
         return mu[Z] + np.einsum("nij,nj->ni", L[Z], eps)
 
     def n_parameters(self, params, K):
         d = np.shape(params["means_"])[1]
-        return K * d + (K * d * (d + 1) // 2 if self.full else K * d)
+        return K * d + self.cov.n_parameters(K, d)
 
     def full_covars(self, params):
-        """Covariances as ``(K, d, d)`` whatever the type."""
-        cv = np.asarray(params["covars_"])
-        return cv if self.full else np.stack([np.diag(c) for c in cv])
+        """Covariances as ``(K, d, d)`` whatever the type (hmmlearn's ``covars_``)."""
+        K, d = np.shape(params["means_"])
+        return self.cov.full(np.asarray(params["_covars_"]), K, d)
 
     def mechanism(self, parent, params):
-        return GaussianEmissionMechanism(parent, params["means_"], params["covars_"])
+        return GaussianEmissionMechanism(parent, params["means_"], self.full_covars(params))
 
     # -- answers about X[t] in causal queries --------------------------------
-
-    def evidence_width(self, params):
-        return (np.shape(params["means_"])[1],)
 
     def check_evidence(self, obs, params):
         d = np.shape(params["means_"])[1]
@@ -638,14 +635,12 @@ class GaussianEmission(Emission):
                                      scm=SCM_DISCRETE + "; " + SCM_GAUSS_EMISSION)
 
 
-def make_emission(kind, **config):
-    """The emission object of kind ``"categorical"`` or ``"gaussian"`` (ModelError otherwise)."""
-    if kind == "categorical":
-        return CategoricalEmission(config.get("n_symbols"), config.get("emissionprob_prior", 1.0))
-    if kind == "gaussian":
-        keys = ("min_covar", "means_prior", "means_weight", "covars_prior", "covars_weight")
-        return GaussianEmission(config.get("covariance_type", "diag"), **{k: config[k] for k in keys if k in config})
-    raise ModelError(f"emission must be 'categorical' or 'gaussian'; got {kind!r}")
+def _width_of(c, covariance_type):
+    """The width ``d`` a stored covariance implies (None for spherical, which does not say)."""
+    if covariance_type == "spherical":
+        return None
+    return c.shape[-1] if c.ndim >= 2 else None
+
 
 
 def kmeans(X, K, rng, n_iter=20):

@@ -5,8 +5,9 @@ An HMM over ``K`` hidden states ``Z[t]`` and observations ``X[t]``::
     Z[0] ~ startprob,   Z[t+1] | Z[t] ~ transmat[Z[t]],   X[t] | Z[t] ~ emission(Z[t])
 
 with categorical emissions (``emissionprob_`` of shape ``(K, S)`` over ``S``
-symbols) or Gaussian ones (``means_`` ``(K, d)``, ``covars_`` ``(K, d)`` diagonal
-or ``(K, d, d)`` full). Every computation packs the sequences into a batch
+symbols), Gaussian ones (``means_`` ``(K, d)``, covariances of hmmlearn's four
+``covariance_type`` s), Poisson counts (``lambdas_`` ``(K, d)``) or Gaussian
+mixtures (``weights_`` ``(K, M)``, ``means_`` ``(K, M, d)``, ``covars_``). Every computation packs the sequences into a batch
 ``(n, T, K)`` with a length mask and runs on :mod:`causalnet.inference.chain`
 (scaled forward-backward with log-space fallback, batched Viterbi).
 
@@ -14,9 +15,11 @@ The interface follows hmmlearn so code can switch: ``fit(X, lengths)``,
 ``score``, ``score_samples``, ``predict``, ``decode``, ``predict_proba``,
 ``sample``; concatenated observations ``X`` with ``lengths``; fitted attributes
 ``startprob_``, ``transmat_``, ``emissionprob_`` / ``means_``, ``covars_``,
-``monitor_``. Differences: the state count is ``n_states``, the symbol count
-``n_symbols``; ``covars_`` keeps the shape of its type (``(K, d)`` for diag);
-``seed=`` replaces ``random_state``; ``history_`` keeps every iteration's
+``monitor_``. As in hmmlearn, a Gaussian HMM's ``covars_`` is always full
+``(K, d, d)`` and ``_covars_`` holds the stored form of its type; a mixture's
+``covars_`` is the stored form. Differences: the state count is also
+``n_states``, the symbol count ``n_symbols``; ``seed=`` is another name for
+``random_state``; ``history_`` keeps every iteration's
 log-likelihood; ``n_init`` random restarts keep the best.
 
 What depends on the kind of observation lives in an emission class
@@ -56,22 +59,22 @@ import copy
 import inspect
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ...errors import EvidenceError, ModelError, NumericalError
+from ...errors import CausalNetWarning, EvidenceError, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
 from . import causal, saving
-from .emissions import CategoricalEmission, check_simplex, make_emission, normalize_rows
+from .emissions import CategoricalEmission, check_simplex, normalize_rows
+from .kinds import COVARIANCE_TYPES, KINDS, make_emission
 from .packing import flatten_input, pack, unpack
 
 __all__ = ["HMM", "ConvergenceMonitor"]
 
-_KINDS = ("categorical", "gaussian")
-_COVARIANCE_TYPES = ("diag", "full")
 
 
 @dataclass
@@ -150,19 +153,27 @@ _ALIASES = (("n_states", "n_components"), ("seed", "random_state"))
 
 
 class HMM:
-    """Hidden Markov model with categorical or Gaussian emissions.
+    """Hidden Markov model with categorical, Gaussian, Poisson or Gaussian-mixture emissions.
 
     Parameters
     ----------
     n_states : int, default 1
         Number of hidden states ``K`` (alias ``n_components``).
-    emission : {"categorical", "gaussian"}, default "categorical"
-    covariance_type : {"diag", "full"}, default "diag"
-        Gaussian emissions only.
+    emission : {"categorical", "gaussian", "poisson", "gmm"}, default "categorical"
+        hmmlearn's CategoricalHMM, GaussianHMM, PoissonHMM, GMMHMM.
+    covariance_type : {"spherical", "diag", "full", "tied"}, default "diag"
+        Gaussian and mixture emissions: the stored form of ``covars``
+        (:mod:`causalnet.models.hmm.covariance`).
     n_symbols : int, optional
         Alphabet size ``S`` (categorical); inferred from ``emissionprob`` or as
         ``max(X) + 1`` at the first fit.
-    startprob, transmat, emissionprob, means, covars : array_like, optional
+    n_features : int, optional
+        hmmlearn's name: the alphabet size (categorical, same as
+        ``n_symbols``) or the observation width ``d``. Read after a fit it is
+        the fitted value.
+    n_mix : int, default 1
+        Mixture components ``M`` per state (``"gmm"``).
+    startprob, transmat, emissionprob, means, covars, lambdas, weights : array_like, optional
         Initial / fixed parameters, validated now. Parameters given here are not
         re-initialised by :meth:`fit` unless ``init_params`` names them.
     n_iter : int, default 100
@@ -188,6 +199,10 @@ class HMM:
         Added to the data variance when covariances are initialised, and the
         floor of the eigenvalues (variances) of any covariance an M-step leaves
         not positive definite (nearly singular data), as hmmlearn's.
+    lambdas_prior, lambdas_weight : float or array_like, default 0.0
+        Gamma prior of the Poisson rates (alpha, beta).
+    weights_prior : float or array_like, default 1.0
+        Dirichlet concentration of the mixture weights.
     algorithm : {"viterbi", "map"}, default "viterbi"
         What :meth:`decode` and :meth:`predict` return by default: the jointly
         most likely path, or the most likely state at each step.
@@ -206,8 +221,14 @@ class HMM:
     startprob_ : ndarray (K,)
     transmat_ : ndarray (K, K)
     emissionprob_ : ndarray (K, S)
-    means_ : ndarray (K, d)
-    covars_ : ndarray (K, d) for diag, (K, d, d) for full
+    means_ : ndarray (K, d), or (K, M, d) for a mixture
+    covars_ : ndarray
+        Gaussian: (K, d, d) whatever the type (read-only view of ``_covars_``,
+        which is (K,) spherical, (K, d) diag, (K, d, d) full, (d, d) tied;
+        assigning ``covars_`` sets the stored form). Mixture: the stored form
+        (K, M), (K, M, d), (K, M, d, d), (K, d, d).
+    lambdas_ : ndarray (K, d)
+    weights_ : ndarray (K, M)
     monitor_ : ConvergenceMonitor
     history_ : list of float
         Log-likelihood entering each EM iteration of the kept run.
@@ -221,11 +242,15 @@ class HMM:
         n_components=None,
         covariance_type="diag",
         n_symbols=None,
+        n_features=None,
+        n_mix=1,
         startprob=None,
         transmat=None,
         emissionprob=None,
         means=None,
         covars=None,
+        lambdas=None,
+        weights=None,
         n_iter=100,
         tol=1e-2,
         n_init=1,
@@ -239,21 +264,31 @@ class HMM:
         covars_prior=1e-2,
         covars_weight=1.0,
         min_covar=1e-3,
+        lambdas_prior=0.0,
+        lambdas_weight=0.0,
+        weights_prior=1.0,
         algorithm="viterbi",
         progress=None,
         seed=None,
         random_state=None,
     ):
         K = _alias("n_states", n_states, "n_components", n_components, default=1)
-        self.n_states = self.n_components = _check_int("n_states", K, 1)
-        if not isinstance(emission, str) or emission not in _KINDS:
-            raise ModelError(f"emission must be 'categorical' or 'gaussian'; got {emission!r}")
-        if not isinstance(covariance_type, str) or covariance_type not in _COVARIANCE_TYPES:
-            raise ModelError(f"covariance_type must be 'diag' or 'full'; got {covariance_type!r}")
+        # two names for one value: each kept as given (get_params), the value once (the properties)
+        self._given = {"n_states": n_states, "n_components": n_components, "seed": seed, "random_state": random_state}
+        self._K = _check_int("n_states", K, 1)
+        if not isinstance(emission, str) or emission not in KINDS:
+            raise ModelError(f"emission must be one of {list(KINDS)}; got {emission!r}")
+        if not isinstance(covariance_type, str) or covariance_type not in COVARIANCE_TYPES:
+            raise ModelError(f"covariance_type must be one of {list(COVARIANCE_TYPES)}; got {covariance_type!r}")
         self.emission = emission
         self.covariance_type = covariance_type
+        self._n_features = None if n_features is None else _check_int("n_features", n_features, 1)
+        if emission == "categorical":
+            n_symbols = _alias("n_symbols", n_symbols, "n_features", n_features, default=None)
         self.n_symbols = None if n_symbols is None else _check_int("n_symbols", n_symbols, 1)
+        self.n_mix = _check_int("n_mix", n_mix, 1)
         letters = "st" + make_emission(emission).letters
+        self._params_arg, self._init_params_arg = params, init_params  # as given (get_params)
         params = letters if params is None else params
         for name, val in (("params", params), ("init_params", init_params)):
             if val is not None and (not isinstance(val, str) or set(val) - set(letters)):
@@ -263,7 +298,7 @@ class HMM:
         self.tol = _check_real("tol", tol, allow_inf=True)
         self.n_init = _check_int("n_init", n_init, 1)
         for name in ("startprob_prior", "transmat_prior", "emissionprob_prior", "means_prior", "means_weight",
-                     "covars_prior", "covars_weight"):
+                     "covars_prior", "covars_weight", "lambdas_prior", "lambdas_weight", "weights_prior"):
             setattr(self, name, _check_prior(name, locals()[name]))
         self.min_covar = _check_real("min_covar", min_covar, positive=True)
         self.algorithm = _check_algorithm(algorithm)
@@ -272,28 +307,25 @@ class HMM:
         self.progress = None if progress is None else bool(progress)
         seed = _alias("seed", seed, "random_state", random_state, default=None)
         as_generator(seed)  # validates; the seed itself is kept as given
-        self.seed = self.random_state = seed
+        self._seed = seed
         # the initial parameters as given (get_params / clone), validated copies in the ``_`` attributes
         self.startprob, self.transmat, self.emissionprob, self.means, self.covars = (
             startprob, transmat, emissionprob, means, covars)
-        given = self._take_initial(startprob, transmat, emissionprob, means, covars)
+        self.lambdas, self.weights = lambdas, weights
+        given = self._take_initial(
+            {"s": startprob, "t": transmat, "e": emissionprob, "m": means, "c": covars, "l": lambdas, "w": weights})
         self.init_params = "".join(c for c in params if c not in given) if init_params is None else init_params
-        self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter)
-        self.history_ = []
 
-    def _take_initial(self, startprob, transmat, emissionprob, means, covars):
-        """Validate and set the parameters given at construction; their letters."""
+    def _take_initial(self, values):
+        """Validate and set the parameters given at construction (letter -> value); their letters."""
         em = self.emission_model
-        values = {"s": startprob, "t": transmat, "e": emissionprob, "m": means, "c": covars}
-        names = {"e": "emissionprob", "m": "means", "c": "covars"}
-        for code, name in names.items():
-            if values[code] is not None and code not in em.letters:
-                owner = "a categorical" if code == "e" else "a Gaussian"
-                raise ModelError(f"{name} is {owner} parameter; this HMM has {self.emission} emissions "
-                                 f"(parameters {[names[c] for c in em.letters]})")
+        for code, name in _INIT_ARG.items():
+            if values[code] is not None and code not in "st" + em.letters:
+                raise ModelError(f"{name} is not a parameter of {self.emission} emissions "
+                                 f"(their parameters: {[_INIT_ARG[c] for c in em.letters]})")
         given = "".join(c for c, v in values.items() if v is not None)
-        if "e" in given and self.n_symbols is None and np.ndim(emissionprob) == 2:
-            self.n_symbols = int(np.shape(emissionprob)[1])
+        if "e" in given and self.n_symbols is None and np.ndim(values["e"]) == 2:
+            self.n_symbols = int(np.shape(values["e"])[1])
         checked = self._checked({_ATTR[c]: values[c] for c in given}, given)
         for name, value in checked.items():
             setattr(self, name, value)
@@ -312,9 +344,10 @@ class HMM:
         """Constructor parameters as a dict (scikit-learn's estimator protocol; ``sklearn.base.clone`` works).
 
         Initial parameters (``startprob``, ...) are returned as they were given,
-        not the fitted ``startprob_``.
+        not the fitted ``startprob_``; ``n_features`` as given (None if not).
         """
-        return {name: getattr(self, name) for name in self._param_names()}
+        return {name: self._given[name] if name in self._given else getattr(self, _STORED.get(name, name))
+                for name in self._param_names()}
 
     def set_params(self, **params):
         """Set constructor parameters (scikit-learn's protocol); validated, nothing changes on error.
@@ -340,8 +373,8 @@ class HMM:
                 merged[a] = None
         merged.update(params)
         probe = type(self)(**merged)  # validates everything before anything changes
-        for name in names:
-            setattr(self, name, getattr(probe, name))
+        # the configuration is every attribute not ending in "_" (fitted ones do)
+        self.__dict__.update({k: v for k, v in probe.__dict__.items() if not k.endswith("_")})
         for code, attr in _ATTR.items():
             if hasattr(probe, attr) and _INIT_ARG[code] in params:
                 setattr(self, attr, getattr(probe, attr))
@@ -354,7 +387,96 @@ class HMM:
             self.emission, n_symbols=self.n_symbols, emissionprob_prior=self.emissionprob_prior,
             covariance_type=self.covariance_type, min_covar=self.min_covar, means_prior=self.means_prior,
             means_weight=self.means_weight, covars_prior=self.covars_prior, covars_weight=self.covars_weight,
+            n_features=self._n_features, n_mix=self.n_mix, lambdas_prior=self.lambdas_prior,
+            lambdas_weight=self.lambdas_weight, weights_prior=self.weights_prior,
         )
+
+    @property
+    def n_states(self):
+        """Number of hidden states ``K`` (``n_components`` is the same value)."""
+        return self._K
+
+    @n_states.setter
+    def n_states(self, value):
+        self._set_alias("n_states", "n_components", _check_int("n_states", value, 1), value)
+
+    @property
+    def n_components(self):
+        """hmmlearn's name for :attr:`n_states`."""
+        return self._K
+
+    @n_components.setter
+    def n_components(self, value):
+        self._set_alias("n_components", "n_states", _check_int("n_components", value, 1), value)
+
+    @property
+    def seed(self):
+        """The seed of initialisation and restarts (``random_state`` is the same value)."""
+        return self._seed
+
+    @seed.setter
+    def seed(self, value):
+        as_generator(value)
+        self._set_alias("seed", "random_state", value, value)
+
+    @property
+    def random_state(self):
+        """hmmlearn's / scikit-learn's name for :attr:`seed`."""
+        return self._seed
+
+    @random_state.setter
+    def random_state(self, value):
+        as_generator(value)
+        self._set_alias("random_state", "seed", value, value)
+
+    def _set_alias(self, name, other, value, given):
+        """Assign one of two names for one value: the other name's given value is dropped."""
+        self._given = {**self._given, name: given, other: None}
+        if name in ("n_states", "n_components"):
+            self._K = value
+        else:
+            self._seed = value
+
+    def __sklearn_is_fitted__(self):
+        """True when every parameter the model needs is set (fitted, or given at construction)."""
+        return all(_ATTR[c] in self.__dict__ for c in "st" + self.emission_model.letters)
+
+    @property
+    def n_features(self):
+        """hmmlearn's ``n_features``: the symbol count (categorical) or width ``d``; as given, else as fitted."""
+        if self._n_features is not None:
+            return self._n_features
+        if self.emission == "categorical":
+            return self.n_symbols
+        em = self.emission_model
+        return em.width(self.emission_params())
+
+    @n_features.setter
+    def n_features(self, value):
+        self._n_features = value
+
+    @property
+    def n_features_in_(self):
+        """Columns of ``X`` the fitted model takes (scikit-learn's attribute): 1 for symbols, else ``d``."""
+        if not hasattr(self, "startprob_"):
+            raise NotFittedError("this HMM is not fitted yet; call fit() first")
+        return 1 if self.emission == "categorical" else self.n_features
+
+    @property
+    def covars_(self):
+        """Covariances: full ``(K, d, d)`` for Gaussian emissions (any type), the stored form for a mixture."""
+        if "_covars_" not in self.__dict__:
+            raise NotFittedError(f"HMM has no covars_ ({self.emission} emissions); call fit() or pass covars= first")
+        em = self.emission_model
+        if self.emission == "gaussian":
+            return em.full_covars(self.emission_params())
+        return self._covars_
+
+    @covars_.setter
+    def covars_(self, value):
+        if "c" not in self.emission_model.letters:
+            raise ModelError(f"covars_ is not a parameter of {self.emission} emissions")
+        self._covars_ = self._checked({"_covars_": value}, "c")["_covars_"]
 
     def emission_params(self):
         """The emission parameters set so far, as a dict attribute name -> array."""
@@ -377,9 +499,8 @@ class HMM:
         """Every parameter the model needs, validated (ModelError/ShapeError naming the bad one), as a dict."""
         need = "st" + self.emission_model.letters
         for code in need:
-            if not hasattr(self, _ATTR[code]):
-                name = _ATTR[code]
-                raise ModelError(f"HMM has no {name}; call fit() or pass {name[:-1]}= first")
+            if _ATTR[code] not in self.__dict__:
+                raise NotFittedError(f"HMM has no {_PUBLIC[code]}; call fit() or pass {_INIT_ARG[code]}= first")
         values = {_ATTR[c]: getattr(self, _ATTR[c]) for c in need}
         return self._checked(values, need)
 
@@ -387,9 +508,32 @@ class HMM:
     # inference
     # ------------------------------------------------------------------
 
-    def _flatten(self, X, lengths):
-        """Any accepted form of the sequences -> concatenated ``(X, lengths)`` and the caller's layout."""
+    def _flatten(self, X, lengths, y_allowed=False):
+        """Any accepted form of the sequences -> concatenated ``(X, lengths)`` and the caller's layout.
+
+        With ``y_allowed`` (``fit`` and ``score``, which scikit-learn calls as
+        ``fit(X, y)``), a second argument with one entry per observation that
+        is not a valid ``lengths`` (its entries do not sum to ``N`` as
+        positive integers) is scikit-learn's ``y``, ignored as by every
+        unsupervised scikit-learn estimator.
+        """
+        if y_allowed and _is_sklearn_y(X, lengths, self.emission_model.obs_ndim):
+            warnings.warn(CausalNetWarning(
+                "the second argument has one entry per observation but is not valid sequence lengths: it is "
+                "taken as scikit-learn's y and ignored (an HMM is unsupervised); pass lengths= for sequences"),
+                stacklevel=3)
+            lengths = None
         return flatten_input(X, lengths, self.emission_model.obs_ndim)
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags: an unsupervised estimator of 2-D float data without NaN (sklearn >= 1.6)."""
+        from sklearn.utils import InputTags, Tags, TargetTags  # optional heavy dependency
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False), transformer_tags=None,
+                    regressor_tags=None, classifier_tags=None,
+                    input_tags=InputTags(one_d_array=False, two_d_array=True, categorical=self.emission == "categorical",
+                                         allow_nan=False),
+                    requires_fit=True)
 
     def _pack(self, X, lengths, params):
         em = self.emission_model
@@ -424,7 +568,7 @@ class HMM:
         params = self.checked_params()
         return self.emission_model.log_likelihood(params, X)
 
-    def score(self, X, lengths=None):
+    def score(self, X, lengths=None, *, y=None):
         """Total log-likelihood ``log p(X)`` of the sequences.
 
         Parameters
@@ -442,7 +586,7 @@ class HMM:
         float
             ``-inf`` if some sequence is impossible under the model.
         """
-        X, lengths, _ = self._flatten(X, lengths)
+        X, lengths, _ = self._flatten(X, lengths, y_allowed=True)
         _, ch = self._prepare(X, lengths)
         return float(chain_log_partition(ch).sum())
 
@@ -579,7 +723,7 @@ class HMM:
     # learning
     # ------------------------------------------------------------------
 
-    def fit(self, X, lengths=None):
+    def fit(self, X, lengths=None, *, y=None):
         """Estimate parameters by Baum-Welch (EM) from the sequences.
 
         The model changes only when the fit succeeds: it runs on a copy whose
@@ -603,7 +747,7 @@ class HMM:
         NumericalError
             If EM produced a non-finite parameter.
         """
-        X, lengths, _ = self._flatten(X, lengths)
+        X, lengths, _ = self._flatten(X, lengths, y_allowed=True)
         work = copy.copy(self)
         work.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
         work._fit(X, lengths)
@@ -672,7 +816,7 @@ class HMM:
         gamma, log_z, _, E = chain_posterior(ch, counts="t" in self.params)  # gamma (T, n, K)
         stats = {"start": gamma[0].sum(axis=0), "trans": E}
         G = gamma.reshape(-1, self.n_states)  # (T*n, K), padding rows are 0
-        stats.update(self.emission_model.statistics(pk.X, G, self.params, pk.cache))
+        stats.update(self.emission_model.statistics(pk.X, G, self.params, pk.cache, params=params))
         return stats, float(log_z.sum())
 
     def _mstep(self, params, stats):
@@ -692,14 +836,31 @@ class HMM:
         return params
 
 
-_ATTR = {
-    "s": "startprob_",
-    "t": "transmat_",
-    "e": "emissionprob_",
-    "m": "means_",
-    "c": "covars_",
-}
-_INIT_ARG = {c: a[:-1] for c, a in _ATTR.items()}  # "s" -> "startprob", the constructor's name
+# parameter letter -> the attribute that stores it, its public name, the constructor's name
+_ATTR = {"s": "startprob_", "t": "transmat_", "e": "emissionprob_", "m": "means_", "c": "_covars_",
+         "l": "lambdas_", "w": "weights_"}
+_PUBLIC = {c: a.lstrip("_") for c, a in _ATTR.items()}  # "c" -> "covars_"
+_INIT_ARG = {c: a[:-1] for c, a in _PUBLIC.items()}  # "c" -> "covars"
+_STORED = {"n_features": "_n_features", "params": "_params_arg", "init_params": "_init_params_arg"}  # constructor parameters kept under another attribute
+
+
+def _is_sklearn_y(X, lengths, obs_ndim):
+    """True when ``lengths`` has one entry per observation of a concatenated ``X`` but is not valid lengths.
+
+    That is scikit-learn's ``y`` (``fit(X, y)``); a padded batch (one more
+    dimension, one length per row) never is.
+    """
+    if lengths is None or isinstance(X, (list, tuple)) and X and isinstance(X[0], np.ndarray):
+        return False
+    try:
+        a, L = np.asarray(X), np.asarray(lengths)
+    except (TypeError, ValueError):
+        return False
+    padded = a.ndim == obs_ndim + 1 and not (obs_ndim == 1 and a.shape[-1] == 1)
+    if padded or L.ndim != 1 or L.dtype == bool or a.ndim == 0 or len(L) != len(a) or len(a) == 0:
+        return False
+    valid = np.issubdtype(L.dtype, np.integer) and (L > 0).all() and int(L.sum()) == len(a)
+    return not valid
 
 
 def _alphabet_size(X):

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ShapeError
 
-__all__ = ["Packed", "pack", "unpack", "check_lengths", "Layout", "flatten_input"]
+__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "Layout", "flatten_input"]
 
 
 @dataclass
@@ -123,6 +123,17 @@ def pack(X, lengths):
         real = np.arange(T)[:, None] < lens[None, :]  # (T, n)
         pos = np.where(real, pos, 0)
     return Packed(lengths, lens, order, pos, real, X)
+
+
+def gather(pos, a):
+    """``a[pos]`` (``(T, n, ...)`` from per-observation ``a``), a view when ``pos`` is one unpadded sequence.
+
+    The view saves a copy of ``a`` (and its page faults) for the common case
+    of a single long sequence; callers must not write into the result.
+    """
+    if pos.shape[1] == 1 and len(a) == pos.shape[0] and pos[0, 0] == 0:  # pos is 0..T-1
+        return a[:, None]
+    return a[pos]
 
 
 def unpack(pk, x):

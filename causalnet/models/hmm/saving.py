@@ -35,7 +35,8 @@ __all__ = ["FORMAT", "save_hmm", "load_hmm", "npz_path"]
 
 FORMAT = "causalnet.HMM"
 VERSION = 1
-_FITTED = ("startprob_", "transmat_", "emissionprob_", "means_", "covars_")
+_FITTED = ("startprob_", "transmat_", "emissionprob_", "means_", "_covars_", "lambdas_", "weights_")
+_RENAMED = {"covars_": "_covars_"}  # files written before the stored form moved to _covars_
 
 
 def npz_path(path):
@@ -87,7 +88,7 @@ def save_hmm(model, path):
         "arrays": npz.name,
         "params": params,
         "fitted": fitted,
-        "history": [_encode(float(h), "history", arrays) for h in model.history_],
+        "history": [_encode(float(h), "history", arrays) for h in getattr(model, "history_", [])],
     }
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -120,10 +121,12 @@ def load_hmm(cls, path):
         params = {k: _decode(v, arrays) for k, v in doc["params"].items()}
         model = cls(**params)
         for name, key in doc["fitted"].items():
+            name = _RENAMED.get(name, name)
             if name not in _FITTED:
                 raise ModelError(f"unknown fitted attribute {name!r}")
             model.__dict__[name] = arrays[key]
-        model.history_ = [float(_decode(h, arrays)) for h in doc["history"]]
+        if doc["history"]:
+            model.history_ = [float(_decode(h, arrays)) for h in doc["history"]]
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError(f"{str(path)!r} is not a valid saved HMM ({type(e).__name__}: {e})") from None
     return model

@@ -32,11 +32,13 @@ def cat_params(rng):
 
 def _gauss_params(rng, cov):
     means = rng.normal(size=(K, D)) * 2
-    if cov == "diag":
-        covars = rng.uniform(0.5, 2.0, size=(K, D))
-    else:
-        Q = rng.normal(size=(K, D, D))
-        covars = Q @ Q.transpose(0, 2, 1) + np.eye(D)
+    Q = rng.normal(size=(K, D, D))
+    covars = {
+        "spherical": lambda: rng.uniform(0.5, 2.0, size=K),
+        "diag": lambda: rng.uniform(0.5, 2.0, size=(K, D)),
+        "full": lambda: Q @ Q.transpose(0, 2, 1) + np.eye(D),
+        "tied": lambda: Q[0] @ Q[0].T + np.eye(D),
+    }[cov]()
     return dict(
         startprob=rng.dirichlet(np.ones(K)),
         transmat=rng.dirichlet(np.ones(K), size=K),
@@ -107,7 +109,10 @@ def test_categorical_inference_matches_hmmlearn(rng, lengths, cat_params, impl):
     assert_array_equal(zm, zm_h)
 
 
-@pytest.mark.parametrize("cov", ["diag", "full"])
+COVS = ["spherical", "diag", "full", "tied"]
+
+
+@pytest.mark.parametrize("cov", COVS)
 @pytest.mark.parametrize("impl", ["log", "scaling"])
 def test_gaussian_inference_matches_hmmlearn(rng, lengths, cov, impl):
     p = _gauss_params(rng, cov)
@@ -120,6 +125,10 @@ def test_gaussian_inference_matches_hmmlearn(rng, lengths, cov, impl):
     lv_h, z_h = h.decode(X, lengths)
     assert_allclose(lv, lv_h, rtol=1e-12, atol=0)
     assert_array_equal(z, z_h)
+    # hmmlearn's covars_ is full (K, d, d) whatever the type; _covars_ the stored form
+    assert_allclose(m.covars_, h.covars_, rtol=0, atol=0)
+    assert_allclose(m._covars_, h._covars_, rtol=0, atol=0)
+    assert m.n_features == h.n_features == D
 
 
 def test_log_emission_helper(rng, cat_params):
@@ -167,7 +176,7 @@ def test_categorical_baum_welch_trajectory(rng, lengths, cat_params, impl):
     assert np.all(np.diff(m.history_) > -1e-8)  # EM never decreases the likelihood
 
 
-@pytest.mark.parametrize("cov", ["diag", "full"])
+@pytest.mark.parametrize("cov", COVS)
 def test_gaussian_baum_welch_trajectory(rng, lengths, cov):
     p = _gauss_params(rng, cov)
     X = rng.normal(size=(lengths.sum(), D)) * 2 + np.arange(lengths.sum())[:, None] % 3
@@ -177,7 +186,12 @@ def test_gaussian_baum_welch_trajectory(rng, lengths, cov):
     assert_allclose(m.startprob_, h.startprob_, rtol=1e-8, atol=1e-12)
     assert_allclose(m.transmat_, h.transmat_, rtol=1e-8, atol=1e-12)
     assert_allclose(m.means_, h.means_, rtol=1e-8, atol=1e-12)
-    assert_allclose(m.covars_, h._covars_, rtol=1e-8, atol=1e-12)
+    if cov == "spherical":  # hmmlearn stores the fitted spherical variances tiled to (K, d)
+        assert_allclose(np.broadcast_to(m._covars_[:, None], (K, D)), h._covars_, rtol=1e-8, atol=1e-12)
+        assert_allclose(m.covars_, m._covars_[:, None, None] * np.eye(D), rtol=0, atol=0)
+    else:
+        assert_allclose(m._covars_, h._covars_, rtol=1e-8, atol=1e-12)
+        assert_allclose(m.covars_, h.covars_, rtol=1e-8, atol=1e-12)
 
 
 def test_trajectory_each_iteration_and_tol(rng, lengths, cat_params):
@@ -345,9 +359,9 @@ def test_observation_errors(cat_params):
     with pytest.raises(EvidenceError, match="no observations"):
         m.score(np.array([], dtype=int))
     g = HMM(K, "gaussian", **_gauss_params(np.random.default_rng(0), "diag"))
-    with pytest.raises(ShapeError, match=r"width 2 but means_ has d=3"):
+    with pytest.raises(ShapeError, match=r"width 2 but the model has d=3"):
         g.score(np.zeros((4, 2)))
-    with pytest.raises(EvidenceError, match="must be finite; row 1"):
+    with pytest.raises(EvidenceError, match=r"must be finite \(no NaN or inf\); row 1"):
         g.score(np.array([[0.0, 0, 0], [np.nan, 0, 0]]))
 
 
@@ -380,7 +394,7 @@ def test_parameter_errors(cat_params):
     with pytest.raises(ModelError, match="n_states must be a positive integer"):
         HMM(0)
     with pytest.raises(ModelError, match="emission must be"):
-        HMM(2, "poisson")
+        HMM(2, "weibull")
     with pytest.raises(ModelError, match="params must be a string of letters from 'ste'"):
         HMM(2, params="stmc")
 
@@ -401,7 +415,7 @@ def test_gaussian_parameter_errors(rng):
         HMM(K, "gaussian", covariance_type="full", **{**pf, "covars": cvf})
     with pytest.raises(ShapeError, match=r"covars_ \(diag\) must have shape"):
         HMM(K, "gaussian", **{**p, "covars": pf["covars"]})
-    with pytest.raises(ModelError, match="categorical parameter"):
+    with pytest.raises(ModelError, match="emissionprob is not a parameter of gaussian emissions"):
         HMM(K, "gaussian", emissionprob=np.ones((K, 2)) / 2)
 
 
