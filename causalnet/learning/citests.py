@@ -86,17 +86,16 @@ def contingency_statistic(counts: np.ndarray, kind: str = "chi2") -> tuple[float
         ``Σ (non-empty rows − 1)(non-empty columns − 1)`` over the non-empty strata.
     """
     c = np.asarray(counts, dtype=np.float64)
-    n = c.sum(axis=(1, 2))                                                       # (q,)
-    c, n = c[n > 0], n[n > 0]                                                    # (q', Kx, Ky)
-    nx_, ny_ = c.sum(axis=2), c.sum(axis=1)                                      # (q', Kx), (q', Ky)
-    exp = nx_[:, :, None] * ny_[:, None, :] / n[:, None, None]                   # (q', Kx, Ky)
-    pos = exp > 0
+    nx_, ny_ = c.sum(axis=2), c.sum(axis=1)                                      # (q, Kx), (q, Ky)
+    n = nx_.sum(axis=1)                                                          # (q,)
+    exp = nx_[:, :, None] * ny_[:, None, :] / np.maximum(n, 1.0)[:, None, None]  # (q, Kx, Ky); 0 in empty strata
+    safe = np.where(exp > 0, exp, 1.0)                                           # exp = 0 only where c = 0
     if kind == "chi2":
-        stat = float(np.sum((c[pos] - exp[pos]) ** 2 / exp[pos]))
+        stat = float(((c - exp) ** 2 / safe).sum())
     else:
-        o = c > 0
-        stat = float(2.0 * np.sum(c[o] * np.log(c[o] / exp[o])))
-    dof = int(np.sum((np.count_nonzero(nx_, axis=1) - 1) * (np.count_nonzero(ny_, axis=1) - 1)))
+        stat = float(2.0 * (c * np.log(np.where(c > 0, c, 1.0) / safe)).sum())
+    rows, cols = (nx_ > 0).sum(axis=1), (ny_ > 0).sum(axis=1)                    # (q,), 0 in empty strata
+    dof = int(((rows - 1) * (cols - 1))[n > 0].sum())
     return stat, dof
 
 
@@ -107,21 +106,31 @@ class ChiSquare(CITest):
 
     def __init__(self, table: Table) -> None:
         super().__init__(table)
-        self._codes = {v: table.column(v).codes for v in table.names}
+        self._codes = {v: table.column(v).codes.astype(np.int64) for v in table.names}
         self._cards = {v: table.column(v).card for v in table.names}
+        self._strata: dict = {}            # given (tuple) -> (stratum index (n,), q), the last few only
+
+    def strata(self, given: tuple) -> tuple[np.ndarray, int]:
+        """Each row's stratum of `given` (n,) and the number of strata q (only those that occur, if many)."""
+        hit = self._strata.get(given)
+        if hit is not None:
+            return hit
+        q, flat = 1, np.zeros(self.table.n, dtype=np.int64)                      # (n,)
+        for v in given:
+            flat = flat * self._cards[v] + self._codes[v]
+            q *= self._cards[v]
+        if q > _DENSE_CELLS // 16:
+            flat = np.unique(flat, return_inverse=True)[1]                       # strata that occur only
+            q = int(flat.max()) + 1
+        if len(self._strata) >= 64:
+            self._strata.clear()
+        self._strata[given] = (flat, q)
+        return flat, q
 
     def counts(self, x, y, given: tuple) -> np.ndarray:
         """Counts of shape (q, Kx, Ky): the strata of `given` (those that occur, when there are many)."""
         kx, ky = self._cards[x], self._cards[y]
-        q = 1
-        flat = np.zeros(self.table.n, dtype=np.int64)                            # (n,)
-        for v in given:
-            flat *= self._cards[v]
-            flat += self._codes[v]
-            q *= self._cards[v]
-        if q * kx * ky > _DENSE_CELLS:
-            flat = np.unique(flat, return_inverse=True)[1]                       # strata that occur only
-            q = int(flat.max()) + 1
+        flat, q = self.strata(tuple(given))
         flat = (flat * kx + self._codes[x]) * ky + self._codes[y]                # (n,)
         return np.bincount(flat, minlength=q * kx * ky).reshape(q, kx, ky)
 

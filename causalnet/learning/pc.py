@@ -68,11 +68,13 @@ class PC:
             bar.update(1)
         return adj, sepsets
 
-    def _separate(self, x, y, candidates: list, level: int) -> tuple | None:
+    def _separate(self, x, y, candidates: list, level: int) -> set | None:
+        """The union of every size-`level` subset of `candidates` that separates x and y (None: none does)."""
+        found = None
         for s in itertools.combinations(candidates, level):
             if self.test.pvalue(x, y, s) > self.alpha:
-                return s
-        return None
+                found = set(s) if found is None else found | set(s)
+        return found
 
     def orient(self, nodes: Sequence[Hashable], adj: dict, sepsets: dict,
                fixed: frozenset = frozenset()) -> PDAG:
