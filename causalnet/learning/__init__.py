@@ -10,7 +10,10 @@ The map:
 - :mod:`~causalnet.learning.fit` — :func:`fit` and :func:`fit_model`.
 - :mod:`~causalnet.learning.em` — EM for missing cells and latent nodes.
 - :mod:`~causalnet.learning.scores` — decomposable scores with cached local scores.
-- :mod:`~causalnet.learning.structure` — hill climbing, tabu search, PC.
+- :mod:`~causalnet.learning.structure` — :func:`learn_structure`, the entry point of:
+- :mod:`~causalnet.learning.search` — hill climbing and tabu search over DAGs;
+- :mod:`~causalnet.learning.pc` and :mod:`~causalnet.learning.citests` — PC and its CI tests;
+- :mod:`~causalnet.learning.ges` — greedy equivalence search.
 - :mod:`~causalnet.learning.predict` — per-row posteriors and MAP fill-in from a DataFrame.
 - :mod:`~causalnet.learning.partitions` — Dask DataFrames: sufficient statistics
   summed over partitions; lazy per-row queries.

@@ -12,7 +12,8 @@ import causalnet as cn
 from causalnet.graph.equivalence import PDAG, cpdag, structural_hamming_distance
 from causalnet.learning.data import as_table
 from causalnet.learning.scores import make_score, score
-from causalnet.learning.structure import PC, ChiSquare, CITest, GSquare, HillClimb, _Search, learn_structure
+from causalnet.learning.search import DAGSearch as _Search
+from causalnet.learning.structure import PC, ChiSquare, CITest, GSquare, HillClimb, learn_structure
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -161,7 +162,7 @@ def test_pc_fisher_z_on_linear_gaussian():
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"method": "ges"}, "method must be one of"),
+    ({"method": "magic"}, "method must be one of"),
     ({"method": "pc", "test": "fisher_z"}, "needs continuous columns"),
     ({"method": "pc", "alpha": 2.0}, "alpha"),
     ({"max_indegree": -1}, "max_indegree"),
