@@ -105,12 +105,20 @@ def _family_expectation(problem: Problem, v: Hashable, rows: np.ndarray, hidden:
     return np.bincount(flat.ravel(), weights=probs.ravel(), minlength=int(np.prod(cards))).reshape(cards)
 
 
+def _evidence_codes(states: tuple, codes: np.ndarray) -> np.ndarray:
+    """Evidence for the engine: the state indices themselves (decoded by one vectorised range check),
+    or the state names when the names are integers other than ``0..K-1`` (integers would read as names)."""
+    ints = [s for s in states if isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_))]
+    if not ints or tuple(states) == tuple(range(len(states))):
+        return codes
+    return np.asarray(states, dtype=object)[codes]
+
+
 def _pattern_counts(model: Any, problem: Problem, rows: np.ndarray, hidden: frozenset,
                     counts: dict) -> float:
     """Add the expected counts of `rows` (one missingness pattern) into `counts`; return their log-likelihood."""
     observed = [u for u in problem.table.names if u not in hidden and problem.is_discrete(u)]
-    evidence = {u: np.asarray(problem.states[u], dtype=object)[problem.table.column(u).codes[rows]]
-                for u in observed}
+    evidence = {u: _evidence_codes(problem.states[u], problem.table.column(u).codes[rows]) for u in observed}
     ll = None
     for v in counts:
         fam = (*problem.dag.parents(v), v)
