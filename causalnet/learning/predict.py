@@ -50,8 +50,9 @@ def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.n
         values = np.array(series.astype(object), dtype=object)                       # (n,), a copy
         present = values[~missing]
         if present.size and all(isinstance(v, (float, np.floating)) for v in present.tolist()):
-            if np.all(np.asarray(present, dtype=float) == np.round(np.asarray(present, dtype=float))):
-                values[~missing] = np.asarray(present, dtype=float).astype(np.int64)   # 1.0 -> state 1
+            x = np.asarray(present, dtype=float)
+            if np.all(np.isfinite(x)) and np.all(x == np.round(x)):
+                values[~missing] = x.astype(np.int64)                                   # 1.0 -> state 1
         return values, missing
     return np.where(missing, np.nan, np.asarray(series.astype(object), dtype=object)), missing
 
