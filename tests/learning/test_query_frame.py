@@ -3,12 +3,12 @@
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import guarded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import causalnet as cn
-from conftest import guarded
 
 
 def _masked(model, n, seed, drop=(), p=0.35):
