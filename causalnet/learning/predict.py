@@ -89,7 +89,14 @@ def frame_groups(model: Any, df, exclude: Sequence[Hashable] = ()) -> list[tuple
 
 
 def _typed(model: Any, node: Hashable, values: np.ndarray) -> np.ndarray:
-    return values if model.spec(node).is_discrete else values.astype(np.float64)
+    if model.spec(node).is_discrete:
+        return values
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError):
+        bad = next(v for v in values.tolist() if not isinstance(v, (int, float, np.number)))
+        raise EvidenceError(f"column {node!r} is a continuous node but holds the value {bad!r}; "
+                            f"expected numbers") from None
 
 
 def _rows_of_do(model: Any, do: Mapping | None, rows: np.ndarray, n: int) -> Mapping | None:

@@ -103,3 +103,11 @@ def test_gaussian_score_on_dask_equals_pandas(client, linear_gaussian):
     for name in ("bic-g", "loglik"):
         assert_allclose(cn.score(linear_gaussian.dag, ddf, score=name), cn.score(linear_gaussian.dag, df, score=name),
                         rtol=1e-12)
+
+
+def test_model_fit_em_on_dask_starts_from_the_model(client, sprinkler):
+    df = sprinkler.sample(800, seed=5).to_pandas().astype(object)
+    df = df.mask(np.random.default_rng(2).random(df.shape) < 0.25)
+    a = sprinkler.fit(dd.from_pandas(df, npartitions=3), method="em", n_iter=4, progress=False)
+    b = sprinkler.fit(df, method="em", n_iter=4, progress=False)
+    _same_model(a, b, atol=1e-10)

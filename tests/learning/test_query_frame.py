@@ -132,3 +132,8 @@ def test_frame_inputs_give_an_answer_or_a_typed_error(sprinkler, rows, columns):
         assert_allclose(out.probs.sum(axis=1), 1.0, rtol=0, atol=1e-12)
     guarded(sprinkler.predict, df)
     guarded(sprinkler.predict_proba, df, "Rain")
+
+
+def test_frame_real_column_with_text_is_a_typed_error(linear_gaussian):
+    with pytest.raises(cn.EvidenceError, match="'Z' is a continuous node but holds the value 'abc'"):
+        linear_gaussian.query("Y", evidence=pd.DataFrame({"Z": [0.5, "abc"]}))
