@@ -137,3 +137,8 @@ def test_frame_inputs_give_an_answer_or_a_typed_error(sprinkler, rows, columns):
 def test_frame_real_column_with_text_is_a_typed_error(linear_gaussian):
     with pytest.raises(cn.EvidenceError, match="'Z' is a continuous node but holds the value 'abc'"):
         linear_gaussian.query("Y", evidence=pd.DataFrame({"Z": [0.5, "abc"]}))
+
+
+def test_other_front_doors_name_where_frames_go(sprinkler):
+    with pytest.raises(cn.EvidenceError, match="DataFrame of evidence rows is taken by model.query"):
+        sprinkler.map(evidence=pd.DataFrame({"Rain": ["no"]}))
