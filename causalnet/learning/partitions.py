@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import EvidenceError, ModelError
 from . import scores
 from .data import DiscreteColumn, RealColumn, Table, family_counts, is_dask_collection
 from .em import expected_counts, fit_em, record_fit_info
@@ -40,7 +40,7 @@ from .parameters import fit_families, least_squares_from_qr, make_prior, merge_q
 from .predict import predict, predict_targets, row_answers
 from .problem import Problem, as_dag, latent_states, prepare
 
-__all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions",
+__all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions", "check_dask_frame",
            "fit_partitions", "score_partitions", "score", "query_partitions", "predict_partitions"]
 
 
@@ -173,12 +173,19 @@ def _combine(frame, merge):
     return pd.Series([_aggregate(frame, merge)], dtype=object)
 
 
+def check_dask_frame(ddf, exc: type = ModelError) -> None:
+    """Raise `exc` unless `ddf` is a Dask DataFrame (a Dask Series or Array has no columns to read)."""
+    if not (getattr(ddf, "ndim", None) == 2 and hasattr(ddf, "map_partitions") and hasattr(ddf, "reduction")):
+        raise exc(f"expected a Dask DataFrame (one column per node), got a {type(ddf).__name__}")
+
+
 def reduce_partitions(ddf, summarise, merge) -> Any:
     """``merge`` of ``summarise(partition)`` over every partition of `ddf`, by Dask's tree reduction.
 
     `summarise` returns None for an empty partition (skipped); the result is
     None when every partition is empty.
     """
+    check_dask_frame(ddf)
     return ddf.reduction(functools.partial(_chunk, summarise=summarise),
                          aggregate=functools.partial(_aggregate, merge=merge),
                          combine=functools.partial(_combine, merge=merge), meta=object).compute()
@@ -328,6 +335,7 @@ def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **o
     """
     import pandas as pd  # optional heavy dependency, imported on use
 
+    check_dask_frame(ddf, EvidenceError)
     tl = [targets] if isinstance(targets, (str, bytes)) or not isinstance(targets, (list, tuple)) else list(targets)
     for t in tl:
         model.check_node(t, "target")
@@ -349,6 +357,7 @@ def predict_partitions(model: Any, ddf, columns=None):
     """``model.predict(ddf)``: a lazy Dask DataFrame, each partition filled by :func:`predict`."""
     import pandas as pd  # optional heavy dependency, imported on use
 
+    check_dask_frame(ddf, EvidenceError)
     meta = pd.DataFrame({c: pd.Series(dtype=dt) for c, dt in ddf.dtypes.items()})
     for c in predict_targets(model, columns):
         meta[c] = pd.Categorical([], categories=list(model.states(c))) if model.spec(c).is_discrete else \
