@@ -13,9 +13,12 @@ in one class:
 
 The counts of the last four add up to the structural Hamming distance
 (:func:`causalnet.graph.equivalence.structural_hamming_distance`).
-:meth:`GraphComparison.to_dot` draws the union of both graphs with the classes
-coloured (a legend in the graph label), so a learned structure can be read
-against the truth at a glance.
+:meth:`GraphComparison.to_dot` (and ``cn.render(comparison, path)``) draws the
+union of both graphs with the classes coloured (a legend in the graph label),
+so a learned structure can be read against the truth at a glance. Each edge
+is drawn as shown (as learned; as true when missing): the drawing graph keeps
+the node order and turns arrowheads with ``dir=back`` (``dir=none`` for an
+undirected edge), so it never has a cycle even when the two graphs disagree.
 
 Examples
 --------
@@ -29,13 +32,14 @@ Examples
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-import graphviz
-
 from ..errors import GraphError
 from .core import DAGCore
+from .drawing import to_dot
 from .equivalence import PDAG
 from .parse import parse_pdag
 
@@ -98,22 +102,40 @@ class GraphComparison:
 
     __repr__ = __str__
 
-    def to_dot(self, *, title: str | None = None, rankdir: str = "TB", legend: bool = True) -> str:
-        """DOT text of both graphs' union, each edge coloured by its class (:data:`EDGE_STYLES`)."""
-        dot = graphviz.Digraph()
-        dot.attr("graph", rankdir=rankdir)
+    @property
+    def dag(self) -> DAGCore:
+        """Every compared pair as a DAG for drawing, edges along the node order (:meth:`dot_edge_attrs` turns them)."""
+        pos = {v: i for i, v in enumerate(self.nodes)}
+        edges = [tuple(sorted(e, key=pos.__getitem__)) for k in EDGE_STYLES for e in getattr(self, k)]
+        return DAGCore(edges, nodes=self.nodes)
+
+    @functools.cached_property
+    def _drawn(self) -> dict:
+        """frozenset pair -> DOT attributes of its class, with ``dir`` relative to the node order."""
+        pos = {v: i for i, v in enumerate(self.nodes)}
+        out = {}
+        for kind, attrs in EDGE_STYLES.items():
+            for a, b in getattr(self, kind):
+                pair = frozenset((a, b))
+                turn = {"dir": "none"} if pair in self.undirected else {} if pos[a] < pos[b] else {"dir": "back"}
+                out[pair] = {**attrs, **turn}
+        return out
+
+    def dot_edge_attrs(self, parent: Hashable, child: Hashable) -> dict:
+        """Drawing hook: the class colour, and the arrowhead where the shown edge points (or none)."""
+        return dict(self._drawn.get(frozenset((parent, child)), {}))
+
+    def to_dot(self, *, title: str | None = None, legend: bool = True, **options) -> str:
+        """DOT text of both graphs' union, each edge coloured by its class (:data:`EDGE_STYLES`).
+
+        `legend` puts one line per class present under the `title`; other
+        options as in :func:`causalnet.graph.drawing.to_dot`. ``cn.render``
+        draws the comparison the same way (pass ``title=`` for a legend there).
+        """
         lines = [title] if title else []
         if legend:
             lines += [_LEGEND[k] for k in EDGE_STYLES if getattr(self, k)]
-        if lines:
-            dot.attr("graph", label="\\n".join(lines), labelloc="b")
-        for v in self.nodes:
-            dot.node(str(v))
-        for kind, attrs in EDGE_STYLES.items():
-            for a, b in getattr(self, kind):
-                extra = {"dir": "none"} if frozenset((a, b)) in self.undirected else {}
-                dot.edge(str(a), str(b), **attrs, **extra)
-        return dot.source
+        return to_dot(self, title="\n".join(lines) or None, **options)
 
 
 def compare(learned: Any, true: Any) -> GraphComparison:

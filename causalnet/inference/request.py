@@ -211,7 +211,9 @@ def _mapping(arg: Any, what: str, exc: type) -> dict:
     if arg is None:
         return {}
     if not isinstance(arg, Mapping):
-        raise exc(f"{what} must be a mapping node -> value, got {type(arg).__name__}")
+        frame = " (a DataFrame of evidence rows is taken by model.query, predict and predict_proba)" \
+            if hasattr(arg, "columns") and hasattr(arg, "dtypes") else ""
+        raise exc(f"{what} must be a mapping node -> value, got {type(arg).__name__}{frame}")
     return dict(arg)
 
 

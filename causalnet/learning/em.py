@@ -86,7 +86,7 @@ def fit_info(model: Any) -> FitInfo | None:
 def _family_expectation(problem: Problem, v: Hashable, rows: np.ndarray, hidden: list, probs: np.ndarray
                         ) -> np.ndarray:
     """Expected counts of `v`'s family over `rows`, from the posterior `probs` (r, *hidden_cards)."""
-    fam = (*problem.dag.parents(v), v)
+    fam = (*problem.parents(v), v)
     cards = tuple(problem.card(u) for u in fam)
     r = len(rows)
     k = len(hidden)
@@ -105,18 +105,26 @@ def _family_expectation(problem: Problem, v: Hashable, rows: np.ndarray, hidden:
     return np.bincount(flat.ravel(), weights=probs.ravel(), minlength=int(np.prod(cards))).reshape(cards)
 
 
+def _evidence_codes(states: tuple, codes: np.ndarray) -> np.ndarray:
+    """Evidence for the engine: the state indices themselves (decoded by one vectorised range check),
+    or the state names when the names are integers other than ``0..K-1`` (integers would read as names)."""
+    ints = [s for s in states if isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_))]
+    if not ints or tuple(states) == tuple(range(len(states))):
+        return codes
+    return np.asarray(states, dtype=object)[codes]
+
+
 def _pattern_counts(model: Any, problem: Problem, rows: np.ndarray, hidden: frozenset,
                     counts: dict) -> float:
     """Add the expected counts of `rows` (one missingness pattern) into `counts`; return their log-likelihood."""
     observed = [u for u in problem.table.names if u not in hidden and problem.is_discrete(u)]
-    evidence = {u: np.asarray(problem.states[u], dtype=object)[problem.table.column(u).codes[rows]]
-                for u in observed}
+    evidence = {u: _evidence_codes(problem.states[u], problem.table.column(u).codes[rows]) for u in observed}
     ll = None
     for v in counts:
-        fam = (*problem.dag.parents(v), v)
+        fam = (*problem.parents(v), v)
         hid = [u for u in fam if u in hidden]
         if not hid:
-            counts[v] += family_counts(problem.table, v, problem.dag.parents(v), rows=rows)
+            counts[v] += family_counts(problem.table, v, problem.parents(v), rows=rows)
             continue
         d = model.query(hid, evidence=evidence or None)
         order = [list(d.variables).index(u) for u in hid]
@@ -133,7 +141,7 @@ def _pattern_counts(model: Any, problem: Problem, rows: np.ndarray, hidden: froz
 def expected_counts(model: Any, problem: Problem) -> tuple[dict, float]:
     """``({node: expected family counts}, log-likelihood)`` of the discrete nodes under `model`."""
     discrete = [v for v in problem.dag.topological_order() if problem.is_discrete(v)]
-    counts = {v: np.zeros(tuple(problem.card(u) for u in (*problem.dag.parents(v), v))) for v in discrete}
+    counts = {v: np.zeros(tuple(problem.card(u) for u in (*problem.parents(v), v))) for v in discrete}
     cols = [u for u in problem.table.names if problem.is_discrete(u)]
     miss = np.column_stack([problem.table.column(u).missing for u in cols]) if cols else \
         np.zeros((problem.table.n, 0), dtype=bool)                                  # (n, V)
@@ -164,7 +172,7 @@ def _m_step(problem: Problem, counts: Mapping, prior: Prior, fixed: Mapping) -> 
     mechs = dict(fixed)
     for v, c in counts.items():
         table, _ = estimate_table(c, prior, v)
-        mechs[v] = tabular_mechanism(v, problem.dag.parents(v), table, problem.states[v])
+        mechs[v] = tabular_mechanism(v, problem.parents(v), table, problem.states[v])
     return problem.model_class(mechs, latent=problem.latent)
 
 
@@ -173,9 +181,9 @@ def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) ->
     for v in problem.dag.topological_order():
         if v in fixed:
             continue
-        shape = tuple(problem.card(p) for p in problem.dag.parents(v))
+        shape = tuple(problem.card(p) for p in problem.parents(v))
         table = rng.dirichlet(np.ones(problem.card(v)), size=shape)                  # (*parent_cards, K)
-        mechs[v] = tabular_mechanism(v, problem.dag.parents(v), table, problem.states[v])
+        mechs[v] = tabular_mechanism(v, problem.parents(v), table, problem.states[v])
     return problem.model_class(mechs, latent=problem.latent)
 
 
@@ -188,7 +196,7 @@ def _continuous_part(problem: Problem) -> dict:
         if v in problem.latent or problem.table.column(v).missing.any():
             raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
                              f"nodes of discrete nodes only")
-        ps = problem.dag.parents(v)
+        ps = problem.parents(v)
         out[v] = least_squares(v, problem.table.column(v).values, [problem.table.column(p).values for p in ps], ps)
     return out
 
@@ -246,5 +254,5 @@ def _init_model(problem: Problem, init: Any, fixed: Mapping) -> Any:
         if v not in fixed:
             if not isinstance(mech, Tabular):
                 raise ModelError(f"node {v!r}: EM starts from CPTs, got {type(mech).__name__}")
-            mechs[v] = tabular_mechanism(v, problem.dag.parents(v), mech.table, problem.states[v])
+            mechs[v] = tabular_mechanism(v, problem.parents(v), mech.table, problem.states[v])
     return problem.model_class(mechs, latent=problem.latent)

@@ -47,7 +47,8 @@ def fit_complete(problem: Problem, prior: Prior) -> Any:
     """Fit every family from complete data (no missing cells, no latent nodes)."""
     t = problem.table
     mechs = fit_families(problem.dag, problem.states, prior, lambda v, ps: family_counts(t, v, ps),
-                         lambda v, ps: least_squares(v, t.column(v).values, [t.column(p).values for p in ps], ps))
+                         lambda v, ps: least_squares(v, t.column(v).values, [t.column(p).values for p in ps], ps),
+                         problem.parents)
     return problem.model_class(mechs, latent=problem.latent)
 
 
@@ -134,6 +135,11 @@ def _model_states(model: Any) -> dict:
     return out
 
 
+def _parent_order(model: Any) -> dict:
+    """Each node's parents in its mechanism's order (the refit keeps the model's CPT layout)."""
+    return {v: tuple(model.mechanisms[v].parents) for v in model.nodes}
+
+
 def _check_kinds(model: Any, st: Mapping, fitted: Any) -> None:
     """Each node of `fitted` (a Problem or a model) is discrete exactly where `model`'s is."""
     for v in model.nodes:
@@ -150,8 +156,8 @@ def fit_model(model: Any, data, *, method: str = "mle", prior=None,
     """A new model with `model`'s structure, mechanism kinds and state names, fitted to `data`.
 
     What ``CausalModel.fit(data, ...)`` does; `model` is left unchanged. With
-    ``method="em"`` the first start is `model`'s own parameters. Other
-    arguments as in :func:`fit`.
+    ``method="em"`` the first start is `model`'s own parameters. Each CPT keeps
+    the model's order of parent axes. Other arguments as in :func:`fit`.
     """
     if not (hasattr(model, "mechanisms") and hasattr(model, "dag")):
         raise ModelError(f"fit_model expects a CausalModel, got {type(model).__name__}")
@@ -160,11 +166,13 @@ def fit_model(model: Any, data, *, method: str = "mle", prior=None,
     if is_dask_collection(data):
         fitted = fit_partitions(model.dag, data, method=method, prior=prior,
                                 equivalent_sample_size=equivalent_sample_size, states=st, latent=model.latent,
-                                model_class=type(model), init=model if method == "em" else None, n_iter=n_iter,
+                                model_class=type(model), parents=_parent_order(model),
+                                init=model if method == "em" else None, n_iter=n_iter,
                                 tol=tol, seed=seed, progress=progress, restarts=restarts)
         _check_kinds(model, st, fitted)
         return fitted
-    problem = prepare(model.dag, data, states=st, latent=model.latent, model_class=type(model))
+    problem = prepare(model.dag, data, states=st, latent=model.latent, model_class=type(model),
+                      parents=_parent_order(model))
     _check_kinds(model, st, problem)
     pri = make_prior(method, prior, equivalent_sample_size)
     if method == "em":

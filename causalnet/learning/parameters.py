@@ -239,17 +239,18 @@ def least_squares_from_qr(node: Hashable, r: np.ndarray, n: int, parents: Sequen
 
 
 def fit_families(dag, states: Mapping[Hashable, tuple | None], prior: Prior, counts_of: Callable,
-                 real_of: Callable) -> dict:
+                 real_of: Callable, parents_of: Callable | None = None) -> dict:
     """``{node: mechanism}`` fitted family by family from sufficient statistics.
 
     A discrete node (``states[v]`` a tuple) gets its CPT from
     ``counts_of(v, parents)`` (shape ``(*parent_cards, card)``) and `prior`;
     a continuous node gets ``real_of(v, parents)`` (a LinearGaussian). The
     statistics may come from one table or be summed over partitions.
+    ``parents_of(v)`` orders the parents (default: the DAG's order).
     """
     mechs: dict = {}
     for v in dag.topological_order():
-        parents = dag.parents(v)
+        parents = dag.parents(v) if parents_of is None else parents_of(v)
         if states[v] is None:
             mechs[v] = real_of(v, parents)
             continue

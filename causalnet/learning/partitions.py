@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import EvidenceError, ModelError
 from . import scores
 from .data import DiscreteColumn, RealColumn, Table, family_counts, is_dask_collection
 from .em import expected_counts, fit_em, record_fit_info
@@ -40,7 +40,7 @@ from .parameters import fit_families, least_squares_from_qr, make_prior, merge_q
 from .predict import predict, predict_targets, row_answers
 from .problem import Problem, as_dag, latent_states, prepare
 
-__all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions",
+__all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions", "check_dask_frame",
            "fit_partitions", "score_partitions", "score", "query_partitions", "predict_partitions"]
 
 
@@ -113,16 +113,17 @@ def _reindex(counts: np.ndarray, family: tuple, old: Mapping, new: Mapping) -> n
 # -- one partition --------------------------------------------------------------------------
 
 
-def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hashable]) -> Statistics | None:
+def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hashable],
+                         parents: Mapping | None = None) -> Statistics | None:
     """The :class:`Statistics` of one pandas partition (None when it has no rows), validated like a fit."""
     if len(part) == 0:
         return None
-    problem = prepare(structure, part, states=states, latent=latent)
+    problem = prepare(structure, part, states=states, latent=latent, parents=parents)
     t, dag = problem.table, problem.dag
     stats = Statistics(t.n, {c: problem.states[c] for c in t.names},
                        missing={c: int(np.count_nonzero(t.column(c).missing)) for c in t.names})
     for v in dag.nodes:
-        ps = dag.parents(v)
+        ps = problem.parents(v)
         fam = (*ps, v)
         if any(u in problem.latent for u in fam):
             continue
@@ -137,12 +138,12 @@ def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hash
     return stats
 
 
-def partition_expected_counts(part, model: Any, structure, states: Mapping, latent: frozenset
-                              ) -> tuple[dict, float] | None:
+def partition_expected_counts(part, model: Any, structure, states: Mapping, latent: frozenset,
+                              parents: Mapping | None = None) -> tuple[dict, float] | None:
     """EM's E-step on one partition: ``(expected family counts, log-likelihood)`` (None when empty)."""
     if len(part) == 0:
         return None
-    return expected_counts(model, prepare(structure, part, states=states, latent=latent))
+    return expected_counts(model, prepare(structure, part, states=states, latent=latent, parents=parents))
 
 
 def _add_counts(a: tuple, b: tuple) -> tuple:
@@ -172,12 +173,19 @@ def _combine(frame, merge):
     return pd.Series([_aggregate(frame, merge)], dtype=object)
 
 
+def check_dask_frame(ddf, exc: type = ModelError) -> None:
+    """Raise `exc` unless `ddf` is a Dask DataFrame (a Dask Series or Array has no columns to read)."""
+    if not (getattr(ddf, "ndim", None) == 2 and hasattr(ddf, "map_partitions") and hasattr(ddf, "reduction")):
+        raise exc(f"expected a Dask DataFrame (one column per node), got a {type(ddf).__name__}")
+
+
 def reduce_partitions(ddf, summarise, merge) -> Any:
     """``merge`` of ``summarise(partition)`` over every partition of `ddf`, by Dask's tree reduction.
 
     `summarise` returns None for an empty partition (skipped); the result is
     None when every partition is empty.
     """
+    check_dask_frame(ddf)
     return ddf.reduction(functools.partial(_chunk, summarise=summarise),
                          aggregate=functools.partial(_aggregate, merge=merge),
                          combine=functools.partial(_combine, merge=merge), meta=object).compute()
@@ -204,37 +212,38 @@ def _real_part(stats: Statistics, problem: Problem) -> dict:
         if v in problem.latent or stats.missing.get(v):
             raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
                              f"nodes of discrete nodes only")
-        out[v] = least_squares_from_qr(v, stats.qr[v], stats.rows[v], problem.dag.parents(v))
+        out[v] = least_squares_from_qr(v, stats.qr[v], stats.rows[v], problem.parents(v))
     return out
 
 
 def fit_partitions(structure, ddf, *, method: str = "mle", prior=None, equivalent_sample_size=None,
                    states: Mapping | None = None, latent: Iterable[Hashable] = (), model_class: type,
-                   init: Any = None, **em_options) -> Any:
+                   init: Any = None, parents: Mapping | None = None, **em_options) -> Any:
     """``fit`` on a Dask DataFrame: one pass for MLE and Bayes, then one pass per EM iteration.
 
-    Arguments as in :func:`causalnet.learning.fit.fit`; `init` is EM's first start.
+    Arguments as in :func:`causalnet.learning.fit.fit`; `init` is EM's first
+    start; `parents` orders each CPT's parent axes (as in :func:`prepare`).
     """
     pri = make_prior(method, prior, equivalent_sample_size)
     dag = as_dag(structure)
     states = dict(states or {})
     lat = frozenset([latent] if isinstance(latent, str) else latent) | dag.latent
-    stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=dag, states=states, latent=lat),
-                              Statistics.merge)
+    stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=dag, states=states, latent=lat,
+                                                     parents=parents), Statistics.merge)
     if stats is None:
         raise ModelError("the data have no rows; fitting needs at least one observation")
     node_states = {**stats.states, **latent_states(dag, lat, states)}
-    problem = Problem(dag, None, {v: node_states[v] for v in dag.nodes}, lat, model_class)
+    problem = Problem(dag, None, {v: node_states[v] for v in dag.nodes}, lat, model_class, parents)
     if method != "em":
         _check_complete(stats, lat, method)
         mechs = fit_families(dag, problem.states, pri, lambda v, ps: stats.counts[v],
-                             lambda v, ps: least_squares_from_qr(v, stats.qr[v], stats.rows[v], ps))
+                             lambda v, ps: least_squares_from_qr(v, stats.qr[v], stats.rows[v], ps), problem.parents)
         return model_class(mechs, latent=lat)
     discrete = {v: s for v, s in problem.states.items() if s is not None}
 
     def estep(model):
         return reduce_partitions(ddf, functools.partial(partition_expected_counts, model=model, structure=dag,
-                                                        states=discrete, latent=lat), _add_counts)
+                                                        states=discrete, latent=lat, parents=parents), _add_counts)
 
     model, info = fit_em(problem, pri, estep=estep, fixed=_real_part(stats, problem), init=init, **em_options)
     record_fit_info(model, info)
@@ -326,6 +335,7 @@ def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **o
     """
     import pandas as pd  # optional heavy dependency, imported on use
 
+    check_dask_frame(ddf, EvidenceError)
     tl = [targets] if isinstance(targets, (str, bytes)) or not isinstance(targets, (list, tuple)) else list(targets)
     for t in tl:
         model.check_node(t, "target")
@@ -347,6 +357,7 @@ def predict_partitions(model: Any, ddf, columns=None):
     """``model.predict(ddf)``: a lazy Dask DataFrame, each partition filled by :func:`predict`."""
     import pandas as pd  # optional heavy dependency, imported on use
 
+    check_dask_frame(ddf, EvidenceError)
     meta = pd.DataFrame({c: pd.Series(dtype=dt) for c, dt in ddf.dtypes.items()})
     for c in predict_targets(model, columns):
         meta[c] = pd.Categorical([], categories=list(model.states(c))) if model.spec(c).is_discrete else \

@@ -50,8 +50,9 @@ def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.n
         values = np.array(series.astype(object), dtype=object)                       # (n,), a copy
         present = values[~missing]
         if present.size and all(isinstance(v, (float, np.floating)) for v in present.tolist()):
-            if np.all(np.asarray(present, dtype=float) == np.round(np.asarray(present, dtype=float))):
-                values[~missing] = np.asarray(present, dtype=float).astype(np.int64)   # 1.0 -> state 1
+            x = np.asarray(present, dtype=float)
+            if np.all(np.isfinite(x)) and np.all(x == np.round(x)):
+                values[~missing] = x.astype(np.int64)                                   # 1.0 -> state 1
         return values, missing
     return np.where(missing, np.nan, np.asarray(series.astype(object), dtype=object)), missing
 
@@ -88,7 +89,14 @@ def frame_groups(model: Any, df, exclude: Sequence[Hashable] = ()) -> list[tuple
 
 
 def _typed(model: Any, node: Hashable, values: np.ndarray) -> np.ndarray:
-    return values if model.spec(node).is_discrete else values.astype(np.float64)
+    if model.spec(node).is_discrete:
+        return values
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError):
+        bad = next(v for v in values.tolist() if not isinstance(v, (int, float, np.number)))
+        raise EvidenceError(f"column {node!r} is a continuous node but holds the value {bad!r}; "
+                            f"expected numbers") from None
 
 
 def _rows_of_do(model: Any, do: Mapping | None, rows: np.ndarray, n: int) -> Mapping | None:

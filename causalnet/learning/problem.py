@@ -16,7 +16,7 @@ from ..errors import GraphError, ModelError
 from ..graph.dag import DAG
 from .data import Table, as_table
 
-__all__ = ["Problem", "prepare", "as_dag", "latent_states"]
+__all__ = ["Problem", "prepare", "as_dag", "latent_states", "check_parent_order"]
 
 
 def as_dag(structure) -> DAG:
@@ -36,12 +36,17 @@ class Problem:
     """A validated learning problem: the DAG, the table, and each node's states (None for continuous)."""
 
     def __init__(self, dag: DAG, table: Table, states: Mapping[Hashable, tuple | None], latent: frozenset,
-                 model_class: type | None = None) -> None:
+                 model_class: type | None = None, parents: Mapping[Hashable, tuple] | None = None) -> None:
         self.dag = dag
         self.model_class = model_class      # what a fit builds: CausalModel (learning sits below model.py)
         self.table = table
         self.states = dict(states)
         self.latent = latent
+        self._parents = {v: tuple(ps) for v, ps in parents.items()} if parents else None
+
+    def parents(self, v: Hashable) -> tuple:
+        """`v`'s parents in the order of its CPT axes: a refitted model's own order, else the DAG's."""
+        return self._parents[v] if self._parents is not None else tuple(self.dag.parents(v))
 
     def is_discrete(self, v: Hashable) -> bool:
         return self.states[v] is not None
@@ -76,9 +81,20 @@ def _check_families(dag: DAG, states: Mapping) -> None:
                                  f"discretise {p if states[p] is None else v!r} or make both continuous")
 
 
+def check_parent_order(dag: DAG, parents: Mapping | None) -> None:
+    """`parents` (node -> tuple, optional) must list exactly each node's parents in `dag`."""
+    for v in dag.nodes if parents else ():
+        if set(parents.get(v, ())) != set(dag.parents(v)) or len(parents.get(v, ())) != len(dag.parents(v)):
+            raise ModelError(f"parent order for {v!r} is {list(parents.get(v, ()))}, but its parents are "
+                             f"{list(dag.parents(v))}")
+
+
 def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[Hashable] = (),
-            model_class: type | None = None) -> Problem:
+            model_class: type | None = None, parents: Mapping | None = None) -> Problem:
     """Validate `structure`, `data`, `states` and `latent` together (nothing is fitted yet).
+
+    `parents` (node -> tuple) fixes the order of each CPT's parent axes (a
+    refitted model keeps its own); by default the DAG's order.
 
     Raises
     ------
@@ -89,6 +105,7 @@ def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[
         If the structure is not a DAG or `latent` names an unknown node.
     """
     dag = as_dag(structure)
+    check_parent_order(dag, parents)
     latent = frozenset([latent] if isinstance(latent, str) else latent) | dag.latent
     for v in latent:
         if v not in dag:
@@ -113,7 +130,7 @@ def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[
     node_states = {v: (table.states(v) if table.column(v).is_discrete else None) for v in observed}
     node_states.update(latent_states(dag, latent, states))
     _check_families(dag, node_states)
-    return Problem(dag, _subtable(table, observed), node_states, latent, model_class)
+    return Problem(dag, _subtable(table, observed), node_states, latent, model_class, parents)
 
 
 def _names(data) -> set:

@@ -21,15 +21,21 @@ def test_classes_of_a_learned_pdag():
     assert "F" in c.nodes and str(c).endswith("SHD 4)")
 
 
-def test_dot_colours_each_class():
+def test_dot_colours_each_class(tmp_path):
     c = cn.compare_graphs("A -- B; C -> B; D -> F", cn.DAG.parse("A -> B; B -> C; A -> E"))
     dot = c.to_dot(title="learned vs true")
     assert 'A -> B [color="#1f77b4" dir=none penwidth=2]' in dot
-    assert f'C -> B [color="{EDGE_STYLES["reversed"]["color"]}" penwidth=2]' in dot
+    assert f'B -> C [color="{EDGE_STYLES["reversed"]["color"]}" dir=back penwidth=2]' in dot    # drawn C -> B
     assert 'A -> E [color="#9e9e9e" style=dashed]' in dot
     assert 'D -> F [color="#d62728" penwidth=2]' in dot
     assert "learned vs true" in dot and "red: extra" in dot
-    assert "legend" not in c.to_dot(legend=False) and "label" not in c.to_dot(legend=False)
+    assert "label" not in c.to_dot(legend=False)
+    assert cn.render(c, tmp_path / "c.dot").read_text().count("color=") == 4
+
+
+def test_drawing_never_has_a_cycle():
+    c = cn.compare_graphs("A -> B; B -> C", "C -> A")          # union A -> B -> C -> A as shown
+    assert c.to_dot().count("dir=back") == 1
 
 
 def test_models_are_compared_by_their_dags(sprinkler):

@@ -103,3 +103,21 @@ def test_gaussian_score_on_dask_equals_pandas(client, linear_gaussian):
     for name in ("bic-g", "loglik"):
         assert_allclose(cn.score(linear_gaussian.dag, ddf, score=name), cn.score(linear_gaussian.dag, df, score=name),
                         rtol=1e-12)
+
+
+def test_model_fit_em_on_dask_starts_from_the_model(client, sprinkler):
+    df = sprinkler.sample(800, seed=5).to_pandas().astype(object)
+    df = df.mask(np.random.default_rng(2).random(df.shape) < 0.25)
+    a = sprinkler.fit(dd.from_pandas(df, npartitions=3), method="em", n_iter=4, progress=False)
+    b = sprinkler.fit(df, method="em", n_iter=4, progress=False)
+    _same_model(a, b, atol=1e-10)
+
+
+def test_dask_series_and_arrays_are_refused(client, sprinkler):
+    ddf = dd.from_pandas(sprinkler.sample(50, seed=0).to_pandas(), npartitions=2)
+    with pytest.raises(cn.ModelError, match="expected a Dask DataFrame"):
+        cn.fit(sprinkler.dag, ddf["Rain"])
+    with pytest.raises(cn.EvidenceError, match="expected a Dask DataFrame"):
+        sprinkler.query("Wet", evidence=ddf["Rain"])
+    with pytest.raises(cn.EvidenceError, match="expected a Dask DataFrame"):
+        sprinkler.predict(ddf.to_dask_array())

@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
@@ -100,3 +101,15 @@ def test_em_refuses_missing_continuous(linear_gaussian):
     df.loc[3, "X"] = np.nan
     with pytest.raises(cn.ModelError, match="continuous node 'X' has missing values"):
         fit(linear_gaussian.dag, df, method="em", progress=False)
+
+
+def test_em_integer_state_names_equal_string_names(sprinkler):
+    df = sprinkler.sample(600, seed=11).to_pandas()
+    codes = pd.DataFrame({v: df[v].cat.codes.to_numpy() + 5 for v in df})          # states 5, 6: names, not indices
+    codes = codes.astype(object).mask(np.random.default_rng(3).random(codes.shape) < 0.3)
+    text = codes.map(lambda x: None if x is None or x != x else f"s{x}")
+    opts = dict(method="em", n_iter=5, seed=0, progress=False)
+    a = cn.fit(sprinkler.dag, codes, states={v: [5, 6] for v in df}, **opts)
+    b = cn.fit(sprinkler.dag, text, states={v: ["s5", "s6"] for v in df}, **opts)
+    for v in sprinkler.nodes:
+        np.testing.assert_allclose(a.mechanisms[v].table, b.mechanisms[v].table, rtol=0, atol=1e-12)

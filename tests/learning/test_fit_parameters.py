@@ -147,3 +147,18 @@ def test_no_warning_when_every_configuration_is_seen(asia_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fit(m.dag, df, method="bayes")
+
+
+def test_refit_keeps_the_models_parent_order():
+    alarm = cn.gallery.load("alarm")
+    node = "SHUNT"                     # declared parents (INTUBATION, PULMEMBOLUS); the DAG lists them the other way
+    assert tuple(alarm.mechanisms[node].parents) != tuple(alarm.dag.parents(node))
+    df = alarm.sample(3000, seed=0).to_pandas()
+    refit = alarm.fit(df, method="bayes")
+    assert refit.mechanisms[node].parents == alarm.mechanisms[node].parents
+    assert refit.mechanisms[node].table.shape == alarm.mechanisms[node].table.shape == (3, 2, 2)
+    common = (0, 1)                    # INTUBATION=NORMAL, PULMEMBOLUS=FALSE: most rows
+    assert np.abs(refit.mechanisms[node].table[common] - alarm.mechanisms[node].table[common]).max() < 0.03
+    holes = df.assign(INTUBATION=df["INTUBATION"].astype(object).mask(np.arange(len(df)) % 3 == 0))
+    em = alarm.fit(holes, method="em", n_iter=2, progress=False)          # EM starts from alarm's own tables
+    assert em.mechanisms[node].table.shape == alarm.mechanisms[node].table.shape

@@ -3,6 +3,9 @@
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import guarded
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import causalnet as cn
@@ -111,3 +114,31 @@ def test_samples_to_pandas_round_trips_through_fit():
     assert_allclose(fitted.mechanisms["B"].table, m.mechanisms["B"].table, atol=0.04)
     refit = m.fit(df)
     assert_allclose(refit.mechanisms["B"].table, fitted.mechanisms["B"].table, rtol=0, atol=0)
+
+
+CELLS = st.sampled_from(["no", "yes", "off", "on", "dry", "wet", 0, 1, 2, -1, 0.5, 1.0, np.nan, None, pd.NA, True,
+                         np.inf, "maybe", "", (1,), b"no"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(CELLS, CELLS, CELLS), min_size=0, max_size=5),
+       st.sampled_from([["Rain", "Sprinkler"], ["Rain", "Wet"], ["Sprinkler", "Wet", "Rain"], ["Rain", "Snow"]]))
+def test_frame_inputs_give_an_answer_or_a_typed_error(sprinkler, rows, columns):
+    df = pd.DataFrame([r[:len(columns)] for r in rows], columns=columns, dtype=object)
+    target = next(v for v in sprinkler.nodes if v not in columns) if set(columns) != set(sprinkler.nodes) else "Wet"
+    out = guarded(sprinkler.query, target, evidence=df.drop(columns=[target], errors="ignore"))
+    if not isinstance(out, Exception):
+        assert out.probs.shape == (len(df), 2)
+        assert_allclose(out.probs.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    guarded(sprinkler.predict, df)
+    guarded(sprinkler.predict_proba, df, "Rain")
+
+
+def test_frame_real_column_with_text_is_a_typed_error(linear_gaussian):
+    with pytest.raises(cn.EvidenceError, match="'Z' is a continuous node but holds the value 'abc'"):
+        linear_gaussian.query("Y", evidence=pd.DataFrame({"Z": [0.5, "abc"]}))
+
+
+def test_other_front_doors_name_where_frames_go(sprinkler):
+    with pytest.raises(cn.EvidenceError, match="DataFrame of evidence rows is taken by model.query"):
+        sprinkler.map(evidence=pd.DataFrame({"Rain": ["no"]}))
