@@ -182,7 +182,7 @@ def run_large(args) -> None:
         g = large_dag(n, degree, seed=0)
         rng = np.random.default_rng(1)
         order = [v for v in g.topological_order() if v not in g.latent]
-        iv_times, iv_counts, first, hundred, peer = [], [], [], [], []
+        iv_times, iv_counts, first, hundred, peer, sizes = [], [], [], [], [], []
         h = g.to_networkx()
         observed = set(g.observed)
         for _ in range(reps):
@@ -190,11 +190,13 @@ def run_large(args) -> None:
             t, ivs = cpu(g.instrumental_variables, x, y)
             iv_times.append(t)
             iv_counts.append(len(ivs))
-            b = order[int(rng.integers(len(order) * 9 // 10, len(order)))]
+            late = [order[int(i)] for i in rng.integers(len(order) * 9 // 10, len(order), size=50)]
+            b = max(late, key=lambda v: len(g.ancestors(v)))          # a deep node: many separators
             pool = sorted(g.ancestors(b) - g.latent - set(g.parents(b)), key=str)
             if not pool:
                 continue
             a = pool[int(rng.integers(len(pool)))]
+            sizes.append(len(g.ancestors({a, b})))
             t0 = time.process_time()
             it = g.minimal_separators(a, b)
             z = next(it, None)
@@ -214,7 +216,7 @@ def run_large(args) -> None:
             line = f"  minimal_separators: first {med(first) * 1e3:7.2f} ms, first 100 {med(hundred) * 1e3:7.2f} ms"
             if peer:
                 line += f"; networkx find_minimal_d_separator {med(peer) * 1e3:7.2f} ms (ratio {med(peer) / med(first):.1f}x)"
-            print(line)
+            print(line + f" (|An(a, b)| median {med(sizes)})")
 
 
 def linear_mediation_model() -> cn.CausalModel:
