@@ -13,6 +13,7 @@ are deterministic.
 The structure itself lives in :mod:`causalnet.graph.core` (:class:`DAGCore`,
 which this class extends). The graph algorithms are functions over a graph in
 their own modules — d-separation in :mod:`causalnet.graph.separation`,
+the listing of every minimal separator in :mod:`causalnet.graph.separators`,
 adjustment sets in :mod:`causalnet.graph.adjustment`, identification with
 hidden confounders in :mod:`causalnet.graph.identification`, instruments in
 :mod:`causalnet.graph.instruments`, Markov equivalence in

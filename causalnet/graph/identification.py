@@ -56,13 +56,13 @@ from ..queries import parse_query
 from . import adjustment, separation
 from .core import DAGCore, default_dag_class
 from .evaluation import Algebra, evaluate
-from .parse import latent_parent_name
+from .parse import latent_parent_name, parse_graph
 
 __all__ = [
     "Expression", "Probability", "Sum", "Product", "Fraction", "ONE", "Algebra",
     "marginal", "product", "fraction", "conditional",
     "Estimand", "MixedGraph", "latent_projection", "c_components", "district", "with_bidirected",
-    "identify", "id_algorithm", "do_calculus",
+    "identify", "id_algorithm", "do_calculus", "as_graph",
 ]
 
 
@@ -549,14 +549,30 @@ def _pair(e: Any) -> tuple:
     return a, b
 
 
-def latent_projection(dag: DAGCore) -> MixedGraph:
-    """The mixed graph over the observed nodes of `dag`.
+def as_graph(graph: Any, fn: str = "identify") -> DAGCore | MixedGraph:
+    """`graph` itself (a DAG or a mixed graph), or the DAG that a graph text describes.
+
+    Text is dagitty-like (:meth:`causalnet.DAG.parse`): ``"X -> Y; X <-> Y"``,
+    each ``A <-> B`` a latent common parent ``U[A,B]``.
+    """
+    if isinstance(graph, str):
+        edges, nodes, latent = parse_graph(graph)
+        return default_dag_class()(edges, nodes=nodes, latent=latent)
+    if not isinstance(graph, (DAGCore, MixedGraph)):
+        raise GraphError(f"{fn} expects a DAG, a MixedGraph or a graph text such as 'X -> Y; X <-> Y', "
+                         f"got {type(graph).__name__}")
+    return graph
+
+
+def latent_projection(dag: DAGCore | MixedGraph | str) -> MixedGraph:
+    """The mixed graph over the observed nodes of `dag` (a DAG, a mixed graph, or a graph text).
 
     ``A -> B`` when a directed path leads from A to B through latent nodes
     only; ``A <-> B`` when a latent node has directed paths to both A and B
     through latent nodes only. The projection keeps every d-separation among
     observed nodes and every identification result.
     """
+    dag = as_graph(dag, "latent_projection")
     if isinstance(dag, MixedGraph):
         return dag
     lat = dag.latent
@@ -859,9 +875,10 @@ def identify(graph: DAGCore | MixedGraph, outcomes: Any, treatments: Any = (), g
 
     Parameters
     ----------
-    graph : DAG or MixedGraph
+    graph : DAG, MixedGraph or str
         A DAG with latent nodes (bidirected edges as latent parents, see
-        :func:`with_bidirected`) or its latent projection.
+        :func:`with_bidirected`), its latent projection, or a graph text
+        such as ``"X -> Y; X <-> Y"`` (see :meth:`causalnet.DAG.parse`).
     outcomes : node, nodes, or a query string
         ``"P(Y | do(X), Z)"`` (values such as ``do(X=1)`` are kept in
         ``estimand.values``); then `treatments` and `given` must be empty.
@@ -879,8 +896,20 @@ def identify(graph: DAGCore | MixedGraph, outcomes: Any, treatments: Any = (), g
     NotIdentifiable
         When no formula exists; ``err.hedge`` is the pair of node sets (F, F').
     GraphError
-        On unknown or latent nodes, or overlapping roles.
+        On unknown or latent nodes, overlapping roles, or a graph text that
+        does not parse.
+
+    Examples
+    --------
+    >>> import causalnet as cn
+    >>> print(cn.identify("X -> M -> Y; X <-> Y", "P(Y | do(X))"))
+    Σ_{M} P(M | X) Σ_{X'} P(X') P(Y | X', M)
+    >>> cn.identify("X -> Y; X <-> Y", "P(Y | do(X))")
+    Traceback (most recent call last):
+    ...
+    causalnet.errors.NotIdentifiable: P(Y | do(X)) is not identifiable: hedge F = {X, Y}, F' = {Y} ...
     """
+    graph = as_graph(graph)
     y, x, z, values = _parse(outcomes, treatments, given)
     h = latent_projection(graph)
     ys, xs, zs = _check_nodes(h, y, "outcome"), _check_nodes(h, x, "treatment"), _check_nodes(h, z, "condition")
@@ -964,7 +993,7 @@ def do_calculus(graph: DAGCore | MixedGraph, rule: int, y: Any, x: Any = (), z: 
     >>> do_calculus(g, 2, "Y", z="X", w="Z"), do_calculus(g, 2, "Y", z="X")
     (True, False)
     """
-    dag = _dag_of(graph)
+    dag = _dag_of(as_graph(graph, "do_calculus"))
     if rule not in (1, 2, 3):
         raise GraphError(f"do-calculus has rules 1, 2 and 3, got {rule!r}")
     h = latent_projection(dag)

@@ -126,15 +126,25 @@ def instrumental_variables(dag: DAGCore, treatment: Hashable, outcome: Hashable)
     observed = {pos[v] for v in dag.observed}
     allowed = observed - forbidden - {xi}
     an_y = closure(par, {yi})
+    base = _near_y(par, chi, an_y.__contains__, yi, allowed, None)
+    sides = _Sides(par, chi, an_y, base)
+    reach: dict = {}                   # W -> the nodes d-connected to x given W (one Bayes-ball per W)
     out = []
     for z in range(ix.n):
         if z not in allowed:
             continue
-        w = _closest_separator_ints(par, chi, an_y, z, yi, allowed)
+        extra = _ancestors_outside(par, an_y, z)
+        w = sides.separator(z, extra)
+        if w is _LEAK:
+            w = _closest_separator_ints(par, chi, an_y, extra, z, yi, allowed, base)
         if w is None:
             continue
-        up, down = bayes_ball(par, chi, (z,), w, stop={xi})
-        if xi in up or xi in down:
+        if w not in reach:
+            if len(reach) >= _REACH_CACHE:
+                reach.pop(next(iter(reach)))
+            up, down = bayes_ball(par, chi, (xi,), w)
+            reach[w] = up | down
+        if z in reach[w]:
             out.append((ix.nodes[z], frozenset(ix.nodes[v] for v in w)))
     return out
 
@@ -160,14 +170,84 @@ def _moral_neighbours(par: list, chi: list, inside, v: int):
             yield from par[c]
 
 
-def _closest_separator_ints(par: list, chi: list, an_y: set, z: int, y: int, allowed: set) -> frozenset | None:
-    """The minimal d-separator of `z` and `y` among `allowed` ancestors that lies closest to `y`; None if none.
+_REACH_CACHE = 256
+_LEAK = object()
 
-    It is the set of allowed nodes that the walk from y through the other
-    nodes of the moral graph of An(z ∪ y) meets first, less those that z's
-    side of the graph does not touch.
+
+class _Sides:
+    """The separator closest to y for every candidate z, from one pass over the moral graph of An(y).
+
+    `base` is the walk from y in that moral graph: the allowed nodes it
+    meets (N) and the nodes it walked through (C). The other nodes of An(y)
+    fall into connected components of the moral graph minus N; a component's
+    *boundary* is the part of N it touches. For z in An(y) the separator is
+    the boundary of z's component. For z outside, the moral graph of
+    An(z ∪ y) adds An(z) minus An(y) (`extra`, connected to z), joined to
+    An(y) only at the parents P of its nodes: unless one of those is in C
+    (then the walk from y itself changes: :data:`_LEAK`, and the caller
+    walks), the separator is P ∩ N plus the boundaries of the components of
+    the rest of P.
     """
-    extra: set = set()                 # An(z) outside An(y)
+
+    def __init__(self, par: list, chi: list, an_y: set, base: tuple[set, set]) -> None:
+        self.par = par
+        self.an_y = an_y
+        self.near, self.walked = base
+        self.label: dict = {}
+        self.boundary: list = []
+        for v in an_y:
+            if v in self.label or v in self.near or v in self.walked:
+                continue
+            touched: set = set()
+            self.label[v] = len(self.boundary)
+            stack = [v]
+            while stack:
+                for n in _moral_neighbours(par, chi, an_y.__contains__, stack.pop()):
+                    if n in self.near:
+                        touched.add(n)
+                    elif n not in self.label:
+                        self.label[n] = self.label[v]
+                        stack.append(n)
+            self.boundary.append(frozenset(touched))
+
+    def separator(self, z: int, extra: set):
+        """The separator closest to y, None when there is none, or :data:`_LEAK`."""
+        if z in self.near:
+            return None
+        if not extra:
+            return self.boundary[self.label[z]]
+        w: set = set()
+        labels: set = set()
+        for e in extra:
+            for p in self.par[e]:
+                if p not in self.an_y:
+                    continue
+                if p in self.walked:
+                    return _LEAK
+                if p in self.near:
+                    w.add(p)
+                else:
+                    labels.add(self.label[p])
+        for lab in labels:
+            w |= self.boundary[lab]
+        return frozenset(w)
+
+
+class _Either:
+    """Membership in either of two sets, without building their union."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: set, b: set) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, v) -> bool:
+        return v in self.a or v in self.b
+
+
+def _ancestors_outside(par: list, an_y: set, z: int) -> set:
+    """An(z) minus the ancestral set `an_y`."""
+    extra: set = set()
     if z not in an_y:
         extra.add(z)
         stack = [z]
@@ -176,13 +256,19 @@ def _closest_separator_ints(par: list, chi: list, an_y: set, z: int, y: int, all
                 if p not in an_y and p not in extra:
                     extra.add(p)
                     stack.append(p)
+    return extra
 
-    def inside(v):
-        return v in an_y or v in extra
 
-    near_y: set = set()
+def _near_y(par: list, chi: list, inside, y: int, allowed: set, z: int | None) -> tuple[set, set] | None:
+    """Walk from y through non-allowed nodes of the moral graph of the ancestral set `inside`.
+
+    Returns the allowed nodes met (the separator closest to y) and the nodes
+    walked through, or None when the walk meets `z`.
+    """
+    near: set = set()
     seen, stack = {y}, [y]
-    while stack:                       # walk from y, stopping at allowed nodes
+    walked = {y}
+    while stack:
         for n in _moral_neighbours(par, chi, inside, stack.pop()):
             if n in seen:
                 continue
@@ -190,9 +276,36 @@ def _closest_separator_ints(par: list, chi: list, an_y: set, z: int, y: int, all
             if n == z:
                 return None
             if n in allowed:
-                near_y.add(n)
+                near.add(n)
             else:
+                walked.add(n)
                 stack.append(n)
+    return near, walked
+
+
+def _closest_separator_ints(par: list, chi: list, an_y: set, extra: set, z: int, y: int,
+                            allowed: set, base: tuple[set, set]) -> frozenset | None:
+    """The minimal d-separator of `z` and `y` among `allowed` ancestors that lies closest to `y`; None if none.
+
+    It is the set of allowed nodes that the walk from y through the other
+    nodes of the moral graph of An(z ∪ y) = `an_y` ∪ `extra` meets first,
+    less those that z's side of the graph does not touch. `base` is that
+    walk in the moral graph of An(y) alone: it is the answer unless a node
+    of `extra` has a parent the walk went through (the only new edges at the
+    walked nodes come from children in `extra`).
+    """
+
+    def inside(v):
+        return v in an_y or v in extra
+
+    near_y, walked = base
+    if z in near_y:
+        return None
+    if any(p in walked for e in extra for p in par[e]):
+        got = _near_y(par, chi, inside, y, allowed, z)
+        if got is None:
+            return None
+        near_y = got[0]
     keep: set = set()
     seen, stack = {z}, [z]
     while stack and len(keep) < len(near_y):   # keep those the z side touches: a minimal separator

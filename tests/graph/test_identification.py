@@ -282,3 +282,40 @@ def test_do_calculus_textbook_and_errors():
         do_calculus(g, 1, "Y", x="X", z="X")
     with pytest.raises(cn.GraphError, match="at least one"):
         do_calculus(g, 1, "Y")
+
+
+# -- graphs given as text ------------------------------------------------------------------------
+
+TEXT = {
+    "bow": "X -> Y; X <-> Y",
+    "frontdoor": "X -> M -> Y; X <-> Y",
+    "napkin": "W -> R -> X -> Y; W <-> X; W <-> Y",
+    "verma": "A -> B -> C -> D; B <-> D",
+    "mbias": "A -> M <- B; X -> Y; A <-> X; B <-> Y",
+}
+
+
+def test_identify_from_graph_text_raises_with_the_hedge():
+    with pytest.raises(cn.NotIdentifiable, match=r"hedge F = \{X, Y\}, F' = \{Y\}") as info:
+        cn.identify("X -> Y; X <-> Y", "P(Y | do(X))")
+    assert info.value.hedge == (frozenset({"X", "Y"}), frozenset({"Y"}))
+    _check_hedge(latent_projection("X -> Y; X <-> Y"), info.value.hedge, {"X"}, {"Y"})
+
+
+@pytest.mark.parametrize("name", ["frontdoor", "napkin", "verma", "mbias"])
+def test_graph_text_gives_the_same_estimand_as_the_graph(name):
+    x, y = ("A", "D") if name == "verma" else ("X", "Y")
+    from_text = cn.identify(TEXT[name], f"P({y} | do({x}))")
+    from_graph = identify(CLASSIC[name], y, x)
+    assert str(from_text) == str(from_graph) and from_text.method == from_graph.method
+    assert set(latent_projection(TEXT[name]).bidirected_edges) == set(latent_projection(CLASSIC[name]).bidirected_edges)
+    assert cn.DAG.parse(TEXT[name]).do_calculus(2, y, z=x) == CLASSIC[name].do_calculus(2, y, z=x)
+
+
+def test_graph_text_errors():
+    with pytest.raises(cn.GraphError, match="expects a DAG, a MixedGraph or a graph text"):
+        cn.identify(42, "P(Y | do(X))")
+    with pytest.raises(cn.GraphError):
+        cn.identify("X -> -> Y", "P(Y | do(X))")
+    with pytest.raises(cn.GraphError, match="unknown or latent"):
+        cn.identify("X -> Y; X <-> Y", "Y", "U[X,Y]")
