@@ -19,9 +19,10 @@ no dropout, no mask) with the same weights runs as:
   :class:`~causalnet.inference.tensor.Plan`.
 
 All outputs are checked against PyTorch first. The machine is shared, so
-timings are noisy: the variants run interleaved, round after round, and the
-table reports per-variant medians and the median of the per-round ratios
-(each round times every variant back to back). ``--threads 1`` pins PyTorch and
+timings are noisy: the variants run interleaved, round after round, in a
+fresh random order each round (so that no variant always finds its twin's
+weights in cache), and the table reports per-variant medians and the median
+of the per-round ratios (each round times every variant back to back). ``--threads 1`` pins PyTorch and
 BLAS to one thread, which a shared machine disturbs least.
 
 Peak memory is measured after the timings: ``tracemalloc``'s peak during one
@@ -167,11 +168,15 @@ def main(argv=None) -> None:
     for fn in variants.values():  # warm up
         fn()
     times = {k: [] for k in variants}
+    names = list(variants)
+    shuffle = np.random.default_rng(1)
     for _ in range(rounds):
-        for name, fn in variants.items():
+        # a fresh order each round: no variant always runs right after its twin (whose weights it finds in cache)
+        for i in shuffle.permutation(len(names)):
+            fn = variants[names[i]]
             t0 = time.perf_counter()
             fn()
-            times[name].append(time.perf_counter() - t0)
+            times[names[i]].append(time.perf_counter() - t0)
     mem = {k: peak_traced(fn) for k, fn in variants.items()}
     med = {k: 1e3 * statistics.median(v) for k, v in times.items()}
     base_t, base_np = times["torch (fast path)"], times["numpy (plain)"]

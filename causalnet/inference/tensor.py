@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -110,6 +111,11 @@ class Plan:
         self._steps = [(v, mechs[v], mechs[v].parents, model.specs[v]) for v in self.nodes]
         self._program = Program(model, self.inputs, self.nodes, self.outputs)
         self._checked: set = set()
+        specs = model.specs
+        # the fast path's per-input test, and the specs of what it returns
+        self._fast_inputs = tuple((v, specs[v].dtype, len(specs[v].shape) + 1, specs[v].dtype.kind == "f")
+                                  for v in self.inputs)
+        self._out_specs = {v: specs[v] for v in self.outputs}
 
     def run(self, values: Mapping[Hashable, Any], *, keep: Iterable[Hashable] | None = None):
         """Run the plan on `values` (one batch-first array per input node).
@@ -130,7 +136,7 @@ class Plan:
         if keep is None and self._checked:
             fast = self._run_program(values)
             if fast is not None:
-                return Trace(fast, model.specs)
+                return Trace(fast, self._out_specs)
         missing = [v for v in self.inputs if v not in values]
         if missing:
             raise ModelError(f"plan needs values for {missing}")
@@ -152,7 +158,7 @@ class Plan:
             if v not in sizes:
                 vals[v] = np.broadcast_to(vals[v], (nb, *vals[v].shape))
             model.specs[v].check_value(v, vals[v])
-        signature = tuple((vals[v].shape, vals[v].dtype.str) for v in self.inputs)
+        signature = tuple(vals[v].shape for v in self.inputs)     # the fast path checks the dtypes itself
         out = self._run_checked(vals, nb, keep_set)       # raises, naming the node, where the fast run went non-finite
         if not keep and len(self._checked) < 64:
             self._checked.add(signature)                  # every shape checked once: later runs take the program
@@ -163,23 +169,23 @@ class Plan:
         if len(values) != len(self.inputs):
             return None
         arrs = []
-        specs = self.model.specs
-        for v in self.inputs:
+        for v, dtype, ndim, is_float in self._fast_inputs:
             a = values.get(v)
-            spec = specs[v]
-            if type(a) is not np.ndarray or a.dtype != spec.dtype or a.ndim != len(spec.shape) + 1:
+            if type(a) is not np.ndarray or a.dtype != dtype or a.ndim != ndim:
                 return None
-            if a.dtype.kind == "f" and not math.isfinite(float(np.add.reduce(a, axis=None))):
+            if is_float and not math.isfinite(float(np.add.reduce(a, axis=None))):
                 return None                                # the checked path names the bad input
             arrs.append(a)
-        if len({a.shape[0] for a in arrs}) > 1:
-            return None
-        if tuple((a.shape, a.dtype.str) for a in arrs) not in self._checked:
+        if len(arrs) == 1:
+            if (arrs[0].shape,) not in self._checked:
+                return None
+        elif len({a.shape[0] for a in arrs}) > 1 or tuple(a.shape for a in arrs) not in self._checked:
             return None
         out = self._program.run(arrs)
-        if all(_finite(a, ok) for a, ok in zip(out.values(), self._program.neginf_ok)):
-            return out
-        return None
+        for a, ok in zip(out.values(), self._program.neginf_ok):
+            if not _finite(a, ok):
+                return None
+        return out
 
     def _run_checked(self, vals: dict, nb: int, keep_set: set):
         """Node by node through ``evaluate``: shapes, sizes and finiteness checked at every node."""
@@ -244,6 +250,9 @@ class Program:
             if a not in keep:
                 frees[i].append(a)
         self.steps = [(fn, args, out, tuple(fr)) for (fn, args, out), fr in zip(steps, frees)]
+        # what run() executes: the arguments fetched by one itemgetter (a tuple when several)
+        self._calls = [(fn, operator.itemgetter(*args) if args else _no_args, len(args) != 1, out, fr)
+                       for fn, args, out, fr in self.steps]
         self.nslots = nslots
         self.inputs = tuple(slot[v] for v in inputs)
         self.outputs = tuple((v, slot[v]) for v in outputs)
@@ -254,11 +263,15 @@ class Program:
         for i, a in zip(self.inputs, values):
             slots[i] = a
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            for fn, args, out, frees in self.steps:
-                slots[out] = fn(*[slots[a] for a in args])
+            for fn, get, several, out, frees in self._calls:
+                slots[out] = fn(*get(slots)) if several else fn(get(slots))
                 for a in frees:
                     slots[a] = None
         return {v: slots[i] for v, i in self.outputs}
+
+
+def _no_args(slots: list) -> tuple:
+    return ()
 
 
 def _callable(node, mech, spec):
@@ -306,7 +319,8 @@ def _fused_product(w: np.ndarray, b: np.ndarray | None):
 
 
 def _column_block(lo: int, hi: int):
-    return lambda y: y[..., lo:hi]
+    block = (Ellipsis, slice(lo, hi))
+    return lambda y: y[block]
 
 
 class _Growing:

@@ -197,6 +197,29 @@ class AttentionWeights(MaskedOp):
             s += bias if self.heads is None or bias.ndim == 2 else bias[:, None]  # broadcasts over heads
         return softmax_(s)
 
+    def compiled(self, node):
+        """Without a mask, heads and scale resolved once: ``run_step(0, q, k)`` without its indirections."""
+        if self.has_padding or self.causal or self.heads is None:
+            return self._run
+        h, dtype, fixed = self.heads, self.dtype, self.scale
+
+        def run(q, k):
+            if q.dtype != dtype:
+                q = q.astype(dtype)
+            if k.dtype != dtype:
+                k = k.astype(dtype)
+            scale = fixed if fixed is not None else 1.0 / math.sqrt(q.shape[-1] // h)
+            s = split_heads(q, h, scale) @ split_heads(k, h).transpose(0, 1, 3, 2)   # (n, h, T, S)
+            if s.size == 0:
+                return s
+            # softmax_ without its all-masked-row test: with no mask, a row without a finite
+            # maximum comes from an overflow and turns into NaN, which sends the plan to its checked path
+            s -= s.max(axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s /= s.sum(axis=-1, keepdims=True)
+            return s
+        return run
+
     def __repr__(self) -> str:
         return f"AttentionWeights(parents={list(self.parents)}, heads={self.heads}, causal={self.causal})"
 
@@ -258,6 +281,20 @@ class Attention(TensorOp):
         if self.heads is None:
             return p @ np.ascontiguousarray(v)                                      # (n, T, D)
         return merge_heads(p @ split_heads(v, self.heads))                         # (n, T, D)
+
+    def compiled(self, node):
+        """``_run`` with the attribute lookups made once."""
+        if self.heads is None:
+            return self._run
+        h, dtype = self.heads, self.dtype
+
+        def run(p, v):
+            if p.dtype != dtype:
+                p = p.astype(dtype)
+            if v.dtype != dtype:
+                v = v.astype(dtype)
+            return merge_heads(p @ split_heads(v, h))                              # (n, T, D)
+        return run
 
     def __repr__(self) -> str:
         return f"Attention(parents={list(self.parents)}, heads={self.heads})"

@@ -67,6 +67,19 @@ class Linear(TensorOp):
             y += self.bias
         return y.reshape(*x.shape[:-1], self.d_out)         # (n, ..., d_out)
 
+    def compiled(self, node):
+        """``_run`` with the attribute lookups and the transposed view made once (the same products)."""
+        wt, b, dtype, d_out = self.weight.T, self.bias, self.dtype, self.d_out
+
+        def run(x):
+            if x.dtype != dtype:
+                x = x.astype(dtype)
+            y = x.reshape(-1, x.shape[-1]) @ wt              # (n * ..., d_out)
+            if b is not None:
+                y += b
+            return y.reshape(*x.shape[:-1], d_out)           # (n, ..., d_out)
+        return run
+
     def __repr__(self) -> str:
         return f"Linear(parents={list(self.parents)}, d_in={self.d_in}, d_out={self.d_out})"
 
@@ -377,6 +390,22 @@ class FeedForward(TensorOp):
         if self.b2 is not None:
             y += self.b2
         return y.reshape(x.shape)
+
+    def compiled(self, node):
+        """``_run`` with the attribute lookups and the transposed views made once (the same products)."""
+        w1t, b1, w2t, b2, act, d, dtype = self.w1.T, self.b1, self.w2.T, self.b2, self._act, self.d, self.dtype
+
+        def run(x):
+            if x.dtype != dtype:
+                x = x.astype(dtype)
+            h = x.reshape(-1, d) @ w1t                           # (n * ..., d_ff)
+            if b1 is not None:
+                h += b1
+            y = act(h) @ w2t                                     # (n * ..., d)
+            if b2 is not None:
+                y += b2
+            return y.reshape(x.shape)
+        return run
 
     def __repr__(self) -> str:
         return f"FeedForward(parents={list(self.parents)}, d={self.d}, d_ff={self.d_ff}, {self.activation})"

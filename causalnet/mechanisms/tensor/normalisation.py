@@ -87,6 +87,35 @@ class LayerNorm(TensorOp):
         xc /= var
         return self._affine(xc)
 
+    def compiled(self, node):
+        """``_run`` for the usual "add & norm" of two parents, attribute lookups made once (the same arithmetic)."""
+        if len(self.parents) != 2:
+            return self._run
+        dtype, eps, w, b, slow = self.dtype, self.eps, self.weight, self.bias, self._run
+        einsum, reduce = np.einsum, np.add.reduce
+
+        def run(x0, x1):
+            if x0.dtype != dtype or x1.dtype != dtype:
+                return slow(x0, x1)
+            x = x0 + x1                                            # a fresh array: normalised in place
+            inv_d = 1.0 / x.shape[-1]
+            mu = reduce(x, axis=-1, keepdims=True)                 # (n, ..., 1)
+            mu *= inv_d
+            x -= mu
+            var = einsum("...i,...i->...", x, x)[..., None]        # (n, ..., 1)
+            var *= inv_d
+            var += eps
+            np.sqrt(var, out=var)
+            if not math.isfinite(float(reduce(var, axis=None))):   # overflow: the rescaling path
+                return slow(x0, x1)
+            x /= var
+            if w is not None:
+                x *= w
+            if b is not None:
+                x += b
+            return x
+        return run
+
     def _affine(self, xc: np.ndarray) -> np.ndarray:
         if self.weight is not None:
             xc *= self.weight
