@@ -116,10 +116,13 @@ class GraphIndex:
         Parents and children of each node, in edge insertion order.
     p_ptr, p_idx, c_ptr, c_idx : ndarray of int64
         The same lists as CSR arrays (row ``v`` is ``idx[ptr[v]:ptr[v + 1]]``),
-        for frontier-at-a-time numpy searches.
+        for frontier-at-a-time numpy searches and compiled kernels.
+    scratch : object or None
+        Working memory a search may keep with the index (the compiled
+        d-separation keeps its stamp arrays here); None until one does.
     """
 
-    __slots__ = ("pos", "nodes", "n", "par", "chi", "p_ptr", "p_idx", "c_ptr", "c_idx")
+    __slots__ = ("pos", "nodes", "n", "par", "chi", "p_ptr", "p_idx", "c_ptr", "c_idx", "scratch")
 
     def __init__(self, pos: dict, nodes: tuple, par: list, chi: list) -> None:
         self.pos = pos
@@ -129,6 +132,7 @@ class GraphIndex:
         self.chi = chi
         self.p_ptr, self.p_idx = _csr(par, self.n)
         self.c_ptr, self.c_idx = _csr(chi, self.n)
+        self.scratch = None
 
 
 def _csr(adj: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
