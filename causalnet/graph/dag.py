@@ -38,6 +38,7 @@ from __future__ import annotations
 from . import adjustment, drawing, equivalence, identification, instruments, separation
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
+from .plain_text import parse_plain
 
 __all__ = ["DAG"]
 
@@ -97,7 +98,7 @@ class DAG(DAGCore):
         >>> DAG.parse("X -> Y; X <-> Y").parents("Y")
         ('X', 'U[X,Y]')
         """
-        edges, nodes, latent = parse_graph(text)
+        edges, nodes, latent = parse_plain(text) or parse_graph(text)
         return cls(edges, nodes=nodes, latent=latent)
 
     # -- separation (causalnet.graph.separation) --------------------------------
