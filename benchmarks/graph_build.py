@@ -33,9 +33,9 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import networkx as nx  # noqa: E402
+from dsep import random_dag  # noqa: E402
 
 import causalnet as cn  # noqa: E402
-from dsep import random_dag  # noqa: E402
 
 
 def gum_from_edges(nodes, edges):
@@ -64,7 +64,7 @@ def gum_from_text(text):
 
 def timed(build, n: int, repeats: int, text: bool) -> float:
     times = []
-    for r in range(repeats):
+    for _ in range(repeats):
         edges = random_dag(n, 2.5, seed=n)              # fresh strings every time
         nodes = [f"v{i}" for i in range(n)]
         arg = (";".join(f"{u}->{v}" for u, v in edges),) if text else (nodes, edges)
