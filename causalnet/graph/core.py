@@ -294,12 +294,54 @@ class DAGCore:
         nodes = list(_iterable(nodes, "node"))
         interned = _intern(edges, nodes) or _intern_checked(edges, nodes)
         order, pos, ids = interned
-        src, dst = _unique_pairs(ids[0::2], ids[1::2], len(order))
+        self._build(order, pos, ids[0::2], ids[1::2])
+        self._latent = self.node_set(latent, "latent node", unknown="is not a node of the graph")
+        self._intervened = self.node_set(intervened, "intervened node", unknown="is not a node of the graph")
+
+    def _build(self, order: tuple, pos: dict, src: np.ndarray, dst: np.ndarray) -> None:
+        """Fill a new graph from interned edges (repeats allowed, self-loops not); refuse a cycle, naming it."""
+        src, dst = _unique_pairs(src, dst, len(order))
         self._set(order, pos, src, dst, frozenset(), frozenset())
         if not _is_acyclic(self.index):
             raise GraphError(f"the edges contain the cycle {_cycle_text(order, src, dst)}")
-        self._latent = self.node_set(latent, "latent node", unknown="is not a node of the graph")
-        self._intervened = self.node_set(intervened, "intervened node", unknown="is not a node of the graph")
+
+    @classmethod
+    def from_indices(cls, nodes: Iterable[Hashable], src, dst):
+        """A graph on `nodes` with the edges ``nodes[src[k]] -> nodes[dst[k]]``, for readers that number names themselves.
+
+        Parameters
+        ----------
+        nodes : sequence of distinct hashable names (not None)
+        src, dst : int arrays of shape (m,)
+            Edge endpoints as positions in `nodes`; a repeated edge is one edge.
+
+        Raises
+        ------
+        GraphError
+            If the arrays disagree in shape, an index is out of range, a
+            name repeats or is None or unhashable, an edge is a self-loop, or
+            the edges close a cycle (named).
+        """
+        order = tuple(nodes)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        if src.shape != dst.shape or src.ndim != 1:
+            raise GraphError(f"from_indices expects two index arrays of one shape (m,), got {src.shape} and {dst.shape}")
+        if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= len(order)):
+            raise GraphError(f"from_indices: an edge index is outside 0 .. {len(order) - 1}")
+        loops = np.flatnonzero(src == dst)
+        if loops.size:
+            v = order[src[loops[0]]]
+            raise GraphError(f"self-loop on {v!r}: an edge {v!r} -> {v!r} is not allowed in a DAG")
+        try:
+            pos = dict(zip(order, range(len(order))))
+        except TypeError:
+            raise GraphError("from_indices: a node name is not hashable") from None
+        if len(pos) != len(order) or None in pos:
+            raise GraphError("from_indices: node names must be distinct and not None")
+        new = cls.__new__(cls)
+        new._build(order, pos, src, dst)
+        return new
 
     def _set(self, order: tuple, pos: dict, src: np.ndarray, dst: np.ndarray, latent: frozenset,
              intervened: frozenset) -> None:

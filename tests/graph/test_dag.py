@@ -204,7 +204,11 @@ def plain_texts(draw):
 @settings(max_examples=300, deadline=None)
 @given(plain_texts())
 def test_plain_text_reads_as_the_full_parser(text):
-    assert parse_plain(text) == parse_graph(text)
+    full = parse_graph(text)
+    if any(u == v for u, v in full[0]):
+        assert parse_plain(text) is None        # a self-loop: the full parser's path names it
+    else:
+        assert parse_plain(text) == full
 
 
 @pytest.mark.parametrize("text", ["A -> B [latent]", "A <-> B", "A -- B", 'A -> "b c"', "A -> {B C}",
