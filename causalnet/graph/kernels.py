@@ -187,9 +187,14 @@ def bayes_ball_kernel(p_ptr, p_idx, c_ptr, c_idx, xs, ys, zs, work, stack, epoch
     return count
 
 
+_compiled = [False]
+
+
 def is_compiled() -> bool:
     """Whether the kernel has been compiled in this process (its first call compiles it)."""
-    return AVAILABLE and bool(bayes_ball_kernel.signatures)
+    if not _compiled[0] and AVAILABLE:
+        _compiled[0] = bool(bayes_ball_kernel.signatures)   # numba's list is slow to ask: remembered once true
+    return _compiled[0]
 
 
 def compile_kernel() -> float:
