@@ -42,14 +42,22 @@ from __future__ import annotations
 import difflib
 import heapq
 from collections.abc import Hashable, Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 import networkx as nx
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import GraphError
 
 __all__ = ["DAGCore", "GraphIndex", "closure", "check_hashable", "register_dag_class", "default_dag_class"]
+
+
+# Edge lists naming at least this many endpoints intern them with pandas.factorize
+# (one C hash pass) when every name is a str; smaller ones with a dict.
+_FACTORIZE_MIN = 20_000
 
 
 def check_hashable(item: Any, what: str) -> None:
@@ -112,31 +120,125 @@ class GraphIndex:
     nodes : tuple
         Integer -> node (the DAG's node order).
     n : int
-    par, chi : list of list of int
-        Parents and children of each node, in edge insertion order.
     p_ptr, p_idx, c_ptr, c_idx : ndarray of int64
-        The same lists as CSR arrays (row ``v`` is ``idx[ptr[v]:ptr[v + 1]]``),
-        for frontier-at-a-time numpy searches.
+        Parents and children of each node as CSR arrays (row ``v`` is
+        ``idx[ptr[v]:ptr[v + 1]]``), each row in edge insertion order, for
+        frontier-at-a-time numpy searches and compiled kernels.
+    par, chi : list of list of int
+        The same rows as Python lists (built on first use).
+    scratch : object or None
+        Working memory a search may keep with the index (the compiled
+        d-separation keeps its stamp arrays here); None until one does.
     """
 
-    __slots__ = ("pos", "nodes", "n", "par", "chi", "p_ptr", "p_idx", "c_ptr", "c_idx")
+    __slots__ = ("pos", "nodes", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "_par", "_chi", "scratch")
 
-    def __init__(self, pos: dict, nodes: tuple, par: list, chi: list) -> None:
+    def __init__(self, pos: dict, nodes: tuple, src: np.ndarray, dst: np.ndarray) -> None:
+        """Index of the edges ``src[k] -> dst[k]`` (int arrays of node indices, no repeats), in that order."""
         self.pos = pos
         self.nodes = nodes
-        self.n = len(nodes)
-        self.par = par
-        self.chi = chi
-        self.p_ptr, self.p_idx = _csr(par, self.n)
-        self.c_ptr, self.c_idx = _csr(chi, self.n)
+        self.n = n = len(nodes)
+        self.p_ptr, self.p_idx = _csr(dst, src, n)
+        self.c_ptr, self.c_idx = _csr(src, dst, n)
+        self._par = self._chi = None
+        self.scratch = None
+
+    @property
+    def par(self) -> list:
+        if self._par is None:
+            self._par = _rows(self.p_ptr, self.p_idx)
+        return self._par
+
+    @property
+    def chi(self) -> list:
+        if self._chi is None:
+            self._chi = _rows(self.c_ptr, self.c_idx)
+        return self._chi
+
+    @property
+    def m(self) -> int:
+        """The number of edges."""
+        return int(self.c_idx.size)
+
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every edge as ``(src, dst)`` index arrays, grouped by parent in node order."""
+        return np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.c_ptr)), self.c_idx
 
 
-def _csr(adj: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.fromiter((len(a) for a in adj), dtype=np.int64, count=n)
+def _csr(key: np.ndarray, val: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``key -> [val ...]`` as CSR arrays, each row in input order (a stable sort)."""
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    idx = np.fromiter((j for a in adj for j in a), dtype=np.int64, count=int(ptr[-1]))
-    return ptr, idx
+    np.cumsum(np.bincount(key, minlength=n), out=ptr[1:])
+    return ptr, val[np.argsort(key, kind="stable")].astype(np.int64, copy=False)
+
+
+def _rows(ptr: np.ndarray, idx: np.ndarray) -> list[list[int]]:
+    flat = idx.tolist()
+    p = ptr.tolist()
+    return list(map(flat.__getitem__, map(slice, p[:-1], p[1:])))
+
+
+def _unique_pairs(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs without repeats (a repeated edge is one edge), first occurrences in order."""
+    if src.size < 2:
+        return src, dst
+    key = src * n + dst
+    first = np.unique(key, return_index=True)[1]
+    if first.size == key.size:
+        return src, dst
+    first.sort()
+    return src[first], dst[first]
+
+
+def _is_acyclic(ix: GraphIndex) -> bool:
+    """No directed cycle: every strongly connected component is one node (self-loops are refused earlier)."""
+    if ix.m == 0:
+        return True
+    adj = csr_matrix((np.ones(ix.m, dtype=np.int8), ix.c_idx, ix.c_ptr), shape=(ix.n, ix.n))
+    return connected_components(adj, directed=True, connection="strong", return_labels=False) == ix.n
+
+
+def _intern(edges: list, nodes: list) -> tuple[tuple, dict, np.ndarray] | None:
+    """Node order, node -> index and the flat index array ``[u0, v0, u1, v1, ...]``, in C-level passes.
+
+    None when some item needs the checked path (an edge that is not a 2-tuple
+    or 2-list, an unhashable name, None, a self-loop): it raises the precise error.
+    """
+    if edges and (not set(map(type, edges)) <= {tuple, list} or set(map(len, edges)) != {2}):
+        return None
+    flat = list(chain(nodes, chain.from_iterable(edges)))
+    if len(flat) >= _FACTORIZE_MIN and set(map(type, flat)) == {str}:
+        import pandas as pd  # optional heavy dependency: one C hash pass interns every name
+
+        codes, uniques = pd.factorize(np.array(flat, dtype=object), sort=False)
+        order = tuple(uniques.tolist())
+        pos = dict(zip(order, range(len(order))))
+        ids = codes[len(nodes):].astype(np.int64, copy=False)
+    else:
+        try:
+            order = tuple(dict.fromkeys(flat))
+        except TypeError:
+            return None
+        if None in order:
+            return None
+        pos = dict(zip(order, range(len(order))))
+        ids = np.fromiter(map(pos.__getitem__, flat[len(nodes):]), dtype=np.int64, count=len(flat) - len(nodes))
+    if (ids[0::2] == ids[1::2]).any():
+        return None
+    return order, pos, ids
+
+
+def _intern_checked(edges: list, nodes: list) -> tuple[tuple, dict, np.ndarray]:
+    """:func:`_intern` item by item, raising :class:`GraphError` on the first bad one."""
+    pos: dict = {}
+    for v in nodes:
+        check_hashable(v, "node")
+        pos.setdefault(v, len(pos))
+    ids = []
+    for e in edges:
+        u, v = _edge_pair(e)
+        ids += (pos.setdefault(u, len(pos)), pos.setdefault(v, len(pos)))
+    return tuple(pos), pos, np.array(ids, dtype=np.int64)
 
 
 def _topological(par: list, chi: list) -> list[int] | None:
@@ -177,7 +279,7 @@ class DAGCore:
         latent/intervened node that is not in the graph.
     """
 
-    __slots__ = ("_order", "_pos", "_par", "_chi", "_latent", "_intervened", "_cache")
+    __slots__ = ("_order", "_pos", "_latent", "_intervened", "_cache")
 
     def __init__(
         self,
@@ -188,70 +290,96 @@ class DAGCore:
     ) -> None:
         if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
             raise GraphError(f"DAG() expects an iterable of edges, got {type(edges).__name__} {edges!r:.60}")
-        pos: dict = {}
-        for v in _iterable(nodes, "node"):
-            check_hashable(v, "node")
-            pos.setdefault(v, len(pos))
-        pairs = []
-        for e in edges:
-            if type(e) is not tuple or len(e) != 2 or e[0] is None or e[1] is None:
-                e = _edge_pair(e)  # the slow path validates and names what is wrong
-            try:
-                iu = pos.setdefault(e[0], len(pos))
-                iv = pos.setdefault(e[1], len(pos))
-            except TypeError:
-                _edge_pair(e)  # raises: a name is not hashable
-                raise
-            if iu == iv:
-                _edge_pair(e)  # raises: a self-loop
-            pairs.append((iu, iv))
-        par, chi = self._adjacency(len(pos), pairs)
-        order = tuple(pos)
-        if _topological(par, chi) is None:
-            raise GraphError(f"the edges contain the cycle {_cycle_text(order, pairs)}")
-        self._set(order, pos, par, chi, frozenset(), frozenset())
+        edges = edges if type(edges) is list else list(edges)
+        nodes = list(_iterable(nodes, "node"))
+        interned = _intern(edges, nodes) or _intern_checked(edges, nodes)
+        order, pos, ids = interned
+        self._build(order, pos, ids[0::2], ids[1::2])
         self._latent = self.node_set(latent, "latent node", unknown="is not a node of the graph")
         self._intervened = self.node_set(intervened, "intervened node", unknown="is not a node of the graph")
 
-    @staticmethod
-    def _adjacency(n: int, pairs: list[tuple[int, int]]) -> tuple[list, list]:
-        par: list[list[int]] = [[] for _ in range(n)]
-        chi: list[list[int]] = [[] for _ in range(n)]
-        seen: set = set()
-        for u, v in pairs:
-            key = u * n + v
-            if key not in seen:  # a repeated edge is one edge
-                seen.add(key)
-                par[v].append(u)
-                chi[u].append(v)
-        return par, chi
+    def _build(self, order: tuple, pos: dict, src: np.ndarray, dst: np.ndarray) -> None:
+        """Fill a new graph from interned edges (repeats allowed, self-loops not); refuse a cycle, naming it."""
+        src, dst = _unique_pairs(src, dst, len(order))
+        self._set(order, pos, src, dst, frozenset(), frozenset())
+        if not _is_acyclic(self.index):
+            raise GraphError(f"the edges contain the cycle {_cycle_text(order, src, dst)}")
 
-    def _set(self, order: tuple, pos: dict, par: list, chi: list, latent: frozenset, intervened: frozenset) -> None:
+    @classmethod
+    def from_indices(cls, nodes: Iterable[Hashable], src, dst):
+        """A graph on `nodes` with the edges ``nodes[src[k]] -> nodes[dst[k]]``, for readers that number names themselves.
+
+        Parameters
+        ----------
+        nodes : sequence of distinct hashable names (not None)
+        src, dst : int arrays of shape (m,)
+            Edge endpoints as positions in `nodes`; a repeated edge is one edge.
+
+        Raises
+        ------
+        GraphError
+            If the arrays disagree in shape, an index is out of range, a
+            name repeats or is None or unhashable, an edge is a self-loop, or
+            the edges close a cycle (named).
+        """
+        order = tuple(nodes)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        if src.shape != dst.shape or src.ndim != 1:
+            raise GraphError(f"from_indices expects two index arrays of one shape (m,), got {src.shape} and {dst.shape}")
+        if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= len(order)):
+            raise GraphError(f"from_indices: an edge index is outside 0 .. {len(order) - 1}")
+        loops = np.flatnonzero(src == dst)
+        if loops.size:
+            v = order[src[loops[0]]]
+            raise GraphError(f"self-loop on {v!r}: an edge {v!r} -> {v!r} is not allowed in a DAG")
+        try:
+            pos = dict(zip(order, range(len(order))))
+        except TypeError:
+            raise GraphError("from_indices: a node name is not hashable") from None
+        if len(pos) != len(order) or None in pos:
+            raise GraphError("from_indices: node names must be distinct and not None")
+        new = cls.__new__(cls)
+        new._build(order, pos, src, dst)
+        return new
+
+    def _set(self, order: tuple, pos: dict, src: np.ndarray, dst: np.ndarray, latent: frozenset,
+             intervened: frozenset) -> None:
         self._order = order
         self._pos = pos
-        self._par = par
-        self._chi = chi
         self._latent = latent
         self._intervened = intervened
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Any] = {"index": GraphIndex(pos, order, src, dst)}
+
+    @property
+    def _par(self) -> list:
+        return self.index.par
+
+    @property
+    def _chi(self) -> list:
+        return self.index.chi
 
     def _derived(self, keep: Iterable[int] | None, edge_ok, latent: frozenset, intervened: frozenset):
-        """A new graph of the same class on the nodes `keep` (all if None) and the edges passing `edge_ok(u, v)`."""
+        """A new graph of the same class on the nodes `keep` (all if None) and the edges passing `edge_ok`.
+
+        `edge_ok(src, dst)` takes the index arrays of every edge and returns a
+        boolean mask (None keeps them all).
+        """
         new = type(self).__new__(type(self))
+        src, dst = self.index.edge_arrays()
+        if edge_ok is not None:
+            ok = edge_ok(src, dst)
+            src, dst = src[ok], dst[ok]
         if keep is None:
-            order, pos, old = self._order, self._pos, range(len(self._order))
-        else:
-            old = sorted(keep)
-            order = tuple(self._order[i] for i in old)
-            pos = {v: i for i, v in enumerate(order)}
-        renum = {o: i for i, o in enumerate(old)} if keep is not None else None
-        pairs = []
-        for u in old:
-            for c in self._chi[u]:
-                if (renum is None or c in renum) and edge_ok(u, c):
-                    pairs.append((u, c) if renum is None else (renum[u], renum[c]))
-        par, chi = self._adjacency(len(order), pairs)
-        new._set(order, pos, par, chi, latent, intervened)
+            new._set(self._order, self._pos, src, dst, latent, intervened)
+            return new
+        old = np.array(sorted(keep), dtype=np.int64)
+        renum = np.full(len(self._order), -1, dtype=np.int64)
+        renum[old] = np.arange(old.size)
+        inside = (renum[src] >= 0) & (renum[dst] >= 0)
+        order = tuple(self._order[i] for i in old.tolist())
+        new._set(order, dict(zip(order, range(len(order)))), renum[src[inside]], renum[dst[inside]],
+                 latent, intervened)
         return new
 
     @classmethod
@@ -293,8 +421,9 @@ class DAGCore:
     @property
     def edges(self) -> tuple:
         """All edges ``(parent, child)``, grouped by parent in node order."""
+        src, dst = self.index.edge_arrays()
         order = self._order
-        return tuple((order[u], order[c]) for u in range(len(order)) for c in self._chi[u])
+        return tuple(zip(map(order.__getitem__, src.tolist()), map(order.__getitem__, dst.tolist())))
 
     @property
     def latent(self) -> frozenset:
@@ -314,10 +443,7 @@ class DAGCore:
     @property
     def index(self) -> GraphIndex:
         """The integer-indexed adjacency (:class:`GraphIndex`), built once and cached."""
-        ix = self._cache.get("index")
-        if ix is None:
-            ix = self._cache["index"] = GraphIndex(self._pos, self._order, self._par, self._chi)
-        return ix
+        return self._cache["index"]
 
     def __len__(self) -> int:
         return len(self._order)
@@ -343,7 +469,7 @@ class DAGCore:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        parts = [f"{len(self._order)} nodes", f"{sum(map(len, self._chi))} edges"]
+        parts = [f"{len(self._order)} nodes", f"{self.index.m} edges"]
         if self._latent:
             parts.append(f"{len(self._latent)} latent")
         if self._intervened:
@@ -355,9 +481,10 @@ class DAGCore:
                 "latent": list(self._latent), "intervened": list(self._intervened)}
 
     def __setstate__(self, state):
-        pos = {v: i for i, v in enumerate(state["nodes"])}
-        par, chi = self._adjacency(len(pos), [(pos[u], pos[v]) for u, v in state["edges"]])
-        self._set(tuple(state["nodes"]), pos, par, chi, frozenset(state["latent"]), frozenset(state["intervened"]))
+        order = tuple(state["nodes"])
+        pos = dict(zip(order, range(len(order))))
+        ids = np.array([pos[v] for e in state["edges"] for v in e], dtype=np.int64)
+        self._set(order, pos, ids[0::2], ids[1::2], frozenset(state["latent"]), frozenset(state["intervened"]))
 
     # -- validation (the contract algorithms use) -----------------------------
 
@@ -474,7 +601,7 @@ class DAGCore:
     def subgraph(self, nodes: Iterable[Hashable]):
         """The induced subgraph on `nodes` (marks restricted to them)."""
         keep = self.node_set(nodes)
-        return self._derived({self._pos[v] for v in keep}, lambda u, c: True,
+        return self._derived({self._pos[v] for v in keep}, None,
                              self._latent & keep, self._intervened & keep)
 
     def do(self, nodes: Hashable | Iterable[Hashable]):
@@ -484,13 +611,13 @@ class DAGCore:
         latent mark.
         """
         cut = self.node_set(nodes, "intervened node")
-        ci = {self._pos[v] for v in cut}
-        return self._derived(None, lambda u, c: c not in ci, self._latent - cut, self._intervened | cut)
+        ci = np.array([self._pos[v] for v in cut], dtype=np.int64)
+        return self._derived(None, lambda u, c: ~np.isin(c, ci), self._latent - cut, self._intervened | cut)
 
     def backdoor_graph(self, treatments: Hashable | Iterable[Hashable]):
         """Remove every edge out of `treatments` (Pearl's G with X underlined)."""
-        ci = {self._pos[v] for v in self.node_set(treatments, "treatment")}
-        return self._derived(None, lambda u, c: u not in ci, self._latent, self._intervened)
+        ci = np.array([self._pos[v] for v in self.node_set(treatments, "treatment")], dtype=np.int64)
+        return self._derived(None, lambda u, c: ~np.isin(u, ci), self._latent, self._intervened)
 
     def remove_edges(self, edges: Iterable[tuple[Hashable, Hashable]]):
         """A copy without the given edges (each must exist)."""
@@ -501,8 +628,10 @@ class DAGCore:
             u, v = _edge_pair(e)
             if not self.has_edge(u, v):
                 raise GraphError(f"edge {u!r} -> {v!r} is not in the graph")
-            drop.add((self._pos[u], self._pos[v]))
-        return self._derived(None, lambda u, c: (u, c) not in drop, self._latent, self._intervened)
+            drop.add(self._pos[u] * len(self._order) + self._pos[v])
+        gone = np.array(sorted(drop), dtype=np.int64)
+        return self._derived(None, lambda u, c: ~np.isin(u * len(self._order) + c, gone), self._latent,
+                             self._intervened)
 
     def add_edges(self, edges: Iterable[tuple[Hashable, Hashable]]):
         """A copy with extra edges (new nodes are added); cycles are refused."""
@@ -514,7 +643,7 @@ class DAGCore:
     def with_latent(self, nodes: Iterable[Hashable]):
         """A copy whose latent set is exactly `nodes`."""
         lat = self.node_set(nodes, "latent node")
-        return self._derived(None, lambda u, c: True, lat, self._intervened)
+        return self._derived(None, None, lat, self._intervened)
 
 
 _DAG_CLASS: list = [DAGCore]
@@ -537,9 +666,9 @@ def default_dag_class() -> type:
     return _DAG_CLASS[0]
 
 
-def _cycle_text(order: tuple, pairs: list[tuple[int, int]]) -> str:
+def _cycle_text(order: tuple, src: np.ndarray, dst: np.ndarray) -> str:
     g = nx.DiGraph()
-    g.add_edges_from(pairs)
+    g.add_edges_from(zip(src.tolist(), dst.tolist()))
     cycle = nx.find_cycle(g)
     nodes = [order[u] for u, _ in cycle] + [order[cycle[0][0]]]
     return " -> ".join(str(v) for v in nodes)

@@ -39,6 +39,7 @@ from __future__ import annotations
 from . import adjustment, drawing, equivalence, identification, instruments, separation, separators
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
+from .plain_text import parse_plain_indexed
 
 __all__ = ["DAG"]
 
@@ -98,6 +99,9 @@ class DAG(DAGCore):
         >>> DAG.parse("X -> Y; X <-> Y").parents("Y")
         ('X', 'U[X,Y]')
         """
+        plain = parse_plain_indexed(text)   # bare names and arrows: numbered in C-level passes
+        if plain is not None:
+            return cls.from_indices(*plain)
         edges, nodes, latent = parse_graph(text)
         return cls(edges, nodes=nodes, latent=latent)
 

@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import GraphError
+from . import kernels
 from .core import DAGCore, GraphIndex, closure
 
 __all__ = [
@@ -53,11 +55,24 @@ __all__ = [
     "bayes_ball",
     "moral_graph",
     "closure",
+    "set_backend",
 ]
 
 # Graphs at least this large use the frontier-at-a-time numpy search; smaller
 # ones the plain Python search (numpy's per-call overhead dominates there).
 _NUMPY_MIN_NODES = 400
+
+# The compiled kernel serves graphs of at least this many nodes (on smaller
+# ones the Python search is as fast), once the Python searches of this process
+# have taken _PYTHON_BUDGET_S seconds in all (then its compile time has paid).
+_KERNEL_MIN_NODES = 32
+_PYTHON_BUDGET_S = 1.0
+
+# A set Y larger than this is tested by name on the nodes the ball reaches
+# instead of being mapped to indices.
+_BIG_SET = 64
+
+_state = {"backend": "auto", "python_s": 0.0}
 
 # Bytes of one Independence statement in a list (object, slots, list pointer);
 # the conditioning sets are shared between statements.
@@ -137,17 +152,171 @@ def d_separated(dag: DAGCore, x, y, given=None) -> bool:
     Notes
     -----
     Linear in the size of the graph; the first call on a DAG builds its
-    integer index, later calls reuse it.
+    integer index, later calls reuse it. Arguments that are a node name, or a
+    set or list of node names, take a fast path (:func:`_fast`) that maps them
+    straight to indices; anything else, and every error, goes through the
+    checked path, which gives the same answer.
     """
+    if not isinstance(dag, DAGCore):
+        raise GraphError(f"d_separated expects a causalnet DAG, got {type(dag).__name__}")
+    answer = _fast(dag.index, x, y, given)
+    if answer is not None:
+        return answer
     xs, ys, zs = _check_sets(dag, x, y, given)
-    ix = dag.index
-    pos = ix.pos
-    xi = [pos[v] for v in xs]
-    yi = [pos[v] for v in ys]
-    zi = [pos[v] for v in zs]
-    if ix.n >= _NUMPY_MIN_NODES:
-        return not _reach_numpy(ix, xi, yi, zi)
-    return not _reach_python(ix, xi, yi, zi)
+    pos = dag.index.pos
+    answer = _answer(dag.index, [pos[v] for v in xs], [pos[v] for v in ys], [pos[v] for v in zs], None)
+    if answer is None:  # pragma: no cover - the sets were checked
+        raise GraphError("d_separated: inconsistent node sets")
+    return answer
+
+
+def _ids(pos: dict, v) -> list[int] | None:
+    """Indices of a node name (str or int) or of a set or list of names; None to leave `v` to the checked path."""
+    t = type(v)
+    if t is str or t is int:
+        i = pos.get(v)
+        return None if i is None else [i]
+    if t is set or t is frozenset or t is list:
+        try:
+            return [pos[u] for u in v]
+        except (KeyError, TypeError):
+            return None
+    return None
+
+
+def _fast(ix: GraphIndex, x, y, given) -> bool | None:
+    """The answer for plainly-typed arguments, or None when the checked path must decide (or raise).
+
+    The smaller of X and Y is mapped to indices; a large *set* Y is only
+    checked against the node set (a C-level set operation that reads the
+    hashes stored in the set) and then tested by name on the nodes the ball
+    reaches, so a query ``X ⊥ (non-descendants) | parents`` costs no Python
+    work per node of Y.
+    """
+    if type(y) is str or (type(x) is not str and _size(x) > _size(y)):
+        x, y = y, x  # d-separation is symmetric; search from the smaller side
+    xi = _ids(ix.pos, x)
+    zi = [] if given is None else _ids(ix.pos, given)
+    if not xi or zi is None:
+        return None
+    if (type(y) is set or type(y) is frozenset) and len(y) > _BIG_SET:
+        if not _node_names(ix).issuperset(y):
+            return None
+        return _answer(ix, xi, None, zi, y)
+    yi = _ids(ix.pos, y)
+    if not yi:
+        return None
+    return _answer(ix, xi, yi, zi, None)
+
+
+def _size(v) -> int:
+    return len(v) if type(v) in (set, frozenset, list) else 1
+
+
+def _node_names(ix: GraphIndex) -> frozenset:
+    """The node names as a frozenset, kept with the index's scratch (built once)."""
+    s = _scratch(ix)
+    if s.names is None:
+        s.names = frozenset(ix.nodes)
+    return s.names
+
+
+def _answer(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list[int], ynames) -> bool | None:
+    """d-separation on indices; Y as indices `yi`, or by name (`ynames`) when `yi` is None.
+
+    None when two of the sets overlap (the checked path then raises).
+    """
+    if yi is None:
+        order = ix.nodes
+        if any(order[i] in ynames for i in xi) or any(order[i] in ynames for i in zi):
+            return None
+    if _use_kernel(ix.n):
+        return _answer_kernel(ix, xi, yi, zi, ynames)
+    xs, zs = set(xi), set(zi)
+    if xs & zs or (yi is not None and (xs & set(yi) or zs & set(yi))):
+        return None
+    t0 = time.perf_counter()
+    if yi is None:
+        up, down = bayes_ball(ix.par, ix.chi, xi, zi)
+        order = ix.nodes
+        answer = ynames.isdisjoint([order[i] for i in up | down])
+    elif ix.n >= _NUMPY_MIN_NODES:
+        answer = not _reach_numpy(ix, xi, yi, zi)
+    else:
+        answer = not _reach_python(ix, xi, yi, zi)
+    _state["python_s"] += time.perf_counter() - t0
+    return answer
+
+
+def _answer_kernel(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list[int], ynames) -> bool | None:
+    s = _scratch(ix)
+    xa = np.array(xi, dtype=np.int64)
+    za = np.array(zi, dtype=np.int64)
+    ya = za[:0] if yi is None else np.array(yi, dtype=np.int64)
+    r = kernels.bayes_ball_kernel(ix.p_ptr, ix.p_idx, ix.c_ptr, ix.c_idx, xa, ya, za,
+                                  s.work, s.stack, s.epoch, yi is not None, s.out)
+    if r == kernels.OVERLAP:
+        return None
+    if r == kernels.CONNECTED:
+        return False
+    if yi is not None:
+        return True
+    order = ix.nodes
+    return ynames.isdisjoint([order[i] for i in s.out[:r].tolist()])
+
+
+class _Scratch:
+    """Per-index working memory of the compiled search (see :func:`causalnet.graph.kernels.scratch`)."""
+
+    __slots__ = ("work", "stack", "epoch", "out", "names")
+
+    def __init__(self, n: int) -> None:
+        self.work, self.stack, self.epoch = kernels.scratch(n)
+        self.out = np.empty(n, dtype=np.int64)
+        self.names = None
+
+
+def _scratch(ix: GraphIndex) -> _Scratch:
+    s = ix.scratch
+    if s is None:
+        s = ix.scratch = _Scratch(ix.n)
+    return s
+
+
+def _use_kernel(n: int) -> bool:
+    """Whether the compiled search answers a query on a graph of `n` nodes.
+
+    The kernel's one-off compilation (about 2 s per process) is paid only
+    once the Python searches have spent :data:`_PYTHON_BUDGET_S` seconds (so
+    a script with a few queries never waits for it), unless the backend is
+    ``"numba"`` or the kernel is already compiled.
+    """
+    backend = _state["backend"]
+    if backend == "python" or not kernels.AVAILABLE or n < _KERNEL_MIN_NODES:
+        return False
+    return backend == "numba" or kernels.is_compiled() or _state["python_s"] >= _PYTHON_BUDGET_S
+
+
+def set_backend(name: str) -> str:
+    """Choose the d-separation search: ``"auto"`` (default), ``"numba"`` or ``"python"``; returns the previous one.
+
+    ``"auto"`` uses the compiled kernel once it pays (see :func:`_use_kernel`);
+    ``"numba"`` always (compiling it now); ``"python"`` never. All give the
+    same answers.
+
+    Raises
+    ------
+    GraphError
+        For another name, or ``"numba"`` when numba is not installed.
+    """
+    if name not in ("auto", "numba", "python"):
+        raise GraphError(f"d-separation backend must be 'auto', 'numba' or 'python', got {name!r}")
+    if name == "numba" and not kernels.AVAILABLE:
+        raise GraphError("d-separation backend 'numba' was requested but numba is not installed (pip install numba)")
+    prev, _state["backend"] = _state["backend"], name
+    if name == "numba":
+        kernels.compile_kernel()
+    return prev
 
 
 def d_connected(dag: DAGCore, x, y, given=None) -> bool:

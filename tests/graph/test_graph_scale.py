@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import causalnet as cn
+from causalnet.graph import separation
 
 
 def sparse_dag(n: int, mean_out: float = 2.5, seed: int = 0) -> cn.DAG:
@@ -102,3 +103,25 @@ def test_implied_independencies_within_the_limit_is_answered():
         with pytest.raises(cn.ResourceError, match="statements for 300 observed nodes"):
             g.implied_independencies()
     assert len(g.implied_independencies()) == 300 * 299 // 2 - len(g.edges)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_dseparation_backends_agree_with_networkx_on_10_4_nodes(backend):
+    g = sparse_dag(10_000, seed=4)
+    G = g.to_networkx()
+    rng = np.random.default_rng(4)
+    nodes = list(g.nodes)
+    previous = separation.set_backend(backend)
+    try:
+        for _ in range(20):                                   # random queries
+            a, b, *z = (nodes[i] for i in rng.choice(len(nodes), size=12, replace=False))
+            assert g.d_separated(a, b, set(z)) == nx.is_d_separator(G, {a}, {b}, set(z))
+        for k, i in enumerate(rng.choice(len(nodes), size=4, replace=False)):   # local Markov: a large Y
+            x = nodes[i]
+            pa = set(g.parents(x))
+            nd = set(nodes) - g.descendants(x, include_self=True) - pa
+            assert g.d_separated(x, nd, pa) and (k > 0 or nx.is_d_separator(G, {x}, nd, pa))
+            if pa:
+                assert not g.d_separated(x, nd | {next(iter(pa))}, pa - {next(iter(pa))})
+    finally:
+        separation.set_backend(previous)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet import GraphError
+from causalnet.graph import kernels
 from causalnet.graph import separation as sep
 
 
@@ -32,13 +33,19 @@ def dags(draw, max_nodes=9):
 # -- oracle: networkx ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", ["python", "numpy"])
+def use_engine(engine, monkeypatch):
+    """Pin one search: the Python one, the numpy frontier search, or the compiled kernel (on any size)."""
+    monkeypatch.setitem(sep._state, "backend", "numba" if engine == "kernel" else "python")
+    monkeypatch.setattr(sep, "_NUMPY_MIN_NODES", 0 if engine == "numpy" else 10**9)
+    monkeypatch.setattr(sep, "_KERNEL_MIN_NODES", 0)
+    if engine == "kernel":
+        kernels.compile_kernel()
+
+
+@pytest.mark.parametrize("engine", ["python", "numpy", "kernel"])
 def test_matches_networkx_on_random_queries(engine, seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    if engine == "numpy":
-        monkeypatch.setattr(sep, "_NUMPY_MIN_NODES", 0)
-    else:
-        monkeypatch.setattr(sep, "_NUMPY_MIN_NODES", 10**9)
+    use_engine(engine, monkeypatch)
     n_queries = 0
     for size, p in [(8, 0.3), (15, 0.2), (30, 0.1), (60, 0.05), (120, 0.02), (200, 0.0125)]:
         for _ in range(3):
@@ -68,6 +75,59 @@ def test_large_graph_engines_agree(seed):
         ix = g.index
         args = ([ix.pos[x]], [ix.pos[y]], [ix.pos[v] for v in z])
         assert sep._reach_numpy(ix, *args) == sep._reach_python(ix, *args) == (not nx.is_d_separator(G, x, y, z))
+
+
+@pytest.mark.parametrize("engine", ["python", "kernel"])
+def test_large_sets_are_tested_by_name(engine, seed, monkeypatch):
+    # X ⊥ non-descendants | parents (local Markov), and the same with a node of Y made adjacent
+    use_engine(engine, monkeypatch)
+    monkeypatch.setattr(sep, "_BIG_SET", 2)
+    g = random_dag(np.random.default_rng(seed), 80, 0.05)
+    G = g.to_networkx()
+    for x in g.nodes[:40]:
+        pa = set(g.parents(x))
+        nd = set(g.nodes) - g.descendants(x, include_self=True) - pa
+        if len(nd) > 2:
+            assert g.d_separated(x, nd, pa) and g.d_separated(nd, x, frozenset(pa))
+        if len(pa) > 0 and len(nd) > 2:
+            p = pa.pop()
+            assert g.d_separated(x, nd | {p}, pa) == nx.is_d_separator(G, {x}, nd | {p}, pa) is False
+    with pytest.raises(GraphError, match="overlap"):
+        g.d_separated(g.nodes[0], set(g.nodes[:10]))
+    with pytest.raises(GraphError, match="unknown node 'nope'"):
+        g.d_separated(g.nodes[0], set(g.nodes[1:10]) | {"nope"})
+
+
+@st.composite
+def dag_queries(draw, max_nodes=12):
+    g = draw(dags(max_nodes))
+    nodes = list(g.nodes)
+    roles = draw(st.lists(st.sampled_from("xyz."), min_size=len(nodes), max_size=len(nodes)))
+    x = [v for v, r in zip(nodes, roles) if r == "x"] or [nodes[0]]
+    y = [v for v, r in zip(nodes, roles) if r == "y"] or [nodes[-1]]   # may overlap x: then both paths refuse
+    z = [v for v, r in zip(nodes, roles) if r == "z" and v not in x and v not in y]
+    kind = draw(st.sampled_from([set, frozenset, list]))
+    return g, x, y, z, kind
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dag_queries(), st.sampled_from(["python", "kernel"]), st.booleans())
+def test_fast_path_equals_checked_path(q, engine, big):
+    g, x, y, z, kind = q
+    ix = g.index
+    try:
+        xs, ys, zs = sep._check_sets(g, x, y, z)
+    except GraphError:   # X and Y overlap: the fast path leaves it to the checked path, which raises
+        reference = None
+    else:
+        reference = not sep._reach_python(ix, *([ix.pos[v] for v in s] for s in (xs, ys, zs)))
+    with pytest.MonkeyPatch.context() as mp:
+        use_engine(engine, mp)
+        mp.setattr(sep, "_BIG_SET", 0 if big else 64)
+        assert sep._fast(ix, kind(x), kind(y), kind(z)) is reference
+        assert sep._fast(ix, kind(y), kind(x), kind(z) or None) is reference
+        if len(x) == 1 and len(y) == 1:
+            assert sep._fast(ix, x[0], y[0], kind(z)) is reference
 
 
 # -- textbook cases ----------------------------------------------------------------
@@ -111,14 +171,22 @@ def test_sets_of_nodes_and_latent_conditioning():
     assert not g.d_separated("X[0]", {"X[1]", "X[2]"})
 
 
+@pytest.mark.parametrize("engine", ["python", "kernel"])
 @pytest.mark.parametrize("args, fragment", [
     (("X", "X", None), "overlap"),
     (("X", "Y", {"X"}), "overlaps X or Y"),
+    (("X", ["Y", "X"], None), "overlap"),
+    (("X", {"Y"}, ["Z", "Y"]), "overlaps X or Y"),
     ((set(), "Y", None), "empty"),
+    (("X", [], None), "empty"),
     (("Q", "Y", None), "unknown node 'Q'"),
+    (("X", {"Y", None}, None), "None cannot name a node"),
+    (("X", [["Y"]], None), "not hashable"),
     (("X", "Y", {"nope"}), "unknown conditioning node 'nope'"),
+    (("X", "Y", ("Z", "nope")), "unknown conditioning node 'nope'"),
 ])
-def test_bad_queries(args, fragment):
+def test_bad_queries(args, fragment, engine, monkeypatch):
+    use_engine(engine, monkeypatch)
     g = cn.DAG.parse("Z -> X -> Y; Z -> Y")
     before = (g.edges, g.latent)
     with pytest.raises(GraphError, match=fragment):
