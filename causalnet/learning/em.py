@@ -7,8 +7,10 @@ them by their **expectation** under the current parameters and re-estimates:
 - **E-step.** Rows are grouped by their pattern of missing cells. For one
   pattern, the observed cells are evidence, batched over the pattern's rows;
   for every family with hidden members the exact engine gives the posterior of
-  those members, row by row (``model.query(hidden, evidence=batch)``), and the
-  expected counts are its sum over rows placed next to the observed members.
+  those members, row by row (``model.query(hidden, evidence=batch)``; one
+  query per distinct set of hidden members, shared by the families that have
+  it), and the expected counts are its sum over rows placed next to the
+  observed members. Observed cells reach the engine as state indices.
   The same queries give ``log P(observed row)``, whose sum is the
   log-likelihood.
 - **M-step.** Each CPT is estimated from its expected counts, as in
@@ -120,13 +122,16 @@ def _pattern_counts(model: Any, problem: Problem, rows: np.ndarray, hidden: froz
     observed = [u for u in problem.table.names if u not in hidden and problem.is_discrete(u)]
     evidence = {u: _evidence_codes(problem.states[u], problem.table.column(u).codes[rows]) for u in observed}
     ll = None
+    posteriors: dict = {}                  # hidden members -> their posterior: families sharing them share a query
     for v in counts:
         fam = (*problem.parents(v), v)
         hid = [u for u in fam if u in hidden]
         if not hid:
             counts[v] += family_counts(problem.table, v, problem.parents(v), rows=rows)
             continue
-        d = model.query(hid, evidence=evidence or None)
+        d = posteriors.get(frozenset(hid))
+        if d is None:
+            d = posteriors[frozenset(hid)] = model.query(hid, evidence=evidence or None)
         order = [list(d.variables).index(u) for u in hid]
         probs = np.asarray(d.probs)
         probs = probs.transpose([0, *(1 + i for i in order)]) if evidence else probs.transpose(order)[None]
