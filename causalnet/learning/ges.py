@@ -54,9 +54,10 @@ class _State:
         for a, b in pdag.undirected_edges:
             self.und[a].add(b)
             self.und[b].add(a)
+        self.adj = {v: self.pa[v] | self.ch[v] | self.und[v] for v in self.nodes}   # read-only from here on
 
     def adjacent(self, a, b) -> bool:
-        return b in self.pa[a] or b in self.ch[a] or b in self.und[a]
+        return b in self.adj[a]
 
     def is_clique(self, nodes: Sequence) -> bool:
         return all(self.adjacent(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:])
@@ -153,7 +154,8 @@ class GES:
                     if self.max_indegree is not None and len(base) + 1 > self.max_indegree:
                         continue
                     gain = local(y, base | {x}) - local(y, base)
-                    yield gain, self._insert_valid(state, x, y, set(na) | set(t)), self._insert(state, x, y, t)
+                    if gain > self.epsilon:                       # only improving operators are ranked
+                        yield gain, self._insert_valid(state, x, y, set(na) | set(t)), self._insert(state, x, y, t)
 
     def _insert_valid(self, state, x, y, blockers):
         return lambda: state.blocks_paths(y, x, blockers)
@@ -178,7 +180,8 @@ class GES:
                             continue
                         base = (pa_y | set(rest)) - {x}
                         gain = local(y, base) - local(y, base | {x})
-                        yield gain, (lambda: True), self._delete(state, x, y, h)
+                        if gain > self.epsilon:
+                            yield gain, (lambda: True), self._delete(state, x, y, h)
 
     def _delete(self, state: _State, x, y, h):
         def apply() -> PDAG:
