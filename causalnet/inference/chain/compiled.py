@@ -52,7 +52,7 @@ except ImportError:  # pragma: no cover - exercised only without numba
 __all__ = [
     "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
     "forward_kernel", "log_partition_kernel", "backward_kernel", "viterbi_kernel",
-    "AUTO_MIN_T", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
+    "AUTO_MIN_T", "SMALL_K", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
 ]
 
 AVAILABLE = numba is not None
@@ -121,8 +121,36 @@ def _njit(fn):
     return numba.njit(cache=False, nogil=True, error_model="numpy")(fn)
 
 
+def _njit_inline(fn):
+    """:func:`_njit` for a helper that numba inlines into its callers (no call per step)."""
+    if numba is None:  # pragma: no cover
+        return fn
+    return numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")(fn)
+
+
+SMALL_K = 8  # up to this many states a step's products use register accumulators; above, vectorised rows
+
+
+@_njit_inline
+def _step(w, A, AT, out, K):  # pragma: no cover - compiled (inlined by LLVM)
+    """``out[j] = sum_i w[i] * A[i, j]``: register accumulators for small K, a vectorised axpy per row above."""
+    if K <= SMALL_K:
+        for j in range(K):
+            acc = 0.0
+            for i in range(K):
+                acc += w[i] * AT[j, i]
+            out[j] = acc
+    else:
+        out[:] = 0.0
+        for i in range(K):
+            a = w[i]
+            if a != 0.0:
+                for j in range(K):
+                    out[j] += a * A[i, j]
+
+
 @_njit
-def forward_kernel(B, AT, counts, alpha, c, logc):  # pragma: no cover - compiled
+def forward_kernel(B, A, AT, counts, alpha, c, logc):  # pragma: no cover - compiled
     """Scaled forward sweep, in place.
 
     Each row's unnormalised message ``v`` is kept, and the next step's product
@@ -132,7 +160,7 @@ def forward_kernel(B, AT, counts, alpha, c, logc):  # pragma: no cover - compile
     Parameters
     ----------
     B : (T, n, K) probability-space unaries (0 on padding).
-    AT : (K, K) transposed probability-space transitions, ``AT[j, i] = A[i, j]``.
+    A, AT : (K, K) probability-space transitions and their transpose (both C-contiguous).
     counts : (T,) int, rows alive at each step (rows sorted by length).
     alpha : (T, n, K) or (2, n, K) output; with 2 slots step ``t`` lives in ``t % 2``.
     c : (T, n) output normalisers; left untouched (1) on padding.
@@ -144,7 +172,7 @@ def forward_kernel(B, AT, counts, alpha, c, logc):  # pragma: no cover - compile
     T, n, K = B.shape
     roll = alpha.shape[0] != T
     v = np.empty((n, K))  # unnormalised messages
-    w = np.empty(K)  # the current row's message, read by every destination state
+    tmp = np.empty(K)
     inv = np.empty(n)  # 1 / their normalisers
     prod = np.ones(n)  # running product of normalisers not yet in logc
     for r in range(counts[0]):
@@ -161,15 +189,11 @@ def forward_kernel(B, AT, counts, alpha, c, logc):  # pragma: no cover - compile
     for t in range(1, T):
         cur = t % 2 if roll else t
         for r in range(counts[t]):
-            for i in range(K):
-                w[i] = v[r, i]
+            _step(v[r], A, AT, tmp, K)  # tmp is separate: v[r] may be read in place
             s = 0.0
             ir = inv[r]
             for j in range(K):
-                acc = 0.0  # a register accumulator: no store-load round trip per term
-                for i in range(K):
-                    acc += w[i] * AT[j, i]
-                x = acc * ir * B[t, r, j]
+                x = tmp[j] * ir * B[t, r, j]
                 v[r, j] = x
                 s += x
             c[t, r] = s
@@ -187,7 +211,7 @@ def forward_kernel(B, AT, counts, alpha, c, logc):  # pragma: no cover - compile
 
 
 @_njit
-def log_partition_kernel(B, AT, counts, logz, bad):  # pragma: no cover - compiled
+def log_partition_kernel(B, A, AT, counts, logz, bad):  # pragma: no cover - compiled
     """Forward sweep for the log-partition only, rescaling lazily, in place.
 
     No message or normaliser is stored: each row's message is rescaled (its
@@ -202,14 +226,14 @@ def log_partition_kernel(B, AT, counts, logz, bad):  # pragma: no cover - compil
     Parameters
     ----------
     B : (T, n, K) probability-space unaries (max 1 per step, 0 on padding).
-    AT : (K, K) transposed transitions, ``AT[j, i] = A[i, j]``.
+    A, AT : (K, K) transitions and their transpose (both C-contiguous).
     counts : (T,) int, rows alive at each step.
     logz : (n,) output ``log sum_k`` of the unscaled final message.
     bad : (n,) bool output.
     """
     T, n, K = B.shape
     v = np.empty((n, K))
-    w = np.empty(K)
+    tmp = np.empty(K)
     for r in range(counts[0]):
         s = 0.0
         for j in range(K):
@@ -219,14 +243,10 @@ def log_partition_kernel(B, AT, counts, logz, bad):  # pragma: no cover - compil
         bad[r] = not s > SCALE_FLOOR
     for t in range(1, T):
         for r in range(counts[t]):
-            for i in range(K):
-                w[i] = v[r, i]
+            _step(v[r], A, AT, tmp, K)  # tmp is separate: v[r] may be read in place
             s = 0.0
             for j in range(K):
-                acc = 0.0
-                for i in range(K):
-                    acc += w[i] * AT[j, i]
-                x = acc * B[t, r, j]
+                x = tmp[j] * B[t, r, j]
                 v[r, j] = x
                 s += x
             if not 1e-50 <= s <= 1e50:  # rare: rescale (and NaN lands here too)
@@ -250,7 +270,7 @@ def log_partition_kernel(B, AT, counts, logz, bad):  # pragma: no cover - compil
 # Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
 # local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 @_njit
-def backward_kernel(B, A, c, counts, alpha, out, g, S, rowsum):  # pragma: no cover - compiled
+def backward_kernel(B, A, AT, c, counts, alpha, out, g, S, rowsum):  # pragma: no cover - compiled
     """Scaled backward sweep, in place: ``beta`` or the unnormalised marginals ``alpha * beta`` into ``out``.
 
     The running ``beta`` of each row lives in a small local array; ``out[t]``
@@ -261,7 +281,7 @@ def backward_kernel(B, A, c, counts, alpha, out, g, S, rowsum):  # pragma: no co
     Parameters
     ----------
     B : (T, n, K) probability-space unaries.
-    A : (K, K) transitions (C-contiguous).
+    A, AT : (K, K) transitions and their transpose (both C-contiguous).
     c : (T, n) forward normalisers (``inf`` on rows to zero out).
     counts : (T,) int.
     alpha : (T, n, K) forward messages (read only when ``S`` or ``rowsum`` has rows).
@@ -278,6 +298,7 @@ def backward_kernel(B, A, c, counts, alpha, out, g, S, rowsum):  # pragma: no co
     want_s = S.shape[0] == K
     fuse = rowsum.shape[0] == T
     w = np.empty(K)  # B * beta / c of the current row and step
+    tmp = np.empty(K)
     bv = np.ones((n, K))  # the running beta of each row
     for t in range(T - 1, 0, -1):
         cur = t % 2 if roll else t
@@ -301,11 +322,9 @@ def backward_kernel(B, A, c, counts, alpha, out, g, S, rowsum):  # pragma: no co
             else:
                 for j in range(K):
                     out[t, r, j] = bv[r, j]
+            _step(w, AT, A, tmp, K)  # beta[t-1][i] = sum_j A[i, j] w[j]
             for i in range(K):
-                acc = 0.0  # a register accumulator: no store-load round trip per term
-                for j in range(K):
-                    acc += A[i, j] * w[j]
-                bv[r, i] = acc
+                bv[r, i] = tmp[i]
             if want_s:
                 for i in range(K):
                     a = alpha[t - 1, r, i]
@@ -412,12 +431,18 @@ def compiled_log_partition(ch):
         Garbage on ``bad`` rows.
     bad : ndarray of bool, shape (n,)
     """
+    if ch.K > SMALL_K:  # wide states: the step's products dominate; the plain sweep is as fast
+        _, _, bad, logc = _forward(ch, keep=False)
+        _, off = ch.scaled_unary()
+        with np.errstate(invalid="ignore"):
+            return logc + off.sum(axis=0) + ch.pair_offset(), bad
     B, off = ch.scaled_unary()
     A, _ = ch.scaled_pairwise()
     logc = np.zeros(ch.n)
     bad = np.zeros(ch.n, dtype=np.bool_)
-    log_partition_kernel(np.ascontiguousarray(B), np.ascontiguousarray(A.T, dtype=np.float64),
-                         np.asarray(ch.counts, dtype=np.intp), logc, bad)
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    log_partition_kernel(np.ascontiguousarray(B), A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp),
+                         logc, bad)
     with np.errstate(invalid="ignore"):
         log_z = logc + off.sum(axis=0) + ch.pair_offset()
     return log_z, bad
@@ -432,8 +457,8 @@ def _forward(ch, keep):
     alpha = np.zeros((rows, n, K)) if (ch.ragged or not keep) else np.empty((rows, n, K))
     c = np.ones((T, n, 1))
     logc = np.zeros(n)
-    AT = np.ascontiguousarray(A.T, dtype=np.float64)
-    forward_kernel(B, AT, np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    forward_kernel(B, A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
     with np.errstate(invalid="ignore"):
         bad = ~(c[..., 0] > SCALE_FLOOR).all(axis=0)  # NaN compares False -> bad
     return (alpha if keep else None), c, bad, logc
@@ -467,8 +492,9 @@ def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, ma
     S = np.zeros((K, K) if want_s else (0, 0))
     a = alpha if (want_s or fuse) else np.zeros((1, 1, K))
     rowsum = np.zeros((T, n) if fuse else (0, 0))
-    backward_kernel(np.ascontiguousarray(B), np.ascontiguousarray(A, dtype=np.float64), cc,
-                    np.asarray(ch.counts, dtype=np.intp), a, out, g, S, rowsum)
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    backward_kernel(np.ascontiguousarray(B), A, np.ascontiguousarray(A.T), cc, np.asarray(ch.counts, dtype=np.intp),
+                    a, out, g, S, rowsum)
     res = out, (g if keep_g else None), (S if want_s else None)
     return res + (rowsum,) if fuse else res
 

@@ -2,8 +2,10 @@
 
 * :mod:`.estimator` — :class:`HMM`, hmmlearn-like (``fit``, ``score``,
   ``decode``, ``predict_proba``, ``sample``) on the chain engine;
-* :mod:`.emissions` — one class per emission kind (categorical, Gaussian)
-  behind one small interface;
+* :mod:`.emissions` — the emission interface, categorical and Gaussian
+  emissions; :mod:`.poisson` and :mod:`.mixture` — Poisson and Gaussian-mixture
+  emissions; :mod:`.kinds` — the name -> class table;
+* :mod:`.covariance` — hmmlearn's four covariance types, one class each;
 * :mod:`.packing` — ``(X, lengths)`` to the chain layout and back;
 * :mod:`.causal` — unrolling, do-queries and exact counterfactuals (twin chain);
 * :mod:`.mechanism` — the Gaussian observation mechanism and the CDF overlaps
@@ -16,5 +18,8 @@
 
 from .emissions import CategoricalEmission, Emission, GaussianEmission
 from .estimator import HMM, ConvergenceMonitor
+from .mixture import GMMEmission
+from .poisson import PoissonEmission
 
-__all__ = ["HMM", "ConvergenceMonitor", "Emission", "CategoricalEmission", "GaussianEmission"]
+__all__ = ["HMM", "ConvergenceMonitor", "Emission", "CategoricalEmission", "GaussianEmission", "PoissonEmission",
+           "GMMEmission"]
