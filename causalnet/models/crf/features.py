@@ -428,7 +428,10 @@ def _as_str(key, s, t):
     if isinstance(key, str):
         return str(key)
     if isinstance(key, bytes):
-        return key.decode("utf8")
+        try:
+            return key.decode("utf8")
+        except UnicodeDecodeError:
+            raise EvidenceError(f"item {t} of sequence {s} has a feature name or value {key!r} that is not UTF-8") from None
     raise EvidenceError(f"item {t} of sequence {s} has a feature name of type {type(key).__name__}; expected str")
 
 

@@ -232,12 +232,12 @@ class CategoricalEmission(Emission):
             if nonint.any():
                 i = int(np.flatnonzero(nonint)[0])
                 raise EvidenceError(f"categorical observations must be integers; got {X[i]} at position {i}")
-        X = X.astype(np.intp, copy=False)
         S = self.symbols(params)
-        out = (X < 0) | (X >= S)
+        out = (X < 0) | (X >= S)  # before the cast: a huge value would wrap around
         if out.any():
             i = int(np.flatnonzero(out)[0])
             raise EvidenceError(f"observation {X[i]} at position {i} is outside the alphabet 0..{S - 1} (n_symbols={S})")
+        X = X.astype(np.intp, copy=False)
         return X
 
     def pad(self, X, pos, real, params):

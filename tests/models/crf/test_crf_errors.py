@@ -227,3 +227,12 @@ def test_query_and_to_model_arguments(fitted):
         dense.query("y[0]", np.zeros((3, 2)), do={"x[1]": [1.0, 2.0, 3.0]})
     with pytest.raises(ShapeError, match="sequence 0 of X is empty"):
         dense.query("y[0]", np.zeros((0, 2)))
+
+
+@pytest.mark.parametrize("item", [{b"\xff": 1.0}, {"w": b"\xfe"}, [b"\xff"]])
+def test_bytes_that_are_not_utf8_are_refused_with_a_typed_error(item):
+    from causalnet.errors import EvidenceError
+    from causalnet.models.crf import CRF
+
+    with pytest.raises(EvidenceError, match="not UTF-8"):
+        CRF(max_iterations=3).fit([[item]], [["A"]])

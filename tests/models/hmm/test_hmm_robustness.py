@@ -5,6 +5,9 @@ every entry point (fit, score, decode, predict_proba, sample, query, counterfact
 through ``guarded``.
 """
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 from conftest import guarded
@@ -230,3 +233,13 @@ def test_sample_on_any_input(small_hmm, n, seed):
 
 def test_top_level_name_still_works():
     assert cn.HMM is HMM
+
+
+@pytest.mark.parametrize("x", [np.array([1e300]), np.array([-1e300]), np.array([2**63 + 5], dtype=np.uint64)])
+def test_huge_symbols_are_named_not_wrapped(x):
+    """A symbol too large for an index used to wrap around in the cast (with a RuntimeWarning)."""
+    h = cn.HMM(n_components=2, emission="categorical", n_iter=2, random_state=0).fit(np.array([0, 1, 1, 0, 2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(EvidenceError, match=re.escape(str(x[0]))):
+            h.score(x)
