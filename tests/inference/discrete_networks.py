@@ -58,4 +58,5 @@ def brute_query(joint, names, targets, evidence):
     marg = sub.sum(axis=tuple(i for i in range(len(rest)) if i not in keep))
     cur = [rest[i] for i in keep]
     marg = np.transpose(marg, [cur.index(t) for t in targets]) if targets else marg
-    return marg / pe, pe
+    with np.errstate(invalid="ignore", divide="ignore"):  # P(e) = 0: the caller checks pe
+        return marg / pe, pe
