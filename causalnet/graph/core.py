@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import sys
 from collections.abc import Hashable, Iterable, Mapping
 from itertools import chain
 from typing import Any
@@ -52,12 +53,20 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import GraphError
 
-__all__ = ["DAGCore", "GraphIndex", "closure", "check_hashable", "register_dag_class", "default_dag_class"]
+__all__ = ["DAGCore", "GraphIndex", "closure", "check_hashable", "register_dag_class", "default_dag_class",
+           "factorize_pays"]
 
 
 # Edge lists naming at least this many endpoints intern them with pandas.factorize
-# (one C hash pass) when every name is a str; smaller ones with a dict.
+# (one C hash pass, about 3x faster than a dict) when every name is a str and
+# pandas is loaded already; from _FACTORIZE_IMPORT on it pays to load it (about 0.5 s).
 _FACTORIZE_MIN = 20_000
+_FACTORIZE_IMPORT = 1_000_000
+
+
+def factorize_pays(count: int) -> bool:
+    """Whether numbering `count` str names with ``pandas.factorize`` beats a dict, counting pandas' import."""
+    return count >= _FACTORIZE_IMPORT or (count >= _FACTORIZE_MIN and "pandas" in sys.modules)
 
 
 def check_hashable(item: Any, what: str) -> None:
@@ -207,7 +216,7 @@ def _intern(edges: list, nodes: list) -> tuple[tuple, dict, np.ndarray] | None:
     if edges and (not set(map(type, edges)) <= {tuple, list} or set(map(len, edges)) != {2}):
         return None
     flat = list(chain(nodes, chain.from_iterable(edges)))
-    if len(flat) >= _FACTORIZE_MIN and set(map(type, flat)) == {str}:
+    if factorize_pays(len(flat)) and set(map(type, flat)) == {str}:
         import pandas as pd  # optional heavy dependency: one C hash pass interns every name
 
         codes, uniques = pd.factorize(np.array(flat, dtype=object), sort=False)
@@ -303,7 +312,7 @@ class DAGCore:
         src, dst = _unique_pairs(src, dst, len(order))
         self._set(order, pos, src, dst, frozenset(), frozenset())
         if not _is_acyclic(self.index):
-            raise GraphError(f"the edges contain the cycle {_cycle_text(order, src, dst)}")
+            raise GraphError(f"the edges contain the cycle {_cycle_text(self.index)}")
 
     @classmethod
     def from_indices(cls, nodes: Iterable[Hashable], src, dst):
@@ -666,9 +675,23 @@ def default_dag_class() -> type:
     return _DAG_CLASS[0]
 
 
-def _cycle_text(order: tuple, src: np.ndarray, dst: np.ndarray) -> str:
-    g = nx.DiGraph()
-    g.add_edges_from(zip(src.tolist(), dst.tolist()))
-    cycle = nx.find_cycle(g)
-    nodes = [order[u] for u, _ in cycle] + [order[cycle[0][0]]]
-    return " -> ".join(str(v) for v in nodes)
+def _cycle_text(ix: GraphIndex) -> str:
+    """One directed cycle, as ``A -> B -> C -> A``, in linear time.
+
+    Every node of a strongly connected component of two or more nodes has a
+    child inside it, so walking from child to child within the component
+    (from its first node) must come back to a node already on the walk.
+    """
+    adj = csr_matrix((np.ones(ix.m, dtype=np.int8), ix.c_idx, ix.c_ptr), shape=(ix.n, ix.n))
+    labels = connected_components(adj, directed=True, connection="strong")[1]
+    comp = int(np.flatnonzero(np.bincount(labels) > 1)[0])
+    v = int(np.flatnonzero(labels == comp)[0])
+    at: dict[int, int] = {}
+    walk: list[int] = []
+    while v not in at:
+        at[v] = len(walk)
+        walk.append(v)
+        row = ix.c_idx[ix.c_ptr[v]:ix.c_ptr[v + 1]]
+        v = int(row[labels[row] == comp][0])
+    cycle = walk[at[v]:] + [v]
+    return " -> ".join(str(ix.nodes[u]) for u in cycle)

@@ -25,14 +25,13 @@ import re
 
 import numpy as np
 
+from .core import factorize_pays
+
 __all__ = ["parse_plain", "parse_plain_indexed"]
 
 _NAME = r"[A-Za-z_0-9][\w.]*(?:\[\d+\])*"          # as causalnet.graph.parse reads a bare name
 _TOKENS = re.compile(rf"{_NAME}|->|<-|[;\n]")
 _WRAPPED = re.compile(r"^(?:dag|digraph)\s*\{(.*)\}\s*$", re.DOTALL)
-
-# Texts with at least this many names number them with pandas.factorize (one C hash pass).
-_FACTORIZE_MIN = 20_000
 
 
 def parse_plain_indexed(text: str) -> tuple[tuple, np.ndarray, np.ndarray] | None:
@@ -73,7 +72,7 @@ def parse_plain_indexed(text: str) -> tuple[tuple, np.ndarray, np.ndarray] | Non
 
 def _number(names: np.ndarray) -> tuple[tuple, np.ndarray]:
     """Distinct names in order of first appearance, and each name's position among them."""
-    if names.size >= _FACTORIZE_MIN:
+    if factorize_pays(names.size):
         import pandas as pd  # optional heavy dependency: one C hash pass numbers every name
 
         codes, uniques = pd.factorize(names, sort=False)

@@ -233,7 +233,7 @@ def edge_lists(draw):
 def test_fast_construction_equals_checked_construction(case, factorize):
     edges, extra = case
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core, "_FACTORIZE_MIN", 0 if factorize else 10**9)
+        mp.setattr(core, "_FACTORIZE_IMPORT", 0 if factorize else 10**9)
         g = cn.DAG(edges, nodes=extra)
     order, _, ids = core._intern_checked(edges, extra)
     assert g.nodes == order
@@ -248,10 +248,18 @@ def test_fast_construction_equals_checked_construction(case, factorize):
     assert cn.DAG(list(g.edges), nodes=g.nodes) == g
 
 
-def test_large_construction_keeps_every_error():
-    n = 30_000                                   # above _FACTORIZE_MIN: the pandas interning path
+@pytest.mark.parametrize("factorize", [True, False])
+def test_large_construction_keeps_every_error(factorize, monkeypatch):
+    monkeypatch.setattr(core, "_FACTORIZE_IMPORT", 0 if factorize else 10**9)
+    monkeypatch.setattr(core, "_FACTORIZE_MIN", 0 if factorize else 10**9)
+    n = 30_000
     chain_edges = [(f"v{i}", f"v{i + 1}") for i in range(n)]
     assert len(cn.DAG(chain_edges).topological_order()) == n + 1
+    text = "\n".join(f"{u} -> {v}" for u, v in chain_edges[::-1]) + "\nsolo"
+    g = cn.DAG.parse(text)
+    assert g == cn.DAG(chain_edges, nodes=["solo"]) and g.nodes[:2] == (f"v{n - 1}", f"v{n}")
+    with pytest.raises(GraphError, match="cycle"):
+        cn.DAG.parse(text + "\nv0 <- v9")
     with pytest.raises(GraphError, match=r"cycle v0 -> v1 -> .* -> v0"):
         cn.DAG(chain_edges[:50] + [("v50", "v0")] + chain_edges[50:])
     with pytest.raises(GraphError, match="self-loop on 'v7'"):
