@@ -119,6 +119,14 @@ class DAG(DAGCore):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""
         return separation.minimal_d_separator(self, x, y, include=include, restrict=restrict)
 
+    def is_d_separator(self, x, y, z) -> bool:
+        """Whether `z` d-separates `x` and `y`; see :func:`causalnet.graph.separators.is_d_separator`."""
+        return separators.is_d_separator(self, x, y, z)
+
+    def is_minimal_d_separator(self, x, y, z) -> bool:
+        """Whether `z` is a minimal d-separator; see :func:`causalnet.graph.separators.is_minimal_d_separator`."""
+        return separators.is_minimal_d_separator(self, x, y, z)
+
     def minimal_separators(self, a, b, include=(), restrict=None):
         """Every minimal d-separator of `a` and `b` (a generator); see :func:`causalnet.graph.separators.minimal_separators`."""
         return separators.minimal_separators(self, a, b, include=include, restrict=restrict)
