@@ -106,6 +106,8 @@ def normalize_rows(new, old):
     return out
 
 
+_HINT = "; real-valued observations need HMM(emission='gaussian'), counts emission='poisson'"
+
 class Emission:
     """The interface every emission kind implements.
 
@@ -222,7 +224,7 @@ class CategoricalEmission(Emission):
         if X.ndim == 2 and X.shape[1] == 1:
             X = X[:, 0]
         if X.ndim != 1:
-            raise ShapeError(f"categorical observations must have shape (n_samples,) or (n_samples, 1); got {X.shape}")
+            raise ShapeError(f"categorical observations must have shape (n_samples,) or (n_samples, 1); got {X.shape}{_HINT}")
         if X.dtype == bool:
             X = X.astype(np.intp)
         if not np.issubdtype(X.dtype, np.integer):
@@ -231,7 +233,7 @@ class CategoricalEmission(Emission):
             nonint = ~(np.isfinite(X) & (X == np.round(X)))
             if nonint.any():
                 i = int(np.flatnonzero(nonint)[0])
-                raise EvidenceError(f"categorical observations must be integers; got {X[i]} at position {i}")
+                raise EvidenceError(f"categorical observations must be integers; got {X[i]} at position {i}{_HINT}")
         S = self.symbols(params)
         out = (X < 0) | (X >= S)  # before the cast: a huge value would wrap around
         if out.any():
