@@ -81,3 +81,5 @@ def test_backends_agree_and_keep_shape():
     assert a.shape == x.shape
     assert_allclose(a, b, rtol=4 * EPS32, atol=4 * EPS32)
     assert np.array_equal(gelu(x), a)
+    y = x.copy()
+    assert E.gelu_erf_(y) is y and np.array_equal(y, a)       # in place, same values

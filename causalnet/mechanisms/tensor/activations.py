@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .base import TensorOp
-from .erf import gelu_erf
+from .erf import gelu_erf, gelu_erf_
 from .shapes import cast
 
 __all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "gelu", "relu_", "sigmoid", "ACTIVATIONS", "GATES"]
@@ -91,7 +91,7 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 
 #: activation name -> function of a fresh array (may work in place)
-ACTIVATIONS = {"relu": relu_, "gelu": gelu, "gelu_tanh": gelu_tanh}
+ACTIVATIONS = {"relu": relu_, "gelu": gelu_erf_, "gelu_tanh": gelu_tanh}
 
 
 #: gate/cell nonlinearity name -> function (None: identity); used by Affine

@@ -31,7 +31,7 @@ try:  # numba is a regular dependency; the numpy formulas remain the reference
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["AVAILABLE", "ERF32_P", "ERF32_Q", "erf32", "gelu_erf", "gelu_numpy", "gelu_numba"]
+__all__ = ["AVAILABLE", "ERF32_P", "ERF32_Q", "erf32", "gelu_erf", "gelu_erf_", "gelu_numpy", "gelu_numba"]
 
 AVAILABLE = numba is not None
 
@@ -114,14 +114,27 @@ def _compile():
     _kernels.update({np.dtype(np.float32): g32, np.dtype(np.float64): g64})
 
 
-def gelu_numba(x: np.ndarray) -> np.ndarray:
-    """The exact GELU by the numba ufuncs (float32 / float64; other dtypes go through numpy)."""
+def gelu_numba(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The exact GELU by the numba ufuncs (float32 / float64; other dtypes go through numpy).
+
+    `out` (optional) receives the result, and may be `x` itself.
+    """
     if not _kernels:
         _compile()
     k = _kernels.get(x.dtype)
-    return gelu_numpy(x) if k is None else k(x)
+    if k is None:
+        return gelu_numpy(x)
+    return k(x) if out is None else k(x, out=out)
 
 
 def gelu_erf(x: np.ndarray) -> np.ndarray:
     """The exact GELU of a float array, by the fastest backend available (numba, else numpy)."""
     return gelu_numba(x) if AVAILABLE else gelu_numpy(x)
+
+
+def gelu_erf_(x: np.ndarray) -> np.ndarray:
+    """:func:`gelu_erf` in place when numba runs it (on a fresh array the caller owns); same values."""
+    return gelu_numba(x, out=x) if AVAILABLE and x.dtype in _DTYPES else gelu_numpy(x)
+
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
