@@ -16,7 +16,8 @@
 The backend is ``"numba"`` when numba is importable, else ``"numpy"`` (the
 same formulas in numpy, float32, and scipy's ``erf`` for float64);
 :func:`gelu_numpy` is always the numpy one. The numba ufuncs compile on first
-use (no on-disk cache; see :mod:`causalnet.inference.chain.compiled`).
+use, about 0.5 s once per process (no on-disk cache; see
+:mod:`causalnet.inference.chain.compiled`).
 """
 
 from __future__ import annotations
