@@ -13,7 +13,10 @@ no dropout, no mask) with the same weights runs as:
 
 * PyTorch, fused fast path (the default in eval mode) and the plain math path;
 * a plain numpy implementation of the same layer written for speed (fused QKV
-  projection, contiguous heads, in-place softmax and LayerNorm);
+  projection, contiguous heads, in-place softmax and LayerNorm), with the
+  weights as PyTorch stores them (C-ordered ``(out, in)``: ``x @ W.T`` is
+  BLAS's ``NT`` product) and, as "numpy (F-order W)", Fortran-ordered (``NN``,
+  as causalnet stores them);
 * causalnet: ``model.forward`` (every node kept), ``model.forward(keep=...)``
   (only the output kept; intermediates freed), and an execution
   :class:`~causalnet.inference.tensor.Plan`.
@@ -135,6 +138,8 @@ def main(argv=None) -> None:
     model = tf.from_torch(sd, heads=h, dtype=args.dtype)
     plan = Plan(model, outputs=["enc.0.n"])
     np_run = numpy_layer(sd, h)
+    # the same numpy code with Fortran-ordered matrices: each W.T is C-contiguous, BLAS's NN product
+    np_run_f = numpy_layer({k: np.asfortranarray(v) if v.ndim == 2 else v for k, v in sd.items()}, h)
     x = np.random.default_rng(0).standard_normal((n, t, d)).astype(args.dtype)
     xt = torch.from_numpy(x)
 
@@ -155,6 +160,7 @@ def main(argv=None) -> None:
         "torch (fast path)": torch_fast,
         "torch (math path)": torch_math,
         "numpy (plain)": lambda: np_run(x),
+        "numpy (F-order W)": lambda: np_run_f(x),
         "causalnet forward": lambda: model.forward({"e": x})["enc.0.n"],
         "causalnet forward keep=": lambda: model.forward({"e": x}, keep=["enc.0.n"])["enc.0.n"],
         "causalnet Plan": lambda: plan.run({"e": x})["enc.0.n"],
@@ -196,7 +202,7 @@ def main(argv=None) -> None:
     print("-" * len(head))
     for name in variants:
         pk = "n/a" if name.startswith("torch") else f"{mem[name] / 2**20:.1f}"
-        print(f"{name:<26}{med[name]:>10.1f}{ratio(name, base_t):>9.2f}{ratio(name, best_torch):>13.2f}"
+        print(f"{name:<26}{med[name]:>10.{1 if med[name] >= 10 else 3}f}{ratio(name, base_t):>9.2f}{ratio(name, best_torch):>13.2f}"
               f"{ratio(name, base_np):>9.2f}{pk:>9}")
     print()
     print("/ torch: to the fast path; / best torch: to the faster PyTorch path of the same round.")

@@ -334,7 +334,7 @@ def test_causal_weights_are_zero_above_the_diagonal_and_rows_sum_to_one(t, h, se
 @settings(max_examples=30, deadline=None)
 @given(arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(2, 6)), elements=st.floats(-1e3, 1e3)))
 def test_layer_norm_without_affine_standardises_each_row(x):
-    if np.ptp(x, axis=-1).min() < 1e-3:
+    if np.ptp(x, axis=-1).min() < 0.1:      # keep eps / var below 1e-9 (ptp 2e-3 gave var 1 - 1e-6)
         x = x + np.arange(x.shape[-1])
     m = CausalModel({"x": T.Input((None,)), "n": T.LayerNorm("x", d=x.shape[-1], eps=1e-12)})
     y = m.forward({"x": x})["n"]

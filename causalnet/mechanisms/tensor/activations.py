@@ -11,10 +11,10 @@ from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
-from scipy.special import erf
 
 from ...errors import ModelError
 from .base import TensorOp
+from .erf import gelu_erf, gelu_erf_
 from .shapes import cast
 
 __all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "gelu", "relu_", "sigmoid", "ACTIVATIONS", "GATES"]
@@ -72,11 +72,12 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    """``x Phi(x)`` (exact, by :func:`~causalnet.mechanisms.tensor.erf.gelu_erf`) or its tanh form."""
     if approximate == "tanh":
         c = np.asarray(math.sqrt(2.0 / math.pi), dtype=x.dtype)
         xc = np.clip(x, -20.0, 20.0)                    # tanh is exactly +-1 beyond; x**3 would overflow
         return 0.5 * x * (1.0 + np.tanh(c * (xc + np.asarray(0.044715, dtype=x.dtype) * xc ** 3)))
-    return 0.5 * x * (1.0 + erf(x * np.asarray(1.0 / math.sqrt(2.0), dtype=x.dtype)))
+    return gelu_erf(x)
 
 
 def relu_(x: np.ndarray) -> np.ndarray:
@@ -90,7 +91,7 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 
 #: activation name -> function of a fresh array (may work in place)
-ACTIVATIONS = {"relu": relu_, "gelu": gelu, "gelu_tanh": gelu_tanh}
+ACTIVATIONS = {"relu": relu_, "gelu": gelu_erf_, "gelu_tanh": gelu_tanh}
 
 
 #: gate/cell nonlinearity name -> function (None: identity); used by Affine

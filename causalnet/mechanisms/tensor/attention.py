@@ -459,7 +459,7 @@ class MultiHeadAttention(MaskedOp):
         if not self.has_padding and len(self.parents) == 3:
             raise ModelError(f"MultiHeadAttention takes [x] or [x, m] without padding, got {list(self.parents)}")
         self.cross = len(self.parents) - self.has_padding == 2
-        w = weight_array(in_proj_weight, 2, "MultiHeadAttention in_proj_weight", self.dtype)
+        w = weight_array(in_proj_weight, 2, "MultiHeadAttention in_proj_weight", self.dtype, order="F")
         d = w.shape[1]
         if w.shape != (3 * d, d):
             raise ShapeError(f"MultiHeadAttention in_proj_weight must be (3D, D), got {w.shape}")
@@ -469,7 +469,7 @@ class MultiHeadAttention(MaskedOp):
         self.in_proj_bias = None if in_proj_bias is None else weight_array(in_proj_bias, 1, "in_proj_bias", self.dtype)
         if self.in_proj_bias is not None and self.in_proj_bias.shape != (3 * d,):
             raise ShapeError(f"MultiHeadAttention in_proj_bias must be ({3 * d},), got {self.in_proj_bias.shape}")
-        self.out_proj_weight = weight_array(out_proj_weight, 2, "out_proj_weight", self.dtype)
+        self.out_proj_weight = weight_array(out_proj_weight, 2, "out_proj_weight", self.dtype, order="F")
         if self.out_proj_weight.shape != (d, d):
             raise ShapeError(f"MultiHeadAttention out_proj_weight must be ({d}, {d}), got {self.out_proj_weight.shape}")
         self.out_proj_bias = None if out_proj_bias is None else weight_array(out_proj_bias, 1, "out_proj_bias", self.dtype)

@@ -2,7 +2,9 @@
 
 Weights follow the PyTorch layout (``Linear`` weight ``(out, in)``,
 ``Embedding`` weight ``(L, d)``), so a state dict maps onto them without
-transposes.
+transposes. Matrices used as ``x @ W.T`` are stored Fortran-ordered (same
+shape and values; ``W.T`` is C-contiguous, so BLAS runs its faster ``NN``
+product), and the checked and compiled paths run the same product.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Linear(TensorOp):
 
     def __init__(self, parent: Hashable, weight, bias=None, *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.weight = weight_array(weight, 2, "Linear weight", self.dtype)
+        self.weight = weight_array(weight, 2, "Linear weight", self.dtype, order="F")   # .T is C-contiguous
         self.bias = None if bias is None else weight_array(bias, 1, "Linear bias", self.dtype)
         if self.bias is not None and self.bias.shape[0] != self.weight.shape[0]:
             raise ShapeError(f"Linear bias has {self.bias.shape[0]} entries for a weight of shape "
@@ -103,7 +105,7 @@ class Affine(TensorOp):
         super().__init__(parents, dtype=dtype)
         if not isinstance(weights, (list, tuple)) or len(weights) != len(self.parents):
             raise ModelError(f"Affine needs one weight per parent ({len(self.parents)}), got {type(weights).__name__}")
-        self.weights = [weight_array(w, 2, "Affine weight", self.dtype) for w in weights]
+        self.weights = [weight_array(w, 2, "Affine weight", self.dtype, order="F") for w in weights]
         outs = {w.shape[0] for w in self.weights}
         if len(outs) != 1:
             raise ShapeError(f"Affine weights disagree on d_out: {[w.shape for w in self.weights]}")
@@ -351,8 +353,8 @@ class FeedForward(TensorOp):
         super().__init__(parent, dtype=dtype)
         if w2 is None:
             raise ModelError("FeedForward needs w1 and w2")
-        self.w1 = weight_array(w1, 2, "FeedForward w1", self.dtype)
-        self.w2 = weight_array(w2, 2, "FeedForward w2", self.dtype)
+        self.w1 = weight_array(w1, 2, "FeedForward w1", self.dtype, order="F")      # .T is C-contiguous
+        self.w2 = weight_array(w2, 2, "FeedForward w2", self.dtype, order="F")
         self.b1 = None if b1 is None else weight_array(b1, 1, "FeedForward b1", self.dtype)
         self.b2 = None if b2 is None else weight_array(b2, 1, "FeedForward b2", self.dtype)
         ff, d = self.w1.shape
