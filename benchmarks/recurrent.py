@@ -58,6 +58,11 @@ def bench(dtype: str, n: int, T: int, H: int, layers: int, rounds: int, generic:
         with torch.no_grad():
             return mod(xt)[0]
 
+    def torch_gemm():
+        """PyTorch without oneDNN: its LSTM as per-step GEMMs, the same algorithm as `run`."""
+        with torch.no_grad(), torch.backends.mkldnn.flags(enabled=False):
+            return mod(xt)[0]
+
     def run():
         return recurrent.run(model, x).output
 
@@ -67,7 +72,7 @@ def bench(dtype: str, n: int, T: int, H: int, layers: int, rounds: int, generic:
 
     want = torch_fwd().numpy()
     tol = 1e-10 if dtype == "float64" else 1e-4
-    variants = {"torch": torch_fwd, "run": run}
+    variants = {"torch": torch_fwd, "torch-gemm": torch_gemm, "run": run}
     if generic:
         variants["forward"] = forward
     for name, fn in variants.items():
@@ -94,13 +99,17 @@ def main() -> None:
     rounds = args.rounds or (3 if args.quick else 7)
     print(f"LSTM forward: batch {n}, T {T}, hidden {H} (input {H}), {layers} layers; 1 thread, CPU seconds, "
           f"median of {rounds} rounds; load {os.getloadavg()[0]:.1f}")
-    print(f"{'dtype':8} {'torch':>9} {'run':>9} {'forward':>9}   run/torch  forward/torch")
+    print("torch: PyTorch's default CPU LSTM (oneDNN's fused RNN primitive in float32); torch-gemm: oneDNN off, "
+          "per-step GEMMs like `run`")
+    print(f"{'dtype':8} {'torch':>9} {'torch-gemm':>10} {'run':>9} {'forward':>9}   run/torch  run/torch-gemm  forward/torch")
     for dtype in ("float32", "float64"):
         r = bench(dtype, n, T, H, layers, rounds, not args.no_generic)
         med, rat = r["median"], r["ratio"]
         fwd = f"{med['forward']:9.4f}" if "forward" in med else f"{'-':>9}"
         fr = f"{rat['forward']:10.2f}x" if "forward" in rat else f"{'-':>11}"
-        print(f"{dtype:8} {med['torch']:9.4f} {med['run']:9.4f} {fwd}   {rat['run']:8.2f}x {fr}")
+        gemm = med["run"] / med["torch-gemm"]
+        print(f"{dtype:8} {med['torch']:9.4f} {med['torch-gemm']:10.4f} {med['run']:9.4f} {fwd}   {rat['run']:8.2f}x "
+              f"{gemm:13.2f}x {fr}")
 
 
 if __name__ == "__main__":
