@@ -12,6 +12,12 @@ state k; ``N_j = Σ_k N[j, k]``, q configurations, r states, n rows):
 - ``"aic"``: loglik − q(r − 1)
 - ``"bdeu"``: the log marginal likelihood under BDeu with equivalent sample
   size α: ``Σ_j [lnΓ(α/q) − lnΓ(N_j + α/q)] + Σ_jk [lnΓ(N_jk + α/(qr)) − lnΓ(α/(qr))]``
+  Optional ``structure_prior`` s adds a binomial prior on each parent set
+  (each of the m − 1 other columns is a parent with probability p = s/(m − 1),
+  so s is the expected number of parents): ``|Pa| log p + (m − 1 − |Pa|) log(1 − p)``
+  per family. It costs every edge ``log((1 − p)/p)`` nats, depends only on the
+  number of edges (so it stays score-equivalent), and with s = 1 it is
+  causal-learn's ``local_score_BDeu`` default.
 - ``"k2"``: the same with every pseudo-count 1.
 
 Continuous scores fit the node on its parents by least squares (intercept
@@ -117,15 +123,48 @@ class AIC(CountScore):
         return _loglik(counts) - q * (r - 1)
 
 
+def _binomial_prior(structure_prior, others: int) -> tuple[float, float]:
+    """(log p, log(1 − p)) for p = structure_prior / others, the chance that a given column is a parent."""
+    s = structure_prior
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not np.isfinite(s) or s <= 0:
+        raise ModelError(f"structure_prior must be a finite number > 0 (the expected number of parents), got {s!r}")
+    if others == 0:
+        return 0.0, 0.0                                            # one column: no parent set but the empty one
+    if s >= others:
+        raise ModelError(f"structure_prior must be below the number of other columns ({others}), got {s!r}")
+    return log(s / others), log(1.0 - s / others)
+
+
 class BDeuScore(CountScore):
+    """BDeu log marginal likelihood, optionally plus a binomial structure prior (see the module docstring).
+
+    Parameters
+    ----------
+    table : Table
+    equivalent_sample_size : float
+        α > 0.
+    structure_prior : float, optional
+        The expected number of parents per node, in (0, m − 1) for m columns;
+        ``None`` (default) is the uniform prior over DAGs (no term).
+    """
+
     name = "bdeu"
 
-    def __init__(self, table: Table, equivalent_sample_size: float = 10.0) -> None:
+    def __init__(self, table: Table, equivalent_sample_size: float = 10.0,
+                 structure_prior: float | None = None) -> None:
         super().__init__(table)
         ess = equivalent_sample_size
         if isinstance(ess, bool) or not isinstance(ess, (int, float)) or not np.isfinite(ess) or ess <= 0:
             raise ModelError(f"equivalent_sample_size must be a finite number > 0, got {ess!r}")
         self.ess = float(ess)
+        self.structure_prior = structure_prior
+        others = max(len(table.names) - 1, 0)
+        self._others = others
+        self._log_p, self._log_q = (0.0, 0.0) if structure_prior is None else _binomial_prior(structure_prior, others)
+
+    def compute(self, child, parents):
+        prior = len(parents) * self._log_p + (self._others - len(parents)) * self._log_q
+        return super().compute(child, parents) + prior
 
     def from_counts(self, counts):
         q, r = counts.shape
@@ -187,8 +226,12 @@ def _check_columns(table: Table, discrete: bool, name: str) -> None:
         raise ModelError("the data have no rows")
 
 
-def make_score(name: str, table: Table, *, equivalent_sample_size: float | None = None) -> Score:
-    """The :class:`Score` named `name` over `table` (``"loglik"`` picks the Gaussian one for real columns)."""
+def make_score(name: str, table: Table, *, equivalent_sample_size: float | None = None,
+               structure_prior: float | None = None) -> Score:
+    """The :class:`Score` named `name` over `table` (``"loglik"`` picks the Gaussian one for real columns).
+
+    `equivalent_sample_size` and `structure_prior` are BDeu settings (see :class:`BDeuScore`).
+    """
     if isinstance(name, Score):
         return name
     if name not in SCORES:
@@ -198,13 +241,15 @@ def make_score(name: str, table: Table, *, equivalent_sample_size: float | None 
     cls = SCORES[name]
     _check_columns(table, cls.discrete, name)
     if cls is BDeuScore:
-        return cls(table, 10.0 if equivalent_sample_size is None else equivalent_sample_size)
-    if equivalent_sample_size is not None:
-        raise ModelError(f"equivalent_sample_size is a BDeu setting; score {name!r} does not take it")
+        return cls(table, 10.0 if equivalent_sample_size is None else equivalent_sample_size, structure_prior)
+    for key, val in (("equivalent_sample_size", equivalent_sample_size), ("structure_prior", structure_prior)):
+        if val is not None:
+            raise ModelError(f"{key} is a BDeu setting; score {name!r} does not take it")
     return cls(table)
 
 
-def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None = None, states=None) -> float:
+def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None = None, states=None,
+          structure_prior: float | None = None) -> float:
     """The score of a DAG on complete data (higher is better).
 
     Parameters
@@ -217,6 +262,9 @@ def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None
         ``"loglik"`` takes either.
     equivalent_sample_size : float, optional
         For ``"bdeu"`` (default 10).
+    structure_prior : float, optional
+        For ``"bdeu"``: the expected number of parents per node of a binomial
+        structure prior (default none; 1 reproduces causal-learn's BDeu).
 
     Raises
     ------
@@ -230,4 +278,5 @@ def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None
         if v not in table:
             raise ModelError(f"node {v!r} has no column in the data; columns: {list(table.names)}")
     table = Table({v: table.column(v) for v in g.nodes}, table.n)
-    return make_score(score, table, equivalent_sample_size=equivalent_sample_size).total(g)
+    return make_score(score, table, equivalent_sample_size=equivalent_sample_size,
+                      structure_prior=structure_prior).total(g)

@@ -63,8 +63,9 @@ def _check_common(table: Table, max_indegree, alpha) -> None:
         raise ModelError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
-def _score_search(table, method, score, equivalent_sample_size, start, constraints, bar, tabu_length) -> DAG:
-    sc = make_score(score, table, equivalent_sample_size=equivalent_sample_size)
+def _score_search(table, method, score, equivalent_sample_size, start, constraints, bar, tabu_length,
+                  structure_prior=None) -> DAG:
+    sc = make_score(score, table, equivalent_sample_size=equivalent_sample_size, structure_prior=structure_prior)
     nodes = list(table.names)
     start_dag = DAG(sorted(constraints["fixed"]), nodes=nodes) if start is None else as_dag(start)
     missing = constraints["fixed"] - set(start_dag.edges)
@@ -97,12 +98,13 @@ def _pc(table: Table, test, alpha, max_cond_vars, constraints, discrete: bool, b
     return pc.orient(nodes, adj, sepsets, fixed)
 
 
-def _ges(table: Table, score, equivalent_sample_size, constraints, discrete: bool, bar) -> PDAG:
+def _ges(table: Table, score, equivalent_sample_size, constraints, discrete: bool, bar, structure_prior=None) -> PDAG:
     for what in ("white", "fixed"):
         if constraints[what]:
             raise ModelError(f"method 'ges' does not take {what}_list" if what == "white" else
                              "method 'ges' does not take fixed_edges (use 'hill_climb', 'tabu' or 'pc')")
-    sc = make_score(score or ("bic" if discrete else "bic-g"), table, equivalent_sample_size=equivalent_sample_size)
+    sc = make_score(score or ("bic" if discrete else "bic-g"), table, equivalent_sample_size=equivalent_sample_size,
+                    structure_prior=structure_prior)
     ges = GES(sc, max_indegree=constraints["max_indegree"], forbidden=constraints["black"])
     return ges.run(list(table.names), bar)
 
@@ -111,7 +113,8 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
                     alpha: float = 0.05, max_indegree: int | None = None, black_list: Iterable = (),
                     white_list: Iterable = (), fixed_edges: Iterable = (), start=None, max_cond_vars: int = 5,
                     equivalent_sample_size: float | None = None, tabu_length: int = 100, states=None,
-                    seed: Any = None, progress: bool | None = None) -> DAG | PDAG:
+                    seed: Any = None, progress: bool | None = None,
+                    structure_prior: float | None = None) -> DAG | PDAG:
     """Learn a DAG (score-based search) or a CPDAG (PC, GES) from complete data.
 
     Parameters
@@ -137,6 +140,11 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
         Search: the starting DAG (default empty plus `fixed_edges`).
     max_cond_vars : int
         PC: the largest conditioning set tried.
+    structure_prior : float, optional
+        ``score="bdeu"`` only: add a binomial structure prior with this
+        expected number of parents per node (each edge then costs
+        ``log((m − 1 − s)/s)`` nats for m columns). ``1`` reproduces
+        causal-learn's ``local_score_BDeu``; default none (uniform over DAGs).
     seed : int or Generator, optional
         Accepted for a uniform signature; every method is deterministic
         (ties broken by column order).
@@ -167,6 +175,6 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
         if method == "pc":
             return _pc(table, test, alpha, max_cond_vars, constraints, discrete, bar)
         if method == "ges":
-            return _ges(table, score, equivalent_sample_size, constraints, discrete, bar)
+            return _ges(table, score, equivalent_sample_size, constraints, discrete, bar, structure_prior)
         return _score_search(table, method, score or ("bic" if discrete else "bic-g"), equivalent_sample_size,
-                             start, constraints, bar, tabu_length)
+                             start, constraints, bar, tabu_length, structure_prior)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import guarded
 
 import causalnet as cn
 from causalnet.graph.equivalence import PDAG, cpdag
@@ -56,6 +57,39 @@ def test_ges_scores_at_least_as_well_as_causal_learn():
     sc = make_score("bdeu", as_table(df), equivalent_sample_size=1.0)
     ours = cn.learn_structure(df, method="ges", score="bdeu", equivalent_sample_size=1.0, progress=False)
     assert sc.total(ours.to_dag()) >= sc.total(ref.to_dag()) - 1e-6
+    # causal-learn's BDeu carries a binomial structure prior (expected indegree 1); with the same score, the same CPDAG
+    same = make_score("bdeu", as_table(df), equivalent_sample_size=1.0, structure_prior=1.0)
+    twin = cn.learn_structure(df, method="ges", score="bdeu", equivalent_sample_size=1.0, structure_prior=1.0,
+                              progress=False)
+    assert same.total(twin.to_dag()) >= same.total(ref.to_dag()) - 1e-6
+    assert twin == ref
+
+
+def test_bdeu_structure_prior_equals_causal_learn_local_score():
+    lsf = pytest.importorskip("causallearn.score.LocalScoreFunction")
+    df = cn.gallery.load("asia").sample(500, seed=2).to_pandas()
+    nodes = list(df.columns)
+    codes = np.column_stack([df[c].cat.codes.to_numpy() for c in nodes]).astype(float)
+    sc = make_score("bdeu", as_table(df), equivalent_sample_size=1.0, structure_prior=1.0)
+    for child, parents in [(0, []), (1, [0]), (7, [2, 5]), (4, [1, 3, 6])]:
+        ref = lsf.local_score_BDeu(codes, child, parents)
+        assert sc.local(nodes[child], [nodes[p] for p in parents]) == pytest.approx(ref, rel=1e-12, abs=1e-9)
+    plain = make_score("bdeu", as_table(df), equivalent_sample_size=1.0)
+    edge_cost = (plain.local("xray", ["lung"]) - plain.local("xray", [])) - (sc.local("xray", ["lung"]) - sc.local("xray", []))
+    assert edge_cost == pytest.approx(np.log(len(nodes) - 2))              # log((1 - p) / p), p = 1 / (m - 1)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), True, "1", 7.0, 100])
+def test_structure_prior_bad_values_raise(bad):
+    df = cn.gallery.load("asia").sample(50, seed=0).to_pandas()
+    err = guarded(cn.learn_structure, df, method="ges", score="bdeu", structure_prior=bad, progress=False)
+    assert isinstance(err, cn.ModelError) and "structure_prior" in str(err)
+
+
+def test_structure_prior_is_bdeu_only():
+    df = cn.gallery.load("asia").sample(50, seed=0).to_pandas()
+    with pytest.raises(cn.ModelError, match="structure_prior is a BDeu setting"):
+        cn.learn_structure(df, method="ges", score="bic", structure_prior=1.0, progress=False)
 
 
 def test_ges_ends_where_no_single_edge_change_improves_the_score():
