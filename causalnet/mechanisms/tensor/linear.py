@@ -71,8 +71,7 @@ class Linear(TensorOp):
 
     def compiled(self, node):
         """``_run`` with the attribute lookups and the transposed view made once (the same products)."""
-        # a C-contiguous W^T: BLAS's NN product, faster than NT on small inputs (the same sums)
-        wt, b, dtype, d_out = np.ascontiguousarray(self.weight.T), self.bias, self.dtype, self.d_out
+        wt, b, dtype, d_out = self.weight.T, self.bias, self.dtype, self.d_out
 
         def run(x):
             if x.dtype != dtype:
@@ -396,8 +395,7 @@ class FeedForward(TensorOp):
 
     def compiled(self, node):
         """``_run`` with the attribute lookups and the transposed views made once (the same products)."""
-        w1t, w2t = np.ascontiguousarray(self.w1.T), np.ascontiguousarray(self.w2.T)    # NN products, as in Linear
-        b1, b2, act, d, dtype = self.b1, self.b2, self._act, self.d, self.dtype
+        w1t, b1, w2t, b2, act, d, dtype = self.w1.T, self.b1, self.w2.T, self.b2, self._act, self.d, self.dtype
 
         def run(x):
             if x.dtype != dtype:
