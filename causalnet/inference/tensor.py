@@ -167,6 +167,16 @@ class Plan:
         """The compiled program on inputs that need no conversion and whose shapes were checked; else None."""
         if len(values) != len(self.inputs):
             return None
+        with np.errstate(all="ignore"):       # one for the tests (r @ r may overflow) and the program
+            return self._run_program_quietly(values)
+
+    def _run_program_quietly(self, values: Mapping) -> dict | None:
+        """Finiteness first by one BLAS dot product per array, ``isfinite(r @ r)`` on the flattened array.
+
+        A NaN or an infinity makes it NaN or +inf (squares are never negative,
+        so infinities cannot cancel); only when it is not finite (which may be
+        an overflow of the squares alone) does the full test run.
+        """
         arrs = []
         shapes = []
         dot, isfinite = _dot, math.isfinite
@@ -176,19 +186,20 @@ class Plan:
                 return None
             if is_float:
                 r = a.reshape(-1)
-                if not isfinite(dot(r, r)):                # see _finite_sum; the checked path names the input
-                    return None
+                if not isfinite(dot(r, r)) and not np.isfinite(a).all():
+                    return None                    # the checked path names the input
             arrs.append(a)
             shapes.append(a.shape)
         if tuple(shapes) not in self._checked or (len(shapes) > 1 and len({s[0] for s in shapes}) > 1):
             return None
-        out = self._program.run(arrs)
-        for a, ok in zip(out.values(), self._program.neginf_ok):
+        program = self._program
+        out = program._body(*arrs)
+        for a, ok in zip(out, program.neginf_ok):
             if a.dtype.kind == "f":
                 r = a.reshape(-1)
                 if not isfinite(dot(r, r)) and not _finite(a, ok):
                     return None
-        return out
+        return dict(zip(program._names, out))
 
     def _run_checked(self, vals: dict, nb: int, keep_set: set):
         """Node by node through ``evaluate``: shapes, sizes and finiteness checked at every node."""
@@ -204,22 +215,10 @@ class Plan:
         return f"<Plan {len(self.nodes)} nodes; inputs {list(self.inputs)} -> outputs {list(self.outputs)}>"
 
 
-def _finite_sum(a: np.ndarray) -> bool:
-    """True if ``sum(a * a)`` is finite, which implies every entry is; False may be an overflow only.
-
-    One BLAS dot product (~0.6 us for a thousand entries): a NaN or an
-    infinity makes the sum NaN or +inf, never a finite number (squares are
-    never negative, so infinities cannot cancel).
-    """
-    r = a.reshape(-1)
-    return math.isfinite(_dot(r, r))
-
-
 def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
-    if a.dtype.kind != "f" or _finite_sum(a):
-        return True
+    """Every entry finite, or -inf where the node allows it: the full test, once the cheap one failed."""
     if not neginf_ok:
-        return bool(np.isfinite(a).all())                  # an overflow of the squares alone is fine
+        return bool(np.isfinite(a).all())
     return not (np.isnan(a).any() or np.isposinf(a).any())
 
 
