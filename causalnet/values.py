@@ -167,7 +167,11 @@ class Samples(Mapping):
         self._values = dict(values)
         self._specs = dict(specs or {})
         self.weights = weights
-        ns = {np.shape(v)[0] for v in self._values.values() if np.ndim(v)}
+        ns = set()
+        for v in self._values.values():
+            shape = v.shape if type(v) is np.ndarray else np.shape(v)     # the common case without np.shape's call
+            if shape:
+                ns.add(shape[0])
         self.n = ns.pop() if len(ns) == 1 else (0 if not ns else -1)
 
     def __getitem__(self, node: Hashable) -> np.ndarray:

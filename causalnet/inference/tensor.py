@@ -26,7 +26,6 @@ Examples
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -168,24 +167,39 @@ class Plan:
         """The compiled program on inputs that need no conversion and whose shapes were checked; else None."""
         if len(values) != len(self.inputs):
             return None
+        with np.errstate(all="ignore"):       # one for the tests (r @ r may overflow) and the program
+            return self._run_program_quietly(values)
+
+    def _run_program_quietly(self, values: Mapping) -> dict | None:
+        """Finiteness first by one BLAS dot product per array, ``isfinite(r @ r)`` on the flattened array.
+
+        A NaN or an infinity makes it NaN or +inf (squares are never negative,
+        so infinities cannot cancel); only when it is not finite (which may be
+        an overflow of the squares alone) does the full test run.
+        """
         arrs = []
+        shapes = []
+        dot, isfinite = _dot, math.isfinite
         for v, dtype, ndim, is_float in self._fast_inputs:
             a = values.get(v)
             if type(a) is not np.ndarray or a.dtype != dtype or a.ndim != ndim:
                 return None
-            if is_float and not math.isfinite(float(np.add.reduce(a, axis=None))):
-                return None                                # the checked path names the bad input
+            if is_float:
+                r = a.reshape(-1)
+                if not isfinite(dot(r, r)) and not np.isfinite(a).all():
+                    return None                    # the checked path names the input
             arrs.append(a)
-        if len(arrs) == 1:
-            if (arrs[0].shape,) not in self._checked:
-                return None
-        elif len({a.shape[0] for a in arrs}) > 1 or tuple(a.shape for a in arrs) not in self._checked:
+            shapes.append(a.shape)
+        if tuple(shapes) not in self._checked or (len(shapes) > 1 and len({s[0] for s in shapes}) > 1):
             return None
-        out = self._program.run(arrs)
-        for a, ok in zip(out.values(), self._program.neginf_ok):
-            if not _finite(a, ok):
-                return None
-        return out
+        program = self._program
+        out = program._body(*arrs)
+        for a, ok in zip(out, program.neginf_ok):
+            if a.dtype.kind == "f":
+                r = a.reshape(-1)
+                if not isfinite(dot(r, r)) and not _finite(a, ok):
+                    return None
+        return dict(zip(program._names, out))
 
     def _run_checked(self, vals: dict, nb: int, keep_set: set):
         """Node by node through ``evaluate``: shapes, sizes and finiteness checked at every node."""
@@ -202,11 +216,13 @@ class Plan:
 
 
 def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
-    if a.dtype.kind != "f":
-        return True
-    if math.isfinite(float(np.add.reduce(a, axis=None))):
-        return True
-    return neginf_ok and not (np.isnan(a).any() or np.isposinf(a).any())
+    """Every entry finite, or -inf where the node allows it: the full test, once the cheap one failed."""
+    if not neginf_ok:
+        return bool(np.isfinite(a).all())
+    return not (np.isnan(a).any() or np.isposinf(a).any())
+
+
+_dot = np.dot
 
 
 class Program:
@@ -250,28 +266,40 @@ class Program:
             if a not in keep:
                 frees[i].append(a)
         self.steps = [(fn, args, out, tuple(fr)) for (fn, args, out), fr in zip(steps, frees)]
-        # what run() executes: the arguments fetched by one itemgetter (a tuple when several)
-        self._calls = [(fn, operator.itemgetter(*args) if args else _no_args, len(args) != 1, out, fr)
-                       for fn, args, out, fr in self.steps]
         self.nslots = nslots
         self.inputs = tuple(slot[v] for v in inputs)
         self.outputs = tuple((v, slot[v]) for v in outputs)
         self.neginf_ok = tuple(bool(getattr(mechs[v], "allows_neginf", False)) for v in outputs)
+        self._names = tuple(v for v, _ in self.outputs)
+        self._body = _compile(self.steps, self.inputs, tuple(i for _, i in self.outputs))
 
     def run(self, values: list) -> dict:
-        slots: list = [None] * self.nslots
-        for i, a in zip(self.inputs, values):
-            slots[i] = a
-        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            for fn, get, several, out, frees in self._calls:
-                slots[out] = fn(*get(slots)) if several else fn(get(slots))
-                for a in frees:
-                    slots[a] = None
-        return {v: slots[i] for v, i in self.outputs}
+        with np.errstate(all="ignore"):                   # the plan tests the outputs (and names the node)
+            return dict(zip(self._names, self._body(*values)))
 
 
-def _no_args(slots: list) -> tuple:
-    return ()
+def _compile(steps: list, inputs: tuple, outputs: tuple):
+    """The steps as one Python function of the inputs' slots returning the outputs' (no per-step loop).
+
+    Slot ``i`` is the local variable ``s<i>``, freed by ``del`` after its last
+    read; a column block of a fused product is a slice in the source. The
+    source holds only slot numbers and the names ``f<k>`` of the step
+    functions, never a node name.
+    """
+    env: dict = {}
+    lines = [f"def body({', '.join(f's{i}' for i in inputs)}):"]
+    for k, (fn, args, out, frees) in enumerate(steps):
+        block = getattr(fn, "block", None)
+        if block is not None:
+            lines.append(f"    s{out} = s{args[0]}[..., {block[0]}:{block[1]}]")
+        else:
+            env[f"f{k}"] = fn
+            lines.append(f"    s{out} = f{k}({', '.join(f's{a}' for a in args)})")
+        if frees:
+            lines.append(f"    del {', '.join(f's{a}' for a in frees)}")
+    lines.append(f"    return ({''.join(f's{i}, ' for i in outputs)})")
+    exec("\n".join(lines), env)  # noqa: S102 -- source built above from integers only
+    return env["body"]
 
 
 def _callable(node, mech, spec):
@@ -319,8 +347,11 @@ def _fused_product(w: np.ndarray, b: np.ndarray | None):
 
 
 def _column_block(lo: int, hi: int):
-    block = (Ellipsis, slice(lo, hi))
-    return lambda y: y[block]
+    """Columns ``lo:hi`` of the last axis (a view); the compiled source inlines it as a slice."""
+    def piece(y):
+        return y[..., lo:hi]
+    piece.block = (lo, hi)
+    return piece
 
 
 class _Growing:
