@@ -39,6 +39,7 @@ def _chain_data(rng, n, T, K, ragged, neg_inf=0.0, scale=2.0):
 SHAPES = [
     (1, 1, 1, False), (1, 5, 1, False), (3, 1, 4, False), (4, 7, 3, True), (5, 60, 4, False),
     (6, 300, 6, True), (1, 3000, 5, False), (2, 2500, 16, True), (1, 400, 64, False),
+    (3, 200, compiled.VITERBI_WIDE_K - 1, True), (3, 200, compiled.VITERBI_WIDE_K, True), (2, 150, 45, True),
 ]
 
 
@@ -66,6 +67,19 @@ def test_compiled_viterbi_equals_numpy(rng, n, T, K, ragged):
     (pa, sa), (pb, sb) = _both(lambda: chain.viterbi(unary, pairwise, mask))
     assert_array_equal(pa, pb)  # continuous potentials: no ties
     assert_allclose(sa, sb, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("K", [2, 5, compiled.VITERBI_WIDE_K - 1, compiled.VITERBI_WIDE_K, 40])
+def test_compiled_viterbi_breaks_exact_ties_like_numpy(rng, K):
+    """Integer potentials add exactly, so ties are real: both step orders of the kernel
+    (narrow below VITERBI_WIDE_K, wide from it) keep the lowest previous state, as argmax."""
+    unary = rng.integers(-2, 1, size=(3, 120, K)).astype(float)
+    pairwise = rng.integers(-2, 1, size=(K, K)).astype(float)
+    pairwise[0, 1 % K] = -np.inf
+    mask = np.arange(120)[None, :] < np.array([120, 77, 9])[:, None]
+    (pa, sa), (pb, sb) = _both(lambda: chain.viterbi(unary, pairwise, mask))
+    assert_array_equal(pa, pb)
+    assert_array_equal(sa, sb)
 
 
 def test_compiled_with_impossible_states_equals_numpy(rng):
