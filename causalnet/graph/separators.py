@@ -88,13 +88,7 @@ def _close(nb: dict, b: frozenset, allowed: frozenset, s: set, new) -> frozenset
 def _closest(nb: dict, b: frozenset, s: frozenset) -> frozenset:
     """The minimal separator closest to `b` with `s` on the other side: N(C_b) in the graph minus N(s)."""
     ns = {w for u in s for w in nb[u] if w not in s}
-    comp = set(b)
-    stack = list(b)
-    while stack:
-        for w in nb[stack.pop()]:
-            if w not in comp and w not in ns:
-                comp.add(w)
-                stack.append(w)
+    comp = _reach(nb, b, ns)
     return frozenset(w for u in comp for w in nb[u] if w not in comp)
 
 
@@ -292,7 +286,7 @@ def is_minimal_d_separator(dag: DAGCore, x, y, z) -> bool:
     return all(nb[v] & from_x and nb[v] & from_y for v in zi)
 
 
-def _reach(nb: dict, start: frozenset, block: frozenset) -> set:
+def _reach(nb: dict, start, block) -> set:
     """Nodes reachable from `start` in `nb` without entering `block`."""
     seen = set(start)
     stack = list(start)
