@@ -79,14 +79,23 @@ def check_hashable(item: Any, what: str) -> None:
         raise GraphError(f"{what} {item!r} is not hashable; node names must be hashable (strings are usual)") from None
 
 
-def closure(adj, start) -> set:
+def closure(adj, start, block=None) -> set:
     """`start` and every node reachable from it along `adj` (a list or dict of neighbour lists).
 
     With parent lists: the ancestors (self included); with child lists: the
-    descendants; with an undirected adjacency: the connected component.
+    descendants; with an undirected adjacency: the connected component. With
+    `block` (a set), the search never enters a node of `block` (the start
+    nodes are kept even if they are in it).
     """
     seen = set(start)
     stack = list(seen)
+    if block:
+        while stack:
+            for p in adj[stack.pop()]:
+                if p not in seen and p not in block:
+                    seen.add(p)
+                    stack.append(p)
+        return seen
     while stack:
         for p in adj[stack.pop()]:
             if p not in seen:

@@ -133,7 +133,7 @@ def instrumental_variables(dag: DAGCore, treatment: Hashable, outcome: Hashable)
     for z in range(ix.n):
         if z not in allowed:
             continue
-        extra = _ancestors_outside(par, an_y, z)
+        extra = set() if z in an_y else closure(par, (z,), an_y)  # An(z) minus An(y)
         w = sides.separator(z, extra)
         if w is _LEAK:
             w = _closest_separator_ints(par, chi, an_y, extra, z, yi, allowed, base)
@@ -243,20 +243,6 @@ class _Either:
 
     def __contains__(self, v) -> bool:
         return v in self.a or v in self.b
-
-
-def _ancestors_outside(par: list, an_y: set, z: int) -> set:
-    """An(z) minus the ancestral set `an_y`."""
-    extra: set = set()
-    if z not in an_y:
-        extra.add(z)
-        stack = [z]
-        while stack:
-            for p in par[stack.pop()]:
-                if p not in an_y and p not in extra:
-                    extra.add(p)
-                    stack.append(p)
-    return extra
 
 
 def _near_y(par: list, chi: list, inside, y: int, allowed: set, z: int | None) -> tuple[set, set] | None:

@@ -88,7 +88,7 @@ def _close(nb: dict, b: frozenset, allowed: frozenset, s: set, new) -> frozenset
 def _closest(nb: dict, b: frozenset, s: frozenset) -> frozenset:
     """The minimal separator closest to `b` with `s` on the other side: N(C_b) in the graph minus N(s)."""
     ns = {w for u in s for w in nb[u] if w not in s}
-    comp = _reach(nb, b, ns)
+    comp = closure(nb, b, ns)
     return frozenset(w for u in comp for w in nb[u] if w not in comp)
 
 
@@ -281,18 +281,7 @@ def is_minimal_d_separator(dag: DAGCore, x, y, z) -> bool:
     if not zi <= anc:
         return False
     nb = moral_graph(ix.par, anc)
-    from_x = _reach(nb, xi, zi)
-    from_y = _reach(nb, yi, zi)
+    from_x = closure(nb, xi, zi)
+    from_y = closure(nb, yi, zi)
     return all(nb[v] & from_x and nb[v] & from_y for v in zi)
 
-
-def _reach(nb: dict, start, block) -> set:
-    """Nodes reachable from `start` in `nb` without entering `block`."""
-    seen = set(start)
-    stack = list(start)
-    while stack:
-        for w in nb[stack.pop()]:
-            if w not in seen and w not in block:
-                seen.add(w)
-                stack.append(w)
-    return seen
