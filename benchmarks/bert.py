@@ -13,7 +13,8 @@ sizes, no download, eval mode) is rebuilt with
 run the same token ids (and zero token types, no padding) to the last hidden
 state ``n``; their outputs are compared first. causalnet runs an execution
 :class:`~causalnet.inference.tensor.Plan` of ``n`` (what ``forward(keep=["n"])``
-does, without the Trace).
+does, without the Trace), with its fused kernels
+(:mod:`causalnet.mechanisms.tensor.fused`) compiled before timing.
 
 Threads: PyTorch (``torch.set_num_threads``) and numpy's BLAS (threadpoolctl)
 are pinned to the same count, ``--threads`` (default 1: the machine is shared).
@@ -36,6 +37,7 @@ import transformers
 from threadpoolctl import threadpool_limits
 
 from causalnet.inference.tensor import Plan
+from causalnet.mechanisms.tensor import fused
 from causalnet.models import transformer as tf
 
 
@@ -80,6 +82,8 @@ def run(dtype: str, sizes: tuple, n: int, t: int, rounds: int, do_profile: bool)
     def cn_fn():
         return plan.run(x)["n"]
 
+    if fused.AVAILABLE:            # the plan's fused kernels, compiled before timing (as "auto" does after 1 s)
+        fused.set_backend("numba")
     ref, out = torch_fn(), cn_fn()
     err = float(np.abs(out - ref).max())
     tol = 5e-4 if dtype == "float32" else 1e-9

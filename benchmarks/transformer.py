@@ -19,7 +19,9 @@ no dropout, no mask) with the same weights runs as:
   as causalnet stores them);
 * causalnet: ``model.forward`` (every node kept), ``model.forward(keep=...)``
   (only the output kept; intermediates freed), and an execution
-  :class:`~causalnet.inference.tensor.Plan`.
+  :class:`~causalnet.inference.tensor.Plan`, with the fused kernels of
+  :mod:`causalnet.mechanisms.tensor.fused` (compiled before timing, as the
+  default backend does after a second of plan runs) and without them.
 
 All outputs are checked against PyTorch first. The machine is shared, so
 timings are noisy: the variants run interleaved, round after round, in a
@@ -47,6 +49,7 @@ import numpy as np
 import torch
 
 from causalnet.inference.tensor import Plan
+from causalnet.mechanisms.tensor import fused
 from causalnet.models import transformer as tf
 
 
@@ -142,6 +145,12 @@ def main(argv=None) -> None:
     np_run_f = numpy_layer({k: np.asfortranarray(v) if v.ndim == 2 else v for k, v in sd.items()}, h)
     x = np.random.default_rng(0).standard_normal((n, t, d)).astype(args.dtype)
     xt = torch.from_numpy(x)
+    compile_s = fused.compile_kernels() if fused.AVAILABLE else float("nan")
+
+    def plan_run(backend):
+        """The plan with its fused kernels (as once "auto" has compiled them), or with numpy's ops only."""
+        fused.set_backend(backend if fused.AVAILABLE else "numpy")
+        return plan.run({"e": x})["enc.0.n"]
 
     def torch_fast():
         with torch.inference_mode():
@@ -163,7 +172,8 @@ def main(argv=None) -> None:
         "numpy (F-order W)": lambda: np_run_f(x),
         "causalnet forward": lambda: model.forward({"e": x})["enc.0.n"],
         "causalnet forward keep=": lambda: model.forward({"e": x}, keep=["enc.0.n"])["enc.0.n"],
-        "causalnet Plan": lambda: plan.run({"e": x})["enc.0.n"],
+        "causalnet Plan": lambda: plan_run("numba"),
+        "causalnet Plan numpy ops": lambda: plan_run("numpy"),
     }
     ref = torch_math()
     tol = 1e-4 if args.dtype == "float32" else 1e-10
@@ -196,6 +206,8 @@ def main(argv=None) -> None:
     print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print("all outputs checked against PyTorch first; ratios are medians of per-round ratios")
+    print(f"causalnet Plan: fused numba kernels (compiled once per process in {compile_s:.2f} s; the default "
+          f"backend 'auto' compiles them after {fused.AUTO_BUDGET_S:g} s of plan runs); 'numpy ops': without them")
     print()
     head = f"{'variant':<26}{'median ms':>10}{'/ torch':>9}{'/ best torch':>13}{'/ numpy':>9}{'peak MB':>9}"
     print(head)

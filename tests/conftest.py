@@ -6,6 +6,11 @@ import os
 import numpy as np
 import pytest
 
+# Plans' fused numba kernels (causalnet.mechanisms.tensor.fused) start, under the default "auto", after a
+# second of plan runs in a process: mid-suite, at a point that depends on test order. The suite runs numpy's
+# ops unless a test asks for the kernels (tests/mechanisms/test_tensor_fused.py and the plan tests do).
+os.environ.setdefault("CAUSALNET_TENSOR_BACKEND", "numpy")
+
 
 @pytest.fixture
 def seed() -> int:

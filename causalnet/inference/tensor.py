@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..errors import ModelError, ShapeError
 from ..mechanisms.intervened import Intervened
-from ..mechanisms.tensor import Input, Linear, TensorOp, check_output
+from ..mechanisms.tensor import AttentionWeights, Input, LayerNorm, Linear, TensorOp, check_output, fused
 from ..values import Trace
 
 __all__ = ["Plan", "Program", "Incremental"]
@@ -193,7 +194,12 @@ class Plan:
         if tuple(shapes) not in self._checked or (len(shapes) > 1 and len({s[0] for s in shapes}) > 1):
             return None
         program = self._program
-        out = program._body(*arrs)
+        if program.fusable and not fused.active():
+            t0 = time.perf_counter()
+            out = program._body(*arrs)
+            fused.spend(time.perf_counter() - t0)       # repeated runs earn the fused kernels' compilation
+        else:
+            out = program._body(*arrs)
         for a, ok in zip(out, program.neginf_ok):
             if a.dtype.kind == "f":
                 r = a.reshape(-1)
@@ -223,6 +229,7 @@ def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
 
 
 _dot = np.dot
+_FUSABLE = (LayerNorm, AttentionWeights)
 
 
 class Program:
@@ -269,6 +276,7 @@ class Program:
         self.nslots = nslots
         self.inputs = tuple(slot[v] for v in inputs)
         self.outputs = tuple((v, slot[v]) for v in outputs)
+        self.fusable = any(type(mechs[v]) in _FUSABLE for v in nodes)   # ops with a fused kernel (fused.py)
         self.neginf_ok = tuple(bool(getattr(mechs[v], "allows_neginf", False)) for v in outputs)
         self._names = tuple(v for v, _ in self.outputs)
         self._body = _compile(self.steps, self.inputs, tuple(i for _, i in self.outputs))

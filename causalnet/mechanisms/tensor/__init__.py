@@ -9,7 +9,8 @@ d-separation) is asked of the network itself. The transformer builders in
 
 One file per idea: :mod:`.shapes` (sizes and argument checks), :mod:`.base` (the
 op interface, Input, Identity), :mod:`.linear`, :mod:`.attention`,
-:mod:`.normalisation`, :mod:`.activations`, :mod:`.structural`.
+:mod:`.normalisation`, :mod:`.activations`, :mod:`.structural`, and
+:mod:`.fused` (one-pass numba kernels the compiled plans use on small inputs).
 
 Values are batch-first, ``(n, *shape)``, computed in ``float64`` by default
 (``dtype="float32"`` on any op for speed). Weights follow the PyTorch layout

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, ShapeError
+from . import fused
 from .base import TensorOp
 from .shapes import SizeClash, as_int, as_real, cast, fmt_shape, join_sizes, weight_array
 
@@ -198,10 +199,14 @@ class AttentionWeights(MaskedOp):
         return softmax_(s)
 
     def compiled(self, node):
-        """Without a mask, heads and scale resolved once: ``run_step(0, q, k)`` without its indirections."""
-        if self.has_padding or self.causal or self.heads is None:
+        """Heads and scale resolved once; small inputs go to :func:`.fused.attention_weights` when it is active.
+
+        Without a mask, larger inputs run ``run_step(0, q, k)`` without its
+        indirections; with a causal mask, ``run_step`` itself.
+        """
+        if self.has_padding or self.heads is None:
             return self._run
-        h, dtype, fixed = self.heads, self.dtype, self.scale
+        h, dtype, fixed, causal, slow = self.heads, self.dtype, self.scale, self.causal, self._run
 
         def run(q, k):
             if q.dtype != dtype:
@@ -209,6 +214,11 @@ class AttentionWeights(MaskedOp):
             if k.dtype != dtype:
                 k = k.astype(dtype)
             scale = fixed if fixed is not None else 1.0 / math.sqrt(q.shape[-1] // h)
+            s = fused.attention_weights(q, k, h, scale, causal)              # small inputs, kernels compiled
+            if s is not None:
+                return s
+            if causal:
+                return slow(q, k)
             s = split_heads(q, h, scale) @ split_heads(k, h).transpose(0, 1, 3, 2)   # (n, h, T, S)
             if s.size == 0:
                 return s
