@@ -145,7 +145,7 @@ def main(argv=None) -> None:
     np_run_f = numpy_layer({k: np.asfortranarray(v) if v.ndim == 2 else v for k, v in sd.items()}, h)
     x = np.random.default_rng(0).standard_normal((n, t, d)).astype(args.dtype)
     xt = torch.from_numpy(x)
-    compile_s = fused.compile_kernels() if fused.AVAILABLE else float("nan")
+    compile_s = fused.compile_kernels((args.dtype,)) if fused.AVAILABLE else float("nan")
 
     def plan_run(backend):
         """The plan with its fused kernels (as once "auto" has compiled them), or with numpy's ops only."""
@@ -206,7 +206,7 @@ def main(argv=None) -> None:
     print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print("all outputs checked against PyTorch first; ratios are medians of per-round ratios")
-    print(f"causalnet Plan: fused numba kernels (compiled once per process in {compile_s:.2f} s; the default "
+    print(f"causalnet Plan: fused numba kernels (compiled once per process and dtype in {compile_s:.2f} s; the default "
           f"backend 'auto' compiles them after {fused.AUTO_BUDGET_S:g} s of plan runs); 'numpy ops': without them")
     print()
     head = f"{'variant':<26}{'median ms':>10}{'/ torch':>9}{'/ best torch':>13}{'/ numpy':>9}{'peak MB':>9}"

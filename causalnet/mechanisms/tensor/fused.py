@@ -23,14 +23,14 @@ accurately); ``inf``/``NaN`` keep their meaning: a row whose variance or
 maximum score is not finite is handed back to numpy's path, which rescales
 or reports it.
 
-**When they run** is the backend: ``"numpy"`` never; ``"numba"`` always
-(:func:`set_backend` compiles them at once); ``"auto"`` (the default) once
-this process's plan programs with such ops have run :data:`AUTO_BUDGET_S`
-seconds in numpy. The kernels' one-off compilation (about 1 s, no disk
-cache, for the reason in :mod:`causalnet.inference.chain.compiled`) is
-thus paid only by a workload that repeats long enough to earn it back. The
-environment variable ``CAUSALNET_TENSOR_BACKEND`` sets the backend at import
-(``"numba"`` then compiles on first use).
+**When they run** is the backend: ``"numpy"`` never; ``"numba"`` always;
+``"auto"`` (the default) once this process's plan programs with such ops
+have run :data:`AUTO_BUDGET_S` seconds in numpy. Each dtype's kernels
+compile on their first call (about 0.5-1.5 s, no disk cache, for the reason
+in :mod:`causalnet.inference.chain.compiled`; :func:`compile_kernels` does it
+ahead), so the cost is paid only by a workload that repeats long enough to
+earn it back. The environment variable ``CAUSALNET_TENSOR_BACKEND`` sets the
+backend at import.
 
 >>> from causalnet.mechanisms.tensor import fused
 >>> with fused.backend("numpy"):
@@ -87,9 +87,7 @@ def set_backend(name: str) -> str:
         For another name, or ``"numba"`` when numba is not installed.
     """
     prev, _state["backend"] = _state["backend"], _check(name)
-    if name == "numba":
-        compile_kernels()
-    _state["on"] = name == "numba" or (name == "auto" and bool(_kernels))
+    _state["on"] = name == "numba" or (name == "auto" and _state["spent"] >= AUTO_BUDGET_S and AVAILABLE)
     return prev
 
 
@@ -114,32 +112,41 @@ def active() -> bool:
 
 
 def spend(seconds: float) -> None:
-    """Count `seconds` of plan-program time in numpy; compile once the budget is spent (at once under "numba")."""
+    """Count `seconds` of plan-program time in numpy; under ``"auto"`` the kernels start once the budget is spent."""
     _state["spent"] += seconds
     backend = _state["backend"]
     if backend == "numba" or (backend == "auto" and _state["spent"] >= AUTO_BUDGET_S and AVAILABLE):
-        compile_kernels()
-        _state["on"] = True
+        _state["on"] = True                                  # each dtype compiles on its first kernel call
 
 
-def compile_kernels() -> float:
-    """Compile both kernels for float32 and float64 now; returns the seconds it took (0 if already done)."""
-    if _kernels or not AVAILABLE:
+def compile_kernels(dtypes=("float32", "float64")) -> float:
+    """Compile the kernels for `dtypes` now; returns the seconds it took (0 if already done).
+
+    Active kernels otherwise compile for a dtype on its first use (about 0.5-1 s each).
+    """
+    if not AVAILABLE:
         return 0.0
     t0 = time.perf_counter()
-    ln, attn, norm = [], [], []
-    for f in (numba.float32, numba.float64):
-        ro = numba.types.Array                                   # inputs may be read-only (weights, user arrays)
-        x2, v1 = ro(f, 2, "C", readonly=True), ro(f, 1, "C", readonly=True)
-        ln.append(numba.boolean(x2, x2, v1, v1, numba.float64, ro(f, 2, "C")))
-        q3 = ro(f, 3, "A", readonly=True)
-        attn.append(numba.boolean(q3, q3, numba.float64, numba.boolean, ro(f, 4, "C")))
-        norm.append(numba.void(ro(f, 2, "C")))
-    opts = {"cache": False, "nogil": True, "error_model": "numpy", "fastmath": _FAST}
-    _kernels["ln"] = numba.njit(ln, **opts)(_add_layer_norm_loop)
-    _kernels["scores"] = numba.njit(attn, **opts)(_scores_loop)
-    _kernels["normalise"] = numba.njit(norm, **opts)(_normalise_loop)
+    for dt in dtypes:
+        _for(np.dtype(dt))
     return time.perf_counter() - t0
+
+
+def _for(dtype: np.dtype) -> tuple:
+    """The (add & norm, scores, normalise) kernels of one dtype, compiled on first request."""
+    found = _kernels.get(dtype)
+    if found is not None:
+        return found
+    f = numba.from_dtype(dtype)
+    arr = numba.types.Array                                      # inputs may be read-only (weights, user arrays)
+    x2, v1, q3 = arr(f, 2, "C", readonly=True), arr(f, 1, "C", readonly=True), arr(f, 3, "A", readonly=True)
+    opts = {"cache": False, "nogil": True, "error_model": "numpy", "fastmath": _FAST}
+    found = _kernels[dtype] = (
+        numba.njit([numba.boolean(x2, x2, v1, v1, numba.float64, arr(f, 2, "C"))], **opts)(_add_layer_norm_loop),
+        numba.njit([numba.boolean(q3, q3, numba.float64, numba.boolean, arr(f, 4, "C"))], **opts)(_scores_loop),
+        numba.njit([numba.void(arr(f, 2, "C"))], **opts)(_normalise_loop),
+    )
+    return found
 
 
 def add_layer_norm(x0: np.ndarray, x1: np.ndarray, weight: np.ndarray, bias: np.ndarray,
@@ -167,7 +174,7 @@ def add_layer_norm(x0: np.ndarray, x1: np.ndarray, weight: np.ndarray, bias: np.
     out = np.empty(x0.shape, dtype=x0.dtype)
     a = np.ascontiguousarray(x0).reshape(-1, d)
     b = np.ascontiguousarray(x1, dtype=x0.dtype).reshape(-1, d)
-    if not _kernels["ln"](a, b, weight, bias, float(eps), out.reshape(-1, d)):
+    if not _for(x0.dtype)[0](a, b, weight, bias, float(eps), out.reshape(-1, d)):
         return None
     return out
 
@@ -198,10 +205,11 @@ def attention_weights(q: np.ndarray, k: np.ndarray, heads: int, scale: float, ca
             or k.dtype != q.dtype or t == 0 or s == 0):
         return None
     out = np.empty((n, heads, t, s), dtype=q.dtype)
-    if not _kernels["scores"](q, k, float(scale), bool(causal), out):
+    kernels = _for(q.dtype)
+    if not kernels[1](q, k, float(scale), bool(causal), out):
         return None
     np.exp(out, out=out)                                 # numpy's vectorised exp; masked keys give 0
-    _kernels["normalise"](out.reshape(-1, s))
+    kernels[2](out.reshape(-1, s))
     return out
 
 
@@ -279,4 +287,5 @@ def _normalise_loop(p):  # pragma: no cover - compiled by numba
 
 
 _env = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-_state["backend"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) else "auto"   # compiled on first use
+_state["backend"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) else "auto"
+_state["on"] = _state["backend"] == "numba"
