@@ -31,6 +31,8 @@ from .seq2seq import SRC_LENGTHS
 
 __all__ = ["decode", "teacher_forced", "Decoding"]
 
+_CARRY = re.compile(r"^(dec\..+)\[-1\]$")
+
 
 class Decoding(NamedTuple):
     """The best sequence per row: ``tokens`` ``(n, L)`` ids and ``scores`` ``(n,)`` total log-probabilities."""
@@ -84,31 +86,36 @@ def teacher_forced(model: CausalModel, src: Any, tgt: Any, src_lengths: Any = No
 
 
 class _Stepper:
-    """The encoder plan and the per-step plans of one model."""
+    """The encoder plan and the per-step plans of one model.
+
+    The decoder's carry is every node ``dec.*[-1]`` (each layer's ``h``, an
+    LSTM's ``c``, Luong's input-fed ``ht``): step ``t`` reads ``name[t-1]``
+    and writes ``name[t]``.
+    """
 
     def __init__(self, model: CausalModel) -> None:
         self.model = model
-        self.states = [s for s in ("h", "c") if f"dec.{s}[-1]" in model.mechanisms]
+        self.states = sorted(m.group(1) for v in model.mechanisms if (m := _CARRY.match(str(v))))
         memory = [v for v in ("enc.H", "enc.K") if v in model.mechanisms]
-        self.encoder = Plan(model, outputs=memory + [f"dec.{s}[-1]" for s in self.states])
+        self.encoder = Plan(model, outputs=memory + [f"{s}[-1]" for s in self.states])
         self.memory = memory + ([SRC_LENGTHS] if SRC_LENGTHS in model.mechanisms else [])
 
     def encode(self, values: dict) -> dict:
-        """The carry of step 0: ``enc.H``, ``enc.K``, ``src_lengths`` (when present) and the states ``h`` (``c``)."""
+        """The carry of step 0: ``enc.H``, ``enc.K``, ``src_lengths`` (when present) and the decoder states."""
         tr = self.encoder.run({k: v for k, v in values.items() if k in self.encoder.inputs})
         carry = {v: (values[v] if v == SRC_LENGTHS else tr[v]) for v in self.memory}
-        return {**carry, **{s: tr[f"dec.{s}[-1]"] for s in self.states}}
+        return {**carry, **{s: tr[f"{s}[-1]"] for s in self.states}}
 
     def step(self, t: int, tokens: np.ndarray, carry: dict) -> tuple[np.ndarray, dict]:
         """``(logits[t], new carry)`` from the step's input ids and the carried memory and states."""
-        outs = [f"logits[{t}]"] + [f"dec.{s}[{t}]" for s in self.states]
+        outs = [f"logits[{t}]"] + [f"{s}[{t}]" for s in self.states]
         plan = Plan(self.model, outputs=outs, inputs=[f"tgt[{t}]", *self.memory,
-                                                      *(f"dec.{s}[{t - 1}]" for s in self.states)])
+                                                      *(f"{s}[{t - 1}]" for s in self.states)])
         given: dict[Hashable, Any] = {f"tgt[{t}]": tokens, **{v: carry[v] for v in self.memory},
-                                      **{f"dec.{s}[{t - 1}]": carry[s] for s in self.states}}
+                                      **{f"{s}[{t - 1}]": carry[s] for s in self.states}}
         tr = plan.run({k: v for k, v in given.items() if k in plan.inputs})
         new = {v: carry[v] for v in self.memory}
-        new.update({s: tr[f"dec.{s}[{t}]"] for s in self.states})
+        new.update({s: tr[f"{s}[{t}]"] for s in self.states})
         return tr[f"logits[{t}]"], new
 
 
