@@ -217,6 +217,7 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
         sd = seq2seq_weights(**sizes, cell=cell, attention=attention, layers=a.layers, bidirectional=a.dirs == 2,
                              input_feeding=a.feed, seed=seed)
     w = StateDict(sd)
+    _check_architecture(w, a)
     for key, shape in (("encoder.embedding.weight", ("src_vocab", "embed")),
                        ("decoder.embedding.weight", ("tgt_vocab", "embed"))):
         w.take(key, tuple(sizes[k] for k in shape))                 # the sizes given must be the weights' sizes
@@ -229,7 +230,7 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
     pad = add(SRC_LENGTHS, Input((), np.int64)) if src_lengths else None
     _encoder(add, mechs, a, w.sub("encoder."), T_src, pad, dt)
     _decoder(add, a, w.sub("decoder."), T_tgt, pad, dt)
-    _check_all_used(w, a)
+    w.check_used()
     return CausalModel(mechs)
 
 
@@ -329,8 +330,8 @@ def _attend(add, t: int, scores, pad: str | None, dt) -> str:
     return add(f"ctx[{t}]", Context([a, "enc.H"], dtype=dt))
 
 
-def _check_all_used(w: StateDict, a: _Arch) -> None:
-    """Unused keys are a ModelError; name the argument when they look like more layers or directions."""
+def _check_architecture(w: StateDict, a: _Arch) -> None:
+    """Weights of more layers or of a backward encoder than asked for: a ModelError naming the argument."""
     for part in ("encoder", "decoder"):
         if w.has(f"{part}.rnn.weight_hh_l{a.layers}"):
             raise ModelError(f"weights hold '{part}.rnn.weight_hh_l{a.layers}' but layers={a.layers}; "
@@ -338,7 +339,6 @@ def _check_all_used(w: StateDict, a: _Arch) -> None:
     if a.dirs == 1 and w.has("encoder.rnn.weight_hh_l0_reverse"):
         raise ModelError("weights hold 'encoder.rnn.weight_hh_l0_reverse' (a backward encoder) but "
                          "bidirectional=False; pass bidirectional=True")
-    w.check_used()
 
 
 def seq2seq_weights(*, src_vocab: int, tgt_vocab: int, embed: int, hidden: int, cell: str = "gru",
