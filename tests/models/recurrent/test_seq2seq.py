@@ -239,8 +239,15 @@ def test_do_on_attention_and_attentional_vector_matches_patched_torch(cell, atte
             assert not np.allclose(got[:, 1], base[:, 1])
 
 
-def _brute_force(m, src, eos, L):
-    """Best sequence per row by enumerating every continuation (eos ends a sequence and then repeats)."""
+def _lp(end, alpha):
+    return ((5 + end) / 6) ** alpha                                           # GNMT's length penalty
+
+
+def _brute_force(m, src, eos, L, alpha=0.0):
+    """Best sequence per row by enumerating every continuation (eos ends a sequence and then repeats).
+
+    Ranked by log P / ((5 + |Y|) / 6) ** alpha, |Y| the tokens up to and including eos; returns (log P, tokens).
+    """
     seqs = [q for q in itertools.product(range(V), repeat=L)
             if eos not in q or all(x == eos for x in q[q.index(eos):])]        # tokens after eos must be eos
     tgt_in = np.array([[0, *q[:T - 1]] for q in seqs])                           # (m, T) every prefix at once
@@ -249,9 +256,30 @@ def _brute_force(m, src, eos, L):
     for row in src:
         logp = log_softmax(recurrent.teacher_forced(m, np.repeat(row[None], len(seqs), 0), tgt_in), axis=-1)
         scores = [sum(logp[j, t, q[t]] for t in range(end)) for j, (q, end) in enumerate(zip(seqs, ends))]
-        j = int(np.argmax(scores))
+        j = int(np.argmax([sc / _lp(end, alpha) for sc, end in zip(scores, ends)]))
         best.append((scores[j], seqs[j]))
     return best
+
+
+def _plain_beam(m, row, k, eos, alpha):
+    """Beam search written plainly for one source row: hypotheses (tokens, log P, |Y| once finished)."""
+    def rank(h):
+        return h[1] / _lp(h[2] or len(h[0]), alpha)
+
+    hyps = [((), 0.0, None)]
+    for t in range(T):
+        live = [h for h in hyps if h[2] is None]
+        tgt_in = np.array([[0, *h[0], *[0] * (T - 1 - t)] for h in live])    # prefixes, padded to T
+        logp = log_softmax(recurrent.teacher_forced(m, np.repeat(row[None], len(live), 0), tgt_in), -1)[:, t]
+        cands, i = [], 0
+        for h in hyps:
+            if h[2] is not None:
+                cands.append((h[0] + (eos,), h[1], h[2]))                       # finished: repeats eos
+                continue
+            cands += [(h[0] + (v,), h[1] + logp[i, v], t + 1 if v == eos else None) for v in range(V)]
+            i += 1
+        hyps = sorted(cands, key=lambda h: -rank(h))[:k]
+    return max(hyps, key=rank)
 
 
 @pytest.mark.parametrize("cell,attention,eos", [("gru", "bahdanau", 2), ("lstm", "luong", None)])
@@ -336,3 +364,42 @@ def test_state_dicts_of_another_architecture_are_refused():
         assert isinstance(err, ModelError) and word in str(err), (kw, word, err)
     for sd, kw in [(deep, dict(layers=2)), (bi, dict(bidirectional=True)), (fed, dict(input_feeding=True))]:
         assert _build(sd, **kw).forward({"src[0]": [0], "src[1]": [1], "tgt[0]": [0], "tgt[1]": [2]})
+
+
+@pytest.mark.parametrize("cell,attention,arch", [
+    ("gru", "bahdanau", dict()),
+    ("lstm", "luong", dict(layers=2, bidirectional=True, input_feeding=True)),
+    ("rnn", None, dict(bidirectional=True))])
+def test_length_penalty_against_enumeration_and_a_plain_beam(cell, attention, arch):
+    _, m = _pair(cell, attention, seed=3, **arch)
+    src, eos = _data(n=3, seed=4)[0], 2
+    winners = set()
+    for alpha in (0.0, 0.6, 1.0, 4.0, -1.0):
+        exact = _brute_force(m, src, eos, T, alpha)
+        full = recurrent.decode(m, src, T, beam=V ** T, eos=eos, length_penalty=alpha)
+        for (score, seq), toks, sc in zip(exact, full.tokens, full.scores):
+            assert tuple(toks) == seq
+            assert_allclose(sc, score, rtol=0, atol=1e-12)
+        winners.add(tuple(map(tuple, full.tokens)))
+        for k in (2, 3):
+            got = recurrent.decode(m, src, T, beam=k, eos=eos, length_penalty=alpha)
+            for row, toks, sc in zip(src, got.tokens, got.scores):
+                seq, score, _ = _plain_beam(m, row, k, eos, alpha)
+                assert tuple(toks) == seq
+                assert_allclose(sc, score, rtol=0, atol=1e-12)
+    assert len(winners) > 1                                 # the penalty changes which hypothesis wins
+    assert_allclose(recurrent.decode(m, src, T, beam=3, eos=eos, length_penalty=0).scores,
+                    recurrent.decode(m, src, T, beam=3, eos=eos).scores, rtol=0, atol=0)
+
+
+def test_bad_length_penalties_are_refused():
+    m = _build()
+    src = np.zeros((1, 2), int)
+    for kw, word in [(dict(length_penalty=0.6), "beam"), (dict(beam=2, length_penalty=0.6), "eos"),
+                     (dict(beam=2, eos=1, length_penalty=np.nan), "length_penalty"),
+                     (dict(beam=2, eos=1, length_penalty=np.inf), "length_penalty"),
+                     (dict(beam=2, eos=1, length_penalty="0.6"), "length_penalty"),
+                     (dict(beam=2, eos=1, length_penalty=True), "length_penalty")]:
+        err = guarded(recurrent.decode, m, src, 2, **kw)
+        assert isinstance(err, ModelError) and word in str(err) and "length_penalty" in str(err), (kw, err)
+    assert guarded(recurrent.decode, m, src, 2, beam=2, eos=1, length_penalty=0.6).tokens.shape == (1, 2)
