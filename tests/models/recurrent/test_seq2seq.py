@@ -134,9 +134,12 @@ def test_teacher_forced_logits_match_torch(cell, attention):
             assert_allclose(tr[f"attn[{t}]"], attns[t].numpy(), rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("cell,attention", [("gru", "bahdanau"), ("lstm", "luong"), ("rnn", None)])
-def test_variable_length_sources_match_packed_torch(cell, attention):
-    mod, m = _pair(cell, attention, src_lengths=True)
+@pytest.mark.parametrize("cell,attention,arch", [
+    ("gru", "bahdanau", dict()), ("lstm", "luong", dict()), ("rnn", None, dict()),
+    ("lstm", "bahdanau", dict(layers=2, bidirectional=True)),
+    ("gru", "luong", dict(layers=2, bidirectional=True, input_feeding=True))])
+def test_variable_length_sources_match_packed_torch(cell, attention, arch):
+    mod, m = _pair(cell, attention, src_lengths=True, **arch)
     src, tgt = _data()
     lengths = np.array([4, 1, 2])
     with torch.no_grad():
@@ -153,7 +156,7 @@ def test_variable_length_sources_match_packed_torch(cell, attention):
     batch = recurrent.decode(m, src, T, beam=2, eos=1, src_lengths=lengths)
     for i, L in enumerate(lengths):
         alone = recurrent.seq2seq(sd, src_vocab=VS, tgt_vocab=V, embed=E, hidden=H, cell=cell, attention=attention,
-                                  T_src=int(L), T_tgt=T)
+                                  T_src=int(L), T_tgt=T, **arch)
         one = recurrent.decode(alone, src[i:i + 1, :L], T, beam=2, eos=1)
         assert_allclose(batch.tokens[i], one.tokens[0], rtol=0, atol=0)
         assert_allclose(batch.scores[i], one.scores[0], rtol=0, atol=1e-12)
