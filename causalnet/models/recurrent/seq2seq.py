@@ -251,7 +251,7 @@ def _rnn(w: StateDict, a: _Arch, k: int, r: int, d_in: int) -> dict:
 
 
 def _encoder(add, mechs: dict, a: _Arch, w: StateDict, T_src: int, pad: str | None, dt) -> None:
-    """``src[s] -> enc.e[s] -> `` the layers ``-> enc.H``, and the decoder's initial states."""
+    """The embeddings ``enc.e[s]``, every layer and direction, the memory ``enc.H`` and the decoder's start."""
     emb = w.take("embedding.weight", (None, None))
 
     def mask(node, t):                              # zero past each source's length
@@ -291,7 +291,7 @@ def _decoder(add, a: _Arch, w: StateDict, T_tgt: int, pad: str | None, dt) -> No
     H, D, E = a.H, a.D, emb.shape[1]
     bottom = E + (D if a.attention == "bahdanau" else H if a.feed else 0)
     rnns = [_rnn(w, a, k, 0, bottom if k == 0 else H) for k in range(a.layers)]
-    out_w = w.take("out.weight", (None, H + D if a.attention == "bahdanau" else H))
+    out_w = w.take("out.weight", (emb.shape[0], H + D if a.attention == "bahdanau" else H))   # (V, ...)
     out_b = w.opt("out.bias", (out_w.shape[0],))
     if a.attention is not None:
         add("enc.K", Linear("enc.H", w.take("attention.keys.weight", (H, D)), dtype=dt))

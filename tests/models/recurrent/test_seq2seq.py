@@ -240,6 +240,10 @@ def test_do_on_attention_and_attentional_vector_matches_patched_torch(cell, atte
         assert not np.allclose(got[:, first], base[:, first])
         if arch.get("input_feeding") and "dec.ht[0]" in patch:               # fed forward into step 1
             assert not np.allclose(got[:, 1], base[:, 1])
+        patched, src = m.do(patch), _data()[0]                                # greedy decoding runs the patch
+        dec = recurrent.decode(patched, src, T)
+        tgt_in = np.concatenate([np.zeros((len(src), 1), int), dec.tokens[:, :-1]], axis=1)
+        assert_allclose(dec.tokens, recurrent.teacher_forced(patched, src, tgt_in).argmax(-1), rtol=0, atol=0)
 
 
 def _lp(end, alpha):
@@ -361,7 +365,8 @@ def test_state_dicts_of_another_architecture_are_refused():
              ({**bi, "encoder.bridge.h_l0.weight": np.zeros((2, 3))}, dict(bidirectional=True), "bridge.h_l0"),
              ({**deep, "encoder.rnn.weight_ih_l1": np.zeros((8, 3))}, dict(layers=2), "encoder.rnn.weight_ih_l1"),
              ({**deep, "decoder.rnn.weight_hh_l1": np.zeros((8, 3))}, dict(layers=2), "decoder.rnn.weight_hh_l1"),
-             ({**bi, "encoder.bridge.extra": np.zeros(2)}, dict(bidirectional=True), "not used")]
+             ({**bi, "encoder.bridge.extra": np.zeros(2)}, dict(bidirectional=True), "not used"),
+             ({**deep, "decoder.out.weight": np.zeros((4, 2))}, dict(layers=2), "decoder.out.weight")]
     for sd, kw, word in cases:
         err = guarded(_build, sd, **kw)
         assert isinstance(err, ModelError) and word in str(err), (kw, word, err)
