@@ -4,6 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.special import log_softmax
 
@@ -255,7 +257,7 @@ def _brute_force(m, src, eos, L, alpha=0.0):
 
     Ranked by log P / ((5 + |Y|) / 6) ** alpha, |Y| the tokens up to and including eos; returns (log P, tokens).
     """
-    seqs = [q for q in itertools.product(range(V), repeat=L)
+    seqs = [q for q in itertools.product(range(m.spec("logits[0]").shape[-1]), repeat=L)
             if eos not in q or all(x == eos for x in q[q.index(eos):])]        # tokens after eos must be eos
     tgt_in = np.array([[0, *q[:T - 1]] for q in seqs])                           # (m, T) every prefix at once
     ends = [q.index(eos) + 1 if eos in q else L for q in seqs]
@@ -275,7 +277,7 @@ def _plain_beam(m, row, k, eos, alpha):
 
     hyps = [((), 0.0, None)]
     for t in range(T):
-        live = [h for h in hyps if h[2] is None]
+        live = [h for h in hyps if h[2] is None] or [((0,) * t, 0.0, None)]  # (an unused row when all ended)
         tgt_in = np.array([[0, *h[0], *[0] * (T - 1 - t)] for h in live])    # prefixes, padded to T
         logp = log_softmax(recurrent.teacher_forced(m, np.repeat(row[None], len(live), 0), tgt_in), -1)[:, t]
         cands, i = [], 0
@@ -283,7 +285,7 @@ def _plain_beam(m, row, k, eos, alpha):
             if h[2] is not None:
                 cands.append((h[0] + (eos,), h[1], h[2]))                       # finished: repeats eos
                 continue
-            cands += [(h[0] + (v,), h[1] + logp[i, v], t + 1 if v == eos else None) for v in range(V)]
+            cands += [(h[0] + (v,), h[1] + logp[i, v], t + 1 if v == eos else None) for v in range(logp.shape[1])]
             i += 1
         hyps = sorted(cands, key=lambda h: -rank(h))[:k]
     return max(hyps, key=rank)
@@ -411,3 +413,20 @@ def test_bad_length_penalties_are_refused():
         err = guarded(recurrent.decode, m, src, 2, **kw)
         assert isinstance(err, ModelError) and word in str(err) and "length_penalty" in str(err), (kw, err)
     assert guarded(recurrent.decode, m, src, 2, beam=2, eos=1, length_penalty=0.6).tokens.shape == (1, 2)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), alpha=st.floats(-2, 4), k=st.integers(2, 9), eos=st.integers(0, 2))
+def test_length_penalised_beam_property(seed, alpha, k, eos):
+    """Any beam equals the plain beam search; the exhaustive one equals enumeration and ranks at least as high."""
+    m = recurrent.seq2seq(src_vocab=VS, tgt_vocab=3, embed=E, hidden=H, cell="gru", attention="luong", T_src=S,
+                          T_tgt=T, bidirectional=True, input_feeding=True, seed=seed)
+    src = _data(n=2, seed=seed)[0]
+    got = recurrent.decode(m, src, T, beam=k, eos=eos, length_penalty=alpha)
+    full = recurrent.decode(m, src, T, beam=3 ** T, eos=eos, length_penalty=alpha)
+    for i, (row, (score, seq)) in enumerate(zip(src, _brute_force(m, src, eos, T, alpha))):
+        assert tuple(full.tokens[i]) == seq and abs(full.scores[i] - score) < 1e-12
+        plain = _plain_beam(m, row, k, eos, alpha)
+        assert tuple(got.tokens[i]) == plain[0] and abs(got.scores[i] - plain[1]) < 1e-12
+        end = plain[2] or T
+        assert plain[1] / _lp(end, alpha) <= score / _lp(seq.index(eos) + 1 if eos in seq else T, alpha) + 1e-12
