@@ -31,8 +31,10 @@ The rest of the package, one module per idea:
 * :mod:`.fast`: :func:`run`, the fused loop, equal to ``model.forward``;
 * :mod:`.diagrams`: :func:`diagram`, the folded and unrolled pictures;
 * :mod:`.attention`, :mod:`.seq2seq`, :mod:`.decode`: :func:`seq2seq` (an
-  encoder and an attentive decoder as one DAG, attention weights as nodes),
-  :func:`teacher_forced` logits, and greedy / beam :func:`decode`.
+  encoder and an attentive decoder as one DAG, attention weights as nodes;
+  stacked layers, a bidirectional encoder, Luong's input feeding),
+  :func:`teacher_forced` logits, and greedy / beam :func:`decode` (with
+  GNMT's length penalty).
 
 Examples
 --------

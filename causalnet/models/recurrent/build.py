@@ -192,7 +192,7 @@ def layer_weights(w: StateDict, k: int, r: int, gates: int) -> dict:
     W_hh = w.take(f"weight_hh{sfx}", (None, None))
     H = W_hh.shape[1]
     if W_hh.shape[0] != gates * H:
-        raise ShapeError(f"weight 'weight_hh{sfx}' has shape {W_hh.shape}; this cell expects ({gates}H, H)")
+        raise ShapeError(f"weight '{w.prefix}weight_hh{sfx}' has shape {W_hh.shape}; this cell expects ({gates}H, H)")
     W_ih = w.take(f"weight_ih{sfx}", (gates * H, None))
     return {"W_ih": W_ih, "W_hh": W_hh, "b_ih": w.opt(f"bias_ih{sfx}", (gates * H,)),
             "b_hh": w.opt(f"bias_hh{sfx}", (gates * H,))}
