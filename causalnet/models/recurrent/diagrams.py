@@ -203,11 +203,13 @@ def _unrolled(model: CausalModel, **options) -> Diagram:
 
 
 def _cell_label(p: str) -> str:
-    """``"l0"`` -> ``"layer 0"``, ``"l1.rev"`` -> ``"layer 1 (backward)"``, ``"enc"`` -> ``"encoder"``."""
-    m = re.match(r"^l(\d+)(\.rev)?$", p)
+    """``"l1.rev"`` -> ``"layer 1 (backward)"``; seq2seq: ``"enc"`` -> ``"encoder layer 0"``, ``"dec.l1"`` -> ``"decoder layer 1"``."""
+    m = re.match(r"^(?:(enc|dec)(?:\.l(\d+))?|l(\d+))(\.rev)?$", p)
     if not m:
-        return {"enc": "encoder", "dec": "decoder"}.get(p, p)
-    return f"layer {m.group(1)}" + (" (backward)" if m.group(2) else "")
+        return p
+    side, deep, plain, rev = m.groups()
+    head = f"{'encoder' if side == 'enc' else 'decoder'} " if side else ""
+    return f"{head}layer {deep or plain or 0}" + (" (backward)" if rev else "")
 
 
 def _fold_edges(model: CausalModel) -> tuple[dict, dict, set]:

@@ -77,9 +77,17 @@ def test_seq2seq_folded_view():
     m = recurrent.seq2seq(src_vocab=5, tgt_vocab=4, embed=3, hidden=4, T_src=3, T_tgt=3, cell="lstm",
                           attention="luong", seed=0)
     d = recurrent.diagram(m, view="folded")
-    assert sorted(d.dot_clusters()) == ["decoder cell", "encoder cell"]
+    assert sorted(d.dot_clusters()) == ["decoder layer 0 cell", "encoder layer 0 cell"]
     assert {"attn[t]", "ctx[t]", "score[t]", "logits[t]"} <= set(d.dag.nodes)
     # the decoder starts from the encoder's state: dashed edges into its delay nodes, not a recurrence
     assert d.dot_edge_attrs("enc.h[t]", "dec.h[t-1]")["style"] == "dashed"
     assert d.dot_edge_attrs("enc.c[t]", "dec.c[t-1]")["style"] == "dashed"
     assert not any("[t+1]" in v for v in d.dag.nodes)
+
+
+def test_deep_bidirectional_seq2seq_cells_are_labelled_alike():
+    m = recurrent.seq2seq(src_vocab=5, tgt_vocab=4, embed=3, hidden=4, T_src=3, T_tgt=2, cell="gru",
+                          layers=2, bidirectional=True, seed=0)
+    assert sorted(recurrent.diagram(m, view="folded").dot_clusters()) == [
+        "decoder layer 0 cell", "decoder layer 1 cell", "encoder layer 0 (backward) cell", "encoder layer 0 cell",
+        "encoder layer 1 (backward) cell", "encoder layer 1 cell"]
