@@ -10,7 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from causalnet.errors import EvidenceError, ModelError
 from causalnet.inference import chain
-from causalnet.inference.chain import compiled
+from causalnet.inference.chain import compiled, unrolled
 
 pytestmark = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not installed")
 
@@ -150,3 +150,12 @@ def test_lazy_rescaling_log_partition_equals_numpy(rng, scale):
     p, q = _both(lambda: chain.forward_backward(unary, pairwise, mask, counts=True))  # marginals over alpha
     assert_allclose(p.marginals, q.marginals, rtol=0, atol=1e-12)
     assert_allclose(p.edge_counts, q.edge_counts, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 7, unrolled.UNROLL_MAX_K, unrolled.UNROLL_MAX_K + 1])
+def test_unrolled_log_partition_equals_numpy(rng, K):
+    # the unrolled sweeps (each K in the narrowest width of WIDTHS, zero-padded) and the looped one above
+    # UNROLL_MAX_K, against the numpy sweep; impossible states make zero message entries
+    unary, pairwise, mask = _chain_data(rng, 4, 300, K, True, neg_inf=0.2)
+    a, b = _both(lambda: chain.log_partition(unary, pairwise, mask))
+    assert_allclose(a, b, rtol=1e-12, atol=0)

@@ -9,8 +9,8 @@ same recursions run as ``numba.njit`` kernels over ``(time, row, state)``
 loops, ``O(T n K^2)`` arithmetic with no per-step overhead:
 
 * :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A``;
-* :func:`log_partition_kernel` — the forward sweep for ``log Z`` alone,
-  rescaling only when the mass falls below ``1e-50`` (no stored messages);
+* for ``log Z`` alone with few states, the unrolled sweeps of :mod:`.unrolled`
+  (messages in registers, rescaling only when the mass leaves ``[1e-50, 1e50]``);
 * :func:`backward_kernel` — the scaled backward sweep, optionally summing the
   expected transition statistics ``S = sum_t alpha[t-1].T @ g[t]`` on the fly;
 * :func:`viterbi_kernel` — max-product plus backtrack (lowest index on ties).
@@ -43,6 +43,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .kernels import SCALE_FLOOR
+from .unrolled import UNROLL_MAX_K, log_partition_unrolled
 
 try:  # numba is a regular dependency; the numpy sweeps remain the reference
     import numba
@@ -51,7 +52,7 @@ except ImportError:  # pragma: no cover - exercised only without numba
 
 __all__ = [
     "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
-    "forward_kernel", "log_partition_kernel", "backward_kernel", "viterbi_kernel",
+    "forward_kernel", "backward_kernel", "viterbi_kernel",
     "AUTO_MIN_T", "SMALL_K", "VITERBI_WIDE_K", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
 ]
 
@@ -208,63 +209,6 @@ def forward_kernel(B, A, AT, counts, alpha, c, logc):  # pragma: no cover - comp
                 alpha[cur, r, j] = v[r, j] * ir
     for r in range(n):
         logc[r] += np.log(prod[r])
-
-
-@_njit
-def log_partition_kernel(B, A, AT, counts, logz, bad):  # pragma: no cover - compiled
-    """Forward sweep for the log-partition only, rescaling lazily, in place.
-
-    No message or normaliser is stored: each row's message is rescaled (its
-    logarithm moved into ``logz``) only when its mass falls below ``1e-50``,
-    (or rises above ``1e50``: a CRF's transitions need not be stochastic), so
-    a step is the product with ``A`` and ``B`` alone, with no division on the
-    sweep's critical path. A row whose mass falls below ``1e-250`` within
-    one step (``SCALE_FLOOR``, where digits could be lost) is flagged ``bad``.
-    The window keeps the message within 1e50 of 1, so components down to
-    ~1e-258 of the largest survive (1e-308 with per-step normalisers).
-
-    Parameters
-    ----------
-    B : (T, n, K) probability-space unaries (max 1 per step, 0 on padding).
-    A, AT : (K, K) transitions and their transpose (both C-contiguous).
-    counts : (T,) int, rows alive at each step.
-    logz : (n,) output ``log sum_k`` of the unscaled final message.
-    bad : (n,) bool output.
-    """
-    T, n, K = B.shape
-    v = np.empty((n, K))
-    tmp = np.empty(K)
-    for r in range(counts[0]):
-        s = 0.0
-        for j in range(K):
-            v[r, j] = B[0, r, j]
-            s += B[0, r, j]
-        logz[r] = 0.0
-        bad[r] = not s > SCALE_FLOOR
-    for t in range(1, T):
-        for r in range(counts[t]):
-            _step(v[r], A, AT, tmp, K)  # tmp is separate: v[r] may be read in place
-            s = 0.0
-            for j in range(K):
-                x = tmp[j] * B[t, r, j]
-                v[r, j] = x
-                s += x
-            if not 1e-50 <= s <= 1e50:  # rare: rescale (and NaN lands here too)
-                if not s > SCALE_FLOOR:
-                    bad[r] = True
-                    s = 1.0
-                logz[r] += np.log(s)
-                inv = 1.0 / s
-                for j in range(K):
-                    v[r, j] *= inv
-    for r in range(n):
-        s = 0.0
-        for j in range(K):
-            s += v[r, j]
-        if not s > 0.0:
-            bad[r] = True
-            s = 1.0
-        logz[r] += np.log(s)
 
 
 # Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
@@ -460,18 +404,17 @@ def compiled_log_partition(ch):
         Garbage on ``bad`` rows.
     bad : ndarray of bool, shape (n,)
     """
-    if ch.K > SMALL_K:  # wide states: the step's products dominate; the plain sweep is as fast
+    if ch.K > UNROLL_MAX_K:  # wide states: the step's products dominate; the plain sweep is as fast
         _, _, bad, logc = _forward(ch, keep=False)
         _, off = ch.scaled_unary()
         with np.errstate(invalid="ignore"):
             return logc + off.sum(axis=0) + ch.pair_offset(), bad
-    B, off = ch.scaled_unary()
+    B, off = ch.scaled_unary()  # (T, n, K), (T, n)
     A, _ = ch.scaled_pairwise()
     logc = np.zeros(ch.n)
     bad = np.zeros(ch.n, dtype=np.bool_)
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    log_partition_kernel(np.ascontiguousarray(B), A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp),
-                         logc, bad)
+    log_partition_unrolled(np.ascontiguousarray(B), np.ascontiguousarray(A, dtype=np.float64),
+                           np.asarray(ch.lengths, dtype=np.intp), logc, bad)
     with np.errstate(invalid="ignore"):
         log_z = logc + off.sum(axis=0) + ch.pair_offset()
     return log_z, bad
