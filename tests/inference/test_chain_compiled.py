@@ -69,11 +69,13 @@ def test_compiled_viterbi_equals_numpy(rng, n, T, K, ragged):
     assert_allclose(sa, sb, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("K", [2, 5, compiled.VITERBI_WIDE_K - 1, compiled.VITERBI_WIDE_K, 14, 15, 16, 40])
+@pytest.mark.parametrize("K", [2, 3, unrolled.VITERBI_UNROLL_MAX_K, unrolled.VITERBI_UNROLL_MAX_K + 1,
+                               compiled.VITERBI_WIDE_K - 1, compiled.VITERBI_WIDE_K, 14, 15, 16, 40])
 def test_compiled_viterbi_breaks_exact_ties_like_numpy(rng, K):
-    """Integer potentials add exactly, so ties are real: both step orders of the kernel
-    (narrow below VITERBI_WIDE_K, wide from it: previous states in fours, then the 0-3 left over,
-    destination states padded to a multiple of 8) keep the lowest previous state, as argmax."""
+    """Integer potentials add exactly, so ties are real: every compiled sweep (unrolled up to
+    VITERBI_UNROLL_MAX_K, its tournaments padded with -inf states; narrow below VITERBI_WIDE_K; wide
+    from it: previous states in fours, then the 0-3 left over, destination states padded to a
+    multiple of 8) keeps the lowest previous state, as argmax."""
     unary = rng.integers(-2, 1, size=(3, 120, K)).astype(float)
     pairwise = rng.integers(-2, 1, size=(K, K)).astype(float)
     pairwise[0, 1 % K] = -np.inf

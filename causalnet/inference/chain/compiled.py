@@ -43,7 +43,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .kernels import SCALE_FLOOR
-from .unrolled import UNROLL_MAX_K, log_partition_unrolled
+from .unrolled import UNROLL_MAX_K, VITERBI_UNROLL_MAX_K, log_partition_unrolled, viterbi_unrolled
 
 try:  # numba is a regular dependency; the numpy sweeps remain the reference
     import numba
@@ -545,15 +545,19 @@ def wide_width(K):
 def compiled_viterbi(ch, consume_u=False):
     """Max-product sweep and backtrack; the contract of :func:`.max_product.chain_viterbi`.
 
-    ``consume_u`` is accepted for that contract; the compiled sweep never
+    Up to ``VITERBI_UNROLL_MAX_K`` states the unrolled sweep of :mod:`.unrolled`
+    runs, above it :func:`viterbi_kernel`. ``consume_u`` is accepted for that contract; the compiled sweep never
     writes into ``ch.u``.
     """
     T, n, K = ch.T, ch.n, ch.K
     u = np.ascontiguousarray(ch.u, dtype=np.float64)
-    bp = np.empty((T, n, K), dtype=np.int8 if K <= 128 else np.int32)  # int8: a quarter of the memory traffic
     z = np.full((T, n), -1, dtype=np.intp)
     score = np.empty(n)
     pw = np.asarray(ch.pw, dtype=np.float64)
+    if K <= VITERBI_UNROLL_MAX_K:
+        viterbi_unrolled(u, pw, np.asarray(ch.lengths, dtype=np.intp), z, score)
+        return z, score
+    bp = np.empty((T, n, K), dtype=np.int8 if K <= 128 else np.int32)  # int8: a quarter of the memory traffic
     P = np.full((K, wide_width(K)), -np.inf)  # (K, W)
     P[:, :K] = pw
     viterbi_kernel(u, P, np.ascontiguousarray(pw.T), np.asarray(ch.counts, dtype=np.intp),

@@ -44,7 +44,10 @@ try:  # numba is a regular dependency; without it the looped sweeps run
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["WIDTHS", "UNROLL_MAX_K", "width", "log_partition_source", "log_partition_unrolled"]
+__all__ = [
+    "WIDTHS", "UNROLL_MAX_K", "VITERBI_UNROLL_MAX_K", "width", "log_partition_source", "viterbi_source", "log_partition_unrolled",
+    "viterbi_unrolled",
+]
 
 # Up to this many states the log-partition sweep runs unrolled (measured at T = 10^5:
 # K = 4 about 4x, K = 8 about 2.5x faster than the looped kernel). Compilation grows with
@@ -52,6 +55,10 @@ __all__ = ["WIDTHS", "UNROLL_MAX_K", "width", "log_partition_source", "log_parti
 # a few widths.
 WIDTHS = (2, 4, 8)
 UNROLL_MAX_K = WIDTHS[-1]
+# The Viterbi sweep runs unrolled up to this many states (K = 4: 1.4 -> 0.9 ms on T = 10^5).
+# Its tournaments make width 8 take ~10 s to compile, for 1.5x; the wide looped step of
+# compiled.viterbi_kernel serves K > 4.
+VITERBI_UNROLL_MAX_K = 4
 
 _cache = {}
 
@@ -105,18 +112,78 @@ def log_partition_source(W):
     ]) + "\n"
 
 
+def _first_max(lines, cands, tag, pad):
+    """Append to ``lines`` a tournament over ``cands`` (value, index) expressions; the winner's names.
+
+    Neighbours meet in a balanced tree and the later one wins only if strictly
+    greater, so the winner is the first maximum in ``cands`` order (the lowest
+    index on ties, as ``numpy.argmax``).
+    """
+    level = 0
+    while len(cands) > 1:
+        nxt = []
+        for p in range(0, len(cands) - 1, 2):
+            (a, ka), (b, kb) = cands[p], cands[p + 1]
+            name = f"{tag}_{level}_{p // 2}"
+            lines += [f"{pad}g = {b} > {a}", f"{pad}v{name} = {b} if g else {a}", f"{pad}k{name} = {kb} if g else {ka}"]
+            nxt.append((f"v{name}", f"k{name}"))
+        cands = nxt + ([cands[-1]] if len(cands) % 2 else [])
+        level += 1
+    return cands[0]
+
+
+def viterbi_source(W):
+    """Python source of the unrolled Viterbi sweep and backtrack ``W`` states wide.
+
+    The sweep serves any ``K <= W``: ``P`` comes padded to ``(W, W)`` with
+    ``-inf``, ``cols[j] = min(j, K - 1)`` names the column of ``u`` that
+    padded state ``j`` reads and ``start[j]`` is 0 for real states, ``-inf``
+    for padded ones, so padded states stay at ``-inf`` and, coming after the
+    real ones, never win a tie.
+    """
+    ks = range(W)
+    ds = ", ".join(f"d{j}" for j in ks)
+    lines = [
+        f"def viterbi_{W}(u, P, cols, start, lengths, bp, z, score):",
+        *(f"    p{i}_{j} = P[{i}, {j}]" for i in ks for j in ks),
+        *(f"    c{j} = cols[{j}]" for j in ks),
+        *(f"    o{j} = start[{j}]" for j in ks),
+        "    for r in range(lengths.shape[0]):",
+        "        L = lengths[r]",
+        f"        {ds} = " + ", ".join(f"u[0, r, c{j}] + o{j}" for j in ks),
+        "        for t in range(1, L):",
+    ]
+    for j in ks:
+        lines += [f"            e{i} = d{i} + p{i}_{j}" for i in ks]
+        v, k = _first_max(lines, [(f"e{i}", str(i)) for i in ks], f"m{j}", " " * 12)
+        lines += [f"            x{j} = {v} + u[t, r, c{j}]", f"            bp[t, r, {j}] = {k}"]
+    lines.append(f"            {ds} = " + ", ".join(f"x{j}" for j in ks))
+    v, k = _first_max(lines, [(f"d{j}", str(j)) for j in ks], "f", " " * 8)
+    lines += [
+        f"        score[r] = {v}",
+        f"        best = {k}",
+        "        z[L - 1, r] = best",
+        "        for t in range(L - 1, 0, -1):",
+        "            best = bp[t, r, best]",
+        "            z[t - 1, r] = best",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def width(K):
     """The width of the unrolled sweep serving ``K <= UNROLL_MAX_K`` states: the first of ``WIDTHS`` >= K."""
     return next(w for w in WIDTHS if w >= K)
 
 
-def _kernel(W):
-    fn = _cache.get(W)
+def _kernel(kind, W):
+    """The compiled ``kind`` (``"log_partition"`` or ``"viterbi"``) sweep of width ``W``, compiled once."""
+    fn = _cache.get((kind, W))
     if fn is None:
+        source = (log_partition_source if kind == "log_partition" else viterbi_source)(W)
         scope = {"np": np, "SCALE_FLOOR": SCALE_FLOOR}
-        exec(compile(log_partition_source(W), f"<log_partition_{W}>", "exec"), scope)  # noqa: S102 - our own source
-        fn = numba.njit(cache=False, nogil=True, error_model="numpy")(scope[f"log_partition_{W}"])
-        _cache[W] = fn
+        exec(compile(source, f"<{kind}_{W}>", "exec"), scope)  # noqa: S102 - our own generated source
+        fn = numba.njit(cache=False, nogil=True, error_model="numpy")(scope[f"{kind}_{W}"])
+        _cache[(kind, W)] = fn
     return fn
 
 
@@ -140,4 +207,25 @@ def log_partition_unrolled(B, A, lengths, logz, bad):
     Ap[:K, :K] = A
     cols = np.minimum(np.arange(W), K - 1)
     keep = (np.arange(W) < K).astype(np.float64)
-    _kernel(W)(B, Ap, cols, keep, lengths, logz, bad)
+    _kernel("log_partition", W)(B, Ap, cols, keep, lengths, logz, bad)
+
+
+def viterbi_unrolled(u, P, lengths, z, score):
+    """The unrolled Viterbi sweep and backtrack for ``K = u.shape[2] <= VITERBI_UNROLL_MAX_K`` states, in place.
+
+    Parameters
+    ----------
+    u : (T, n, K) log unaries, C-contiguous (padding ignored).
+    P : (K, K) log pairwise (no ``+inf`` or NaN).
+    lengths : (n,) int, steps of each row (at least 1).
+    z : (T, n) int output path (padding left untouched).
+    score : (n,) output best score per row.
+    """
+    T, n, K = u.shape
+    W = width(K)
+    Pp = np.full((W, W), -np.inf)
+    Pp[:K, :K] = P
+    cols = np.minimum(np.arange(W), K - 1)
+    start = np.where(np.arange(W) < K, 0.0, -np.inf)
+    bp = np.empty((T, n, W), dtype=np.int8)  # back-pointers: int8, a quarter of int32's memory traffic
+    _kernel("viterbi", W)(u, Pp, cols, start, lengths, bp, z, score)
