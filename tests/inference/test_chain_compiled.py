@@ -156,9 +156,18 @@ def test_lazy_rescaling_log_partition_equals_numpy(rng, scale):
 
 
 @pytest.mark.parametrize("K", [1, 2, 3, 4, 7, unrolled.UNROLL_MAX_K, unrolled.UNROLL_MAX_K + 1])
-def test_unrolled_log_partition_equals_numpy(rng, K):
-    # the unrolled sweeps (each K in the narrowest width of WIDTHS, zero-padded) and the looped one above
-    # UNROLL_MAX_K, against the numpy sweep; impossible states make zero message entries
+def test_unrolled_sweeps_equal_numpy(rng, K):
+    # the unrolled log-partition and forward sweeps (each K in the narrowest width of WIDTHS,
+    # zero-padded) and the looped ones above UNROLL_MAX_K, against the numpy sweeps; impossible
+    # states make zero message entries
     unary, pairwise, mask = _chain_data(rng, 4, 300, K, True, neg_inf=0.2)
     a, b = _both(lambda: chain.log_partition(unary, pairwise, mask))
     assert_allclose(a, b, rtol=1e-12, atol=0)
+    p, q = _both(lambda: chain.forward_backward(unary, pairwise, mask, counts=True))
+    assert_allclose(p.log_z, q.log_z, rtol=1e-12, atol=0)
+    assert_allclose(p.marginals, q.marginals, rtol=0, atol=1e-12)
+    assert_allclose(p.edge_counts, q.edge_counts, rtol=1e-12, atol=1e-12)
+    a, b = _both(lambda: chain.forward_messages(unary, pairwise, mask))
+    assert_array_equal(np.isneginf(a), np.isneginf(b))
+    real = np.isfinite(b)
+    assert_allclose(a[real], b[real], rtol=1e-12, atol=1e-9)

@@ -8,7 +8,8 @@ sequence (``n = 1``, ``T = 10^5``) that overhead is the whole run. Here the
 same recursions run as ``numba.njit`` kernels over ``(time, row, state)``
 loops, ``O(T n K^2)`` arithmetic with no per-step overhead:
 
-* :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A``;
+* :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A`` (with
+  up to ``UNROLL_MAX_K`` states the unrolled sweep of :mod:`.unrolled` runs);
 * for ``log Z`` alone with few states, the unrolled sweeps of :mod:`.unrolled`
   (messages in registers, rescaling only when the mass leaves ``[1e-50, 1e50]``);
 * :func:`backward_kernel` — the scaled backward sweep, optionally summing the
@@ -43,7 +44,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .kernels import SCALE_FLOOR
-from .unrolled import UNROLL_MAX_K, VITERBI_UNROLL_MAX_K, log_partition_unrolled, viterbi_unrolled
+from .unrolled import UNROLL_MAX_K, VITERBI_UNROLL_MAX_K, forward_unrolled, log_partition_unrolled, viterbi_unrolled
 
 try:  # numba is a regular dependency; the numpy sweeps remain the reference
     import numba
@@ -496,7 +497,10 @@ def _forward(ch, keep):
     c = np.ones((T, n, 1))
     logc = np.zeros(n)
     A = np.ascontiguousarray(A, dtype=np.float64)
-    forward_kernel(B, A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
+    if K <= UNROLL_MAX_K:
+        forward_unrolled(B, A, np.asarray(ch.lengths, dtype=np.intp), alpha, c[..., 0], logc)
+    else:
+        forward_kernel(B, A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
     with np.errstate(invalid="ignore"):
         bad = ~(c[..., 0] > SCALE_FLOOR).all(axis=0)  # NaN compares False -> bad
     return (alpha if keep else None), c, bad, logc

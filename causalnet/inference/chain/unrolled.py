@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - exercised only without numba
 
 __all__ = [
     "WIDTHS", "UNROLL_MAX_K", "VITERBI_UNROLL_MAX_K", "width", "log_partition_source", "viterbi_source", "log_partition_unrolled",
-    "viterbi_unrolled",
+    "forward_source", "forward_unrolled", "viterbi_unrolled",
 ]
 
 # Up to this many states the log-partition sweep runs unrolled (measured at T = 10^5:
@@ -109,6 +109,53 @@ def log_partition_source(W):
         "            s = 1.0",
         "        logz[r] = lz + np.log(s)",
         "        bad[r] = bd",
+    ]) + "\n"
+
+
+def forward_source(W):
+    """Python source of the unrolled scaled forward sweep ``W`` states wide (padding as in :func:`log_partition_source`).
+
+    Each row's message ``v`` is kept unnormalised, rescaled lazily as in the
+    log-partition sweep, and the normaliser ``c[t] = s[t] / s[t-1]`` (``s`` the
+    message's sum) and the normalised message ``alpha[t] = v / s[t]`` are
+    written beside the sweep, off its critical path. A padded state ``j``
+    writes ``alpha`` column ``cols[j] = K - 1`` before the real state ``K - 1``
+    does (writes run from the last state down), so the real value stays.
+    """
+    ks = range(W)
+    down = range(W - 1, -1, -1)
+    vs = ", ".join(f"v{j}" for j in ks)
+    return "\n".join([
+        f"def forward_{W}(B, A, cols, keep, lengths, alpha, c, logc):",
+        *(f"    a{i}_{j} = A[{i}, {j}]" for i in ks for j in ks),
+        *(f"    c{j} = cols[{j}]" for j in ks),
+        *(f"    k{j} = keep[{j}]" for j in ks),
+        "    roll = alpha.shape[0] != B.shape[0]",
+        "    for r in range(lengths.shape[0]):",
+        f"        {vs} = " + ", ".join(f"B[0, r, c{j}] * k{j}" for j in ks),
+        f"        s = {_tree([f'v{j}' for j in ks])}",
+        "        c[0, r] = s",
+        "        inv = 1.0 / s",
+        *(f"        alpha[0, r, c{j}] = v{j} * inv" for j in down),
+        "        ps = s",
+        "        lz = 0.0",
+        "        for t in range(1, lengths[r]):",
+        *(f"            x{j} = {_tree([f'v{i} * a{i}_{j}' for i in ks])} * B[t, r, c{j}]" for j in ks),
+        f"            {vs} = " + ", ".join(f"x{j}" for j in ks),
+        f"            s = {_tree([f'x{j}' for j in ks])}",
+        "            c[t, r] = s / ps",
+        "            cur = t % 2 if roll else t",
+        "            inv = 1.0 / s",
+        *(f"            alpha[cur, r, c{j}] = x{j} * inv" for j in down),
+        "            ps = s",
+        "            if not 1e-50 <= s <= 1e50:  # rare: rescale (and NaN lands here too)",
+        "                if not s > 0.0:",
+        "                    s = 1.0  # c[t] <= 0 (or NaN) already marks the row bad",
+        "                lz += np.log(s)",
+        "                inv = 1.0 / s",
+        f"                {vs} = " + ", ".join(f"v{j} * inv" for j in ks),
+        "                ps = 1.0",
+        "        logc[r] = lz + np.log(ps)",
     ]) + "\n"
 
 
@@ -176,10 +223,10 @@ def width(K):
 
 
 def _kernel(kind, W):
-    """The compiled ``kind`` (``"log_partition"`` or ``"viterbi"``) sweep of width ``W``, compiled once."""
+    """The compiled ``kind`` (``"log_partition"``, ``"forward"`` or ``"viterbi"``) sweep of width ``W``, compiled once."""
     fn = _cache.get((kind, W))
     if fn is None:
-        source = (log_partition_source if kind == "log_partition" else viterbi_source)(W)
+        source = {"log_partition": log_partition_source, "forward": forward_source, "viterbi": viterbi_source}[kind](W)
         scope = {"np": np, "SCALE_FLOOR": SCALE_FLOOR}
         exec(compile(source, f"<{kind}_{W}>", "exec"), scope)  # noqa: S102 - our own generated source
         fn = numba.njit(cache=False, nogil=True, error_model="numpy")(scope[f"{kind}_{W}"])
@@ -208,6 +255,36 @@ def log_partition_unrolled(B, A, lengths, logz, bad):
     cols = np.minimum(np.arange(W), K - 1)
     keep = (np.arange(W) < K).astype(np.float64)
     _kernel("log_partition", W)(B, Ap, cols, keep, lengths, logz, bad)
+
+
+def _padded(A, K, W, fill):
+    """``A`` (K, K) padded to (W, W) with ``fill``, the column each padded state reads, and 1/0 real-state flags."""
+    Ap = np.full((W, W), fill)
+    Ap[:K, :K] = A
+    return Ap, np.minimum(np.arange(W), K - 1), (np.arange(W) < K).astype(np.float64)
+
+
+def forward_unrolled(B, A, lengths, alpha, c, logc):
+    """The unrolled scaled forward sweep for ``K = B.shape[2] <= UNROLL_MAX_K`` states, in place.
+
+    The contract of :func:`~.compiled.forward_kernel` (rows each to their own
+    length; padding of ``alpha`` and ``c`` left untouched), with ``c[t]``
+    computed as the ratio of consecutive message sums: equal to the
+    per-step normaliser up to rounding.
+
+    Parameters
+    ----------
+    B : (T, n, K) probability-space unaries, C-contiguous.
+    A : (K, K) transitions.
+    lengths : (n,) int.
+    alpha : (T, n, K) or (2, n, K) output (with 2 slots step ``t`` lives in ``t % 2``).
+    c : (T, n) output normalisers.
+    logc : (n,) output ``sum_t log c[t]`` per row (garbage on rows with ``c <= SCALE_FLOOR``).
+    """
+    K = B.shape[2]
+    W = width(K)
+    Ap, cols, keep = _padded(A, K, W, 0.0)
+    _kernel("forward", W)(B, Ap, cols, keep, lengths, alpha, c, logc)
 
 
 def viterbi_unrolled(u, P, lengths, z, score):
