@@ -244,6 +244,13 @@ def _kernel(kind, W):
     return fn
 
 
+def _padded(A, K, W, fill):
+    """``A`` (K, K) padded to (W, W) with ``fill``, the column each padded state reads, and 1/0 real-state flags."""
+    Ap = np.full((W, W), fill)
+    Ap[:K, :K] = A
+    return Ap, np.minimum(np.arange(W), K - 1), (np.arange(W) < K).astype(np.float64)
+
+
 def log_partition_unrolled(B, A, lengths, logz, bad):
     """The unrolled sweep for ``K = B.shape[2]`` states (``1 <= K <= UNROLL_MAX_K``), in place.
 
@@ -260,18 +267,8 @@ def log_partition_unrolled(B, A, lengths, logz, bad):
     """
     K = B.shape[2]
     W = width(K)
-    Ap = np.zeros((W, W))
-    Ap[:K, :K] = A
-    cols = np.minimum(np.arange(W), K - 1)
-    keep = (np.arange(W) < K).astype(np.float64)
+    Ap, cols, keep = _padded(A, K, W, 0.0)
     _kernel("log_partition", W)(B, Ap, cols, keep, lengths, logz, bad)
-
-
-def _padded(A, K, W, fill):
-    """``A`` (K, K) padded to (W, W) with ``fill``, the column each padded state reads, and 1/0 real-state flags."""
-    Ap = np.full((W, W), fill)
-    Ap[:K, :K] = A
-    return Ap, np.minimum(np.arange(W), K - 1), (np.arange(W) < K).astype(np.float64)
 
 
 def forward_unrolled(B, A, lengths, alpha, c, logc):
@@ -310,9 +307,7 @@ def viterbi_unrolled(u, P, lengths, z, score):
     """
     T, n, K = u.shape
     W = width(K)
-    Pp = np.full((W, W), -np.inf)
-    Pp[:K, :K] = P
-    cols = np.minimum(np.arange(W), K - 1)
-    start = np.where(np.arange(W) < K, 0.0, -np.inf)
+    Pp, cols, keep = _padded(P, K, W, -np.inf)
+    start = np.where(keep > 0, 0.0, -np.inf)  # padded states start (and stay) at -inf
     bp = np.empty((T, n, W), dtype=np.int8)  # back-pointers: int8, a quarter of int32's memory traffic
     _kernel("viterbi", W)(u, Pp, cols, start, lengths, bp, z, score)
