@@ -12,7 +12,7 @@ numpy loads, unless already set). Times are CPU seconds of this process
 (``time.process_time``) by default, which on a busy shared machine measure
 the work each library does rather than the scheduler; ``--clock wall`` uses
 ``time.perf_counter`` instead. The first causalnet call compiles the numba
-kernels (cached on disk); the agreement checks run before timing, so timings
+kernels (once per process); the agreement checks run before timing, so timings
 never include compilation.
 
 Run::

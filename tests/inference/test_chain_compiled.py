@@ -10,7 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from causalnet.errors import EvidenceError, ModelError
 from causalnet.inference import chain
-from causalnet.inference.chain import compiled
+from causalnet.inference.chain import compiled, unrolled
 
 pytestmark = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not installed")
 
@@ -69,10 +69,13 @@ def test_compiled_viterbi_equals_numpy(rng, n, T, K, ragged):
     assert_allclose(sa, sb, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("K", [2, 5, compiled.VITERBI_WIDE_K - 1, compiled.VITERBI_WIDE_K, 40])
+@pytest.mark.parametrize("K", [2, 3, unrolled.VITERBI_UNROLL_MAX_K, unrolled.VITERBI_UNROLL_MAX_K + 1,
+                               compiled.VITERBI_WIDE_K - 1, compiled.VITERBI_WIDE_K, 14, 15, 16, 40])
 def test_compiled_viterbi_breaks_exact_ties_like_numpy(rng, K):
-    """Integer potentials add exactly, so ties are real: both step orders of the kernel
-    (narrow below VITERBI_WIDE_K, wide from it) keep the lowest previous state, as argmax."""
+    """Integer potentials add exactly, so ties are real: every compiled sweep (unrolled up to
+    VITERBI_UNROLL_MAX_K, its tournaments padded with -inf states; narrow below VITERBI_WIDE_K; wide
+    from it: previous states in fours, then the 0-3 left over, destination states padded to a
+    multiple of 8) keeps the lowest previous state, as argmax."""
     unary = rng.integers(-2, 1, size=(3, 120, K)).astype(float)
     pairwise = rng.integers(-2, 1, size=(K, K)).astype(float)
     pairwise[0, 1 % K] = -np.inf
@@ -150,3 +153,21 @@ def test_lazy_rescaling_log_partition_equals_numpy(rng, scale):
     p, q = _both(lambda: chain.forward_backward(unary, pairwise, mask, counts=True))  # marginals over alpha
     assert_allclose(p.marginals, q.marginals, rtol=0, atol=1e-12)
     assert_allclose(p.edge_counts, q.edge_counts, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 7, unrolled.UNROLL_MAX_K, unrolled.UNROLL_MAX_K + 1])
+def test_unrolled_sweeps_equal_numpy(rng, K):
+    # the unrolled log-partition and forward sweeps (each K in the narrowest width of WIDTHS,
+    # zero-padded) and the looped ones above UNROLL_MAX_K, against the numpy sweeps; impossible
+    # states make zero message entries
+    unary, pairwise, mask = _chain_data(rng, 4, 300, K, True, neg_inf=0.2)
+    a, b = _both(lambda: chain.log_partition(unary, pairwise, mask))
+    assert_allclose(a, b, rtol=1e-12, atol=0)
+    p, q = _both(lambda: chain.forward_backward(unary, pairwise, mask, counts=True))
+    assert_allclose(p.log_z, q.log_z, rtol=1e-12, atol=0)
+    assert_allclose(p.marginals, q.marginals, rtol=0, atol=1e-12)
+    assert_allclose(p.edge_counts, q.edge_counts, rtol=1e-12, atol=1e-12)
+    a, b = _both(lambda: chain.forward_messages(unary, pairwise, mask))
+    assert_array_equal(np.isneginf(a), np.isneginf(b))
+    real = np.isfinite(b)
+    assert_allclose(a[real], b[real], rtol=1e-12, atol=1e-9)

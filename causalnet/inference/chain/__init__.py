@@ -46,7 +46,8 @@ One idea each: :mod:`.potentials` (validation and the internal layout,
 :class:`Chain`), :mod:`.scaled` and :mod:`.log_space` (the two kinds of sweep),
 :mod:`.time_chunks` (long narrow batches), :mod:`.sum_product` (likelihood,
 marginals, edge counts, messages), :mod:`.max_product` (Viterbi),
-:mod:`.sampling` (posterior paths), :mod:`.kernels` (shared numeric helpers).
+:mod:`.sampling` (posterior paths), :mod:`.kernels` (shared numeric helpers),
+:mod:`.compiled` (the numba sweeps) and :mod:`.unrolled` (their few-state log-partition).
 
 The engine's contract for model builders (HMM, CRF) is the batch-first public
 functions plus, for callers that build the internal layout themselves,

@@ -8,9 +8,10 @@ sequence (``n = 1``, ``T = 10^5``) that overhead is the whole run. Here the
 same recursions run as ``numba.njit`` kernels over ``(time, row, state)``
 loops, ``O(T n K^2)`` arithmetic with no per-step overhead:
 
-* :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A``;
-* :func:`log_partition_kernel` — the forward sweep for ``log Z`` alone,
-  rescaling only when the mass falls below ``1e-50`` (no stored messages);
+* :func:`forward_kernel` — Rabiner's scaled forward sweep, shared ``A`` (with
+  up to ``UNROLL_MAX_K`` states the unrolled sweep of :mod:`.unrolled` runs);
+* for ``log Z`` alone with few states, the unrolled sweeps of :mod:`.unrolled`
+  (messages in registers, rescaling only when the mass leaves ``[1e-50, 1e50]``);
 * :func:`backward_kernel` — the scaled backward sweep, optionally summing the
   expected transition statistics ``S = sum_t alpha[t-1].T @ g[t]`` on the fly;
 * :func:`viterbi_kernel` — max-product plus backtrack (lowest index on ties).
@@ -43,6 +44,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .kernels import SCALE_FLOOR
+from .unrolled import UNROLL_MAX_K, VITERBI_UNROLL_MAX_K, forward_unrolled, log_partition_unrolled, viterbi_unrolled
 
 try:  # numba is a regular dependency; the numpy sweeps remain the reference
     import numba
@@ -51,8 +53,8 @@ except ImportError:  # pragma: no cover - exercised only without numba
 
 __all__ = [
     "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
-    "forward_kernel", "log_partition_kernel", "backward_kernel", "viterbi_kernel",
-    "AUTO_MIN_T", "SMALL_K", "VITERBI_WIDE_K", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
+    "forward_kernel", "backward_kernel", "viterbi_kernel",
+    "AUTO_MIN_T", "SMALL_K", "VITERBI_WIDE_K", "wide_width", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
 ]
 
 AVAILABLE = numba is not None
@@ -210,63 +212,6 @@ def forward_kernel(B, A, AT, counts, alpha, c, logc):  # pragma: no cover - comp
         logc[r] += np.log(prod[r])
 
 
-@_njit
-def log_partition_kernel(B, A, AT, counts, logz, bad):  # pragma: no cover - compiled
-    """Forward sweep for the log-partition only, rescaling lazily, in place.
-
-    No message or normaliser is stored: each row's message is rescaled (its
-    logarithm moved into ``logz``) only when its mass falls below ``1e-50``,
-    (or rises above ``1e50``: a CRF's transitions need not be stochastic), so
-    a step is the product with ``A`` and ``B`` alone, with no division on the
-    sweep's critical path. A row whose mass falls below ``1e-250`` within
-    one step (``SCALE_FLOOR``, where digits could be lost) is flagged ``bad``.
-    The window keeps the message within 1e50 of 1, so components down to
-    ~1e-258 of the largest survive (1e-308 with per-step normalisers).
-
-    Parameters
-    ----------
-    B : (T, n, K) probability-space unaries (max 1 per step, 0 on padding).
-    A, AT : (K, K) transitions and their transpose (both C-contiguous).
-    counts : (T,) int, rows alive at each step.
-    logz : (n,) output ``log sum_k`` of the unscaled final message.
-    bad : (n,) bool output.
-    """
-    T, n, K = B.shape
-    v = np.empty((n, K))
-    tmp = np.empty(K)
-    for r in range(counts[0]):
-        s = 0.0
-        for j in range(K):
-            v[r, j] = B[0, r, j]
-            s += B[0, r, j]
-        logz[r] = 0.0
-        bad[r] = not s > SCALE_FLOOR
-    for t in range(1, T):
-        for r in range(counts[t]):
-            _step(v[r], A, AT, tmp, K)  # tmp is separate: v[r] may be read in place
-            s = 0.0
-            for j in range(K):
-                x = tmp[j] * B[t, r, j]
-                v[r, j] = x
-                s += x
-            if not 1e-50 <= s <= 1e50:  # rare: rescale (and NaN lands here too)
-                if not s > SCALE_FLOOR:
-                    bad[r] = True
-                    s = 1.0
-                logz[r] += np.log(s)
-                inv = 1.0 / s
-                for j in range(K):
-                    v[r, j] *= inv
-    for r in range(n):
-        s = 0.0
-        for j in range(K):
-            s += v[r, j]
-        if not s > 0.0:
-            bad[r] = True
-            s = 1.0
-        logz[r] += np.log(s)
-
-
 # Long by design: one hot recursion over time steps whose state (messages, scalers, counts) lives in
 # local arrays; splitting it into helpers would add per-step calls and copies on the hot path.
 @_njit
@@ -345,8 +290,103 @@ def backward_kernel(B, A, AT, c, counts, alpha, out, g, S, rowsum):  # pragma: n
 
 # From this many states on, the Viterbi step loops over previous states outside and
 # destination states inside (vector compare-and-select); below it, the scalar scan per
-# destination state is faster (measured at K = 4, 16, 64 on T = 10^5).
-VITERBI_WIDE_K = 32
+# destination state is faster (measured on T = 10^5: a wash at K = 8, vector 1.2x at 9, 2.2x at 16).
+VITERBI_WIDE_K = 9
+
+
+@_njit_inline
+def _step_narrow(d, PT, u, dn, bp, K):  # pragma: no cover - compiled (inlined)
+    """``dn[j] = max_i (d[i] + PT[j, i]) + u[j]`` and the first argmax ``bp[j]``, one ``j`` at a time."""
+    for j in range(K):
+        best = 0
+        b = d[0] + PT[j, 0]
+        for i in range(1, K):
+            v = d[i] + PT[j, i]
+            if v > b:
+                b = v
+                best = i
+        dn[j] = b + u[j]
+        bp[j] = best
+
+
+@_njit_inline
+def _first_max4(v0, v1, v2, v3, f0):  # pragma: no cover - compiled (inlined)
+    """The largest of four candidates from rows ``f0 .. f0 + 3`` and its row, the lowest row on ties."""
+    g = v1 > v0
+    a = v1 if g else v0
+    fa = f0 + 1.0 if g else f0
+    g = v3 > v2
+    b = v3 if g else v2
+    fb = f0 + 3.0 if g else f0 + 2.0
+    g = b > a
+    return (b if g else a), (fb if g else fa)
+
+
+@_njit_inline
+def _max_wide(d, P, bv, bf, K, W):  # pragma: no cover - compiled (inlined)
+    """``bv[j] = max_i d[i] + P[i, j]`` and its first argmax ``bf[j]`` (a float), for ``K >= 4``.
+
+    Previous states ``i`` run in the outer loop, destination states ``j`` in
+    the inner one.
+
+    Previous states come four at a time: a small tournament picks each
+    destination's best of the four (strict ``>``, so the lower row on ties),
+    which then replaces the running best only if strictly greater, so the
+    first maximum wins as in the scan. Taking rows in fours cuts the chain of
+    dependent updates of ``bv`` four-fold. The running best is read back as
+    ``bv[j] + 0.0`` (which only turns -0.0 into +0.0): a plain ``bv[j]``
+    lets LLVM turn the select into a masked store, which the next row's load
+    cannot forward from, and each row then waits for the store to retire.
+    ``P`` has ``W >= K`` columns, a multiple of 8 (the extra ones ``-inf``), so
+    the inner loops run in whole vectors; only the first ``K`` results count.
+    """
+    for j in range(W):
+        a, fa = _first_max4(d[0] + P[0, j], d[1] + P[1, j], d[2] + P[2, j], d[3] + P[3, j], 0.0)
+        bv[j] = a
+        bf[j] = fa
+    i = 4
+    while i + 4 <= K:
+        d0, d1, d2, d3 = d[i], d[i + 1], d[i + 2], d[i + 3]
+        f0 = float(i)
+        for j in range(W):
+            a, fa = _first_max4(d0 + P[i, j], d1 + P[i + 1, j], d2 + P[i + 2, j], d3 + P[i + 3, j], f0)
+            o = bv[j] + 0.0
+            of = bf[j] + 0.0
+            g = a > o
+            bv[j] = a if g else o
+            bf[j] = fa if g else of
+        i += 4
+    while i < K:
+        di = d[i]
+        fi = float(i)
+        for j in range(W):
+            v = di + P[i, j]
+            o = bv[j] + 0.0
+            of = bf[j] + 0.0
+            g = v > o
+            bv[j] = v if g else o
+            bf[j] = fi if g else of
+        i += 1
+
+
+@_njit_inline
+def _backtrack(D, lengths, bp, z, score):  # pragma: no cover - compiled (inlined)
+    """Each row's best final state, its score, and the path back through the back-pointers."""
+    n, K = D.shape[1], D.shape[2]
+    for r in range(n):
+        L1 = lengths[r] - 1
+        slot = L1 % 2
+        best = 0
+        b = D[slot, r, 0]
+        for j in range(1, K):
+            if D[slot, r, j] > b:
+                b = D[slot, r, j]
+                best = j
+        score[r] = b
+        z[L1, r] = best
+        for t in range(L1, 0, -1):
+            best = bp[t, r, best]
+            z[t - 1, r] = best
 
 
 @_njit
@@ -354,75 +394,46 @@ def viterbi_kernel(u, P, PT, counts, lengths, bp, z, score):  # pragma: no cover
     """Max-product sweep with back-pointers, then the backtrack, in place.
 
     Max-marginals live in two rolling slots. With ``K >= VITERBI_WIDE_K``
-    each step scans previous states ``i`` in the outer loop and destination
-    states ``j`` in the inner one, so the inner loop has no carried
-    dependence and compiles to vector compare-and-select; with fewer states
-    each destination state scans its previous states in turn. Either way a
-    strict ``>`` keeps the first maximum (lowest index on ties, as
-    ``numpy.argmax``) as the back-pointer, so the backtrack is one lookup per
-    step, and both orders give the same answer bit for bit.
+    each step is :func:`_max_wide` (previous states outside, destination
+    states inside: no carried dependence in the inner loop, which compiles to
+    vector compare-and-select); with fewer states :func:`_step_narrow` (each
+    destination state scans its previous states in turn). Either way the
+    first maximum (lowest index on ties, as ``numpy.argmax``) is the
+    back-pointer, so the backtrack is one lookup per step, and both orders
+    give the same answer bit for bit.
 
     Parameters
     ----------
     u : (T, n, K) log unaries (``-inf`` on padding).
-    P : (K, K) log pairwise, ``P[i, j]`` from ``i`` to ``j`` (no ``+inf`` or NaN).
-    PT : (K, K) its transpose, C-contiguous.
+    P : (K, W) log pairwise, ``P[i, j]`` from ``i`` to ``j`` (no ``+inf`` or NaN),
+        C-contiguous; ``W >= K`` columns, the extra ones ``-inf`` (see :func:`wide_width`).
+    PT : (K, K) its first ``K`` columns transposed, C-contiguous.
     counts : (T,) int; lengths : (n,) int (non-increasing).
-    bp : (T, n, K) int32 scratch for the back-pointers.
+    bp : (T, n, K) integer scratch for the back-pointers (any integer type holding ``K - 1``).
     z : (T, n) int output path, pre-filled with -1.
     score : (n,) output best score per row.
     """
     T, n, K = u.shape
+    W = P.shape[1]
     D = np.empty((2, n, K))
-    bv = np.empty(K)
-    bi = np.empty(K, dtype=np.int32)
+    bv = np.empty(W)
+    bf = np.empty(W)  # back-pointers as floats: the same lane width as bv in the vector selects
     for r in range(counts[0]):
         for j in range(K):
             D[0, r, j] = u[0, r, j]
     for t in range(1, T):
-        cur = t % 2
-        prev = 1 - cur
+        Dp, Dc, ut, bt = D[(t - 1) % 2], D[t % 2], u[t], bp[t]
         for r in range(counts[t]):
             if K < VITERBI_WIDE_K:
-                for j in range(K):
-                    best = 0
-                    b = D[prev, r, 0] + PT[j, 0]
-                    for i in range(1, K):
-                        v = D[prev, r, i] + PT[j, i]
-                        if v > b:
-                            b = v
-                            best = i
-                    D[cur, r, j] = b + u[t, r, j]
-                    bp[t, r, j] = best
+                _step_narrow(Dp[r], PT, ut[r], Dc[r], bt[r], K)
                 continue
-            d0 = D[prev, r, 0]
+            _max_wide(Dp[r], P, bv, bf, K, W)
+            dr, ur, br = Dc[r], ut[r], bt[r]
             for j in range(K):
-                bv[j] = d0 + P[0, j]
-                bi[j] = 0
-            for i in range(1, K):
-                d = D[prev, r, i]
-                for j in range(K):
-                    v = d + P[i, j]
-                    better = v > bv[j]
-                    bv[j] = v if better else bv[j]
-                    bi[j] = i if better else bi[j]
+                dr[j] = bv[j] + ur[j]
             for j in range(K):
-                D[cur, r, j] = bv[j] + u[t, r, j]
-                bp[t, r, j] = bi[j]
-    for r in range(n):
-        L1 = lengths[r] - 1
-        slot = L1 % 2
-        best = 0
-        bv = D[slot, r, 0]
-        for j in range(1, K):
-            if D[slot, r, j] > bv:
-                bv = D[slot, r, j]
-                best = j
-        score[r] = bv
-        z[L1, r] = best
-        for t in range(L1, 0, -1):
-            best = bp[t, r, best]
-            z[t - 1, r] = best
+                br[j] = int(bf[j])
+    _backtrack(D, lengths, bp, z, score)
 
 
 # -- the sweeps on a Chain (same contracts as the numpy sweeps) ---------------
@@ -460,18 +471,17 @@ def compiled_log_partition(ch):
         Garbage on ``bad`` rows.
     bad : ndarray of bool, shape (n,)
     """
-    if ch.K > SMALL_K:  # wide states: the step's products dominate; the plain sweep is as fast
+    if ch.K > UNROLL_MAX_K:  # wide states: the step's products dominate; the plain sweep is as fast
         _, _, bad, logc = _forward(ch, keep=False)
         _, off = ch.scaled_unary()
         with np.errstate(invalid="ignore"):
             return logc + off.sum(axis=0) + ch.pair_offset(), bad
-    B, off = ch.scaled_unary()
+    B, off = ch.scaled_unary()  # (T, n, K), (T, n)
     A, _ = ch.scaled_pairwise()
     logc = np.zeros(ch.n)
     bad = np.zeros(ch.n, dtype=np.bool_)
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    log_partition_kernel(np.ascontiguousarray(B), A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp),
-                         logc, bad)
+    log_partition_unrolled(np.ascontiguousarray(B), np.ascontiguousarray(A, dtype=np.float64),
+                           np.asarray(ch.lengths, dtype=np.intp), logc, bad)
     with np.errstate(invalid="ignore"):
         log_z = logc + off.sum(axis=0) + ch.pair_offset()
     return log_z, bad
@@ -487,7 +497,10 @@ def _forward(ch, keep):
     c = np.ones((T, n, 1))
     logc = np.zeros(n)
     A = np.ascontiguousarray(A, dtype=np.float64)
-    forward_kernel(B, A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
+    if K <= UNROLL_MAX_K:
+        forward_unrolled(B, A, np.asarray(ch.lengths, dtype=np.intp), alpha, c[..., 0], logc)
+    else:
+        forward_kernel(B, A, np.ascontiguousarray(A.T), np.asarray(ch.counts, dtype=np.intp), alpha, c[..., 0], logc)
     with np.errstate(invalid="ignore"):
         bad = ~(c[..., 0] > SCALE_FLOOR).all(axis=0)  # NaN compares False -> bad
     return (alpha if keep else None), c, bad, logc
@@ -528,17 +541,29 @@ def compiled_backward(ch, c, alpha=None, bad=None, counts=False, keep_g=True, ma
     return res + (rowsum,) if fuse else res
 
 
+def wide_width(K):
+    """Columns of the pairwise the Viterbi kernel reads: ``K``, or for the wide step ``K`` rounded up to 8."""
+    return K if K < VITERBI_WIDE_K else -(-K // 8) * 8
+
+
 def compiled_viterbi(ch, consume_u=False):
     """Max-product sweep and backtrack; the contract of :func:`.max_product.chain_viterbi`.
 
-    ``consume_u`` is accepted for that contract; the compiled sweep never
+    Up to ``VITERBI_UNROLL_MAX_K`` states the unrolled sweep of :mod:`.unrolled`
+    runs, above it :func:`viterbi_kernel`. ``consume_u`` is accepted for that contract; the compiled sweep never
     writes into ``ch.u``.
     """
     T, n, K = ch.T, ch.n, ch.K
     u = np.ascontiguousarray(ch.u, dtype=np.float64)
-    bp = np.empty((T, n, K), dtype=np.int32)
     z = np.full((T, n), -1, dtype=np.intp)
     score = np.empty(n)
-    P = np.ascontiguousarray(np.asarray(ch.pw, dtype=np.float64))
-    viterbi_kernel(u, P, np.ascontiguousarray(P.T), np.asarray(ch.counts, dtype=np.intp), np.asarray(ch.lengths, dtype=np.intp), bp, z, score)
+    pw = np.asarray(ch.pw, dtype=np.float64)
+    if K <= VITERBI_UNROLL_MAX_K:
+        viterbi_unrolled(u, pw, np.asarray(ch.lengths, dtype=np.intp), z, score)
+        return z, score
+    bp = np.empty((T, n, K), dtype=np.int8 if K <= 128 else np.int32)  # int8: a quarter of the memory traffic
+    P = np.full((K, wide_width(K)), -np.inf)  # (K, W)
+    P[:, :K] = pw
+    viterbi_kernel(u, P, np.ascontiguousarray(pw.T), np.asarray(ch.counts, dtype=np.intp),
+                   np.asarray(ch.lengths, dtype=np.intp), bp, z, score)
     return z, score
