@@ -24,6 +24,7 @@ from ...errors import EvidenceError, ModelError
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
+from .kernels import gru_update, lstm_update
 from .lengths import LENGTHS, Masked, check_lengths
 
 __all__ = ["run", "RecurrentOutput"]
@@ -66,11 +67,13 @@ def _prepared(model: CausalModel) -> tuple:
 
 
 def _ready(kind: str, w: dict) -> dict:
-    """Fused weights laid out for the loop: LSTM rows as i, f, o, g; ``W_ih^T``, ``W_hh^T`` contiguous."""
+    """Fused weights laid out for the loop: LSTM rows as i, f, o, g; ``W_ih``, ``W_hh`` C-contiguous, biases set."""
     H = w["W_hh"].shape[1]
     if kind == "lstm":
         w = _lstm_order(w, H)
-    return {**w, "W_ih_T": np.ascontiguousarray(w["W_ih"].T), "W_hh_T": np.ascontiguousarray(w["W_hh"].T)}
+    b = np.zeros(w["W_hh"].shape[0], dtype=w["W_hh"].dtype) if w["b"] is None else w["b"]
+    return {**w, "W_ih": np.ascontiguousarray(w["W_ih"]), "W_hh": np.ascontiguousarray(w["W_hh"]),
+            "b": b, "b_hn": np.zeros_like(b[:H]) if w.get("b_hn") is None else w["b_hn"]}
 
 
 def _op(model: CausalModel, node: str):
@@ -103,68 +106,45 @@ def _lstm_order(w: dict, H: int) -> dict:
     return {**w, "W_ih": w["W_ih"][perm], "W_hh": w["W_hh"][perm], "b": w["b"][perm]}
 
 
-def _sigmoid_(z: np.ndarray) -> np.ndarray:
-    """:func:`~causalnet.mechanisms.tensor.activations.sigmoid` in place, operation for operation."""
-    z *= 0.5
-    np.tanh(z, out=z)
-    z += 1.0
-    z *= 0.5
-    return z
+def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray | None, reverse: bool, y: np.ndarray):
+    """One layer in one direction, feature-major: `X` ``(d, T, n)`` -> its states into `y` ``(H, T, n)``.
 
-
-def _lstm_step(z: np.ndarray, c: np.ndarray, h_out: np.ndarray, tmp: np.ndarray, H: int) -> None:
-    """One LSTM update from the pre-activations `z` ``(n, 4 H)`` (order i, f, o, g): `c` in place, `h` into `h_out`."""
-    _sigmoid_(z[:, :3 * H])
-    g = np.tanh(z[:, 3 * H:], out=z[:, 3 * H:])
-    np.multiply(z[:, :H], g, out=tmp)                                     # i g
-    c *= z[:, H:2 * H]                                                    # f c
-    c += tmp
-    np.tanh(c, out=tmp)
-    np.multiply(z[:, 2 * H:3 * H], tmp, out=h_out)                        # o tanh(c)
-
-
-def _direction(kind: str, w: dict, X: np.ndarray, valid: np.ndarray | None, reverse: bool):
-    """One layer in one direction, time first: `X` ``(T, n, d)`` -> ``(states (T, n, H), final h, final c)``.
-
-    `valid` ``(T, n)`` bool or None (every step valid).
+    `keep` ``(T, n)`` 1.0 / 0.0, or None (every step valid). Returns the final ``(h, c)`` ``(n, H)`` (c None
+    but for an LSTM) before the caller's lengths pick each row's own last step.
     """
-    T, n, _ = X.shape
+    d, T, n = X.shape
     H = w["W_hh"].shape[1]
-    XP = (X.reshape(T * n, -1) @ w["W_ih_T"]).reshape(T, n, -1)           # (T, n, G H): all input projections
-    if w["b"] is not None:
-        XP += w["b"]
-    W_hh_T = w["W_hh_T"]                                                  # (H, G H)
-    out = np.empty((T, n, H), dtype=X.dtype)
-    h = np.zeros((n, H), dtype=X.dtype)
-    c = np.zeros((n, H), dtype=X.dtype) if kind == "lstm" else None
-    z, tmp = np.empty((n, W_hh_T.shape[1]), dtype=X.dtype), np.empty((n, H), dtype=X.dtype)
-    keep = None if valid is None else valid[:, :, None].astype(X.dtype)     # (T, n, 1) 1.0 / 0.0
-    last = None if valid is None or reverse else valid.sum(axis=0) - 1       # (n,) each row's last step
-    h_fin, c_fin = h, c
-    for t in (range(T - 1, -1, -1) if reverse else range(T)):
-        np.matmul(h, W_hh_T, out=z)                                       # (n, G H): every gate at once
+    XP = (w["W_ih"] @ X.reshape(d, T * n)).reshape(-1, T, n)              # (G H, T, n): all input projections
+    z = np.zeros((w["W_hh"].shape[0], n), dtype=X.dtype)                  # (G H, n): W_hh h[t-1], 0 at first
+    c = np.zeros((H, n), dtype=X.dtype) if kind == "lstm" else None
+    c_last = None if keep is None or reverse else np.zeros((H, n), dtype=X.dtype)
+    steps = range(T - 1, -1, -1) if reverse else range(T)
+    tp = -1
+    for t in steps:
+        if tp >= 0:
+            np.matmul(w["W_hh"], y[:, tp], out=z)                        # (G H, n): every gate at once
         if kind == "lstm":
-            z += XP[t]
-            _lstm_step(z, c, out[t], tmp, H)
-            if keep is not None:
-                c *= keep[t]                                              # zero past each row's length
+            lstm_update(z, XP, w["b"], t, keep, c, y)
+            if c_last is not None:
+                np.copyto(c_last, c, where=keep[t] > 0)                  # each row's c at its last valid step
         elif kind == "gru":
-            rz = _sigmoid_(XP[t, :, :2 * H] + z[:, :2 * H])               # (n, 2 H)
-            hn = z[:, 2 * H:] if w["b_hn"] is None else z[:, 2 * H:] + w["b_hn"]
-            n_ = np.tanh(XP[t, :, 2 * H:] + rz[:, :H] * hn)
-            out[t] = (1.0 - rz[:, H:]) * n_ + rz[:, H:] * h
+            gru_update(z, XP, w["b"], w["b_hn"], t, tp, keep, y)
         else:
-            z += XP[t]
-            out[t] = z if w["act"] is None else w["act"](z)
-        if keep is not None:
-            out[t] *= keep[t]
-        h = out[t]
-        if last is not None:                                              # the forward state at each length
-            h_fin = np.where((last == t)[:, None], h, h_fin)
-            c_fin = None if c is None else np.where((last == t)[:, None], c, c_fin)
-    if last is None:
-        h_fin, c_fin = h.copy(), c
-    return out, h_fin, c_fin
+            _rnn_update(z, XP, w["b"], t, keep, y, w["act"])
+        tp = t
+    if c_last is None:
+        return y[:, tp].T, None if c is None else c.T
+    last = keep.sum(axis=0).astype(np.intp) - 1                          # (n,) each row's last step
+    return y[:, last, np.arange(n)].T, None if c is None else c_last.T
+
+
+def _rnn_update(z: np.ndarray, XP: np.ndarray, b: np.ndarray, t: int, keep, y: np.ndarray, act) -> None:
+    """``h[t] = act(z + XP[:, t] + b)`` into ``y[:, t]`` (zeroed past each row's length)."""
+    z += XP[:, t]
+    z += b[:, None]
+    y[:, t] = z if act is None else act(z)
+    if keep is not None:
+        y[:, t] *= keep[t]
 
 
 def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
@@ -207,17 +187,18 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
         valid = np.arange(T)[:, None] < L[None, :]                                   # (T, n)
     if intervened:
         return _generic(model, X, lengths, kind, layers, dirs, T)
-    X = np.ascontiguousarray(X.astype(dt, copy=False).transpose(1, 0, 2))          # (T, n, d): time first
+    keep = None if valid is None else valid.astype(dt)                                 # (T, n) 1.0 / 0.0
+    X = np.ascontiguousarray(X.astype(dt, copy=False).transpose(2, 1, 0))          # (d, T, n): feature-major
+    H = model.spec("l0.h[0]").shape[0]
     h_n, c_n = [], []
     for k in range(layers):
-        outs = []
+        Y = np.empty((dirs * H, T, X.shape[2]), dtype=dt)                            # (D H, T, n): both directions
         for r in range(dirs):
-            out, h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, valid, reverse=bool(r))
-            outs.append(out)
+            h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, keep, bool(r), Y[r * H:(r + 1) * H])
             h_n.append(h)
             c_n.append(c)
-        X = outs[0] if dirs == 1 else np.concatenate(outs, axis=-1)                  # (T, n, D H)
-    return RecurrentOutput(np.ascontiguousarray(X.transpose(1, 0, 2)), np.stack(h_n),
+        X = Y
+    return RecurrentOutput(np.ascontiguousarray(X.transpose(2, 1, 0)), np.stack(h_n),
                            np.stack(c_n) if kind == "lstm" else None)
 
 
