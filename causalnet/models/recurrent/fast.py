@@ -24,7 +24,8 @@ from ...errors import EvidenceError, ModelError
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
-from .kernels import gru_update, lstm_update
+from .kernels import gru_step_numpy, kernel, lstm_step_numpy
+from .layouts import layout_for
 from .lengths import LENGTHS, Masked, check_lengths
 
 __all__ = ["run", "RecurrentOutput"]
@@ -49,6 +50,9 @@ def _layout(model: CausalModel) -> tuple[str, int, int, int]:
     return kind, layers, 2 if "l0.rev.h[0]" in nodes else 1, T
 
 
+#: columns (steps x batch) of one block of input projections: W_ih @ x for that many steps in one matmul
+BLOCK_COLUMNS = 256
+
 #: model -> (layout, fused weights per layer and direction), built on first use; models are immutable
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -59,21 +63,24 @@ def _prepared(model: CausalModel) -> tuple:
     if got is None:
         kind, layers, dirs, T = _layout(model)
         intervened = any(isinstance(m, Intervened) for m in model.mechanisms.values())
+        lay = layout_for(model.spec("l0.h[0]").dtype)
         weights = {} if intervened else {
-            p: _ready(kind, _fused(model, kind, p)) for k in range(layers)
+            p: _ready(kind, _fused(model, kind, p), lay) for k in range(layers)
             for p in ((f"l{k}", f"l{k}.rev") if dirs == 2 else (f"l{k}",))}
         got = _PREPARED[model] = (kind, layers, dirs, T, intervened, weights)
     return got
 
 
-def _ready(kind: str, w: dict) -> dict:
-    """Fused weights laid out for the loop: LSTM rows as i, f, o, g; ``W_ih``, ``W_hh`` C-contiguous, biases set."""
+def _ready(kind: str, w: dict, layout) -> dict:
+    """Fused weights laid out for the loop: LSTM rows as i, f, o, g; matrices as `layout` wants; biases set."""
     H = w["W_hh"].shape[1]
     if kind == "lstm":
         w = _lstm_order(w, H)
-    b = np.zeros(w["W_hh"].shape[0], dtype=w["W_hh"].dtype) if w["b"] is None else w["b"]
-    return {**w, "W_ih": np.ascontiguousarray(w["W_ih"]), "W_hh": np.ascontiguousarray(w["W_hh"]),
-            "b": b, "b_hn": np.zeros_like(b[:H]) if w.get("b_hn") is None else w["b_hn"]}
+    G_H = w["W_hh"].shape[0]
+    W_ih, W_hh = layout.weights(w["W_ih"], w["W_hh"])
+    b = np.zeros(G_H, dtype=w["W_hh"].dtype) if w["b"] is None else w["b"]
+    return {**w, "W_ih": W_ih, "W_hh": W_hh, "b": b, "G_H": G_H, "H": H, "layout": layout,
+            "b_hn": np.zeros_like(b[:H]) if w.get("b_hn") is None else w["b_hn"]}
 
 
 def _op(model: CausalModel, node: str):
@@ -106,45 +113,63 @@ def _lstm_order(w: dict, H: int) -> dict:
     return {**w, "W_ih": w["W_ih"][perm], "W_hh": w["W_hh"][perm], "b": w["b"][perm]}
 
 
-def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray | None, reverse: bool, y: np.ndarray):
-    """One layer in one direction, feature-major: `X` ``(d, T, n)`` -> its states into `y` ``(H, T, n)``.
+def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray, reverse: bool, y: np.ndarray):
+    """One layer in one direction: `X` (``w["layout"]``'s input) -> its states into `y`.
 
-    `keep` ``(T, n)`` 1.0 / 0.0, or None (every step valid). Returns the final ``(h, c)`` ``(n, H)`` (c None
-    but for an LSTM) before the caller's lengths pick each row's own last step.
+    `keep` ``(T, n)`` 1.0 / 0.0. Returns the final ``(h, c)`` ``(n, H)`` (c None but for an LSTM): each row's
+    state at its last valid step forward, at step 0 backward.
     """
-    d, T, n = X.shape
-    H = w["W_hh"].shape[1]
-    XP = (w["W_ih"] @ X.reshape(d, T * n)).reshape(-1, T, n)              # (G H, T, n): all input projections
-    z = np.zeros((w["W_hh"].shape[0], n), dtype=X.dtype)                  # (G H, n): W_hh h[t-1], 0 at first
-    c = np.zeros((H, n), dtype=X.dtype) if kind == "lstm" else None
-    c_last = None if keep is None or reverse else np.zeros((H, n), dtype=X.dtype)
-    steps = range(T - 1, -1, -1) if reverse else range(T)
+    lay, H, G_H = w["layout"], w["H"], w["G_H"]
+    T, n = keep.shape
+    tb = max(1, min(T, BLOCK_COLUMNS // n))                               # steps per input-projection block
+    buf = np.empty(G_H * tb * n, dtype=X.dtype)
+    z = lay.zeros(G_H, n, X.dtype)                                        # W_hh h[t-1], 0 at the first step
+    c = lay.zeros(H, n, X.dtype) if kind == "lstm" else None
+    c_last = None if c is None or reverse or keep.min() > 0 else np.zeros_like(c)   # only with lengths
+    loop = kernel(kind, lay.name, X.dtype) if kind != "rnn" else None
     tp = -1
-    for t in steps:
-        if tp >= 0:
-            np.matmul(w["W_hh"], y[:, tp], out=z)                        # (G H, n): every gate at once
-        if kind == "lstm":
-            lstm_update(z, XP, w["b"], t, keep, c, y)
-            if c_last is not None:
-                np.copyto(c_last, c, where=keep[t] > 0)                  # each row's c at its last valid step
-        elif kind == "gru":
-            gru_update(z, XP, w["b"], w["b_hn"], t, tp, keep, y)
-        else:
-            _rnn_update(z, XP, w["b"], t, keep, y, w["act"])
-        tp = t
-    if c_last is None:
-        return y[:, tp].T, None if c is None else c.T
+    for t0 in (range((T - 1) // tb * tb, -1, -tb) if reverse else range(0, T, tb)):
+        m = min(tb, T - t0)
+        xp = lay.project(w["W_ih"], X, t0, m, buf)                       # a block of input projections
+        for t in (range(t0 + m - 1, t0 - 1, -1) if reverse else range(t0, t0 + m)):
+            if tp >= 0:
+                lay.recur(w["W_hh"], y, tp, z)                           # every gate at once
+            if loop is None:
+                _numpy_step(kind, w, z, lay.step_input(xp, t - t0), keep[t], c, y, t, tp)
+            elif kind == "lstm":
+                loop(z, xp, t - t0, w["b"], t, keep, c, y)
+            else:
+                loop(z, xp, t - t0, w["b"], w["b_hn"], t, tp, keep, y)
+            if c_last is not None:                                        # each row's c at its last valid step
+                np.copyto(lay.rows(c_last), lay.rows(c), where=keep[t][:, None] > 0)
+            tp = t
+    return _finals(lay, y, c, c_last, keep, reverse)
+
+
+def _numpy_step(kind: str, w: dict, z: np.ndarray, x: np.ndarray, keep: np.ndarray, c, y, t: int, tp: int) -> None:
+    """Step `t` in numpy: `x` ``(n, G H)`` is the step's ``W_ih x``, `z` holds ``W_hh h[tp]``; `keep` ``(n,)``."""
+    lay = w["layout"]
+    a, h = lay.rows(z), lay.at(y, t)                                      # (n, G H), (n, H) views
+    if kind == "gru":
+        gru_step_numpy(x + w["b"], a, w["b_hn"], lay.at(y, tp) if tp >= 0 else None, h, keep)
+        return
+    a += x
+    a += w["b"]
+    if kind == "lstm":
+        lstm_step_numpy(a, lay.rows(c), h, keep)
+    else:
+        h[...] = a if w["act"] is None else w["act"](a)
+        h *= keep[:, None]
+
+
+def _finals(lay, y: np.ndarray, c, c_last, keep: np.ndarray, reverse: bool) -> tuple:
+    """``(h, c)`` ``(n, H)`` at each row's last valid step (forward), at step 0 (backward)."""
+    c = c if c_last is None else c_last
+    c = None if c is None else lay.rows(c)
+    if reverse:
+        return lay.at(y, 0), c
     last = keep.sum(axis=0).astype(np.intp) - 1                          # (n,) each row's last step
-    return y[:, last, np.arange(n)].T, None if c is None else c_last.T
-
-
-def _rnn_update(z: np.ndarray, XP: np.ndarray, b: np.ndarray, t: int, keep, y: np.ndarray, act) -> None:
-    """``h[t] = act(z + XP[:, t] + b)`` into ``y[:, t]`` (zeroed past each row's length)."""
-    z += XP[:, t]
-    z += b[:, None]
-    y[:, t] = z if act is None else act(z)
-    if keep is not None:
-        y[:, t] *= keep[t]
+    return lay.gather(y, last), c
 
 
 def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
@@ -187,19 +212,19 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
         valid = np.arange(T)[:, None] < L[None, :]                                   # (T, n)
     if intervened:
         return _generic(model, X, lengths, kind, layers, dirs, T)
-    keep = None if valid is None else valid.astype(dt)                                 # (T, n) 1.0 / 0.0
-    X = np.ascontiguousarray(X.astype(dt, copy=False).transpose(2, 1, 0))          # (d, T, n): feature-major
+    lay = layout_for(dt)
+    keep = np.ones((T, X.shape[0]), dtype=dt) if valid is None else valid.astype(dt)   # (T, n) 1.0 / 0.0
+    X = lay.inputs(X.astype(dt, copy=False))
     H = model.spec("l0.h[0]").shape[0]
     h_n, c_n = [], []
     for k in range(layers):
-        Y = np.empty((dirs * H, T, X.shape[2]), dtype=dt)                            # (D H, T, n): both directions
+        ys = lay.states(dirs, H, T, keep.shape[1], dt)
         for r in range(dirs):
-            h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, keep, bool(r), Y[r * H:(r + 1) * H])
+            h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, keep, bool(r), ys[r])
             h_n.append(h)
             c_n.append(c)
-        X = Y
-    return RecurrentOutput(np.ascontiguousarray(X.transpose(2, 1, 0)), np.stack(h_n),
-                           np.stack(c_n) if kind == "lstm" else None)
+        X = lay.joined(ys)
+    return RecurrentOutput(lay.outputs(X), np.stack(h_n), np.stack(c_n) if kind == "lstm" else None)
 
 
 def _generic(model: CausalModel, X: np.ndarray, lengths, kind: str, layers: int, dirs: int, T: int):

@@ -1,35 +1,39 @@
 """Fused cell updates for :func:`~causalnet.models.recurrent.run`: numba kernels beside the numpy references.
 
-The fast loop keeps every state **feature-major**: a layer's states are one
-array ``(H, T, n)`` and the pre-activations of a step ``(G H, n)``, so that
-``W_hh @ h[t-1]`` is one BLAS call on the stored ``(G H, H)`` weights (no
-transpose; BLAS runs it faster than ``h @ W_hh^T`` on ``n = 32`` rows) and the
-input projections of all steps are one matmul ``(G H, d) @ (d, T n)``.
-
 After the recurrent matmul, one step of an LSTM is elementwise work on
-``(4 H, n)`` numbers: three sigmoids, two tanh, the cell update. numpy does it
-in about ten passes over memory with temporaries; the numba kernel
-:func:`lstm_update` does it in one pass, reading the matmul's ``z`` and the
-step's input projection and writing ``c`` and ``h`` in place, and so does
-:func:`gru_update` for a GRU.
+``(n, 4 H)`` numbers: three sigmoids, two tanh, the cell update. numpy does it
+in about ten passes over memory with temporaries; the numba kernels do it in
+one pass, reading the matmul's ``z``, the step's input projection and the
+biases and writing ``c`` and ``h`` in place; the same for a GRU step. There is
+one kernel per cell (``"lstm"``, ``"gru"``), state layout (``"feature"``:
+states ``(H, T, n)``; ``"time"``: ``(T, n, H)``; see
+:mod:`~causalnet.models.recurrent.layouts`) and dtype, so that the inner loop
+always runs over a contiguous axis and vectorises (SIMD).
 
-* **float32** (compiled): ``tanh`` is ``x P(s) / Q(s)``, ``s = x^2 / 81``,
-  ``x`` clamped to ``[-9, 9]`` (``tanh(9)`` rounds to 1 in float32) and the
-  result to ``[-1, 1]``: a rational approximation of degrees 4/4 in ``s``
-  fitted for this module (Lawson-weighted least squares for the relative
-  error on ``[0, 9]``). Its error is 2.1e-8 relative; evaluated in float32 it
-  stays within 6.3 ulp (3.7e-7 absolute) of the exact ``tanh`` (numpy's is
-  within 1.4 ulp). With no ``exp`` and no branch the loop vectorises (SIMD).
-  ``sigmoid(x) = (1 + tanh(x / 2)) / 2`` as everywhere in causalnet.
-* **float64** runs the numpy references (numpy's ``tanh``), so the fast loop
-  equals the generic DAG execution to rounding (1e-12).
+* **float32**: ``tanh`` is ``x P(s) / Q(s)``, ``s = x^2 / 81``, ``x`` clamped
+  to ``[-9, 9]`` (``tanh(9)`` rounds to 1 in float32) and the result to
+  ``[-1, 1]``: a rational approximation of degrees 4/4 in ``s`` fitted for
+  this module (Lawson-weighted least squares for the relative error on
+  ``[0, 9]``). Its error is 2.1e-8 relative; evaluated in float32 it stays
+  within 6.3 ulp (3.7e-7 absolute) of the exact ``tanh`` (numpy's own is
+  within 1.4 ulp).
+* **float64**: ``tanh(x) = e / (e + 2)``, ``e = expm1(2 |x|)`` (sign restored),
+  ``expm1(y) = 2^k expm1(r) + 2^k - 1`` with ``y = k ln 2 + r`` (Cody-Waite
+  reduction, ``|r| <= ln(2) / 2``) and ``expm1(r)`` its Taylor polynomial to
+  degree 14 (truncation 1e-17 relative): within 2 ulp of the exact ``tanh``,
+  so the fast loop equals the generic DAG execution to 1e-12.
 
-:func:`lstm_update_numpy` and :func:`gru_update_numpy` are the references,
-used when numba is missing; :func:`compiled` says which dtypes have a kernel.
-The kernels compile on first use (about 1 s, once per process; no on-disk
-cache, see :mod:`causalnet.inference.chain.compiled`).
+Neither uses ``exp`` from the C library nor a branch, so both vectorise.
+``sigmoid(x) = (1 + tanh(x / 2)) / 2`` as everywhere in causalnet. NaN in
+gives NaN out.
 
-Symbols: ``n`` batch, ``T`` steps, ``H`` hidden, ``G`` gates.
+:func:`lstm_step_numpy` and :func:`gru_step_numpy` are the references (numpy's
+``tanh``), used when numba is missing; :func:`kernel` returns the compiled
+loop or None. Kernels compile on first use (about 1 s each, once per process;
+no on-disk cache, see :mod:`causalnet.inference.chain.compiled`).
+
+Symbols: ``n`` batch, ``T`` steps, ``H`` hidden, ``G`` gates, ``m`` steps in
+a block of input projections.
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ try:  # numba is a regular dependency; the numpy references remain the fallback
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["AVAILABLE", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "compiled",
-           "lstm_update", "lstm_update_numpy", "gru_update", "gru_update_numpy"]
+__all__ = ["AVAILABLE", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "kernel",
+           "lstm_step_numpy", "gru_step_numpy"]
 
 AVAILABLE = numba is not None
 
@@ -80,65 +84,52 @@ def _sigmoid_(z: np.ndarray) -> np.ndarray:
     return z
 
 
-def lstm_update_numpy(z: np.ndarray, xp: np.ndarray, b: np.ndarray, t: int, keep, c: np.ndarray,
-                      y: np.ndarray) -> None:
-    """One LSTM step in numpy: ``c`` in place, ``h`` into ``y[:, t]``.
+def lstm_step_numpy(a: np.ndarray, c: np.ndarray, h: np.ndarray, keep: np.ndarray) -> None:
+    """One LSTM step in numpy: ``c`` in place, ``h`` written.
 
     Parameters
     ----------
-    z : ndarray of shape (4 H, n)
-        ``W_hh @ h[t-1]``, rows in gate order i, f, o, g; overwritten.
-    xp : ndarray of shape (4 H, T, n)
-        Input projections ``W_ih @ x[t]``, same row order.
-    b : ndarray of shape (4 H,)
-        The biases (``b_ih + b_hh``).
-    t : int
-    keep : ndarray of shape (T, n), or None
-        1.0 where step ``t`` of row ``k`` is within its length, else 0.0 (state and output zeroed).
-    c : ndarray of shape (H, n)
+    a : ndarray of shape (n, 4 H)
+        Pre-activations ``W_ih x + W_hh h[t-1] + b``, gates in order i, f, o, g; overwritten.
+    c : ndarray of shape (n, H)
         The cell state, updated in place.
-    y : ndarray of shape (H, T, n)
-        This direction's outputs; ``y[:, t]`` is written.
+    h : ndarray of shape (n, H)
+        Receives the new hidden state.
+    keep : ndarray of shape (n,)
+        1.0 where the step is within the row's length, else 0.0 (state and output zeroed).
     """
-    H = c.shape[0]
-    z += xp[:, t]
-    z += b[:, None]
-    _sigmoid_(z[:3 * H])
-    np.tanh(z[3 * H:], out=z[3 * H:])
-    z[3 * H:] *= z[:H]                                                    # i g
-    c *= z[H:2 * H]                                                       # f c
-    c += z[3 * H:]
-    h = y[:, t]                                                           # (H, n) view
+    H = c.shape[1]
+    _sigmoid_(a[:, :3 * H])
+    np.tanh(a[:, 3 * H:], out=a[:, 3 * H:])
+    a[:, 3 * H:] *= a[:, :H]                                              # i g
+    c *= a[:, H:2 * H]                                                    # f c
+    c += a[:, 3 * H:]
     np.tanh(c, out=h)
-    h *= z[2 * H:3 * H]                                                   # o tanh(c)
-    if keep is not None:
-        c *= keep[t]
-        h *= keep[t]
+    h *= a[:, 2 * H:3 * H]                                                # o tanh(c)
+    c *= keep[:, None]
+    h *= keep[:, None]
 
 
-def gru_update_numpy(z: np.ndarray, xp: np.ndarray, b: np.ndarray, b_hn: np.ndarray, t: int, tp: int, keep,
-                     y: np.ndarray) -> None:
-    """One GRU step in numpy: ``h`` into ``y[:, t]`` from ``y[:, tp]`` (zeros when ``tp < 0``).
+def gru_step_numpy(x: np.ndarray, z: np.ndarray, b_hn: np.ndarray, h_prev, h: np.ndarray,
+                   keep: np.ndarray) -> None:
+    """One GRU step in numpy: ``h`` written from ``h_prev`` (None: zeros).
 
-    `z` ``(3 H, n)`` is ``W_hh @ h[t-1]`` (rows r, z, n; overwritten), `xp` ``(3 H, T, n)`` the input
-    projections, `b` ``(3 H,)`` their biases (``b_ir + b_hr``, ``b_iz + b_hz``, ``b_in``), `b_hn` ``(H,)``
-    the bias inside ``r (W_hn h + b_hn)``; `keep` and `y` as in :func:`lstm_update_numpy`.
+    `x` ``(n, 3 H)`` is ``W_ih x + b`` (gates r, z, n; ``b`` holds ``b_ir + b_hr``, ``b_iz + b_hz``,
+    ``b_in``) and `z` ``(n, 3 H)`` is ``W_hh h[t-1]`` (overwritten); `b_hn` ``(H,)`` the bias inside
+    ``r (W_hn h + b_hn)``; `h_prev`, `h` ``(n, H)``; `keep` as in :func:`lstm_step_numpy`.
     """
-    H = y.shape[0]
-    xb = xp[:, t] + b[:, None]                                            # (3 H, n)
-    rz = _sigmoid_(z[:2 * H] + xb[:2 * H])                                # (2 H, n)
-    hn = z[2 * H:]
-    hn += b_hn[:, None]
-    hn *= rz[:H]
-    hn += xb[2 * H:]
+    H = h.shape[1]
+    rz = _sigmoid_(z[:, :2 * H] + x[:, :2 * H])                           # (n, 2 H)
+    hn = z[:, 2 * H:]
+    hn += b_hn
+    hn *= rz[:, :H]
+    hn += x[:, 2 * H:]
     np.tanh(hn, out=hn)                                                   # n
-    h = y[:, t]
-    if tp < 0:
-        np.multiply(1.0 - rz[H:], hn, out=h)
+    if h_prev is None:
+        np.multiply(1.0 - rz[:, H:], hn, out=h)
     else:
-        np.add((1.0 - rz[H:]) * hn, rz[H:] * y[:, tp], out=h)
-    if keep is not None:
-        h *= keep[t]
+        np.add((1.0 - rz[:, H:]) * hn, rz[:, H:] * h_prev, out=h)
+    h *= keep[:, None]
 
 
 _LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10   # ln 2 split (Cody-Waite)
@@ -183,75 +174,94 @@ def _tanh_kernels():
     return tanh_f32, tanh_f64
 
 
-def _update_kernels(tanh, one, half):
-    """``{"lstm", "gru"}`` update loops around one scalar `tanh` (constants `one`, `half` of its dtype)."""
-    jit = numba.njit(cache=False, nogil=True, error_model="numpy")
+def _cells(tanh, one, half):
+    """The per-element LSTM and GRU updates around one scalar `tanh` (`one`, `half` of its dtype)."""
+    inline = numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
 
-    @numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
+    @inline
     def sigmoid(x):  # pragma: no cover - compiled
         return half * (one + tanh(half * x))
 
+    @inline
+    def lstm(ai, af, ao, ag, c, q):  # pragma: no cover - compiled
+        cc = sigmoid(af) * c + sigmoid(ai) * tanh(ag)
+        return cc * q, sigmoid(ao) * tanh(cc) * q
+
+    @inline
+    def gru(ar, au, xn, hn, hp, q):  # pragma: no cover - compiled
+        r, u = sigmoid(ar), sigmoid(au)
+        return ((one - u) * tanh(xn + r * hn) + u * hp) * q
+
+    return lstm, gru
+
+
+def _loops(tanh, one, half) -> dict:
+    """``{(cell, layout): loop}`` over one step, for one dtype (`tanh`, `one`, `half` of that dtype)."""
+    jit = numba.njit(cache=False, nogil=True, error_model="numpy")
+    lstm, gru = _cells(tanh, one, half)
+    zero = one - one
+
     @jit
-    def lstm(z, xp, b, t, keep, c, y):  # pragma: no cover - compiled
-        H, n = c.shape
+    def lstm_feature(z, xp, s, b, t, keep, c, y):  # pragma: no cover - compiled
+        H, n = c.shape                                # z (4H, n), xp (4H, m, n), c (H, n), y (H, T, n)
         for j in range(H):
             bi, bf, bo, bg = b[j], b[H + j], b[2 * H + j], b[3 * H + j]
             for k in range(n):
-                i = sigmoid(z[j, k] + xp[j, t, k] + bi)
-                f = sigmoid(z[H + j, k] + xp[H + j, t, k] + bf)
-                o = sigmoid(z[2 * H + j, k] + xp[2 * H + j, t, k] + bo)
-                g = tanh(z[3 * H + j, k] + xp[3 * H + j, t, k] + bg)
-                cc = f * c[j, k] + i * g
-                h = o * tanh(cc)
-                if keep is not None:
-                    cc *= keep[t, k]
-                    h *= keep[t, k]
-                c[j, k] = cc
-                y[j, t, k] = h
+                c[j, k], y[j, t, k] = lstm(z[j, k] + xp[j, s, k] + bi, z[H + j, k] + xp[H + j, s, k] + bf,
+                                           z[2 * H + j, k] + xp[2 * H + j, s, k] + bo,
+                                           z[3 * H + j, k] + xp[3 * H + j, s, k] + bg, c[j, k], keep[t, k])
 
     @jit
-    def gru(z, xp, b, b_hn, t, tp, keep, y):  # pragma: no cover - compiled
-        H, T, n = y.shape
+    def lstm_time(z, xp, s, b, t, keep, c, y):  # pragma: no cover - compiled
+        n, H = c.shape                                # z (n, 4H), xp (m, n, 4H), c (n, H), y (T, n, H)
+        for k in range(n):
+            q = keep[t, k]
+            for j in range(H):
+                c[k, j], y[t, k, j] = lstm(z[k, j] + xp[s, k, j] + b[j], z[k, H + j] + xp[s, k, H + j] + b[H + j],
+                                           z[k, 2 * H + j] + xp[s, k, 2 * H + j] + b[2 * H + j],
+                                           z[k, 3 * H + j] + xp[s, k, 3 * H + j] + b[3 * H + j], c[k, j], q)
+
+    @jit
+    def gru_feature(z, xp, s, b, b_hn, t, tp, keep, y):  # pragma: no cover - compiled
+        H, T, n = y.shape                             # z (3H, n), xp (3H, m, n), y (H, T, n)
         for j in range(H):
             br, bu, bn, bh = b[j], b[H + j], b[2 * H + j], b_hn[j]
             for k in range(n):
-                r = sigmoid(z[j, k] + xp[j, t, k] + br)
-                u = sigmoid(z[H + j, k] + xp[H + j, t, k] + bu)
-                nn = tanh(xp[2 * H + j, t, k] + bn + r * (z[2 * H + j, k] + bh))
-                h = (one - u) * nn
-                if tp >= 0:
-                    h += u * y[j, tp, k]
-                if keep is not None:
-                    h *= keep[t, k]
-                y[j, t, k] = h
+                y[j, t, k] = gru(z[j, k] + xp[j, s, k] + br, z[H + j, k] + xp[H + j, s, k] + bu,
+                                 xp[2 * H + j, s, k] + bn, z[2 * H + j, k] + bh,
+                                 y[j, tp, k] if tp >= 0 else zero, keep[t, k])
 
-    return {"lstm": lstm, "gru": gru}
+    @jit
+    def gru_time(z, xp, s, b, b_hn, t, tp, keep, y):  # pragma: no cover - compiled
+        T, n, H = y.shape                             # z (n, 3H), xp (m, n, 3H), y (T, n, H)
+        for k in range(n):
+            q = keep[t, k]
+            for j in range(H):
+                y[t, k, j] = gru(z[k, j] + xp[s, k, j] + b[j], z[k, H + j] + xp[s, k, H + j] + b[H + j],
+                                 xp[s, k, 2 * H + j] + b[2 * H + j], z[k, 2 * H + j] + b_hn[j],
+                                 y[tp, k, j] if tp >= 0 else zero, q)
+
+    return {("lstm", "feature"): lstm_feature, ("lstm", "time"): lstm_time,
+            ("gru", "feature"): gru_feature, ("gru", "time"): gru_time}
 
 
 def _compile() -> dict:
-    """dtype -> update kernels, or ``{}`` without numba (compiled on first call, per dtype)."""
+    """dtype -> its loops, or ``{}`` without numba (each loop compiles on its first call)."""
     if numba is None:  # pragma: no cover
         return {}
     t32, t64 = _tanh_kernels()
-    return {np.dtype(np.float32): _update_kernels(t32, _ONE, _HALF),
-            np.dtype(np.float64): _update_kernels(t64, 1.0, 0.5)}
+    return {np.dtype(np.float32): _loops(t32, _ONE, _HALF), np.dtype(np.float64): _loops(t64, 1.0, 0.5)}
 
 
 _KERNELS = _compile()
 
 
-def compiled(dtype) -> bool:
-    """True when the updates of `dtype` run compiled (numba installed; float32 or float64)."""
-    return np.dtype(dtype) in _KERNELS
+def kernel(cell: str, layout: str, dtype):
+    """The compiled step loop of `cell` (``"lstm"``, ``"gru"``) for states in `layout` and `dtype`, or None.
 
-
-def lstm_update(z, xp, b, t, keep, c, y) -> None:
-    """:func:`lstm_update_numpy`, compiled when :func:`compiled` (module docstring)."""
-    kernels = _KERNELS.get(c.dtype)
-    (lstm_update_numpy if kernels is None else kernels["lstm"])(z, xp, b, t, keep, c, y)
-
-
-def gru_update(z, xp, b, b_hn, t, tp, keep, y) -> None:
-    """:func:`gru_update_numpy`, compiled when :func:`compiled`."""
-    kernels = _KERNELS.get(y.dtype)
-    (gru_update_numpy if kernels is None else kernels["gru"])(z, xp, b, b_hn, t, tp, keep, y)
+    The LSTM loop is ``loop(z, xp, s, b, t, keep, c, y)``: ``z = W_hh h[t-1]``, ``xp`` a block of input
+    projections (step ``t`` at ``s``), ``b`` ``(4 H,)`` the biases, ``keep`` ``(T, n)`` 1.0 / 0.0;
+    it writes ``c`` and ``y``'s step ``t``. The GRU loop is ``loop(z, xp, s, b, b_hn, t, tp, keep, y)``,
+    the previous state at ``y``'s step ``tp`` (zeros when ``tp < 0``). Shapes per layout are in the source.
+    """
+    return _KERNELS.get(np.dtype(dtype), {}).get((cell, layout))
