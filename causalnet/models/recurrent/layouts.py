@@ -10,7 +10,7 @@ hidden 256, one thread):
 * :class:`FeatureMajor` (float32): states ``(H, T, n)``, pre-activations
   ``(G H, n) = W_hh @ h`` on the stored ``(G H, H)`` weights; sgemm runs it
   about 1.3x faster than ``h @ W_hh^T``. The input ``(n, T, d)`` and the
-  output are transposed once each.
+  output are transposed once each (:func:`~causalnet.models.recurrent.kernels.swap_outer`).
 * :class:`TimeMajor` (float64): states ``(T, n, H)``, pre-activations
   ``(n, G H) = h @ W_hh^T``, which dgemm runs about 1.1x faster than the
   other way; the input and output transposes only swap the first two axes.
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import swap_outer
+
 __all__ = ["FeatureMajor", "TimeMajor", "layout_for"]
 
 
@@ -42,7 +44,7 @@ class FeatureMajor:
 
     @staticmethod
     def inputs(x: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(x.transpose(2, 1, 0))                # (n, T, d) -> (d, T, n)
+        return swap_outer(x)                                              # (n, T, d) -> (d, T, n)
 
     @staticmethod
     def states(D: int, H: int, T: int, n: int, dtype) -> list[np.ndarray]:
@@ -56,7 +58,7 @@ class FeatureMajor:
 
     @staticmethod
     def outputs(X: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(X.transpose(2, 1, 0))                # (D H, T, n) -> (n, T, D H)
+        return swap_outer(X)                                              # (D H, T, n) -> (n, T, D H)
 
     @staticmethod
     def zeros(rows: int, n: int, dtype) -> np.ndarray:
