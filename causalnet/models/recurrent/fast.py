@@ -124,26 +124,35 @@ def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray, reverse: boo
     tb = max(1, min(T, BLOCK_COLUMNS // n))                               # steps per input-projection block
     buf = np.empty(G_H * tb * n, dtype=X.dtype)
     z = lay.zeros(G_H, n, X.dtype)                                        # W_hh h[t-1], 0 at the first step
+    h = lay.zeros(H, n, X.dtype)
     c = lay.zeros(H, n, X.dtype) if kind == "lstm" else None
     c_last = None if c is None or reverse or keep.min() > 0 else np.zeros_like(c)   # only with lengths
     loop = kernel(kind, lay.name, X.dtype) if kind != "rnn" else None
-    tp = -1
     for t0 in (range((T - 1) // tb * tb, -1, -tb) if reverse else range(0, T, tb)):
         m = min(tb, T - t0)
         xp = lay.project(w["W_ih"], X, t0, m, buf)                       # a block of input projections
-        for t in (range(t0 + m - 1, t0 - 1, -1) if reverse else range(t0, t0 + m)):
-            if tp >= 0:
-                lay.recur(w["W_hh"], y, tp, z)                           # every gate at once
-            if loop is None:
-                _numpy_step(kind, w, z, lay.step_input(xp, t - t0), keep[t], c, y, t, tp)
-            elif kind == "lstm":
-                loop(z, xp, t - t0, w["b"], t, keep, c, y)
-            else:
-                loop(z, xp, t - t0, w["b"], w["b_hn"], t, tp, keep, y)
-            if c_last is not None:                                        # each row's c at its last valid step
-                np.copyto(lay.rows(c_last), lay.rows(c), where=keep[t][:, None] > 0)
-            tp = t
+        first = t0 == (0 if not reverse else (T - 1) // tb * tb)
+        if loop is None:
+            _numpy_steps(kind, w, z, xp, t0, m, reverse, first, keep, c, c_last, y)
+        elif kind == "lstm":
+            loop(w["W_hh"], z, xp, w["b"], t0, reverse, first, keep, c, c_last is not None,
+                 c if c_last is None else c_last, y, h)
+        else:
+            loop(w["W_hh"], z, xp, w["b"], w["b_hn"], t0, reverse, first, keep, y, h)
     return _finals(lay, y, c, c_last, keep, reverse)
+
+
+def _numpy_steps(kind: str, w: dict, z, xp, t0: int, m: int, reverse: bool, first: bool, keep, c, c_last, y):
+    """The compiled block loop's work in numpy, step by step."""
+    lay = w["layout"]
+    for s in (range(m - 1, -1, -1) if reverse else range(m)):
+        t = t0 + s
+        tp = -1 if first and s == (m - 1 if reverse else 0) else t + 1 if reverse else t - 1
+        if tp >= 0:
+            lay.recur(w["W_hh"], y, tp, z)                               # every gate at once
+        _numpy_step(kind, w, z, lay.step_input(xp, s), keep[t], c, y, t, tp)
+        if c_last is not None:                                            # each row's c at its last valid step
+            np.copyto(lay.rows(c_last), lay.rows(c), where=keep[t][:, None] > 0)
 
 
 def _numpy_step(kind: str, w: dict, z: np.ndarray, x: np.ndarray, keep: np.ndarray, c, y, t: int, tp: int) -> None:

@@ -196,50 +196,92 @@ def _cells(tanh, one, half):
 
 
 def _loops(tanh, one, half) -> dict:
-    """``{(cell, layout): loop}`` over one step, for one dtype (`tanh`, `one`, `half` of that dtype)."""
+    """``{(cell, layout): loop}`` over a block of steps, for one dtype (`tanh`, `one`, `half` of it).
+
+    Each loop runs steps ``t0 .. t0 + m - 1`` (backward when `reverse`), each step one ``np.dot`` (BLAS,
+    as numpy's matmul) for ``W_hh h[t-1]`` into `z` (skipped at the very first step, `z` zero) and one
+    pass of the cell over the step's numbers.
+    """
     jit = numba.njit(cache=False, nogil=True, error_model="numpy")
     lstm, gru = _cells(tanh, one, half)
     zero = one - one
 
     @jit
-    def lstm_feature(z, xp, s, b, t, keep, c, y):  # pragma: no cover - compiled
-        H, n = c.shape                                # z (4H, n), xp (4H, m, n), c (H, n), y (H, T, n)
-        for j in range(H):
-            bi, bf, bo, bg = b[j], b[H + j], b[2 * H + j], b[3 * H + j]
-            for k in range(n):
-                c[j, k], y[j, t, k] = lstm(z[j, k] + xp[j, s, k] + bi, z[H + j, k] + xp[H + j, s, k] + bf,
-                                           z[2 * H + j, k] + xp[2 * H + j, s, k] + bo,
-                                           z[3 * H + j, k] + xp[3 * H + j, s, k] + bg, c[j, k], keep[t, k])
-
-    @jit
-    def lstm_time(z, xp, s, b, t, keep, c, y):  # pragma: no cover - compiled
-        n, H = c.shape                                # z (n, 4H), xp (m, n, 4H), c (n, H), y (T, n, H)
-        for k in range(n):
-            q = keep[t, k]
+    def lstm_feature(W_hh, z, xp, b, t0, reverse, first, keep, c, track, c_last, y, h):  # pragma: no cover
+        H, n = c.shape                    # W_hh (4H, H), z (4H, n), xp (4H, m, n), c, h (H, n), y (H, T, n)
+        m = xp.shape[1]
+        for q in range(m):
+            s = m - 1 - q if reverse else q
+            t = t0 + s
+            if q > 0 or not first:
+                np.dot(W_hh, h, z)
             for j in range(H):
-                c[k, j], y[t, k, j] = lstm(z[k, j] + xp[s, k, j] + b[j], z[k, H + j] + xp[s, k, H + j] + b[H + j],
-                                           z[k, 2 * H + j] + xp[s, k, 2 * H + j] + b[2 * H + j],
-                                           z[k, 3 * H + j] + xp[s, k, 3 * H + j] + b[3 * H + j], c[k, j], q)
+                bi, bf, bo, bg = b[j], b[H + j], b[2 * H + j], b[3 * H + j]
+                for k in range(n):
+                    cc, hh = lstm(z[j, k] + xp[j, s, k] + bi, z[H + j, k] + xp[H + j, s, k] + bf,
+                                  z[2 * H + j, k] + xp[2 * H + j, s, k] + bo,
+                                  z[3 * H + j, k] + xp[3 * H + j, s, k] + bg, c[j, k], keep[t, k])
+                    c[j, k] = cc
+                    y[j, t, k] = hh
+                    h[j, k] = hh
+            if track:                     # lengths: each row's c at its last valid step
+                for k in range(n):
+                    if keep[t, k] > zero:
+                        c_last[:, k] = c[:, k]
 
     @jit
-    def gru_feature(z, xp, s, b, b_hn, t, tp, keep, y):  # pragma: no cover - compiled
-        H, T, n = y.shape                             # z (3H, n), xp (3H, m, n), y (H, T, n)
-        for j in range(H):
-            br, bu, bn, bh = b[j], b[H + j], b[2 * H + j], b_hn[j]
+    def lstm_time(W_hh_T, z, xp, b, t0, reverse, first, keep, c, track, c_last, y, h):  # pragma: no cover
+        n, H = c.shape                    # W_hh_T (H, 4H), z (n, 4H), xp (m, n, 4H), c (n, H), y (T, n, H)
+        m = xp.shape[0]
+        for q in range(m):
+            s = m - 1 - q if reverse else q
+            t = t0 + s
+            if q > 0 or not first:
+                np.dot(y[t + 1] if reverse else y[t - 1], W_hh_T, z)
             for k in range(n):
-                y[j, t, k] = gru(z[j, k] + xp[j, s, k] + br, z[H + j, k] + xp[H + j, s, k] + bu,
-                                 xp[2 * H + j, s, k] + bn, z[2 * H + j, k] + bh,
-                                 y[j, tp, k] if tp >= 0 else zero, keep[t, k])
+                w = keep[t, k]
+                for j in range(H):
+                    cc, hh = lstm(z[k, j] + xp[s, k, j] + b[j], z[k, H + j] + xp[s, k, H + j] + b[H + j],
+                                  z[k, 2 * H + j] + xp[s, k, 2 * H + j] + b[2 * H + j],
+                                  z[k, 3 * H + j] + xp[s, k, 3 * H + j] + b[3 * H + j], c[k, j], w)
+                    c[k, j] = cc
+                    y[t, k, j] = hh
+                if track and w > zero:
+                    c_last[k] = c[k]
 
     @jit
-    def gru_time(z, xp, s, b, b_hn, t, tp, keep, y):  # pragma: no cover - compiled
-        T, n, H = y.shape                             # z (n, 3H), xp (m, n, 3H), y (T, n, H)
-        for k in range(n):
-            q = keep[t, k]
+    def gru_feature(W_hh, z, xp, b, b_hn, t0, reverse, first, keep, y, h):  # pragma: no cover
+        H, n = h.shape                    # W_hh (3H, H), z (3H, n), xp (3H, m, n), h (H, n), y (H, T, n)
+        m = xp.shape[1]
+        for q in range(m):
+            s = m - 1 - q if reverse else q
+            t = t0 + s
+            if q > 0 or not first:
+                np.dot(W_hh, h, z)
             for j in range(H):
-                y[t, k, j] = gru(z[k, j] + xp[s, k, j] + b[j], z[k, H + j] + xp[s, k, H + j] + b[H + j],
-                                 xp[s, k, 2 * H + j] + b[2 * H + j], z[k, 2 * H + j] + b_hn[j],
-                                 y[tp, k, j] if tp >= 0 else zero, q)
+                br, bu, bn, bh = b[j], b[H + j], b[2 * H + j], b_hn[j]
+                for k in range(n):
+                    hh = gru(z[j, k] + xp[j, s, k] + br, z[H + j, k] + xp[H + j, s, k] + bu,
+                             xp[2 * H + j, s, k] + bn, z[2 * H + j, k] + bh, h[j, k], keep[t, k])
+                    y[j, t, k] = hh
+                    h[j, k] = hh
+
+    @jit
+    def gru_time(W_hh_T, z, xp, b, b_hn, t0, reverse, first, keep, y, h):  # pragma: no cover
+        n, H = h.shape                    # W_hh_T (H, 3H), z (n, 3H), xp (m, n, 3H), h (n, H), y (T, n, H)
+        m = xp.shape[0]
+        for q in range(m):
+            s = m - 1 - q if reverse else q
+            t = t0 + s
+            if q > 0 or not first:
+                np.dot(h, W_hh_T, z)
+            for k in range(n):
+                w = keep[t, k]
+                for j in range(H):
+                    hh = gru(z[k, j] + xp[s, k, j] + b[j], z[k, H + j] + xp[s, k, H + j] + b[H + j],
+                             xp[s, k, 2 * H + j] + b[2 * H + j], z[k, 2 * H + j] + b_hn[j], h[k, j], w)
+                    y[t, k, j] = hh
+                    h[k, j] = hh
 
     return {("lstm", "feature"): lstm_feature, ("lstm", "time"): lstm_time,
             ("gru", "feature"): gru_feature, ("gru", "time"): gru_time}
@@ -290,11 +332,14 @@ def swap_outer(a: np.ndarray) -> np.ndarray:
 
 
 def kernel(cell: str, layout: str, dtype):
-    """The compiled step loop of `cell` (``"lstm"``, ``"gru"``) for states in `layout` and `dtype`, or None.
+    """The compiled loop over a block of steps of `cell` (``"lstm"``, ``"gru"``) in `layout` and `dtype`, or None.
 
-    The LSTM loop is ``loop(z, xp, s, b, t, keep, c, y)``: ``z = W_hh h[t-1]``, ``xp`` a block of input
-    projections (step ``t`` at ``s``), ``b`` ``(4 H,)`` the biases, ``keep`` ``(T, n)`` 1.0 / 0.0;
-    it writes ``c`` and ``y``'s step ``t``. The GRU loop is ``loop(z, xp, s, b, b_hn, t, tp, keep, y)``,
-    the previous state at ``y``'s step ``tp`` (zeros when ``tp < 0``). Shapes per layout are in the source.
+    ``lstm(W_hh, z, xp, b, t0, reverse, first, keep, c, track, c_last, y, h)`` and
+    ``gru(W_hh, z, xp, b, b_hn, t0, reverse, first, keep, y, h)``: `W_hh` as the layout stores it, `z`
+    the ``W_hh h`` buffer (zero when `first`: the block opens the sequence), `xp` the block's input
+    projections (steps ``t0 ..``), `b` ``(G H,)`` the biases, `keep` ``(T, n)`` 1.0 / 0.0, `c` the cell
+    state and `h` the hidden state (in/out), `y` the states (the block's steps written); when `track`
+    (lengths), `c_last` receives each row's ``c`` at its last valid step (else it is any array). Shapes per layout
+    are in the source.
     """
     return _KERNELS.get(np.dtype(dtype), {}).get((cell, layout))
