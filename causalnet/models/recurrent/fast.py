@@ -50,9 +50,6 @@ def _layout(model: CausalModel) -> tuple[str, int, int, int]:
     return kind, layers, 2 if "l0.rev.h[0]" in nodes else 1, T
 
 
-#: columns (steps x batch) of one block of input projections: W_ih @ x for that many steps in one matmul
-BLOCK_COLUMNS = 256
-
 #: model -> (layout, fused weights per layer and direction), built on first use; models are immutable
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -121,12 +118,12 @@ def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray, reverse: boo
     """
     lay, H, G_H = w["layout"], w["H"], w["G_H"]
     T, n = keep.shape
-    tb = max(1, min(T, BLOCK_COLUMNS // n))                               # steps per input-projection block
+    tb = max(1, min(T, lay.block // max(n, 1)))                                 # steps per input-projection block
     buf = np.empty(G_H * tb * n, dtype=X.dtype)
     z = lay.zeros(G_H, n, X.dtype)                                        # W_hh h[t-1], 0 at the first step
     h = lay.zeros(H, n, X.dtype)
     c = lay.zeros(H, n, X.dtype) if kind == "lstm" else None
-    c_last = None if c is None or reverse or keep.min() > 0 else np.zeros_like(c)   # only with lengths
+    c_last = None if c is None or reverse or keep.all() else np.zeros_like(c)   # only with lengths
     loop = kernel(kind, lay.name, X.dtype) if kind != "rnn" else None
     for t0 in (range((T - 1) // tb * tb, -1, -tb) if reverse else range(0, T, tb)):
         m = min(tb, T - t0)
@@ -203,7 +200,7 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
     Raises
     ------
     ModelError, EvidenceError
-        Not a recurrent builder's model, `x` of the wrong shape, bad `lengths`.
+        Not a recurrent builder's model, `x` of the wrong shape or not finite, bad `lengths`.
     """
     kind, layers, dirs, T, intervened, weights = _prepared(model)
     dt = model.spec("l0.h[0]").dtype
@@ -211,6 +208,10 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
     d = model.spec("x[0]").shape[0]
     if X.ndim != 3 or X.shape[1:] != (T, d) or X.dtype.kind not in "iuf":
         raise EvidenceError(f"x must be real numbers of shape (n, {T}, {d}), got {X.dtype} {X.shape}")
+    with np.errstate(over="ignore"):                                                   # overflow -> inf, refused
+        Xc = X.astype(dt, copy=False)
+    if Xc.size and not (np.isfinite(Xc.min()) and np.isfinite(Xc.max())):                # no copy, no mask
+        raise EvidenceError(f"x contains NaN or inf (as {dt})")
     if (LENGTHS in model.mechanisms) != (lengths is not None):
         raise EvidenceError(f"this model {'needs' if lengths is None else 'takes no'} 'lengths'")
     valid = None
@@ -223,7 +224,7 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
         return _generic(model, X, lengths, kind, layers, dirs, T)
     lay = layout_for(dt)
     keep = np.ones((T, X.shape[0]), dtype=dt) if valid is None else valid.astype(dt)   # (T, n) 1.0 / 0.0
-    X = lay.inputs(X.astype(dt, copy=False))
+    X = lay.inputs(Xc)
     H = model.spec("l0.h[0]").shape[0]
     h_n, c_n = [], []
     for k in range(layers):
