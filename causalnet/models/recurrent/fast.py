@@ -24,7 +24,7 @@ from ...errors import EvidenceError, ModelError
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
-from .kernels import gru_step_numpy, kernel, lstm_step_numpy
+from .kernels import ACTIVATIONS, gru_step_numpy, kernel, lstm_step_numpy
 from .layouts import layout_for
 from .lengths import LENGTHS, Masked, check_lengths
 
@@ -89,7 +89,8 @@ def _fused(model: CausalModel, kind: str, p: str) -> dict:
     """``W_ih`` ``(G H, d)``, ``W_hh`` ``(G H, H)`` and the bias of the input projection, ``b_hn`` for a GRU."""
     if kind == "rnn":
         op = _op(model, f"{p}.h[0]")
-        return {"W_ih": op.weights[0], "W_hh": op.weights[1], "b": op.bias, "act": GATES[op.activation]}
+        return {"W_ih": op.weights[0], "W_hh": op.weights[1], "b": op.bias, "act": GATES[op.activation],
+                "act_code": ACTIVATIONS[op.activation]}
     gates = [_op(model, f"{p}.{g}[0]") for g in ("ifgo" if kind == "lstm" else "rz")]
     w = {"W_ih": [g.weights[0] for g in gates], "W_hh": [g.weights[1] for g in gates],
          "b": [g.bias for g in gates]}
@@ -124,7 +125,7 @@ def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray, reverse: boo
     h = lay.zeros(H, n, X.dtype)
     c = lay.zeros(H, n, X.dtype) if kind == "lstm" else None
     c_last = None if c is None or reverse or keep.all() else np.zeros_like(c)   # only with lengths
-    loop = kernel(kind, lay.name, X.dtype) if kind != "rnn" else None
+    loop = kernel(kind, lay.name, X.dtype)
     for t0 in (range((T - 1) // tb * tb, -1, -tb) if reverse else range(0, T, tb)):
         m = min(tb, T - t0)
         xp = lay.project(w["W_ih"], X, t0, m, buf)                       # a block of input projections
@@ -134,8 +135,10 @@ def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray, reverse: boo
         elif kind == "lstm":
             loop(w["W_hh"], z, xp, w["b"], t0, reverse, first, keep, c, c_last is not None,
                  c if c_last is None else c_last, y, h)
-        else:
+        elif kind == "gru":
             loop(w["W_hh"], z, xp, w["b"], w["b_hn"], t0, reverse, first, keep, y, h)
+        else:
+            loop(w["W_hh"], z, xp, w["b"], w["act_code"], t0, reverse, first, keep, y, h)
     return _finals(lay, y, c, c_last, keep, reverse)
 
 

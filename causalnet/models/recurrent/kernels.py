@@ -47,7 +47,7 @@ try:  # numba is a regular dependency; the numpy references remain the fallback
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["AVAILABLE", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "kernel", "swap_outer",
+__all__ = ["AVAILABLE", "ACTIVATIONS", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "kernel", "swap_outer",
            "lstm_step_numpy", "gru_step_numpy"]
 
 AVAILABLE = numba is not None
@@ -283,8 +283,50 @@ def _loops(tanh, one, half) -> dict:
                     y[t, k, j] = hh
                     h[k, j] = hh
 
+    @numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
+    def act_(a, act):  # pragma: no cover - compiled
+        if act == 1:
+            return tanh(a)
+        if act == 2:
+            return a if a > zero else zero
+        if act == 3:
+            return half * (one + tanh(half * a))
+        return a
+
+    @jit
+    def rnn_feature(W_hh, z, xp, b, act, t0, reverse, first, keep, y, h):  # pragma: no cover
+        H, n = h.shape                    # W_hh (H, H), z, h (H, n), xp (H, m, n), y (H, T, n)
+        m = xp.shape[1]
+        for q in range(m):
+            s = m - 1 - q if reverse else q
+            t = t0 + s
+            if q > 0 or not first:
+                np.dot(W_hh, h, z)
+            for j in range(H):
+                for k in range(n):
+                    hh = act_(z[j, k] + xp[j, s, k] + b[j], act) * keep[t, k]
+                    y[j, t, k] = hh
+                    h[j, k] = hh
+
+    @jit
+    def rnn_time(W_hh_T, z, xp, b, act, t0, reverse, first, keep, y, h):  # pragma: no cover
+        n, H = h.shape                    # W_hh_T (H, H), z, h (n, H), xp (m, n, H), y (T, n, H)
+        m = xp.shape[0]
+        for q in range(m):
+            s = m - 1 - q if reverse else q
+            t = t0 + s
+            if q > 0 or not first:
+                np.dot(h, W_hh_T, z)
+            for k in range(n):
+                w = keep[t, k]
+                for j in range(H):
+                    hh = act_(z[k, j] + xp[s, k, j] + b[j], act) * w
+                    y[t, k, j] = hh
+                    h[k, j] = hh
+
     return {("lstm", "feature"): lstm_feature, ("lstm", "time"): lstm_time,
-            ("gru", "feature"): gru_feature, ("gru", "time"): gru_time}
+            ("gru", "feature"): gru_feature, ("gru", "time"): gru_time,
+            ("rnn", "feature"): rnn_feature, ("rnn", "time"): rnn_time}
 
 
 def _compile() -> dict:
@@ -331,11 +373,17 @@ def swap_outer(a: np.ndarray) -> np.ndarray:
     return out
 
 
+#: an RNN's activation -> the code its compiled loop takes
+ACTIVATIONS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
+
+
 def kernel(cell: str, layout: str, dtype):
-    """The compiled loop over a block of steps of `cell` (``"lstm"``, ``"gru"``) in `layout` and `dtype`, or None.
+    """The compiled loop over a block of steps of `cell` (``"lstm"``, ``"gru"``, ``"rnn"``) in `layout` and `dtype`, or None.
 
     ``lstm(W_hh, z, xp, b, t0, reverse, first, keep, c, track, c_last, y, h)`` and
-    ``gru(W_hh, z, xp, b, b_hn, t0, reverse, first, keep, y, h)``: `W_hh` as the layout stores it, `z`
+    ``gru(W_hh, z, xp, b, b_hn, t0, reverse, first, keep, y, h)`` and
+    ``rnn(W_hh, z, xp, b, act, t0, reverse, first, keep, y, h)`` (`act` an :data:`ACTIVATIONS` code):
+    `W_hh` as the layout stores it, `z`
     the ``W_hh h`` buffer (zero when `first`: the block opens the sequence), `xp` the block's input
     projections (steps ``t0 ..``), `b` ``(G H,)`` the biases, `keep` ``(T, n)`` 1.0 / 0.0, `c` the cell
     state and `h` the hidden state (in/out), `y` the states (the block's steps written); when `track`
