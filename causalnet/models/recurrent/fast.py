@@ -60,7 +60,7 @@ def _prepared(model: CausalModel) -> tuple:
     if got is None:
         kind, layers, dirs, T = _layout(model)
         intervened = any(isinstance(m, Intervened) for m in model.mechanisms.values())
-        lay = layout_for(model.spec("l0.h[0]").dtype, kind)
+        lay = layout_for(model.spec("l0.h[0]").dtype)
         weights = {} if intervened else {
             p: _ready(kind, _fused(model, kind, p), lay) for k in range(layers)
             for p in ((f"l{k}", f"l{k}.rev") if dirs == 2 else (f"l{k}",))}
@@ -225,7 +225,7 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
         valid = np.arange(T)[:, None] < L[None, :]                                   # (T, n)
     if intervened:
         return _generic(model, X, lengths, kind, layers, dirs, T)
-    lay = layout_for(dt, kind)
+    lay = layout_for(dt)
     keep = np.ones((T, X.shape[0]), dtype=dt) if valid is None else valid.astype(dt)   # (T, n) 1.0 / 0.0
     X = lay.inputs(Xc)
     H = model.spec("l0.h[0]").shape[0]

@@ -21,7 +21,7 @@ those steps run, so that they are still in cache when the cell reads them:
 Either way the step's elementwise work runs in one compiled loop whose inner
 axis is the contiguous one (:func:`~causalnet.models.recurrent.kernels.kernel`),
 or in the numpy references on ``(n, G H)`` views. Each class is a namespace of
-static methods with the same names; :func:`layout_for` picks one by dtype and cell.
+static methods with the same names; :func:`layout_for` picks one by dtype.
 
 Symbols: ``n`` batch, ``T`` steps, ``d`` input width, ``H`` hidden, ``G`` gates,
 ``D`` directions, ``m`` steps in a block.
@@ -161,10 +161,6 @@ class TimeMajor:
         return y[last, np.arange(last.shape[0])]
 
 
-def layout_for(dtype, kind: str = "lstm") -> type:
-    """:class:`FeatureMajor` for a float32 LSTM or GRU, :class:`TimeMajor` otherwise (module docstring).
-
-    A vanilla RNN's recurrent matmul has ``H`` rows, not ``4 H`` or ``3 H``: too small for the
-    feature-major gain to pay for the two transposes.
-    """
-    return FeatureMajor if np.dtype(dtype) == np.float32 and kind != "rnn" else TimeMajor
+def layout_for(dtype) -> type:
+    """:class:`FeatureMajor` for float32, :class:`TimeMajor` otherwise (module docstring)."""
+    return FeatureMajor if np.dtype(dtype) == np.float32 else TimeMajor

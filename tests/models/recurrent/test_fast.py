@@ -71,7 +71,7 @@ TOL = {"float32": 2e-6, "float64": 1e-12}
 def _run_with(monkeypatch, m, x, L, layout, compiled):
     """`recurrent.run` with the state layout forced and the compiled loops on or off (fresh prepared weights)."""
     with monkeypatch.context() as mp:
-        mp.setattr(fast, "layout_for", lambda *a: layout)
+        mp.setattr(fast, "layout_for", lambda dtype: layout)
         if not compiled:
             mp.setattr(fast, "kernel", lambda *a: None)
         fast._PREPARED.pop(m, None)
@@ -86,7 +86,7 @@ def _run_with(monkeypatch, m, x, L, layout, compiled):
 @pytest.mark.parametrize("bidir,lengths", [(False, False), (True, True)])
 def test_compiled_equals_numpy(monkeypatch, dtype, kind, bidir, lengths):
     """Each dtype's own layout (the compiled loops that run), against the numpy references in that layout."""
-    layout = layouts.layout_for(dtype, kind)
+    layout = layouts.layout_for(dtype)
     T_ = 11                               # with blocks of 2 steps: several blocks and a partial one
     m = recurrent.build(kind, input_size=D_IN, hidden_size=H, T=T_, layers=2, bidirectional=bidir,
                         lengths=lengths, dtype=dtype, seed=4, nonlinearity="relu" if kind == "rnn" and lengths else "tanh")
