@@ -202,9 +202,16 @@ def _loops(tanh, one, half) -> dict:
     as numpy's matmul) for ``W_hh h[t-1]`` into `z` (skipped at the very first step, `z` zero) and one
     pass of the cell over the step's numbers.
     """
-    jit = numba.njit(cache=False, nogil=True, error_model="numpy")
     lstm, gru = _cells(tanh, one, half)
-    zero = one - one
+    return {**_lstm_loops(lstm, one - one), **_gru_loops(gru), **_rnn_loops(tanh, one, half)}
+
+
+_JIT = {"cache": False, "nogil": True, "error_model": "numpy"}
+
+
+def _lstm_loops(lstm, zero) -> dict:
+    """The LSTM block loops, feature- and time-major, around the per-element update `lstm`."""
+    jit = numba.njit(**_JIT)
 
     @jit
     def lstm_feature(W_hh, z, xp, b, t0, reverse, first, keep, c, track, c_last, y, h):  # pragma: no cover
@@ -249,6 +256,13 @@ def _loops(tanh, one, half) -> dict:
                 if track and w > zero:
                     c_last[k] = c[k]
 
+    return {("lstm", "feature"): lstm_feature, ("lstm", "time"): lstm_time}
+
+
+def _gru_loops(gru) -> dict:
+    """The GRU block loops around the per-element update `gru` (``h[t-1]`` kept in `h`)."""
+    jit = numba.njit(**_JIT)
+
     @jit
     def gru_feature(W_hh, z, xp, b, b_hn, t0, reverse, first, keep, y, h):  # pragma: no cover
         H, n = h.shape                    # W_hh (3H, H), z (3H, n), xp (3H, m, n), h (H, n), y (H, T, n)
@@ -283,7 +297,15 @@ def _loops(tanh, one, half) -> dict:
                     y[t, k, j] = hh
                     h[k, j] = hh
 
-    @numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
+    return {("gru", "feature"): gru_feature, ("gru", "time"): gru_time}
+
+
+def _rnn_loops(tanh, one, half) -> dict:
+    """The vanilla RNN block loops; the activation is a code (:data:`ACTIVATIONS`)."""
+    jit = numba.njit(**_JIT)
+    zero = one - one
+
+    @numba.njit(inline="always", **_JIT)
     def act_(a, act):  # pragma: no cover - compiled
         if act == 1:
             return tanh(a)
@@ -324,9 +346,7 @@ def _loops(tanh, one, half) -> dict:
                     y[t, k, j] = hh
                     h[k, j] = hh
 
-    return {("lstm", "feature"): lstm_feature, ("lstm", "time"): lstm_time,
-            ("gru", "feature"): gru_feature, ("gru", "time"): gru_time,
-            ("rnn", "feature"): rnn_feature, ("rnn", "time"): rnn_time}
+    return {("rnn", "feature"): rnn_feature, ("rnn", "time"): rnn_time}
 
 
 def _compile() -> dict:
