@@ -153,9 +153,12 @@ def test_tanh32_accuracy():
     assert np.isnan(kernels.tanh32(np.float32(np.nan)))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_swap_outer(dtype):
-    a = np.random.default_rng(7).standard_normal((13, 3, 21)).astype(dtype)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_swap_outer(monkeypatch, dtype, compiled):
+    if not compiled:
+        monkeypatch.setattr(kernels, "_SWAP", None)                      # as without numba
+    a = (10 * np.random.default_rng(7).standard_normal((13, 3, 21))).astype(dtype)
     got = kernels.swap_outer(a)
     assert got.flags.c_contiguous and got.dtype == a.dtype
     assert_allclose(got, a.transpose(2, 1, 0), rtol=0, atol=0)
