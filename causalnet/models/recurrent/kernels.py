@@ -4,11 +4,14 @@ After the recurrent matmul, one step of an LSTM is elementwise work on
 ``(n, 4 H)`` numbers: three sigmoids, two tanh, the cell update. numpy does it
 in about ten passes over memory with temporaries; the numba kernels do it in
 one pass, reading the matmul's ``z``, the step's input projection and the
-biases and writing ``c`` and ``h`` in place; the same for a GRU step. There is
-one kernel per cell (``"lstm"``, ``"gru"``), state layout (``"feature"``:
-states ``(H, T, n)``; ``"time"``: ``(T, n, H)``; see
+biases and writing ``c`` and ``h`` in place; the same for a GRU or a vanilla
+RNN step. Each kernel runs a whole block of steps, the recurrent matmul
+included (``np.dot`` inside numba calls the same BLAS), so no Python runs per
+step. There is one kernel per cell (``"lstm"``, ``"gru"``, ``"rnn"``), state
+layout (``"feature"``: states ``(H, T, n)``; ``"time"``: ``(T, n, H)``; see
 :mod:`~causalnet.models.recurrent.layouts`) and dtype, so that the inner loop
-always runs over a contiguous axis and vectorises (SIMD).
+always runs over a contiguous axis and vectorises (SIMD). :func:`swap_outer`
+is the tiled transpose the feature-major layout needs at both ends.
 
 * **float32**: ``tanh`` is ``x P(s) / Q(s)``, ``s = x^2 / 81``, ``x`` clamped
   to ``[-9, 9]`` (``tanh(9)`` rounds to 1 in float32) and the result to
