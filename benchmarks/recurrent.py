@@ -8,9 +8,10 @@ Usage::
 Variants, each checked against PyTorch first:
 
 * ``torch``: ``nn.LSTM`` (eval, ``no_grad``), CPU;
-* ``run``: :func:`causalnet.models.recurrent.run`, the fused loop (input
-  projections of all steps in one matmul, one ``h @ W_hh^T`` per step for all
-  four gates);
+* ``run``: :func:`causalnet.models.recurrent.run`, the fused loop: input
+  projections a block of steps per matmul, one matmul per step for all four
+  gates (``W_hh @ h`` feature-major in float32, ``h @ W_hh^T`` time-major in
+  float64), then one compiled (numba) pass for the gates and the cell update;
 * ``forward``: ``model.forward(keep=outputs)``, the generic DAG execution
   node by node (about ``9 T layers`` nodes).
 

@@ -24,6 +24,8 @@ from ...errors import EvidenceError, ModelError
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
+from .kernels import ACTIVATIONS, gru_step_numpy, kernel, lstm_step_numpy
+from .layouts import layout_for
 from .lengths import LENGTHS, Masked, check_lengths
 
 __all__ = ["run", "RecurrentOutput"]
@@ -58,19 +60,24 @@ def _prepared(model: CausalModel) -> tuple:
     if got is None:
         kind, layers, dirs, T = _layout(model)
         intervened = any(isinstance(m, Intervened) for m in model.mechanisms.values())
+        lay = layout_for(model.spec("l0.h[0]").dtype)
         weights = {} if intervened else {
-            p: _ready(kind, _fused(model, kind, p)) for k in range(layers)
+            p: _ready(kind, _fused(model, kind, p), lay) for k in range(layers)
             for p in ((f"l{k}", f"l{k}.rev") if dirs == 2 else (f"l{k}",))}
         got = _PREPARED[model] = (kind, layers, dirs, T, intervened, weights)
     return got
 
 
-def _ready(kind: str, w: dict) -> dict:
-    """Fused weights laid out for the loop: LSTM rows as i, f, o, g; ``W_ih^T``, ``W_hh^T`` contiguous."""
+def _ready(kind: str, w: dict, layout) -> dict:
+    """Fused weights laid out for the loop: LSTM rows as i, f, o, g; matrices as `layout` wants; biases set."""
     H = w["W_hh"].shape[1]
     if kind == "lstm":
         w = _lstm_order(w, H)
-    return {**w, "W_ih_T": np.ascontiguousarray(w["W_ih"].T), "W_hh_T": np.ascontiguousarray(w["W_hh"].T)}
+    G_H = w["W_hh"].shape[0]
+    W_ih, W_hh = layout.weights(w["W_ih"], w["W_hh"])
+    b = np.zeros(G_H, dtype=w["W_hh"].dtype) if w["b"] is None else w["b"]
+    return {**w, "W_ih": W_ih, "W_hh": W_hh, "b": b, "G_H": G_H, "H": H, "layout": layout,
+            "b_hn": np.zeros_like(b[:H]) if w.get("b_hn") is None else w["b_hn"]}
 
 
 def _op(model: CausalModel, node: str):
@@ -82,7 +89,8 @@ def _fused(model: CausalModel, kind: str, p: str) -> dict:
     """``W_ih`` ``(G H, d)``, ``W_hh`` ``(G H, H)`` and the bias of the input projection, ``b_hn`` for a GRU."""
     if kind == "rnn":
         op = _op(model, f"{p}.h[0]")
-        return {"W_ih": op.weights[0], "W_hh": op.weights[1], "b": op.bias, "act": GATES[op.activation]}
+        return {"W_ih": op.weights[0], "W_hh": op.weights[1], "b": op.bias, "act": GATES[op.activation],
+                "act_code": ACTIVATIONS[op.activation]}
     gates = [_op(model, f"{p}.{g}[0]") for g in ("ifgo" if kind == "lstm" else "rz")]
     w = {"W_ih": [g.weights[0] for g in gates], "W_hh": [g.weights[1] for g in gates],
          "b": [g.bias for g in gates]}
@@ -103,68 +111,74 @@ def _lstm_order(w: dict, H: int) -> dict:
     return {**w, "W_ih": w["W_ih"][perm], "W_hh": w["W_hh"][perm], "b": w["b"][perm]}
 
 
-def _sigmoid_(z: np.ndarray) -> np.ndarray:
-    """:func:`~causalnet.mechanisms.tensor.activations.sigmoid` in place, operation for operation."""
-    z *= 0.5
-    np.tanh(z, out=z)
-    z += 1.0
-    z *= 0.5
-    return z
+def _direction(kind: str, w: dict, X: np.ndarray, keep: np.ndarray, reverse: bool, y: np.ndarray):
+    """One layer in one direction: `X` (``w["layout"]``'s input) -> its states into `y`.
 
-
-def _lstm_step(z: np.ndarray, c: np.ndarray, h_out: np.ndarray, tmp: np.ndarray, H: int) -> None:
-    """One LSTM update from the pre-activations `z` ``(n, 4 H)`` (order i, f, o, g): `c` in place, `h` into `h_out`."""
-    _sigmoid_(z[:, :3 * H])
-    g = np.tanh(z[:, 3 * H:], out=z[:, 3 * H:])
-    np.multiply(z[:, :H], g, out=tmp)                                     # i g
-    c *= z[:, H:2 * H]                                                    # f c
-    c += tmp
-    np.tanh(c, out=tmp)
-    np.multiply(z[:, 2 * H:3 * H], tmp, out=h_out)                        # o tanh(c)
-
-
-def _direction(kind: str, w: dict, X: np.ndarray, valid: np.ndarray | None, reverse: bool):
-    """One layer in one direction, time first: `X` ``(T, n, d)`` -> ``(states (T, n, H), final h, final c)``.
-
-    `valid` ``(T, n)`` bool or None (every step valid).
+    `keep` ``(T, n)`` 1.0 / 0.0. Returns the final ``(h, c)`` ``(n, H)`` (c None but for an LSTM): each row's
+    state at its last valid step forward, at step 0 backward.
     """
-    T, n, _ = X.shape
-    H = w["W_hh"].shape[1]
-    XP = (X.reshape(T * n, -1) @ w["W_ih_T"]).reshape(T, n, -1)           # (T, n, G H): all input projections
-    if w["b"] is not None:
-        XP += w["b"]
-    W_hh_T = w["W_hh_T"]                                                  # (H, G H)
-    out = np.empty((T, n, H), dtype=X.dtype)
-    h = np.zeros((n, H), dtype=X.dtype)
-    c = np.zeros((n, H), dtype=X.dtype) if kind == "lstm" else None
-    z, tmp = np.empty((n, W_hh_T.shape[1]), dtype=X.dtype), np.empty((n, H), dtype=X.dtype)
-    keep = None if valid is None else valid[:, :, None].astype(X.dtype)     # (T, n, 1) 1.0 / 0.0
-    last = None if valid is None or reverse else valid.sum(axis=0) - 1       # (n,) each row's last step
-    h_fin, c_fin = h, c
-    for t in (range(T - 1, -1, -1) if reverse else range(T)):
-        np.matmul(h, W_hh_T, out=z)                                       # (n, G H): every gate at once
-        if kind == "lstm":
-            z += XP[t]
-            _lstm_step(z, c, out[t], tmp, H)
-            if keep is not None:
-                c *= keep[t]                                              # zero past each row's length
+    lay, H, G_H = w["layout"], w["H"], w["G_H"]
+    T, n = keep.shape
+    tb = max(1, min(T, lay.block // max(n, 1)))                                 # steps per input-projection block
+    buf = np.empty(G_H * tb * n, dtype=X.dtype)
+    z = lay.zeros(G_H, n, X.dtype)                                        # W_hh h[t-1], 0 at the first step
+    h = lay.zeros(H, n, X.dtype)
+    c = lay.zeros(H, n, X.dtype) if kind == "lstm" else None
+    c_last = None if c is None or reverse or keep.all() else np.zeros_like(c)   # only with lengths
+    loop = kernel(kind, lay.name, X.dtype)
+    for t0 in (range((T - 1) // tb * tb, -1, -tb) if reverse else range(0, T, tb)):
+        m = min(tb, T - t0)
+        xp = lay.project(w["W_ih"], X, t0, m, buf)                       # a block of input projections
+        first = t0 == (0 if not reverse else (T - 1) // tb * tb)
+        if loop is None:
+            _numpy_steps(kind, w, z, xp, t0, m, reverse, first, keep, c, c_last, y)
+        elif kind == "lstm":
+            loop(w["W_hh"], z, xp, w["b"], t0, reverse, first, keep, c, c_last is not None,
+                 c if c_last is None else c_last, y, h)
         elif kind == "gru":
-            rz = _sigmoid_(XP[t, :, :2 * H] + z[:, :2 * H])               # (n, 2 H)
-            hn = z[:, 2 * H:] if w["b_hn"] is None else z[:, 2 * H:] + w["b_hn"]
-            n_ = np.tanh(XP[t, :, 2 * H:] + rz[:, :H] * hn)
-            out[t] = (1.0 - rz[:, H:]) * n_ + rz[:, H:] * h
+            loop(w["W_hh"], z, xp, w["b"], w["b_hn"], t0, reverse, first, keep, y, h)
         else:
-            z += XP[t]
-            out[t] = z if w["act"] is None else w["act"](z)
-        if keep is not None:
-            out[t] *= keep[t]
-        h = out[t]
-        if last is not None:                                              # the forward state at each length
-            h_fin = np.where((last == t)[:, None], h, h_fin)
-            c_fin = None if c is None else np.where((last == t)[:, None], c, c_fin)
-    if last is None:
-        h_fin, c_fin = h.copy(), c
-    return out, h_fin, c_fin
+            loop(w["W_hh"], z, xp, w["b"], w["act_code"], t0, reverse, first, keep, y, h)
+    return _finals(lay, y, c, c_last, keep, reverse)
+
+
+def _numpy_steps(kind: str, w: dict, z, xp, t0: int, m: int, reverse: bool, first: bool, keep, c, c_last, y):
+    """The compiled block loop's work in numpy, step by step."""
+    lay = w["layout"]
+    for s in (range(m - 1, -1, -1) if reverse else range(m)):
+        t = t0 + s
+        tp = -1 if first and s == (m - 1 if reverse else 0) else t + 1 if reverse else t - 1
+        if tp >= 0:
+            lay.recur(w["W_hh"], y, tp, z)                               # every gate at once
+        _numpy_step(kind, w, z, lay.step_input(xp, s), keep[t], c, y, t, tp)
+        if c_last is not None:                                            # each row's c at its last valid step
+            np.copyto(lay.rows(c_last), lay.rows(c), where=keep[t][:, None] > 0)
+
+
+def _numpy_step(kind: str, w: dict, z: np.ndarray, x: np.ndarray, keep: np.ndarray, c, y, t: int, tp: int) -> None:
+    """Step `t` in numpy: `x` ``(n, G H)`` is the step's ``W_ih x``, `z` holds ``W_hh h[tp]``; `keep` ``(n,)``."""
+    lay = w["layout"]
+    a, h = lay.rows(z), lay.at(y, t)                                      # (n, G H), (n, H) views
+    if kind == "gru":
+        gru_step_numpy(x + w["b"], a, w["b_hn"], lay.at(y, tp) if tp >= 0 else None, h, keep)
+        return
+    a += x
+    a += w["b"]
+    if kind == "lstm":
+        lstm_step_numpy(a, lay.rows(c), h, keep)
+    else:
+        h[...] = a if w["act"] is None else w["act"](a)
+        h *= keep[:, None]
+
+
+def _finals(lay, y: np.ndarray, c, c_last, keep: np.ndarray, reverse: bool) -> tuple:
+    """``(h, c)`` ``(n, H)`` at each row's last valid step (forward), at step 0 (backward)."""
+    c = c if c_last is None else c_last
+    c = None if c is None else lay.rows(c)
+    if reverse:
+        return lay.at(y, 0), c
+    last = keep.sum(axis=0).astype(np.intp) - 1                          # (n,) each row's last step
+    return lay.gather(y, last), c
 
 
 def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
@@ -189,7 +203,7 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
     Raises
     ------
     ModelError, EvidenceError
-        Not a recurrent builder's model, `x` of the wrong shape, bad `lengths`.
+        Not a recurrent builder's model, `x` of the wrong shape or not finite, bad `lengths`.
     """
     kind, layers, dirs, T, intervened, weights = _prepared(model)
     dt = model.spec("l0.h[0]").dtype
@@ -197,6 +211,10 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
     d = model.spec("x[0]").shape[0]
     if X.ndim != 3 or X.shape[1:] != (T, d) or X.dtype.kind not in "iuf":
         raise EvidenceError(f"x must be real numbers of shape (n, {T}, {d}), got {X.dtype} {X.shape}")
+    with np.errstate(over="ignore"):                                                   # overflow -> inf, refused
+        Xc = X.astype(dt, copy=False)
+    if Xc.size and not (np.isfinite(Xc.min()) and np.isfinite(Xc.max())):                # no copy, no mask
+        raise EvidenceError(f"x contains NaN or inf (as {dt})")
     if (LENGTHS in model.mechanisms) != (lengths is not None):
         raise EvidenceError(f"this model {'needs' if lengths is None else 'takes no'} 'lengths'")
     valid = None
@@ -207,18 +225,19 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
         valid = np.arange(T)[:, None] < L[None, :]                                   # (T, n)
     if intervened:
         return _generic(model, X, lengths, kind, layers, dirs, T)
-    X = np.ascontiguousarray(X.astype(dt, copy=False).transpose(1, 0, 2))          # (T, n, d): time first
+    lay = layout_for(dt)
+    keep = np.ones((T, X.shape[0]), dtype=dt) if valid is None else valid.astype(dt)   # (T, n) 1.0 / 0.0
+    X = lay.inputs(Xc)
+    H = model.spec("l0.h[0]").shape[0]
     h_n, c_n = [], []
     for k in range(layers):
-        outs = []
+        ys = lay.states(dirs, H, T, keep.shape[1], dt)
         for r in range(dirs):
-            out, h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, valid, reverse=bool(r))
-            outs.append(out)
+            h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, keep, bool(r), ys[r])
             h_n.append(h)
             c_n.append(c)
-        X = outs[0] if dirs == 1 else np.concatenate(outs, axis=-1)                  # (T, n, D H)
-    return RecurrentOutput(np.ascontiguousarray(X.transpose(1, 0, 2)), np.stack(h_n),
-                           np.stack(c_n) if kind == "lstm" else None)
+        X = lay.joined(ys)
+    return RecurrentOutput(lay.outputs(X), np.stack(h_n), np.stack(c_n) if kind == "lstm" else None)
 
 
 def _generic(model: CausalModel, X: np.ndarray, lengths, kind: str, layers: int, dirs: int, T: int):
