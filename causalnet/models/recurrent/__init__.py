@@ -28,7 +28,8 @@ The rest of the package, one module per idea:
 
 * :mod:`.lengths`: variable-length batches (``lengths=True``: an input
   ``lengths`` ``(n,)``, PyTorch's packed-sequence semantics);
-* :mod:`.fast`: :func:`run`, the fused loop, equal to ``model.forward``;
+* :mod:`.fast`: :func:`run`, the fused loop, equal to ``model.forward``, with
+  its numba cell kernels (:mod:`.kernels`) and state layouts (:mod:`.layouts`);
 * :mod:`.diagrams`: :func:`diagram`, the folded and unrolled pictures;
 * :mod:`.attention`, :mod:`.seq2seq`, :mod:`.decode`: :func:`seq2seq` (an
   encoder and an attentive decoder as one DAG, attention weights as nodes;
