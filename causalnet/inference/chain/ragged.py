@@ -1,0 +1,263 @@
+"""Forward-backward over ragged sequences stored flat: no padding, no batch layout.
+
+Models whose tokens live in one flat array -- a CRF's unary potentials
+``x_t · W`` are one sparse product over all ``N`` tokens of a batch -- would
+otherwise copy them into the engine's padded ``(n, T, K)`` batch and back for
+every evaluation. Here the sequences are given by their ``lengths`` (sequence
+``r`` holds tokens ``starts[r] .. starts[r+1]-1`` of ``unary``) and one
+:func:`forward_backward_ragged` call returns, in the same flat order:
+
+* ``log_z`` (n,): the log-partition of every sequence;
+* ``marginals`` (N, K): ``p(y_t = k | x)`` of every token;
+* ``edge_counts`` (K, K): the expected transition counts
+  ``sum_r sum_t p(y_t = i, y_{t+1} = j | x_r)``.
+
+The shared pairwise ``(K, K)`` is the only kind served. The sweep is
+Rabiner's scaled forward-backward (as :mod:`.scaled`): each token's unary is
+shifted by its maximum before ``exp``, each forward message normalised by its
+sum ``c_t``, so ``log Z = sum_t (log c_t + max_k u_tk) + (L-1) max A``. A
+numba kernel runs the whole batch in one call, one sequence after another
+(``O(N K^2)``, working memory ``O(T_max K)``); without numba (or with
+``backend="numpy"``) the batch is padded and handed to
+:func:`~.sum_product.forward_backward`, the reference. A sequence whose
+normalisers fall to ``SCALE_FLOOR`` or whose marginals do not sum to 1
+within ``FB_TOL`` (mass lost to underflow), or whose potentials are not
+finite, is redone by that reference engine (log space where needed; it raises
+the engine's errors for NaN or impossible sequences), so the answer is the
+engine's wherever the kernel's could be inaccurate.
+
+Legend: ``n`` sequences, ``N`` tokens in all, ``K`` states, ``T`` the longest length.
+
+Examples
+--------
+>>> import numpy as np
+>>> u = np.log([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])        # (N=3, K=2): sequences of 1 and 2 tokens
+>>> log_z, marg, counts = forward_backward_ragged(u, np.zeros((2, 2)), np.array([1, 2]))
+>>> np.round(marg, 3).tolist()
+[[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]]
+>>> counts.sum()                                         # one transition in all
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .kernels import FB_TOL, SCALE_FLOOR
+from .sum_product import forward_backward
+
+try:  # numba is a regular dependency; the padded numpy engine remains the reference
+    import numba
+except ImportError:  # pragma: no cover - exercised only without numba
+    numba = None
+
+__all__ = ["AVAILABLE", "BACKENDS", "forward_backward_ragged", "forward_backward_padded", "ragged_kernel", "workspace"]
+
+AVAILABLE = numba is not None
+BACKENDS = ("numba", "numpy")
+
+
+def _njit(fn):
+    """``numba.njit`` (numpy float semantics, no on-disk cache: see :mod:`.compiled`), compiled on first use."""
+    if numba is None:  # pragma: no cover
+        return fn
+    return numba.njit(cache=False, nogil=True, error_model="numpy")(fn)
+
+
+@_njit
+def ragged_kernel(U, A, starts, log_z, M, E, bad, B, alpha, c, Ae, Es, beta, w):  # pragma: no cover - compiled
+    """Scaled forward-backward of every sequence of a flat batch, in place.
+
+    One function (no numba calls, no allocation): numba's compile time grows
+    with every function and every array it creates, and it is paid on first use.
+
+    Parameters
+    ----------
+    U : (N, K) float64 log unary potentials, C-contiguous.
+    A : (K, K) float64 log pairwise potentials, finite maximum, no NaN.
+    starts : (n+1,) int offsets; sequence ``r`` is ``U[starts[r]:starts[r+1]]`` (each non-empty).
+    log_z : (n,) output.
+    M : (N, K) output marginals (not `U`: a sequence that is redone needs its unaries).
+    E : (K, K) output expected transition counts, over the sequences not flagged bad.
+    bad : (n,) bool output; True where the sequence must be redone (its `log_z` and `M` are then garbage).
+    B, alpha, c, Ae, Es, beta, w : float64 scratch of shapes (T, K), (T, K), (T,), (K, K), (K, K), (K,), (K,)
+        (:func:`workspace`), T the longest sequence: the current sequence's scaled unaries, normalised
+        forward messages and their normalisers, ``exp(A - max A)``, the sequence's sum of
+        ``alpha[t-1] (x) w[t]``, the backward message and ``w[t] = B[t] beta[t] / c[t]``.
+    """
+    N, K = U.shape
+    amax = -math.inf
+    for i in range(K):
+        for j in range(K):
+            amax = max(amax, A[i, j])
+            E[i, j] = 0.0
+    for i in range(K):
+        for j in range(K):
+            Ae[i, j] = math.exp(A[i, j] - amax)
+    for r in range(starts.size - 1):
+        s, L = starts[r], starts[r + 1] - starts[r]
+        bad[r] = True
+        lz = (L - 1) * amax
+        ok = True
+        for t in range(L):  # B[t] = exp(U[t] - max U[t])
+            m = -math.inf
+            for k in range(K):
+                m = max(m, U[s + t, k])
+            if not math.isfinite(m):
+                ok = False
+                break
+            lz += m
+            for k in range(K):
+                B[t, k] = math.exp(U[s + t, k] - m)
+        if not ok:
+            continue
+        for t in range(L):  # forward: alpha[t] = (alpha[t-1] @ Ae) * B[t] / c[t]
+            tot = 0.0
+            for j in range(K):
+                x = B[t, j]
+                if t > 0:
+                    acc = 0.0
+                    for i in range(K):
+                        acc += alpha[t - 1, i] * Ae[i, j]
+                    x *= acc
+                alpha[t, j] = x
+                tot += x
+            if not (tot > SCALE_FLOOR and tot < math.inf):
+                ok = False
+                break
+            c[t] = tot
+            lz += math.log(tot)
+            inv = 1.0 / tot
+            for j in range(K):
+                alpha[t, j] *= inv
+        if not ok:
+            continue
+        for i in range(K):
+            beta[i] = 1.0
+            for j in range(K):
+                Es[i, j] = 0.0
+        for t in range(L - 1, -1, -1):  # backward: marginals, edge sums, beta[t-1] = Ae @ (B[t] beta[t]) / c[t]
+            tot = 0.0
+            for k in range(K):
+                g = alpha[t, k] * beta[k]
+                M[s + t, k] = g
+                tot += g
+            if not abs(tot - 1.0) <= FB_TOL:
+                ok = False
+                break
+            inv = 1.0 / tot
+            for k in range(K):
+                M[s + t, k] *= inv
+            if t == 0:
+                break
+            ic = 1.0 / c[t]
+            for j in range(K):
+                w[j] = B[t, j] * beta[j] * ic
+            for i in range(K):
+                a = alpha[t - 1, i]
+                acc = 0.0
+                for j in range(K):
+                    Es[i, j] += a * w[j]
+                    acc += Ae[i, j] * w[j]
+                beta[i] = acc
+        if not ok:
+            continue
+        bad[r] = False
+        log_z[r] = lz
+        for i in range(K):
+            for j in range(K):
+                E[i, j] += Es[i, j]
+    for i in range(K):
+        for j in range(K):
+            E[i, j] *= Ae[i, j]
+
+
+def workspace(T, K):
+    """The scratch arrays :func:`ragged_kernel` needs for sequences of up to `T` steps (a tuple).
+
+    Separate arrays rather than views of one block: numba types a reshaped
+    slice slowly (~0.2 s more compile) and loops over it with unknown strides.
+    """
+    return np.empty((T, K)), np.empty((T, K)), np.empty(T), np.empty((K, K)), np.empty((K, K)), np.empty(K), np.empty(K)
+
+
+def _starts(lengths):
+    starts = np.zeros(lengths.size + 1, np.intp)
+    np.cumsum(lengths, out=starts[1:])
+    return starts
+
+
+def forward_backward_padded(unary, pairwise, lengths):
+    """The reference: `unary` (N, K) padded to (n, T, K) and run by :func:`~.sum_product.forward_backward`.
+
+    Returns ``(log_z (n,), marginals (N, K), edge_counts (K, K))``.
+    """
+    n, K = lengths.size, unary.shape[1]
+    T = int(lengths.max()) if n else 0
+    starts = _starts(lengths)
+    rows = np.repeat(np.arange(n) * T - starts[:-1], lengths) + np.arange(unary.shape[0])  # (N,) padded position
+    padded = np.zeros((n * T, K))  # (n*T, K)
+    padded[rows] = unary
+    mask = np.arange(T) < lengths[:, None]  # (n, T)
+    post = forward_backward(padded.reshape(n, T, K), pairwise, mask, counts=True)
+    return post.log_z, post.marginals.reshape(n * T, K)[rows], post.edge_counts
+
+
+def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None):
+    """Log-partitions, token marginals and expected transition counts of flat ragged sequences.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (N, K)
+        Log unary potentials of all tokens, sequence after sequence.
+    pairwise : ndarray of shape (K, K)
+        Log pairwise potentials shared by every step (``[i, j]``: ``i`` then ``j``).
+    lengths : ndarray of int, shape (n,)
+        Sequence lengths (each >= 1), summing to N.
+    backend : {"numba", "numpy"} or None
+        None: numba when it is importable.
+    out : ndarray of shape (N, K), optional
+        Receives the marginals (not `unary` itself).
+
+    Returns
+    -------
+    log_z : ndarray of shape (n,)
+    marginals : ndarray of shape (N, K)
+    edge_counts : ndarray of shape (K, K)
+
+    Raises
+    ------
+    EvidenceError, ModelError
+        As :func:`~.sum_product.forward_backward` for the sequences it redoes
+        (NaN or ``+inf`` potentials, no possible path).
+    """
+    use_numba = AVAILABLE if backend is None else backend == "numba" and AVAILABLE
+    A = np.ascontiguousarray(pairwise, dtype=np.float64)
+    amax = A.max() if A.size else 0.0
+    if not use_numba or not (np.isfinite(amax) and not np.isnan(A).any()):  # NaN / +inf / all -inf: the engine says why
+        log_z, M, E = forward_backward_padded(unary, pairwise, lengths)
+        if out is not None:
+            out[...] = M
+            M = out
+        return log_z, M, E
+    n, K = lengths.size, unary.shape[1]
+    U = np.ascontiguousarray(unary, dtype=np.float64)
+    starts = _starts(lengths)
+    M = np.empty_like(U) if out is None else out
+    log_z, E, bad = np.empty(n), np.empty((K, K)), np.empty(n, bool)
+    work = workspace(int(lengths.max()) if n else 0, K)
+    ragged_kernel(U, A, starts, log_z, M, E, bad, *work)
+    if bad.any():
+        _redo(U, A, lengths, starts, np.flatnonzero(bad), log_z, M, E)
+    return log_z, M, E
+
+
+def _redo(U, A, lengths, starts, rows, log_z, M, E):
+    """Sequences `rows` by the reference engine, written over the kernel's answers."""
+    tok = np.concatenate([np.arange(starts[r], starts[r + 1]) for r in rows])  # (N_bad,)
+    lz, marg, counts = forward_backward_padded(U[tok], A, lengths[rows])
+    log_z[rows] = lz
+    M[tok] = marg
+    E += counts
