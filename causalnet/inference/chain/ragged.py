@@ -45,6 +45,8 @@ import math
 
 import numpy as np
 
+from ...errors import ModelError
+from . import compiled
 from .kernels import FB_TOL, SCALE_FLOOR
 from .sum_product import forward_backward
 
@@ -53,7 +55,7 @@ try:  # numba is a regular dependency; the padded numpy engine remains the refer
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["AVAILABLE", "BACKENDS", "forward_backward_ragged", "forward_backward_padded", "ragged_kernel", "workspace"]
+__all__ = ["AVAILABLE", "BACKENDS", "forward_backward_ragged", "forward_backward_padded", "ragged_kernel", "workspace", "scaled_unaries"]
 
 AVAILABLE = numba is not None
 BACKENDS = ("numba", "numpy")
@@ -67,27 +69,31 @@ def _njit(fn):
 
 
 @_njit
-def ragged_kernel(U, A, starts, log_z, M, E, bad, B, alpha, c, Ae, Es, beta, w):  # pragma: no cover - compiled
-    """Scaled forward-backward of every sequence of a flat batch, in place.
+def ragged_kernel(B, off, A, starts, log_z, E, bad, alpha, c, Ae, AeT, Es, beta, w):  # pragma: no cover - compiled
+    """Scaled forward-backward of every sequence of a flat batch; the marginals overwrite `B`.
 
-    One function (no numba calls, no allocation): numba's compile time grows
-    with every function and every array it creates, and it is paid on first use.
+    One function with no numba calls and no allocation: numba's compile
+    time grows with every function and every array it creates, and it is paid
+    on first use. Inner loops run over the destination state (``out[j] +=
+    a_i * Ae[i, j]``), independent sums that LLVM vectorises without
+    reassociating them.
 
     Parameters
     ----------
-    U : (N, K) float64 log unary potentials, C-contiguous.
+    B : (N, K) float64 scaled unaries ``exp(u_t - off_t)``, C-contiguous; on return the marginals.
+    off : (N,) the shifts ``off_t`` (each token's maximum log unary).
     A : (K, K) float64 log pairwise potentials, finite maximum, no NaN.
-    starts : (n+1,) int offsets; sequence ``r`` is ``U[starts[r]:starts[r+1]]`` (each non-empty).
+    starts : (n+1,) int offsets; sequence ``r`` is ``B[starts[r]:starts[r+1]]`` (each non-empty).
     log_z : (n,) output.
-    M : (N, K) output marginals (not `U`: a sequence that is redone needs its unaries).
     E : (K, K) output expected transition counts, over the sequences not flagged bad.
-    bad : (n,) bool output; True where the sequence must be redone (its `log_z` and `M` are then garbage).
-    B, alpha, c, Ae, Es, beta, w : float64 scratch of shapes (T, K), (T, K), (T,), (K, K), (K, K), (K,), (K,)
-        (:func:`workspace`), T the longest sequence: the current sequence's scaled unaries, normalised
-        forward messages and their normalisers, ``exp(A - max A)``, the sequence's sum of
-        ``alpha[t-1] (x) w[t]``, the backward message and ``w[t] = B[t] beta[t] / c[t]``.
+    bad : (n,) bool output; True where the sequence must be redone (its `log_z` and marginals are garbage).
+    alpha, c, Ae, AeT, Es, beta, w : float64 scratch of shapes (T, K), (T,), (K, K), (K, K), (K, K), (K,), (K,)
+        (:func:`workspace`), T the longest sequence: the normalised forward
+        messages and their normalisers, ``exp(A - max A)`` and its transpose,
+        one sequence's sum of ``alpha[t-1] (x) w[t]``, the backward message
+        and ``w[t] = B[t] beta[t] / c[t]``.
     """
-    N, K = U.shape
+    N, K = B.shape
     amax = -math.inf
     for i in range(K):
         for j in range(K):
@@ -96,39 +102,33 @@ def ragged_kernel(U, A, starts, log_z, M, E, bad, B, alpha, c, Ae, Es, beta, w):
     for i in range(K):
         for j in range(K):
             Ae[i, j] = math.exp(A[i, j] - amax)
+            AeT[j, i] = Ae[i, j]
     for r in range(starts.size - 1):
         s, L = starts[r], starts[r + 1] - starts[r]
         bad[r] = True
         lz = (L - 1) * amax
         ok = True
-        for t in range(L):  # B[t] = exp(U[t] - max U[t])
-            m = -math.inf
-            for k in range(K):
-                m = max(m, U[s + t, k])
-            if not math.isfinite(m):
-                ok = False
-                break
-            lz += m
-            for k in range(K):
-                B[t, k] = math.exp(U[s + t, k] - m)
-        if not ok:
-            continue
         for t in range(L):  # forward: alpha[t] = (alpha[t-1] @ Ae) * B[t] / c[t]
+            if t == 0:
+                for j in range(K):
+                    alpha[0, j] = B[s, j]
+            else:
+                for j in range(K):
+                    alpha[t, j] = 0.0
+                for i in range(K):
+                    a = alpha[t - 1, i]
+                    for j in range(K):
+                        alpha[t, j] += a * Ae[i, j]
+                for j in range(K):
+                    alpha[t, j] *= B[s + t, j]
             tot = 0.0
             for j in range(K):
-                x = B[t, j]
-                if t > 0:
-                    acc = 0.0
-                    for i in range(K):
-                        acc += alpha[t - 1, i] * Ae[i, j]
-                    x *= acc
-                alpha[t, j] = x
-                tot += x
-            if not (tot > SCALE_FLOOR and tot < math.inf):
+                tot += alpha[t, j]
+            if not (tot > SCALE_FLOOR and tot < math.inf):  # underflow, overflow or NaN: redo
                 ok = False
                 break
             c[t] = tot
-            lz += math.log(tot)
+            lz += math.log(tot) + off[s + t]
             inv = 1.0 / tot
             for j in range(K):
                 alpha[t, j] *= inv
@@ -139,29 +139,32 @@ def ragged_kernel(U, A, starts, log_z, M, E, bad, B, alpha, c, Ae, Es, beta, w):
             for j in range(K):
                 Es[i, j] = 0.0
         for t in range(L - 1, -1, -1):  # backward: marginals, edge sums, beta[t-1] = Ae @ (B[t] beta[t]) / c[t]
+            if t > 0:
+                ic = 1.0 / c[t]
+                for j in range(K):
+                    w[j] = B[s + t, j] * beta[j] * ic
             tot = 0.0
             for k in range(K):
                 g = alpha[t, k] * beta[k]
-                M[s + t, k] = g
+                B[s + t, k] = g
                 tot += g
-            if not abs(tot - 1.0) <= FB_TOL:
+            if not abs(tot - 1.0) <= FB_TOL:  # forward and backward disagree: mass was lost
                 ok = False
                 break
             inv = 1.0 / tot
             for k in range(K):
-                M[s + t, k] *= inv
+                B[s + t, k] *= inv
             if t == 0:
                 break
-            ic = 1.0 / c[t]
-            for j in range(K):
-                w[j] = B[t, j] * beta[j] * ic
             for i in range(K):
                 a = alpha[t - 1, i]
-                acc = 0.0
+                beta[i] = 0.0
                 for j in range(K):
                     Es[i, j] += a * w[j]
-                    acc += Ae[i, j] * w[j]
-                beta[i] = acc
+            for j in range(K):
+                x = w[j]
+                for i in range(K):
+                    beta[i] += AeT[j, i] * x
         if not ok:
             continue
         bad[r] = False
@@ -180,7 +183,19 @@ def workspace(T, K):
     Separate arrays rather than views of one block: numba types a reshaped
     slice slowly (~0.2 s more compile) and loops over it with unknown strides.
     """
-    return np.empty((T, K)), np.empty((T, K)), np.empty(T), np.empty((K, K)), np.empty((K, K)), np.empty(K), np.empty(K)
+    e = np.empty
+    return e((T, K)), e(T), e((K, K)), e((K, K)), e((K, K)), e(K), e(K)
+
+
+def scaled_unaries(U, out):
+    """``out = exp(U - off)`` with ``off`` (N,) each row's maximum (numpy's vectorised exp); returns off."""
+    off = U[:, 0].copy()  # (N,)
+    for k in range(1, U.shape[1]):  # column by column: much faster than U.max(axis=1) for small K
+        np.maximum(off, U[:, k], out=off)
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are flagged by the kernel
+        np.subtract(U, off[:, None], out=out)
+        np.exp(out, out=out)
+    return off
 
 
 def _starts(lengths):
@@ -217,7 +232,9 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
     lengths : ndarray of int, shape (n,)
         Sequence lengths (each >= 1), summing to N.
     backend : {"numba", "numpy"} or None
-        None: numba when it is importable.
+        None: numba unless the chain engine's backend is ``"numpy"``
+        (:func:`.compiled.get_backend`; ``CAUSALNET_CHAIN_BACKEND=numpy``
+        turns every compiled sweep off).
     out : ndarray of shape (N, K), optional
         Receives the marginals (not `unary` itself).
 
@@ -229,11 +246,15 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
 
     Raises
     ------
+    ModelError
+        For an unknown `backend`.
     EvidenceError, ModelError
         As :func:`~.sum_product.forward_backward` for the sequences it redoes
         (NaN or ``+inf`` potentials, no possible path).
     """
-    use_numba = AVAILABLE if backend is None else backend == "numba" and AVAILABLE
+    if backend is not None and backend not in BACKENDS:
+        raise ModelError(f"forward_backward_ragged backend must be None or one of {list(BACKENDS)}; got {backend!r}")
+    use_numba = compiled.enabled() if backend is None else backend == "numba" and AVAILABLE
     A = np.ascontiguousarray(pairwise, dtype=np.float64)
     amax = A.max() if A.size else 0.0
     if not use_numba or not (np.isfinite(amax) and not np.isnan(A).any()):  # NaN / +inf / all -inf: the engine says why
@@ -247,8 +268,8 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
     starts = _starts(lengths)
     M = np.empty_like(U) if out is None else out
     log_z, E, bad = np.empty(n), np.empty((K, K)), np.empty(n, bool)
-    work = workspace(int(lengths.max()) if n else 0, K)
-    ragged_kernel(U, A, starts, log_z, M, E, bad, *work)
+    off = scaled_unaries(U, M)
+    ragged_kernel(M, off, A, starts, log_z, E, bad, *workspace(int(lengths.max()) if n else 0, K))
     if bad.any():
         _redo(U, A, lengths, starts, np.flatnonzero(bad), log_z, M, E)
     return log_z, M, E

@@ -36,7 +36,6 @@ import numpy as np
 from ...errors import EvidenceError, ModelError
 from ...inference import chain as _chain
 from ...inference.chain.ragged import forward_backward_ragged
-from . import kernels
 from .optimize import dot
 
 __all__ = ["Objective", "active_weights"]
@@ -50,14 +49,10 @@ class Objective:
     Follows the objective contract of :mod:`.optimize`: ``obj(theta) -> (f, grad)``,
     with ``n_evals`` and ``last = (theta, f, grad, nll)`` kept up to date.
 
-    With the numba backend (:mod:`.kernels`) one evaluation is three passes
-    over flat token arrays, with no padding and no dense weight matrix: the
-    unary scores ``X @ W`` straight from ``theta``
-    (:func:`~.kernels.state_scores`), one forward-backward over the ragged
-    sequences (:func:`causalnet.inference.chain.ragged.forward_backward_ragged`)
-    and the expected counts ``X^T M`` straight into the gradient
-    (:func:`~.kernels.state_gradient`). With ``"numpy"`` the same quantities
-    come from scipy's sparse products and the padded chain engine.
+    One evaluation is two sparse products and one forward-backward pass over
+    the flat token array (:func:`causalnet.inference.chain.ragged.forward_backward_ragged`:
+    a numba kernel over the ragged sequences, no padding), into buffers kept
+    between calls.
 
     Parameters
     ----------
@@ -66,18 +61,21 @@ class Objective:
     y_idx : ndarray of int, shape (N,)
         Label index of every token.
     layout : Layout
-        Placement of the tokens in the chain engine's padded batch.
+        The sequences (``layout.lengths``) and their placement in the chain engine's padded batch.
     state_idx : ndarray of int
-        Sorted flat indices into W (F*K) of the trained state weights.
+        Flat indices into W (F*K) of the trained state weights.
     trans_idx : ndarray of int
         Flat indices into A (K*K) of the trained transition weights.
     K : int
     c2 : float
     backend : {"numba", "numpy"} or None
-        None: the backend in force when the objective is built (:func:`.kernels.get_backend`).
+        The forward-backward's: ``"numpy"`` pads the batch for the chain
+        engine (the reference); None: as :func:`~causalnet.inference.chain.ragged.forward_backward_ragged`.
     """
 
     def __init__(self, Xd, y_idx, layout, state_idx, trans_idx, K, c2, backend=None):
+        self.X = Xd  # (N, F)
+        self.XT = Xd.T.tocsr()  # (F, N)
         self.layout = layout
         self.F = Xd.shape[1]
         self.K = K
@@ -85,52 +83,53 @@ class Objective:
         self.trans_idx = trans_idx  # flat indices into A (K*K)
         self.S = state_idx.size
         self.size = self.S + trans_idx.size  # P
+        self.dense_states = self.S == self.F * K
         self.c2 = c2
-        self.backend = backend or kernels.get_backend()
-        self.blocks = kernels.StateBlocks(Xd, state_idx, K)
-        N = y_idx.size
-        self._U, self._M = np.empty((N, K)), np.empty((N, K))  # (N, K) buffers reused by every call
+        self.backend = backend
         self.emp = self._empirical_counts(y_idx)  # (P,)
         self.n_evals = 0
         self.last = None  # (theta, f, g, nll)
+        self._W = None
+        self._M = np.empty((y_idx.size, K))  # (N, K) marginals, reused by every call
 
     def _empirical_counts(self, y_idx):
         """Observed counts (P,) of the trained features."""
         K, N = self.K, y_idx.size
-        onehot = self._M
-        onehot[...] = 0.0
-        onehot[np.arange(N), y_idx] = 1.0  # (N, K)
-        emp_w = kernels.state_gradient(self.blocks, onehot, np.empty(self.S), self.backend)  # (S,)
+        onehot = np.zeros((N, K))  # (N, K)
+        onehot[np.arange(N), y_idx] = 1.0
+        emp_w = (self.XT @ onehot).ravel()  # (F*K,)
         lengths = self.layout.lengths
         nxt = np.ones(N, bool)
         nxt[np.cumsum(lengths) - lengths] = False  # tokens that have a predecessor
         emp_a = np.bincount(y_idx[np.flatnonzero(nxt) - 1] * K + y_idx[nxt], minlength=K * K).astype(float)
-        return np.concatenate([emp_w, emp_a[self.trans_idx]])  # (P,)
+        return np.concatenate([emp_w[self.state_idx], emp_a[self.trans_idx]])  # (P,)
 
     def unpack(self, theta):
         """Weights (F, K) and (K, K) of packed `theta`; W may be a reused buffer."""
-        return self.blocks.dense(theta[: self.S]), self._transitions(theta)
-
-    def _transitions(self, theta):
-        K = self.K
+        F, K = self.F, self.K
+        if self.dense_states:
+            W = theta[: self.S].reshape(F, K)  # (F, K)
+        else:
+            if self._W is None:
+                self._W = np.zeros(F * K)  # entries outside state_idx stay 0
+            self._W[self.state_idx] = theta[: self.S]
+            W = self._W.reshape(F, K)  # (F, K)
         A = np.zeros(K * K)
         A[self.trans_idx] = theta[self.S :]
-        return A.reshape(K, K)  # (K, K)
+        return W, A.reshape(K, K)
 
     def __call__(self, theta):
-        S = self.S
-        A = self._transitions(theta)
-        U = kernels.state_scores(self.blocks, theta[:S], self._U, self.backend)  # (N, K)
+        W, A = self.unpack(theta)
+        U = self.X @ W  # (N, K)
         try:
             log_z, M, E = self._posterior(U, A)
         except (ModelError, EvidenceError, ArithmeticError):
             if np.isfinite(U).all() and np.isfinite(A).all():
                 raise
             return np.inf, np.full_like(theta, np.nan)  # overflow at a trial point: the line search backs off
-        grad = np.empty(self.size)  # (P,)
-        kernels.state_gradient(self.blocks, M, grad[:S], self.backend)  # expected state-feature counts
-        grad[S:] = E.ravel()[self.trans_idx]  # expected transition counts
-        grad -= self.emp
+        G = self.XT @ M  # (F, K) expected state-feature counts
+        Gf = G.ravel() if self.dense_states else G.ravel()[self.state_idx]
+        grad = np.concatenate([Gf, E.ravel()[self.trans_idx]]) - self.emp  # (P,)
         nll = float(log_z.sum()) - dot(theta, self.emp)
         f = nll + self.c2 * dot(theta, theta)
         grad += 2.0 * self.c2 * theta
@@ -141,10 +140,10 @@ class Objective:
     def _posterior(self, U, A):
         """log Z (n,), token marginals (N, K) and expected transition counts (K, K)."""
         lay = self.layout
-        if self.backend == "numba":
-            return forward_backward_ragged(U, A, lay.lengths, backend="numba", out=self._M)
-        post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
-        return post.log_z, post.marginals.reshape(-1, self.K)[lay.rows], post.edge_counts
+        if self.backend == "numpy":
+            post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
+            return post.log_z, post.marginals.reshape(-1, self.K)[lay.rows], post.edge_counts
+        return forward_backward_ragged(U, A, lay.lengths, backend=self.backend, out=self._M)
 
 
 def active_weights(Xd, y_idx, lengths, K, all_states, all_transitions, min_freq):
