@@ -132,7 +132,7 @@ def ragged_kernel(B, off, A, starts, log_z, E, bad, alpha, c, Ae, AeT, Es, beta,
             inv = 1.0 / tot
             for j in range(K):
                 alpha[t, j] *= inv
-        if not ok:
+        if not (ok and math.isfinite(lz)):  # (log Z overflows only for absurd potentials: the engine says so)
             continue
         for i in range(K):
             beta[i] = 1.0

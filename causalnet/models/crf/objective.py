@@ -127,10 +127,12 @@ class Objective:
             if np.isfinite(U).all() and np.isfinite(A).all():
                 raise
             return np.inf, np.full_like(theta, np.nan)  # overflow at a trial point: the line search backs off
+        nll = float(log_z.sum()) - dot(theta, self.emp)
+        if not np.isfinite(nll):
+            return np.inf, np.full_like(theta, np.nan)
         G = self.XT @ M  # (F, K) expected state-feature counts
         Gf = G.ravel() if self.dense_states else G.ravel()[self.state_idx]
         grad = np.concatenate([Gf, E.ravel()[self.trans_idx]]) - self.emp  # (P,)
-        nll = float(log_z.sum()) - dot(theta, self.emp)
         f = nll + self.c2 * dot(theta, theta)
         grad += 2.0 * self.c2 * theta
         self.n_evals += 1
