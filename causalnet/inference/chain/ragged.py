@@ -55,7 +55,15 @@ try:  # numba is a regular dependency; the padded numpy engine remains the refer
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-__all__ = ["AVAILABLE", "BACKENDS", "forward_backward_ragged", "forward_backward_padded", "ragged_kernel", "workspace", "scaled_unaries"]
+__all__ = [
+    "AVAILABLE",
+    "BACKENDS",
+    "forward_backward_ragged",
+    "forward_backward_padded",
+    "ragged_kernel",
+    "workspace",
+    "scaled_unaries",
+]
 
 AVAILABLE = numba is not None
 BACKENDS = ("numba", "numpy")
@@ -68,6 +76,8 @@ def _njit(fn):
     return numba.njit(cache=False, nogil=True, error_model="numpy")(fn)
 
 
+# Long by design (~85 lines): one compiled function compiles faster than the same code split into
+# several (numba compiles and links each callee separately), and its compile time is paid on first use.
 @_njit
 def ragged_kernel(B, off, A, starts, log_z, E, bad, alpha, c, Ae, AeT, Es, beta, w):  # pragma: no cover - compiled
     """Scaled forward-backward of every sequence of a flat batch; the marginals overwrite `B`.
