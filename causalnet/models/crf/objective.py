@@ -10,8 +10,10 @@ penalty's gradient is ``2 * c2 * w``; the L1 part ``c1 * ||w||_1`` is left to
 the optimiser, OWL-QN). The gradient is the expected minus the empirical
 feature counts: ``X^T (marginals - onehot(y))`` for the state weights (one
 sparse product) and expected minus observed transition counts for ``A``. The
-expectations come from one forward-backward pass of the chain engine shared
-with the HMMs (:mod:`causalnet.inference.chain`).
+expectations come from one forward-backward pass over the flat token array
+(:mod:`causalnet.inference.chain.ragged`, a numba kernel; the padded chain
+engine shared with the HMMs, :mod:`causalnet.inference.chain`, is its
+reference and fallback).
 
 Only the *active* weights are trained (pairs seen in the training data unless
 ``all_possible_states`` / ``all_possible_transitions``); they are packed into
