@@ -58,6 +58,9 @@ except ImportError:  # pragma: no cover - exercised only without numba
 __all__ = [
     "AVAILABLE",
     "BACKENDS",
+    "AUTO_MIN_WORK",
+    "is_compiled",
+    "auto_backend",
     "forward_backward_ragged",
     "forward_backward_padded",
     "ragged_kernel",
@@ -67,6 +70,25 @@ __all__ = [
 
 AVAILABLE = numba is not None
 BACKENDS = ("numba", "numpy")
+#: Callers that run many passes (CRF training) take the kernel for batches of at least this many
+#: ``N K^2`` multiply-adds, or once it is compiled: below, the ~1 s compile outweighs what it saves.
+AUTO_MIN_WORK = 1 << 20
+
+
+def is_compiled():
+    """True once :func:`ragged_kernel` has been compiled in this process."""
+    return AVAILABLE and bool(ragged_kernel.signatures)
+
+
+def auto_backend(N, K):
+    """The backend for a caller that will run many passes over `N` tokens with `K` states.
+
+    ``"numpy"`` when the chain engine's backend is (:mod:`.compiled`); else
+    ``"numba"`` if the kernel is already compiled or ``N K^2 >= AUTO_MIN_WORK``.
+    """
+    if not compiled.enabled():
+        return "numpy"
+    return "numba" if is_compiled() or N * K * K >= AUTO_MIN_WORK else "numpy"
 
 
 def _njit(fn):

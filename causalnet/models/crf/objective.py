@@ -37,7 +37,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ModelError
 from ...inference import chain as _chain
-from ...inference.chain.ragged import forward_backward_ragged
+from ...inference.chain import ragged
 from .optimize import dot
 
 __all__ = ["Objective", "active_weights"]
@@ -53,8 +53,8 @@ class Objective:
 
     One evaluation is two sparse products and one forward-backward pass over
     the flat token array (:func:`causalnet.inference.chain.ragged.forward_backward_ragged`:
-    a numba kernel over the ragged sequences, no padding), into buffers kept
-    between calls.
+    a numba kernel over the ragged sequences, no padding, into a buffer kept
+    between calls).
 
     Parameters
     ----------
@@ -71,8 +71,11 @@ class Objective:
     K : int
     c2 : float
     backend : {"numba", "numpy"} or None
-        The forward-backward's: ``"numpy"`` pads the batch for the chain
-        engine (the reference); None: as :func:`~causalnet.inference.chain.ragged.forward_backward_ragged`.
+        The forward-backward's: ``"numba"`` the ragged kernel, ``"numpy"`` the
+        padded chain engine (the reference); None:
+        :func:`causalnet.inference.chain.ragged.auto_backend` (the kernel for
+        batches of ``N K^2 >= 2^20`` or once compiled, so small fits do not
+        pay its compile time).
     """
 
     def __init__(self, Xd, y_idx, layout, state_idx, trans_idx, K, c2, backend=None):
@@ -87,7 +90,7 @@ class Objective:
         self.size = self.S + trans_idx.size  # P
         self.dense_states = self.S == self.F * K
         self.c2 = c2
-        self.backend = backend
+        self.backend = backend or ragged.auto_backend(y_idx.size, K)
         self.emp = self._empirical_counts(y_idx)  # (P,)
         self.n_evals = 0
         self.last = None  # (theta, f, g, nll)
@@ -147,7 +150,7 @@ class Objective:
         if self.backend == "numpy":
             post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
             return post.log_z, post.marginals.reshape(-1, self.K)[lay.rows], post.edge_counts
-        return forward_backward_ragged(U, A, lay.lengths, backend=self.backend, out=self._M)
+        return ragged.forward_backward_ragged(U, A, lay.lengths, backend="numba", out=self._M)
 
 
 def active_weights(Xd, y_idx, lengths, K, all_states, all_transitions, min_freq):

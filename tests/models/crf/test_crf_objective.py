@@ -7,6 +7,7 @@ import pytest
 from numpy.testing import assert_allclose
 from scipy.optimize import approx_fprime
 
+from causalnet.inference.chain import compiled, ragged
 from causalnet.inference.chain.ragged import AVAILABLE
 from causalnet.models.crf import CRF, synthetic_tagging
 from causalnet.models.crf.features import encode_labels, parse_sequences
@@ -53,10 +54,19 @@ def test_overflowing_trial_point_gives_inf(backend):
     assert f == np.inf and np.isnan(g).all()
 
 
-def test_fit_is_the_same_with_either_backend():
-    X, y = synthetic_tagging(80, mean_len=8, n_words=500, seed=4)
-    from causalnet.inference.chain import compiled
+def test_auto_backend_compiles_only_for_big_batches(monkeypatch):
+    monkeypatch.setattr(ragged, "is_compiled", lambda: False)
+    assert ragged.auto_backend(10_000, 9) == "numpy"  # N K^2 = 810,000 < 2^20
+    assert ragged.auto_backend(20_000, 9) == "numba"
+    monkeypatch.setattr(ragged, "is_compiled", lambda: True)
+    assert ragged.auto_backend(10, 2) == "numba"
+    with compiled.backend("numpy"):
+        assert ragged.auto_backend(10**6, 9) == "numpy"
 
+
+def test_fit_is_the_same_with_either_backend(monkeypatch):
+    X, y = synthetic_tagging(80, mean_len=8, n_words=500, seed=4)
+    monkeypatch.setattr(ragged, "AUTO_MIN_WORK", 0)
     fast = CRF(c1=0.05, c2=0.1, max_iterations=30).fit(X, y)
     with compiled.backend("numpy"):
         ref = CRF(c1=0.05, c2=0.1, max_iterations=30).fit(X, y)
