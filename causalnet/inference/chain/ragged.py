@@ -35,7 +35,7 @@ Examples
 >>> log_z, marg, counts = forward_backward_ragged(u, np.zeros((2, 2)), np.array([1, 2]))
 >>> np.round(marg, 3).tolist()
 [[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]]
->>> counts.sum()                                         # one transition in all
+>>> float(counts.sum())                                  # one transition in all
 1.0
 """
 
