@@ -10,8 +10,10 @@ penalty's gradient is ``2 * c2 * w``; the L1 part ``c1 * ||w||_1`` is left to
 the optimiser, OWL-QN). The gradient is the expected minus the empirical
 feature counts: ``X^T (marginals - onehot(y))`` for the state weights (one
 sparse product) and expected minus observed transition counts for ``A``. The
-expectations come from one forward-backward pass of the chain engine shared
-with the HMMs (:mod:`causalnet.inference.chain`).
+expectations come from one forward-backward pass over the flat token array
+(:mod:`causalnet.inference.chain.ragged`, a numba kernel; the padded chain
+engine shared with the HMMs, :mod:`causalnet.inference.chain`, is its
+reference and fallback).
 
 Only the *active* weights are trained (pairs seen in the training data unless
 ``all_possible_states`` / ``all_possible_transitions``); they are packed into
@@ -35,6 +37,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ModelError
 from ...inference import chain as _chain
+from ...inference.chain import ragged
 from .optimize import dot
 
 __all__ = ["Objective", "active_weights"]
@@ -48,6 +51,11 @@ class Objective:
     Follows the objective contract of :mod:`.optimize`: ``obj(theta) -> (f, grad)``,
     with ``n_evals`` and ``last = (theta, f, grad, nll)`` kept up to date.
 
+    One evaluation is two sparse products and one forward-backward pass over
+    the flat token array (:func:`causalnet.inference.chain.ragged.forward_backward_ragged`:
+    a numba kernel over the ragged sequences, no padding, into a buffer kept
+    between calls).
+
     Parameters
     ----------
     Xd : sparse matrix of shape (N, F)
@@ -55,16 +63,22 @@ class Objective:
     y_idx : ndarray of int, shape (N,)
         Label index of every token.
     layout : Layout
-        Placement of the tokens in the chain engine's padded batch.
+        The sequences (``layout.lengths``) and their placement in the chain engine's padded batch.
     state_idx : ndarray of int
         Flat indices into W (F*K) of the trained state weights.
     trans_idx : ndarray of int
         Flat indices into A (K*K) of the trained transition weights.
     K : int
     c2 : float
+    backend : {"numba", "numpy"} or None
+        The forward-backward's: ``"numba"`` the ragged kernel, ``"numpy"`` the
+        padded chain engine (the reference); None:
+        :func:`causalnet.inference.chain.ragged.auto_backend` (the kernel for
+        batches of ``N K^2 >= 2^20`` or once compiled, so small fits do not
+        pay its compile time).
     """
 
-    def __init__(self, Xd, y_idx, layout, state_idx, trans_idx, K, c2):
+    def __init__(self, Xd, y_idx, layout, state_idx, trans_idx, K, c2, backend=None):
         self.X = Xd  # (N, F)
         self.XT = Xd.T.tocsr()  # (F, N)
         self.layout = layout
@@ -76,10 +90,12 @@ class Objective:
         self.size = self.S + trans_idx.size  # P
         self.dense_states = self.S == self.F * K
         self.c2 = c2
+        self.backend = backend or ragged.auto_backend(y_idx.size, K)
         self.emp = self._empirical_counts(y_idx)  # (P,)
         self.n_evals = 0
         self.last = None  # (theta, f, g, nll)
         self._W = None
+        self._M = np.empty((y_idx.size, K))  # (N, K) marginals, reused by every call
 
     def _empirical_counts(self, y_idx):
         """Observed counts (P,) of the trained features."""
@@ -109,26 +125,32 @@ class Objective:
 
     def __call__(self, theta):
         W, A = self.unpack(theta)
-        K = self.K
-        lay = self.layout
         U = self.X @ W  # (N, K)
         try:
-            post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
+            log_z, M, E = self._posterior(U, A)
         except (ModelError, EvidenceError, ArithmeticError):
             if np.isfinite(U).all() and np.isfinite(A).all():
                 raise
             return np.inf, np.full_like(theta, np.nan)  # overflow at a trial point: the line search backs off
-        log_z = float(post.log_z.sum())
-        E = post.edge_counts  # (K, K) expected transition counts
-        G = self.XT @ post.marginals.reshape(-1, K)[lay.rows]  # (F, K) expected state-feature counts
+        nll = float(log_z.sum()) - dot(theta, self.emp)
+        if not np.isfinite(nll):
+            return np.inf, np.full_like(theta, np.nan)
+        G = self.XT @ M  # (F, K) expected state-feature counts
         Gf = G.ravel() if self.dense_states else G.ravel()[self.state_idx]
         grad = np.concatenate([Gf, E.ravel()[self.trans_idx]]) - self.emp  # (P,)
-        nll = log_z - dot(theta, self.emp)
         f = nll + self.c2 * dot(theta, theta)
         grad += 2.0 * self.c2 * theta
         self.n_evals += 1
         self.last = (theta, f, grad, nll)
         return f, grad
+
+    def _posterior(self, U, A):
+        """log Z (n,), token marginals (N, K) and expected transition counts (K, K)."""
+        lay = self.layout
+        if self.backend == "numpy":
+            post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
+            return post.log_z, post.marginals.reshape(-1, self.K)[lay.rows], post.edge_counts
+        return ragged.forward_backward_ragged(U, A, lay.lengths, backend="numba", out=self._M)
 
 
 def active_weights(Xd, y_idx, lengths, K, all_states, all_transitions, min_freq):
