@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
+from ... import limits
 from ...errors import CausalNetWarning, EvidenceError, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
@@ -109,6 +110,13 @@ def _check_int(name, value, low):
         what = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
         raise ModelError(f"{name} must be {what}; got {value!r}")
     return int(value)
+
+
+def _check_alphabet(n_symbols: int) -> int:
+    if n_symbols > limits.get("max_states"):
+        raise ModelError(f"n_symbols={n_symbols} is above the limit max_states={limits.get('max_states')} "
+                         f"(raise cn.limits max_states for a larger alphabet)")
+    return n_symbols
 
 
 def _check_real(name, value, *, positive=False, allow_inf=False):
@@ -285,7 +293,7 @@ class HMM:
         self._n_features = None if n_features is None else _check_int("n_features", n_features, 1)
         if emission == "categorical":
             n_symbols = _alias("n_symbols", n_symbols, "n_features", n_features, default=None)
-        self.n_symbols = None if n_symbols is None else _check_int("n_symbols", n_symbols, 1)
+        self.n_symbols = None if n_symbols is None else _check_alphabet(_check_int("n_symbols", n_symbols, 1))
         self.n_mix = _check_int("n_mix", n_mix, 1)
         letters = "st" + make_emission(emission).letters
         self._params_arg, self._init_params_arg = params, init_params  # as given (get_params)
@@ -872,7 +880,13 @@ def _alphabet_size(X):
     if sym.min() < 0:
         i = int(np.argmin(sym))
         raise EvidenceError(f"observation {sym[i]} at position {i} is negative; symbols are 0..S-1")
-    return int(sym.max()) + 1
+    top = int(sym.max())
+    if top >= limits.get("max_states"):
+        i = int(np.argmax(sym))
+        raise EvidenceError(f"observation {top} at position {i} would make an alphabet of {top + 1} symbols, above "
+                            f"the limit max_states={limits.get('max_states')}; number the symbols 0..S-1 "
+                            f"(or raise cn.limits max_states)")
+    return top + 1
 
 
 def _sample_states(start, trans, u):

@@ -243,3 +243,15 @@ def test_huge_symbols_are_named_not_wrapped(x):
         warnings.simplefilter("error")
         with pytest.raises(EvidenceError, match=re.escape(str(x[0]))):
             h.score(x)
+
+
+def test_an_alphabet_above_the_states_limit_is_refused_before_allocating():
+    import causalnet as cn
+
+    with pytest.raises(cn.EvidenceError, match="3185223680 at position 0 .* max_states"):
+        HMM(2, n_iter=3, seed=0).fit(np.array([[3185223680.0]]))     # was a 24 GiB MemoryError
+    with pytest.raises(cn.ModelError, match="n_symbols=10000000000 is above the limit max_states"):
+        HMM(2, n_symbols=10**10)
+    with cn.limits.override(max_states=4):
+        with pytest.raises(cn.EvidenceError, match="alphabet of 5 symbols"):
+            HMM(2, seed=0).fit(np.array([[0], [4]]))
