@@ -171,3 +171,13 @@ def test_unrolled_sweeps_equal_numpy(rng, K):
     assert_array_equal(np.isneginf(a), np.isneginf(b))
     real = np.isfinite(b)
     assert_allclose(a[real], b[real], rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("K", [1, 2, 9, 32, 33])
+def test_last_axis_max_equals_numpy(K):
+    from causalnet.inference.chain.kernels import last_axis_max
+
+    u = np.random.default_rng(K).standard_normal((3, 5, K))
+    u[0, 1] = -np.inf
+    u[1, 2, 0] = np.nan
+    assert np.array_equal(last_axis_max(u), u.max(axis=-1), equal_nan=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "SCALE_FLOOR", "FB_TOL", "CHUNK_ELEMS", "BLAS_MNK",
-    "matmul_blocked", "add_atb", "Rolling", "logsumexp_into",
+    "matmul_blocked", "add_atb", "Rolling", "logsumexp_into", "last_axis_max",
 ]
 
 
@@ -43,6 +43,22 @@ TC_TOL = 1e-8
 # OpenBLAS runs smaller ones on one thread, and the per-step products are far
 # too small to gain from threads, which thrash (10x slower) on a busy machine.
 BLAS_MNK = 1 << 18
+
+
+def last_axis_max(u):
+    """``u.max(axis=-1)`` (a new array), column by column for few states.
+
+    numpy reduces a short last axis element by element; ``K`` vectorised
+    ``np.maximum`` passes over the other axes are 5-10x faster for ``K <= 32``
+    (the same values: a maximum is exact).
+    """
+    K = u.shape[-1]
+    if K == 0 or K > 32:
+        return u.max(axis=-1)
+    out = u[..., 0].copy()
+    for k in range(1, K):
+        np.maximum(out, u[..., k], out=out)
+    return out
 
 
 def matmul_blocked(a, b, out):

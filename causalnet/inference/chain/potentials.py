@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import EvidenceError, ModelError, ShapeError
+from .kernels import last_axis_max
 
 __all__ = ["ChainPosterior", "Chain", "validate_potentials", "raise_if_impossible"]
 
@@ -183,7 +184,7 @@ class Chain:  # the engine's input contract (HMM builds it directly)
         """``B = exp(u - off)`` with ``off`` the per-(t, row) max; B is 0 on padding."""
         if self._scaled_u is None:
             u = self.u
-            off = u.max(axis=-1)  # (T, n)
+            off = last_axis_max(u)  # (T, n)
             off[~np.isfinite(off)] = 0.0  # padding / impossible steps
             B = u - off[..., None]
             np.exp(B, out=B)  # (T, n, K)

@@ -47,7 +47,7 @@ import numpy as np
 
 from ...errors import ModelError
 from . import compiled
-from .kernels import FB_TOL, SCALE_FLOOR
+from .kernels import FB_TOL, SCALE_FLOOR, last_axis_max
 from .sum_product import forward_backward
 
 try:  # numba is a regular dependency; the padded numpy engine remains the reference
@@ -221,9 +221,7 @@ def workspace(T, K):
 
 def scaled_unaries(U, out):
     """``out = exp(U - off)`` with ``off`` (N,) each row's maximum (numpy's vectorised exp); returns off."""
-    off = U[:, 0].copy()  # (N,)
-    for k in range(1, U.shape[1]):  # column by column: much faster than U.max(axis=1) for small K
-        np.maximum(off, U[:, k], out=off)
+    off = last_axis_max(U)  # (N,)
     with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are flagged by the kernel
         np.subtract(U, off[:, None], out=out)
         np.exp(out, out=out)
