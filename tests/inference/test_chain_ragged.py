@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.special import logsumexp
 
-from causalnet.errors import EvidenceError, ModelError
+from causalnet.errors import EvidenceError, ModelError, ShapeError
 from causalnet.inference.chain import compiled
 from causalnet.inference.chain.ragged import (
     AVAILABLE,
@@ -112,3 +112,24 @@ def test_numpy_backend_follows_the_chain_switch(rng):
         got = forward_backward_ragged(U, A, lengths)
     for g, w in zip(got, _enumerate(U, A, lengths)):
         assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_bad_arguments_are_refused_by_name_before_the_kernel_reads(backend):
+    U = np.zeros((5, 3))
+    with pytest.raises(ShapeError, match=r"\(K, K\) = \(3, 3\)"):
+        forward_backward_ragged(U, np.zeros((2, 2)), np.array([2, 3]), backend=backend)
+    with pytest.raises(ShapeError, match="sum to 4 but unary has N = 5"):
+        forward_backward_ragged(U, np.zeros((3, 3)), np.array([2, 2]), backend=backend)
+    with pytest.raises(ShapeError, match="sum to 6"):
+        forward_backward_ragged(U, np.zeros((3, 3)), np.array([3, 3]), backend=backend)
+    with pytest.raises(EvidenceError, match="at least one step"):
+        forward_backward_ragged(U, np.zeros((3, 3)), np.array([0, 5]), backend=backend)
+    with pytest.raises(ShapeError, match="1-D integer"):
+        forward_backward_ragged(U, np.zeros((3, 3)), np.array([2.0, 3.0]), backend=backend)
+    with pytest.raises(ShapeError, match="out must be a float64 array of shape"):
+        forward_backward_ragged(U, np.zeros((3, 3)), np.array([2, 3]), backend=backend, out=np.empty((5, 2)))
+    with pytest.raises(ModelError, match="share memory"):
+        forward_backward_ragged(U, np.zeros((3, 3)), np.array([2, 3]), backend=backend, out=U)
+    log_z, M, _ = forward_backward_ragged(U, np.zeros((3, 3)), [2, 3], backend=backend)   # a list of lengths is fine
+    assert np.allclose(log_z, [2 * np.log(3), 3 * np.log(3)]) and np.allclose(M, 1 / 3)

@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from ...errors import ModelError
+from ...errors import EvidenceError, ModelError, ShapeError
 from . import compiled
 from .kernels import FB_TOL, SCALE_FLOOR, last_axis_max
 from .sum_product import forward_backward
@@ -277,13 +277,18 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
     Raises
     ------
     ModelError
-        For an unknown `backend`.
+        For an unknown `backend`, or an `out` that shares memory with `unary`.
+    ShapeError
+        If the shapes disagree, or `lengths` do not sum to N.
+    EvidenceError
+        For a sequence of length 0.
     EvidenceError, ModelError
         As :func:`~.sum_product.forward_backward` for the sequences it redoes
         (NaN or ``+inf`` potentials, no possible path).
     """
     if backend is not None and backend not in BACKENDS:
         raise ModelError(f"forward_backward_ragged backend must be None or one of {list(BACKENDS)}; got {backend!r}")
+    unary, pairwise, lengths = _checked(unary, pairwise, lengths, out)
     use_numba = compiled.enabled() if backend is None else backend == "numba" and AVAILABLE
     A = np.ascontiguousarray(pairwise, dtype=np.float64)
     amax = A.max() if A.size else 0.0
@@ -303,6 +308,30 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
     if bad.any():
         _redo(U, A, lengths, starts, np.flatnonzero(bad), log_z, M, E)
     return log_z, M, E
+
+
+def _checked(unary, pairwise, lengths, out):
+    """The arguments as arrays, shapes and lengths checked (the kernel reads by index: no check, no safety)."""
+    unary = np.asarray(unary)
+    pairwise = np.asarray(pairwise)
+    lengths = np.asarray(lengths)
+    if unary.ndim != 2:
+        raise ShapeError(f"unary potentials must have shape (N, K); got {unary.shape}")
+    N, K = unary.shape
+    if pairwise.shape != (K, K):
+        raise ShapeError(f"pairwise potentials must have shape (K, K) = ({K}, {K}); got {pairwise.shape}")
+    if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ShapeError(f"lengths must be a 1-D integer array; got {lengths.dtype} of shape {lengths.shape}")
+    if lengths.size and int(lengths.min()) < 1:
+        raise EvidenceError(f"every sequence needs at least one step; lengths has {int(lengths.min())}")
+    if int(lengths.sum()) != N:
+        raise ShapeError(f"lengths sum to {int(lengths.sum())} but unary has N = {N} rows")
+    if out is not None:
+        if out.shape != (N, K) or out.dtype != np.float64:
+            raise ShapeError(f"out must be a float64 array of shape ({N}, {K}); got {out.dtype} {out.shape}")
+        if np.shares_memory(out, unary):
+            raise ModelError("out must not share memory with unary (the marginals overwrite it)")
+    return unary, pairwise, lengths
 
 
 def _redo(U, A, lengths, starts, rows, log_z, M, E):

@@ -51,10 +51,13 @@ class Objective:
     Follows the objective contract of :mod:`.optimize`: ``obj(theta) -> (f, grad)``,
     with ``n_evals`` and ``last = (theta, f, grad, nll)`` kept up to date.
 
-    One evaluation is two sparse products and one forward-backward pass over
-    the flat token array (:func:`causalnet.inference.chain.ragged.forward_backward_ragged`:
-    a numba kernel over the ragged sequences, no padding, into a buffer kept
-    between calls).
+    One evaluation is two sparse products and one forward-backward pass:
+    over the flat token array by
+    :func:`causalnet.inference.chain.ragged.forward_backward_ragged` (a numba
+    kernel over the ragged sequences, no padding, into a buffer kept between
+    calls), or, on the ``"numpy"`` backend, over the padded batch by the
+    chain engine. The two agree to rounding; which one ``None`` picks can
+    depend on what ran earlier in the process (a compiled kernel is used).
 
     Parameters
     ----------
@@ -90,12 +93,14 @@ class Objective:
         self.size = self.S + trans_idx.size  # P
         self.dense_states = self.S == self.F * K
         self.c2 = c2
+        if backend is not None and backend not in ragged.BACKENDS:
+            raise ModelError(f"CRF objective backend must be None or one of {list(ragged.BACKENDS)}; got {backend!r}")
         self.backend = backend or ragged.auto_backend(y_idx.size, K)
         self.emp = self._empirical_counts(y_idx)  # (P,)
         self.n_evals = 0
         self.last = None  # (theta, f, g, nll)
         self._W = None
-        self._M = np.empty((y_idx.size, K))  # (N, K) marginals, reused by every call
+        self._M = None  # (N, K) marginals of the ragged kernel, reused by every call
 
     def _empirical_counts(self, y_idx):
         """Observed counts (P,) of the trained features."""
@@ -150,6 +155,8 @@ class Objective:
         if self.backend == "numpy":
             post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
             return post.log_z, post.marginals.reshape(-1, self.K)[lay.rows], post.edge_counts
+        if self._M is None:
+            self._M = np.empty_like(U)
         return ragged.forward_backward_ragged(U, A, lay.lengths, backend="numba", out=self._M)
 
 

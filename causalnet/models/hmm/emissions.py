@@ -32,6 +32,7 @@ import math
 import numpy as np
 from scipy import linalg, sparse
 
+from ... import limits
 from ...distributions import DiscreteDistribution, EmpiricalDistribution, GaussianMixture
 from ...errors import EvidenceError, ModelError, ShapeError
 from ...inference.counterfactual import SCM_DISCRETE
@@ -288,7 +289,10 @@ class CategoricalEmission(Emission):
     def init(self, params, X, K, rng, letters):
         if "e" not in letters:
             return {}
-        return {"emissionprob_": rng.dirichlet(np.ones(self.symbols(params)), size=K)}
+        S = self.symbols(params)
+        limits.check_bytes(8.0 * K * S * 3, what="the HMM emission table and its EM statistics",
+                           cause=f"{K} states x {S} symbols")
+        return {"emissionprob_": rng.dirichlet(np.ones(S), size=K)}
 
     def statistics(self, Xp, G, letters, cache, params=None):
         if "e" not in letters:

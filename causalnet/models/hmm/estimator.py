@@ -115,7 +115,7 @@ def _check_int(name, value, low):
 def _check_alphabet(n_symbols: int) -> int:
     if n_symbols > limits.get("max_states"):
         raise ModelError(f"n_symbols={n_symbols} is above the limit max_states={limits.get('max_states')} "
-                         f"(raise cn.limits max_states for a larger alphabet)")
+                         f"(raise it with causalnet.limits.set(max_states=...))")
     return n_symbols
 
 
@@ -885,7 +885,7 @@ def _alphabet_size(X):
         i = int(np.argmax(sym))
         raise EvidenceError(f"observation {top} at position {i} would make an alphabet of {top + 1} symbols, above "
                             f"the limit max_states={limits.get('max_states')}; number the symbols 0..S-1 "
-                            f"(or raise cn.limits max_states)")
+                            f"(or raise the limit with causalnet.limits.set(max_states=...))")
     return top + 1
 
 

@@ -72,3 +72,13 @@ def test_fit_is_the_same_with_either_backend(monkeypatch):
         ref = CRF(c1=0.05, c2=0.1, max_iterations=30).fit(X, y)
     assert_allclose([r["loss"] for r in fast.training_log_], [r["loss"] for r in ref.training_log_], rtol=1e-9)
     assert_allclose(fast.state_weights_, ref.state_weights_, rtol=0, atol=1e-6)
+
+
+def test_an_unknown_backend_is_refused_by_name():
+    import scipy.sparse as sp
+
+    from causalnet import ModelError
+
+    with pytest.raises(ModelError, match="backend must be None or one of .*'nmupy'"):
+        Objective(sp.csr_matrix(np.eye(2)), np.array([0, 1]), Layout(np.array([1, 1])), np.arange(4), np.arange(4),
+                  K=2, c2=0.0, backend="nmupy")

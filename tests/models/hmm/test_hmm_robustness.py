@@ -255,3 +255,10 @@ def test_an_alphabet_above_the_states_limit_is_refused_before_allocating():
     with cn.limits.override(max_states=4):
         with pytest.raises(cn.EvidenceError, match="alphabet of 5 symbols"):
             HMM(2, seed=0).fit(np.array([[0], [4]]))
+
+
+def test_an_emission_table_above_the_bytes_limit_is_refused_before_allocating():
+    import causalnet as cn
+
+    with pytest.raises(cn.ResourceError, match="300 states x 10000000 symbols"):
+        HMM(300, seed=0).fit(np.array([[0], [9_999_999]]))          # 22 GiB: was numpy's MemoryError
