@@ -229,7 +229,13 @@ def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
 
 
 _dot = np.dot
-_FUSABLE = (LayerNorm, AttentionWeights)
+
+
+def _fusable(mech) -> bool:
+    """Whether the op's compiled function can call a kernel of :mod:`~causalnet.mechanisms.tensor.fused`."""
+    if type(mech) is LayerNorm:
+        return len(mech.parents) == 2
+    return type(mech) is AttentionWeights and not mech.has_padding and mech.heads is not None
 
 
 class Program:
@@ -276,7 +282,7 @@ class Program:
         self.nslots = nslots
         self.inputs = tuple(slot[v] for v in inputs)
         self.outputs = tuple((v, slot[v]) for v in outputs)
-        self.fusable = any(type(mechs[v]) in _FUSABLE for v in nodes)   # ops with a fused kernel (fused.py)
+        self.fusable = any(_fusable(mechs[v]) for v in nodes)          # ops with a fused kernel (fused.py)
         self.neginf_ok = tuple(bool(getattr(mechs[v], "allows_neginf", False)) for v in outputs)
         self._names = tuple(v for v, _ in self.outputs)
         self._body = _compile(self.steps, self.inputs, tuple(i for _, i in self.outputs))

@@ -139,3 +139,18 @@ def test_backend_names_and_the_auto_budget(monkeypatch):
     with fused.backend("numpy"):
         assert not fused.active()
     assert fused.active()
+
+
+def test_mismatched_arguments_go_back_to_numpy_rather_than_into_the_kernel(rng):
+    x32 = rng.standard_normal((2, 3, 4)).astype("float32")
+    with fused.backend("numba"):
+        w, b = np.ones(4, "float32"), np.zeros(4, "float32")
+        assert fused.add_layer_norm(x32, x32, w, b, 1e-5) is not None
+        assert fused.add_layer_norm(x32, x32.astype(float), w, b, 1e-5) is None       # float64 x1: numpy promotes
+        assert fused.add_layer_norm(x32, x32, np.ones(4), b, 1e-5) is None            # weight of another dtype
+        assert fused.add_layer_norm(x32, x32, np.ones(3, "float32"), b, 1e-5) is None  # wrong width
+        assert fused.add_layer_norm(x32, x32, w[::-1], b, 1e-5) is not None          # a reversed view is copied
+        q = rng.standard_normal((1, 4, 8))
+        assert fused.attention_weights(q, q, 2, 0.5, False) is not None
+        assert fused.attention_weights(q, q, 3, 0.5, False) is None                   # 3 heads do not divide 8
+        assert fused.attention_weights(q, q[:, :, :4], 2, 0.5, False) is None         # keys of another width

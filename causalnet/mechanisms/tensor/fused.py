@@ -164,17 +164,21 @@ def add_layer_norm(x0: np.ndarray, x1: np.ndarray, weight: np.ndarray, bias: np.
     Returns
     -------
     ndarray (..., d) or None
-        None when the kernels are not active, the input is of another
-        dtype, or some row's variance is not finite (the caller's numpy
-        path then handles the overflow or the non-finite value).
+        None when the kernels are not active, the arrays' dtypes or shapes
+        do not match, or some row's variance is not finite (the caller's
+        numpy path then handles the mismatch, the overflow or the
+        non-finite value).
     """
-    if not _state["on"] or x0.shape != x1.shape or x0.dtype not in _DTYPES:
+    if (not _state["on"] or x0.shape != x1.shape or x0.dtype not in _DTYPES or x1.dtype != x0.dtype
+            or weight.dtype != x0.dtype or bias.dtype != x0.dtype or weight.shape != x0.shape[-1:]
+            or bias.shape != weight.shape or x0.shape[-1] == 0):
         return None
     d = x0.shape[-1]
     out = np.empty(x0.shape, dtype=x0.dtype)
     a = np.ascontiguousarray(x0).reshape(-1, d)
-    b = np.ascontiguousarray(x1, dtype=x0.dtype).reshape(-1, d)
-    if not _for(x0.dtype)[0](a, b, weight, bias, float(eps), out.reshape(-1, d)):
+    b = np.ascontiguousarray(x1).reshape(-1, d)
+    w, c = np.ascontiguousarray(weight), np.ascontiguousarray(bias)
+    if not _for(x0.dtype)[0](a, b, w, c, float(eps), out.reshape(-1, d)):
         return None
     return out
 
@@ -197,12 +201,13 @@ def attention_weights(q: np.ndarray, k: np.ndarray, heads: int, scale: float, ca
     -------
     ndarray (n, h, T, S) or None
         None when the kernels are not active, the work is large, the dtypes
-        differ from the op's, or a row's maximum score is not finite.
+        or shapes do not match (or `heads` does not divide ``D``), or a row's
+        maximum score is not finite.
     """
     n, t, dd = q.shape
     s = k.shape[1]
     if (not _state["on"] or n * t * s * dd > SMALL_ATTENTION_WORK or q.dtype not in _DTYPES
-            or k.dtype != q.dtype or t == 0 or s == 0):
+            or k.dtype != q.dtype or t == 0 or s == 0 or heads < 1 or dd % heads or k.shape[::2] != (n, dd)):
         return None
     out = np.empty((n, heads, t, s), dtype=q.dtype)
     kernels = _for(q.dtype)

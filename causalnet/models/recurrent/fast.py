@@ -1,10 +1,12 @@
 """A fast forward pass of an unrolled recurrent model: one tight loop of matmuls per layer.
 
 :func:`run` gives the values :meth:`CausalModel.forward` gives on the model's
-outputs, computed the way PyTorch computes them: the input projections of all
-``T`` steps in one matmul ``(n T, d) @ (d, G H)``, then per step one matmul
-``h @ W_hh^T`` for all gates at once and the cell's elementwise update. The
-weights are read back from the model's own nodes (step 0 of each layer and
+outputs, computed the way PyTorch computes them: the input projections a block
+of steps per matmul (just before those steps run, so they are still in cache),
+then per step one matmul for all gates at once (``W_hh @ h`` on feature-major
+states in float32, ``h @ W_hh^T`` on time-major ones in float64: see
+:mod:`.layouts`) and the cell's elementwise update in one compiled pass
+(:mod:`.kernels`; numpy without numba). The weights are read back from the model's own nodes (step 0 of each layer and
 direction; every step shares them), so nothing is stored twice. A model with
 interventions runs through :meth:`CausalModel.forward` instead (same answer,
 each intervention honoured).
@@ -50,7 +52,8 @@ def _layout(model: CausalModel) -> tuple[str, int, int, int]:
     return kind, layers, 2 if "l0.rev.h[0]" in nodes else 1, T
 
 
-#: model -> (layout, fused weights per layer and direction), built on first use; models are immutable
+#: model -> (kind, layers, directions, T, intervened, fused weights per layer and direction), built on first
+#: use; models are immutable
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -204,6 +207,8 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
     ------
     ModelError, EvidenceError
         Not a recurrent builder's model, `x` of the wrong shape or not finite, bad `lengths`.
+    NumericalError
+        A state overflows (the node is named, as by ``model.forward``).
     """
     kind, layers, dirs, T, intervened, weights = _prepared(model)
     dt = model.spec("l0.h[0]").dtype
@@ -230,14 +235,18 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
     X = lay.inputs(Xc)
     H = model.spec("l0.h[0]").shape[0]
     h_n, c_n = [], []
-    for k in range(layers):
-        ys = lay.states(dirs, H, T, keep.shape[1], dt)
-        for r in range(dirs):
-            h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, keep, bool(r), ys[r])
-            h_n.append(h)
-            c_n.append(c)
-        X = lay.joined(ys)
-    return RecurrentOutput(lay.outputs(X), np.stack(h_n), np.stack(c_n) if kind == "lstm" else None)
+    with np.errstate(all="ignore"):                       # an overflow is found below and named by forward
+        for k in range(layers):
+            ys = lay.states(dirs, H, T, keep.shape[1], dt)
+            for r in range(dirs):
+                h, c = _direction(kind, weights[f"l{k}.rev" if r else f"l{k}"], X, keep, bool(r), ys[r])
+                h_n.append(h)
+                c_n.append(c)
+            X = lay.joined(ys)
+    out = RecurrentOutput(lay.outputs(X), np.stack(h_n), np.stack(c_n) if kind == "lstm" else None)
+    if not all(np.isfinite(a).all() for a in out if a is not None):
+        return _generic(model, Xc, lengths, kind, layers, dirs, T)   # raises NumericalError naming the node
+    return out
 
 
 def _generic(model: CausalModel, X: np.ndarray, lengths, kind: str, layers: int, dirs: int, T: int):

@@ -313,7 +313,7 @@ def _rnn_loops(tanh, one, half) -> dict:
         if act == 1:
             return tanh(a)
         if act == 2:
-            return a if a > zero else zero
+            return zero if a < zero else a                 # NaN stays NaN, as np.maximum
         if act == 3:
             return half * (one + tanh(half * a))
         return a

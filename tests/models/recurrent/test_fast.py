@@ -194,3 +194,15 @@ def test_non_finite_x_is_refused(dtype, bad):
         assert not isinstance(err, CausalNetError)                        # finite in float64: a valid input
     else:
         assert isinstance(err, CausalNetError) and "NaN or inf" in str(err)
+
+
+@pytest.mark.parametrize("dtype,big", [("float32", 3e38), ("float64", 1.7e308)])
+def test_an_overflowing_state_raises_as_forward_does(dtype, big):
+    from causalnet import NumericalError
+
+    m = recurrent.rnn(input_size=3, hidden_size=4, T=3, nonlinearity="relu", seed=4, dtype=dtype)
+    x = np.full((2, 3, 3), big, dtype) * np.array([1, -1, 1], dtype=dtype)
+    with pytest.raises(NumericalError, match="'l0.h"):
+        m.forward({f"x[{t}]": x[:, t] for t in range(3)})
+    with pytest.raises(NumericalError, match="'l0.h"):
+        recurrent.run(m, x)                                 # was inf with a RuntimeWarning
