@@ -47,7 +47,9 @@ One idea each: :mod:`.potentials` (validation and the internal layout,
 :mod:`.time_chunks` (long narrow batches), :mod:`.sum_product` (likelihood,
 marginals, edge counts, messages), :mod:`.max_product` (Viterbi),
 :mod:`.sampling` (posterior paths), :mod:`.kernels` (shared numeric helpers),
-:mod:`.compiled` (the numba sweeps) and :mod:`.unrolled` (their few-state log-partition).
+:mod:`.compiled` (the numba sweeps), :mod:`.unrolled` (generated few-state
+sweeps: log-partition, scaled forward, Viterbi) and :mod:`.ragged` (one
+forward-backward over flat ragged sequences, for CRF training).
 
 The engine's contract for model builders (HMM, CRF) is the batch-first public
 functions plus, for callers that build the internal layout themselves,

@@ -14,7 +14,8 @@ loops, ``O(T n K^2)`` arithmetic with no per-step overhead:
   (messages in registers, rescaling only when the mass leaves ``[1e-50, 1e50]``);
 * :func:`backward_kernel` — the scaled backward sweep, optionally summing the
   expected transition statistics ``S = sum_t alpha[t-1].T @ g[t]`` on the fly;
-* :func:`viterbi_kernel` — max-product plus backtrack (lowest index on ties).
+* :func:`viterbi_kernel` — max-product plus backtrack (lowest index on ties);
+  up to 4 states the unrolled Viterbi of :mod:`.unrolled` runs instead.
 
 Inner loops run over the destination state (``out[j] += a_i * A[i, j]``), so
 LLVM vectorises them without reassociating sums (no ``fastmath``); results
@@ -115,7 +116,7 @@ def _njit(fn):
     No on-disk cache: numba would write it into the installed package's
     ``__pycache__``, which may be read-only, and which pip leaves behind on
     uninstall as a ``causalnet/`` folder without ``__init__.py`` that then shadows
-    a later (editable) install. Compiling the three kernels costs about 2 s once
+    a later (editable) install. Compiling the kernels costs about 0.5-1 s each, once
     per process, and only for chains of ``AUTO_MIN_T`` steps or more.
     """
     if numba is None:  # pragma: no cover
