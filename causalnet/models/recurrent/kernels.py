@@ -206,7 +206,7 @@ def _loops(tanh, one, half) -> dict:
     pass of the cell over the step's numbers.
     """
     lstm, gru = _cells(tanh, one, half)
-    return {**_lstm_loops(lstm, one - one), **_gru_loops(gru), **_rnn_loops(tanh, one, half)}
+    return {**_lstm_loops(lstm, one - one), **_gru_loops(gru), **_rnn_loops(tanh, one)}
 
 
 _JIT = {"cache": False, "nogil": True, "error_model": "numpy"}
@@ -303,7 +303,7 @@ def _gru_loops(gru) -> dict:
     return {("gru", "feature"): gru_feature, ("gru", "time"): gru_time}
 
 
-def _rnn_loops(tanh, one, half) -> dict:
+def _rnn_loops(tanh, one) -> dict:
     """The vanilla RNN block loops; the activation is a code (:data:`ACTIVATIONS`)."""
     jit = numba.njit(**_JIT)
     zero = one - one
@@ -312,11 +312,7 @@ def _rnn_loops(tanh, one, half) -> dict:
     def act_(a, act):  # pragma: no cover - compiled
         if act == 1:
             return tanh(a)
-        if act == 2:
-            return zero if a < zero else a                 # NaN stays NaN, as np.maximum
-        if act == 3:
-            return half * (one + tanh(half * a))
-        return a
+        return zero if a < zero else a                     # relu; NaN stays NaN, as np.maximum
 
     @jit
     def rnn_feature(W_hh, z, xp, b, act, t0, reverse, first, keep, y, h):  # pragma: no cover
@@ -391,13 +387,13 @@ def swap_outer(a: np.ndarray) -> np.ndarray:
     """
     if _SWAP is None or a.dtype not in _KERNELS:
         return np.ascontiguousarray(a.transpose(2, 1, 0))
-    out = np.empty(a.shape[::-1][:1] + a.shape[1:2] + a.shape[:1], dtype=a.dtype)
+    out = np.empty(a.shape[::-1], dtype=a.dtype)
     _SWAP(np.ascontiguousarray(a), out)
     return out
 
 
-#: an RNN's activation -> the code its compiled loop takes
-ACTIVATIONS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
+#: an RNN's activation (``RNNCell`` takes these two) -> the code its compiled loop takes
+ACTIVATIONS = {"tanh": 1, "relu": 2}
 
 
 def kernel(cell: str, layout: str, dtype):
