@@ -87,8 +87,14 @@ def set_backend(name: str) -> str:
         For another name, or ``"numba"`` when numba is not installed.
     """
     prev, _state["backend"] = _state["backend"], _check(name)
-    _state["on"] = name == "numba" or (name == "auto" and _state["spent"] >= AUTO_BUDGET_S and AVAILABLE)
+    _refresh()
     return prev
+
+
+def _refresh() -> None:
+    """``_state["on"]`` (what the ops test on every call) from the backend and the time spent so far."""
+    backend = _state["backend"]
+    _state["on"] = backend == "numba" or (backend == "auto" and _state["spent"] >= AUTO_BUDGET_S and AVAILABLE)
 
 
 @contextmanager
@@ -114,9 +120,7 @@ def active() -> bool:
 def spend(seconds: float) -> None:
     """Count `seconds` of plan-program time in numpy; under ``"auto"`` the kernels start once the budget is spent."""
     _state["spent"] += seconds
-    backend = _state["backend"]
-    if backend == "numba" or (backend == "auto" and _state["spent"] >= AUTO_BUDGET_S and AVAILABLE):
-        _state["on"] = True                                  # each dtype compiles on its first kernel call
+    _refresh()                                               # each dtype compiles on its first kernel call
 
 
 def compile_kernels(dtypes=("float32", "float64")) -> float:
@@ -293,4 +297,4 @@ def _normalise_loop(p):  # pragma: no cover - compiled by numba
 
 _env = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
 _state["backend"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) else "auto"
-_state["on"] = _state["backend"] == "numba"
+_refresh()
