@@ -47,6 +47,7 @@ One idea each: :mod:`.potentials` (validation and the internal layout,
 :mod:`.time_chunks` (long narrow batches), :mod:`.sum_product` (likelihood,
 marginals, edge counts, messages), :mod:`.max_product` (Viterbi),
 :mod:`.sampling` (posterior paths), :mod:`.kernels` (shared numeric helpers),
+:mod:`.layout` (flat ragged token values placed in a padded batch),
 :mod:`.compiled` (the numba sweeps), :mod:`.unrolled` (generated few-state
 sweeps: log-partition, scaled forward, Viterbi) and :mod:`.ragged` (one
 forward-backward over flat ragged sequences, for CRF training).

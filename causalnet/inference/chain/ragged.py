@@ -48,6 +48,7 @@ import numpy as np
 from ...errors import EvidenceError, ModelError, ShapeError
 from . import compiled
 from .kernels import FB_TOL, SCALE_FLOOR, last_axis_max
+from .layout import Layout
 from .sum_product import forward_backward
 
 try:  # numba is a regular dependency; the padded numpy engine remains the reference
@@ -234,20 +235,18 @@ def _starts(lengths):
     return starts
 
 
-def forward_backward_padded(unary, pairwise, lengths):
-    """The reference: `unary` (N, K) padded to (n, T, K) and run by :func:`~.sum_product.forward_backward`.
+def forward_backward_padded(unary, pairwise, lengths, layout=None):
+    """The reference: `unary` (N, K) padded by a :class:`~.layout.Layout` and run by
+    :func:`~.sum_product.forward_backward`.
 
-    Returns ``(log_z (n,), marginals (N, K), edge_counts (K, K))``.
+    `layout` (optional) is the batch's, reused across calls (its padding buffer too).
+    Returns ``(log_z (n,), marginals (N, K), edge_counts (K, K))``, in input order.
     """
-    n, K = lengths.size, unary.shape[1]
-    T = int(lengths.max()) if n else 0
-    starts = _starts(lengths)
-    rows = np.repeat(np.arange(n) * T - starts[:-1], lengths) + np.arange(unary.shape[0])  # (N,) padded position
-    padded = np.zeros((n * T, K))  # (n*T, K)
-    padded[rows] = unary
-    mask = np.arange(T) < lengths[:, None]  # (n, T)
-    post = forward_backward(padded.reshape(n, T, K), pairwise, mask, counts=True)
-    return post.log_z, post.marginals.reshape(n * T, K)[rows], post.edge_counts
+    lay = Layout(lengths) if layout is None else layout
+    post = forward_backward(lay.pad(unary), pairwise, lay.mask, counts=True)
+    log_z = np.empty_like(post.log_z)
+    log_z[lay.order] = post.log_z  # padded row r is sequence order[r]
+    return log_z, post.marginals.reshape(-1, unary.shape[1])[lay.rows], post.edge_counts
 
 
 def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None):

@@ -61,11 +61,12 @@ import numpy as np
 from ... import limits
 from ...errors import EvidenceError, ModelError, NotFittedError, NumericalError, ShapeError
 from ...inference import chain as _chain
+from ...inference.chain.layout import Layout
 from ...progress import progress_bar
 from . import causal, saving
 from .features import Vocab, encode_labels, parse_sequences
 from .holdout import HoldOut
-from .layout import Layout, split
+from .layout import split
 from .objective import Objective, active_weights
 from .optimize import Progress, lbfgs_scipy, quasi_newton
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...inference import chain as _chain
-from .layout import Layout
+from ...inference.chain.layout import Layout
 
 __all__ = ["HoldOut"]
 

@@ -22,7 +22,7 @@ one vector ``theta`` of length P, which is what the optimiser sees.
 Examples
 --------
 >>> import numpy as np, scipy.sparse as sp
->>> from causalnet.models.crf.layout import Layout
+>>> from causalnet.inference.chain.layout import Layout
 >>> X = sp.csr_matrix(np.eye(2))                       # two one-token sequences, F = 2
 >>> obj = Objective(X, np.array([0, 1]), Layout(np.array([1, 1])),
 ...                 np.arange(4), np.arange(4), K=2, c2=0.0)
@@ -36,7 +36,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvidenceError, ModelError
-from ...inference import chain as _chain
 from ...inference.chain import ragged
 from .optimize import dot
 
@@ -153,8 +152,7 @@ class Objective:
         """log Z (n,), token marginals (N, K) and expected transition counts (K, K)."""
         lay = self.layout
         if self.backend == "numpy":
-            post = _chain.forward_backward(lay.pad(U), A, lay.mask, counts=True)
-            return post.log_z, post.marginals.reshape(-1, self.K)[lay.rows], post.edge_counts
+            return ragged.forward_backward_padded(U, A, lay.lengths, layout=lay)
         if self._M is None:
             self._M = np.empty_like(U)
         return ragged.forward_backward_ragged(U, A, lay.lengths, backend="numba", out=self._M)

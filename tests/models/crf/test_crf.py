@@ -13,9 +13,9 @@ from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from causalnet.errors import EvidenceError, ModelError, ShapeError
+from causalnet.inference.chain.layout import Layout
 from causalnet.models.crf import CRF, synthetic_tagging
 from causalnet.models.crf.features import ItemFeatures, encode_labels, parse_sequences
-from causalnet.models.crf.layout import Layout
 from causalnet.models.crf.objective import Objective, active_weights
 
 # ---------------------------------------------------------------------------

@@ -8,10 +8,10 @@ from numpy.testing import assert_allclose
 from scipy.optimize import approx_fprime
 
 from causalnet.inference.chain import compiled, ragged
+from causalnet.inference.chain.layout import Layout
 from causalnet.inference.chain.ragged import AVAILABLE
 from causalnet.models.crf import CRF, synthetic_tagging
 from causalnet.models.crf.features import encode_labels, parse_sequences
-from causalnet.models.crf.layout import Layout
 from causalnet.models.crf.objective import Objective, active_weights
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="numba is not installed")
