@@ -5,6 +5,7 @@ Usage::
     python benchmarks/transformer.py            # d_model 512, 8 heads, d_ff 2048, batch 8 x 128 tokens, float32
     python benchmarks/transformer.py --quick    # smaller sizes and fewer rounds (smoke run)
     python benchmarks/transformer.py --shape 1,16,64 --rounds 300 --threads 1   # the small-tensor case (issue 15)
+    python benchmarks/transformer.py --ops --threads 1      # the fused kernels alone against numpy's ops
 
 ``--shape n,T,d`` sets batch, tokens and width (heads d/16, d_ff 4d).
 
@@ -104,6 +105,38 @@ def numpy_layer(weights: dict, heads: int, eps: float = 1e-5):
     return run
 
 
+def bench_ops(dtype: str, rounds: int) -> None:
+    """The fused kernels alone against numpy's ops (the same op's compiled function, both backends)."""
+    from causalnet.mechanisms import tensor as T
+
+    fused.compile_kernels((dtype,))
+    rng = np.random.default_rng(0)
+
+    def med(op, args, backend):
+        with fused.backend(backend):
+            op(*args)
+            ts = []
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                op(*args)
+                ts.append(time.perf_counter() - t0)
+        return statistics.median(ts)
+
+    print(f"fused kernels vs numpy's ops, {dtype}, median of {rounds} calls each (numpy time / kernel time)")
+    for rows, d in [(16, 64), (64, 128), (128, 256), (512, 256), (1024, 768)]:
+        op = T.LayerNorm(["a", "b"], rng.random(d), rng.random(d), dtype=dtype).compiled("n")
+        a, b = (rng.standard_normal((1, rows, d)).astype(dtype) for _ in range(2))
+        k, n = med(op, (a, b), "numba"), med(op, (a, b), "numpy")
+        print(f"  add & LayerNorm {rows:>5} x {d:<4} kernel {k * 1e6:8.1f} us  numpy {n * 1e6:8.1f} us  {n / k:5.2f}x")
+    for t, dd, h in [(16, 64, 4), (32, 64, 4), (32, 128, 8), (64, 256, 16)]:
+        op = T.AttentionWeights(["q", "k"], heads=h, dtype=dtype).compiled("n")
+        q, kk = (rng.standard_normal((1, t, dd)).astype(dtype) for _ in range(2))
+        used = t * t * dd <= fused.SMALL_ATTENTION_WORK
+        k, n = med(op, (q, kk), "numba"), med(op, (q, kk), "numpy")
+        print(f"  attention weights T={t:<3} D={dd:<4} kernel {k * 1e6:8.1f} us  numpy {n * 1e6:8.1f} us  {n / k:5.2f}x"
+              f"{'' if used else '  (above SMALL_ATTENTION_WORK: numpy both times)'}")
+
+
 def peak_traced(fn) -> float:
     """tracemalloc's peak during one call of fn (numpy's allocations; not PyTorch's)."""
     tracemalloc.start()
@@ -120,12 +153,15 @@ def main(argv=None) -> None:
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--threads", type=int, default=None, help="threads for PyTorch and BLAS (default: as installed)")
     ap.add_argument("--shape", default=None, help="n,T,d: batch, tokens, width (heads d/16, d_ff 4d)")
+    ap.add_argument("--ops", action="store_true", help="time the fused kernels alone against numpy's ops")
     args = ap.parse_args(argv)
     if args.threads:
         from threadpoolctl import threadpool_limits
 
         torch.set_num_threads(args.threads)
         threadpool_limits(args.threads)
+    if args.ops:
+        return bench_ops(args.dtype, args.rounds or 200)
     if args.quick:
         d, h, ff, n, t, rounds = 128, 4, 512, 2, 32, 5
     else:
