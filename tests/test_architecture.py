@@ -2,20 +2,27 @@
 
 Layers, lowest first (a module may import from its own layer or lower ones)::
 
-    0  errors, limits, progress, io.files and io.bundle (file primitives: bounded reads,
-       atomic writes, JSON + npz bundles; they import nothing above layer 0)
+    0  errors, limits, progress, arguments, io.files and io.bundle (file primitives: bounded
+       reads, atomic writes, JSON + npz bundles; they import nothing above layer 0)
     1  graph/, queries, distributions   structure only; the query grammar; result containers
     2  mechanisms/, values
     3  inference/, learning/       engines behind one contract; fitting (a fit builds the model class it is given)
     4  model, models/              CausalModel and the model families
     5  io/, gallery, cli/          files, diagrams, the command line
+    6  testing                     the public conformance checks: they use everything
+
+docs/architecture.md's layer table is this same map (a test parses it).
 
 Inside the package, imports sit at the top of a module (optional heavy
 dependencies excepted: they are not causalnet modules), never import another
-module's ``_private`` name, and form no circle.
+module's ``_private`` name, and form no circle. No module is over
+``MAX_MODULE_LINES`` lines and no function over ``MAX_FUNCTION_LINES`` (compiled
+numba kernels excepted: one kernel is one compiled unit). Every ``tests/...``
+path the docs cite exists.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -25,13 +32,18 @@ import causalnet
 
 ROOT = Path(causalnet.__file__).parent
 LAYERS = {
-    "errors": 0, "limits": 0, "progress": 0, "io.files": 0, "io.bundle": 0,
+    "errors": 0, "limits": 0, "progress": 0, "arguments": 0, "io.files": 0, "io.bundle": 0,
     "graph": 1, "queries": 1, "distributions": 1,
     "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3,
     "model": 4, "models": 4,
     "io": 5, "gallery": 5, "cli": 5,
+    "testing": 6,
 }
+MAX_MODULE_LINES = 800
+MAX_FUNCTION_LINES = 100
+DOCS = ROOT.parent / "docs"
+PAGES = sorted(DOCS.glob("*.md")) + [ROOT.parent / "README.md", ROOT.parent / "benchmarks" / "README.md"]
 MODULES = sorted(p for p in ROOT.rglob("*.py") if p.name != "__main__.py" and p.parent != ROOT or
                  p.name not in ("__init__.py", "__main__.py"))
 
@@ -144,3 +156,77 @@ def test_every_module_documents_itself_and_lists_its_names(path):
     if path.name != "__init__.py":
         assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in n.targets)
                    for n in tree.body), f"{_name(path)} has no __all__"
+
+
+def _page_layers() -> dict[str, int]:
+    """The layer map drawn in docs/architecture.md: module or package -> layer, from the table's first two columns."""
+    text = (DOCS / "architecture.md").read_text()
+    section = text.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")][2:]     # past the header and its rule
+    found = {}
+    for row in rows:
+        layer, where = (cell.strip() for cell in row.strip("|").split("|")[:2])
+        for token in re.findall(r"`([^`]+)`", where):
+            name = token.removesuffix("/").removesuffix(".py").replace("/", ".")
+            assert name not in found, f"docs/architecture.md lists {token} twice"
+            found[name] = int(layer)
+    return found
+
+
+def test_the_architecture_page_draws_the_enforced_map():
+    page = _page_layers()
+    missing = {k: v for k, v in LAYERS.items() if k not in page}
+    extra = {k: v for k, v in page.items() if k not in LAYERS}
+    moved = {k: (page[k], v) for k, v in LAYERS.items() if k in page and page[k] != v}
+    assert not (missing or extra or moved), (
+        f"docs/architecture.md's layer table differs from LAYERS: missing {missing}, not enforced {extra}, "
+        f"(page, enforced) layers differ for {moved}")
+
+
+def _is_compiled(fn: ast.FunctionDef) -> bool:
+    """A numba kernel: decorated with something named ...jit... (``numba.njit``, ``_njit``, ``jit(...)``)."""
+    return any("jit" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def test_no_module_is_over_the_line_limit():
+    long = {_name(p): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by question): {long}"
+
+
+def test_no_function_is_over_the_line_limit():
+    long = {}
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_compiled(node):
+                if (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                    long[f"{_name(path)}.{node.name}:{node.lineno}"] = n
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_the_limits_can_fail():
+    """The two size rules above see a long module and a long function (and spare a kernel)."""
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    tree = ast.parse(f"def long():\n{body}\n\n@numba.njit\ndef kernel():\n{body}\n")
+    long, kernel = tree.body
+    assert long.end_lineno - long.lineno + 1 > MAX_FUNCTION_LINES and not _is_compiled(long)
+    assert _is_compiled(kernel)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name if p.parent == DOCS else str(p.relative_to(ROOT.parent)))
+def test_every_test_path_a_page_cites_exists(page):
+    cited = {m.rstrip(".,;:") for m in re.findall(r"(?<![\w/])tests/[\w./-]*", page.read_text())}
+    missing = sorted(c for c in cited if not (ROOT.parent / c).exists())
+    assert not missing, f"{page.name} cites test paths that do not exist: {missing}"
+
+
+def test_the_extras_list_each_package_once():
+    tomllib = pytest.importorskip("tomllib")         # Python >= 3.11
+    extras = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    seen = {}
+    for extra, reqs in extras.items():
+        for req in reqs:
+            name = re.match(r"[A-Za-z0-9_.-]+", req).group().lower().replace("_", "-")
+            if name != "causalnet":                      # an extra made of other extras names them, not their packages
+                seen.setdefault(name, []).append(extra)
+    twice = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not twice, f"packages listed in several extras (list each once; compose extras instead): {twice}"

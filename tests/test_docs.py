@@ -29,3 +29,5 @@ def test_notebook_runs(nb, tmp_path, monkeypatch):
     client.execute()
     errors = [o for c in book.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert not left, f"{nb.name} left files in its working directory (write them to a temp dir): {left}"
