@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import learning, limits
+from .arguments import check_int
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .graph.drawing import to_dot as _dot_text
@@ -733,9 +734,7 @@ _KIND_COLOURS = {DISCRETE: "#dbe9f6", REAL: "#e3f1de", TENSOR: "#fbe7c6", "cauch
 
 def _check_size(n: Any, what: str) -> int:
     """A non-negative int batch size (bools and floats refused)."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ModelError(f"{what} must be a non-negative integer, got {n!r}")
-    return int(n)
+    return check_int(n, what, low=0)
 
 
 def _short(value: Any) -> str:

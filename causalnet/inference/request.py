@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .. import limits
+from ..arguments import check_int
 from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE, as_generator
 from ..mechanisms.intervened import Intervened
@@ -202,8 +203,7 @@ class Request:
 def _check_options(method: Any, n_samples: Any, seed: Any) -> None:
     if not isinstance(method, str) or method not in METHODS:
         raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
-    if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise ModelError(f"n_samples must be a positive integer, got {n_samples!r}")
+    check_int(n_samples, "n_samples", low=1)
     as_generator(seed)
 
 

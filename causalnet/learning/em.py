@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..arguments import check_int, check_real
 from ..errors import ModelError
 from ..mechanisms.base import as_generator
 from ..mechanisms.tabular import Tabular
@@ -231,11 +232,9 @@ def fit_em(problem: Problem, prior: Prior, *, n_iter: int = 100, tol: float = 1e
     ``problem.table`` by default (a Dask fit sums it over partitions); `fixed`
     are the continuous nodes' mechanisms (by default least squares on the table).
     """
-    for name, val, lo in (("n_iter", n_iter, 0), ("restarts", restarts, 1)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < lo:
-            raise ModelError(f"{name} must be an integer >= {lo}, got {val!r}")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not np.isfinite(tol) or tol < 0:
-        raise ModelError(f"tol must be a finite number >= 0, got {tol!r}")
+    check_int(n_iter, "n_iter", low=0)
+    check_int(restarts, "restarts", low=1)
+    check_real(tol, "tol", nonnegative=True)
     rng = as_generator(seed)
     fixed = _continuous_part(problem) if fixed is None else fixed
     estep = (lambda m: expected_counts(m, problem)) if estep is None else estep

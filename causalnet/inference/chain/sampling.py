@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ModelError
+from ...arguments import check_int
 from ...mechanisms.base import as_generator
 from .log_space import log_forward
 from .potentials import Chain, raise_if_impossible
@@ -37,8 +37,8 @@ def sample_paths(unary, pairwise, mask=None, *, size=None, seed=None):
     ModelError
         If `size` or `seed` is not valid.
     """
-    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):
-        raise ModelError(f"size must be None or a non-negative integer; got {size!r}")
+    if size is not None:
+        check_int(size, "size", low=0)
     rng = as_generator(seed)
     ch = Chain.from_batch(unary, pairwise, mask)
     S = 1 if size is None else int(size)

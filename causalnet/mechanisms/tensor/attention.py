@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int, check_real
 from ...errors import ModelError, ShapeError
 from . import fused
 from .base import TensorOp
-from .shapes import SizeClash, as_int, as_real, cast, fmt_shape, join_sizes, weight_array
+from .shapes import SizeClash, cast, fmt_shape, join_sizes, weight_array
 
 __all__ = ["AttentionWeights", "Attention", "Scores", "Scale", "Mask", "Softmax", "MultiHeadAttention", "MaskedOp",
            "softmax_", "split_heads", "merge_heads", "check_heads", "check_heads_arg"]
@@ -154,7 +155,7 @@ class AttentionWeights(MaskedOp):
         check_heads_arg(heads)
         self.heads = None if heads is None else int(heads)
         self.causal = bool(causal)
-        self.scale = None if scale is None else as_real(scale, "AttentionWeights scale")
+        self.scale = None if scale is None else check_real(scale, "AttentionWeights scale")
         self.has_padding = len(self.parents) == 3
 
     def infer_shape(self, node, shapes):
@@ -345,7 +346,7 @@ class Scale(TensorOp):
 
     def __init__(self, parent: Hashable, factor: float, *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.factor = as_real(factor, "Scale factor")
+        self.factor = check_real(factor, "Scale factor")
 
     def infer_shape(self, node, shapes):
         return shapes[0]
@@ -408,7 +409,7 @@ class Softmax(TensorOp):
 
     def __init__(self, parent: Hashable, *, axis: int = -1, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.axis = as_int(axis, "Softmax axis")
+        self.axis = check_int(axis, "Softmax axis")
 
     def infer_shape(self, node, shapes):
         s = shapes[0]

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int, check_real
 from ...errors import ModelError, ShapeError
 from .activations import ACTIVATIONS, GATES
 from .base import TensorOp
-from .shapes import SizeClash, as_int, as_real, cast, join_sizes, weight_array
+from .shapes import SizeClash, cast, join_sizes, weight_array
 
 __all__ = ["Linear", "Affine", "Embedding", "PositionalEncoding", "LearnedPositions", "sinusoidal_encoding", "FeedForward"]
 
@@ -163,7 +164,7 @@ class Embedding(TensorOp):
     def __init__(self, parent: Hashable, weight, *, scale: float | None = None, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
         self.weight = weight_array(weight, 2, "Embedding weight", self.dtype)
-        self.scale = None if scale is None else as_real(scale, "Embedding scale")
+        self.scale = None if scale is None else check_real(scale, "Embedding scale")
 
     def _check_dtypes(self, node, dtypes):
         dt = np.dtype(dtypes[0])
@@ -217,9 +218,9 @@ def sinusoidal_encoding(length: int, d: int, base: float = 10000.0, dtype: Any =
     >>> sinusoidal_encoding(3, 4)[1].round(4).tolist()
     [0.8415, 0.5403, 0.01, 1.0]
     """
-    length = as_int(length, "sinusoidal_encoding length", low=0)
-    d = as_int(d, "sinusoidal_encoding d", low=0)
-    base = as_real(base, "sinusoidal_encoding base", positive=True)
+    length = check_int(length, "sinusoidal_encoding length", low=0)
+    d = check_int(d, "sinusoidal_encoding d", low=0)
+    base = check_real(base, "sinusoidal_encoding base", positive=True)
     pos = np.arange(length, dtype=np.float64)[:, None]                       # (T, 1)
     freq = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)               # (ceil(d/2),)
     ang = pos * freq                                                          # (T, ceil(d/2))
@@ -250,9 +251,9 @@ class PositionalEncoding(TensorOp):
         super().__init__(parent, dtype=dtype)
         if not add and d_model is None:
             raise ModelError("PositionalEncoding(add=False) needs d_model")
-        self.d_model = None if d_model is None else as_int(d_model, "PositionalEncoding d_model", low=1)
+        self.d_model = None if d_model is None else check_int(d_model, "PositionalEncoding d_model", low=1)
         self.add = bool(add)
-        self.base = as_real(base, "PositionalEncoding base", positive=True)
+        self.base = check_real(base, "PositionalEncoding base", positive=True)
         self._cache: dict = {}
 
     def infer_shape(self, node, shapes):

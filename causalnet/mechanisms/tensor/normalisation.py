@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int, check_real
 from ...errors import ModelError, ShapeError
 from . import fused
 from .base import TensorOp, same_shapes
-from .shapes import SizeClash, as_int, as_real, cast, join_sizes, weight_array
+from .shapes import SizeClash, cast, join_sizes, weight_array
 
 __all__ = ["LayerNorm", "normalise_scaled"]
 
@@ -47,13 +48,13 @@ class LayerNorm(TensorOp):
         self.bias = None if bias is None else weight_array(bias, 1, "LayerNorm bias", self.dtype)
         widths = {a.shape[0] for a in (self.weight, self.bias) if a is not None}
         if d is not None:
-            widths.add(as_int(d, "LayerNorm d", low=1))
+            widths.add(check_int(d, "LayerNorm d", low=1))
         if len(widths) > 1:
             raise ShapeError(f"LayerNorm weight, bias and d disagree on the width: {sorted(widths)}")
         if not widths:
             raise ModelError("LayerNorm needs a weight, a bias or d to know its width")
         self.d = widths.pop()
-        self.eps = as_real(eps, "LayerNorm eps", positive=True)
+        self.eps = check_real(eps, "LayerNorm eps", positive=True)
 
     def infer_shape(self, node, shapes):
         s = same_shapes(self, node, shapes)

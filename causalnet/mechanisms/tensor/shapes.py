@@ -7,7 +7,9 @@ diagrams (names): :func:`join_sizes` is the common value of two sizes that
 must agree (raising :class:`SizeClash` when they do not), :func:`fmt_shape`
 prints ``(n, ?, 64)``.
 
-The argument checks (:func:`as_int`, :func:`as_real`, :func:`float_dtype`,
+The argument checks (:func:`as_int` and :func:`as_real`, which are
+:func:`causalnet.arguments.check_int` and :func:`~causalnet.arguments.check_real`
+under the names the tensor ops export; :func:`float_dtype`,
 :func:`weight_array`) turn every bad size, count, factor or weight into a
 :class:`~causalnet.errors.ModelError` naming the argument; the model builders
 use them too. :func:`check_size` estimates a tensor before it is allocated and
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ... import limits
+from ...arguments import check_int, check_real
 from ...errors import ModelError, NumericalError, ShapeError
 
 __all__ = ["SizeClash", "join_sizes", "fmt_shape", "mul_sizes", "sum_sizes", "float_dtype", "weight_array", "cast",
@@ -110,28 +113,9 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x if x.dtype == dtype else x.astype(dtype)
 
 
-def as_int(value: Any, what: str, *, low: int | None = None) -> int:
-    """`value` as an int (numpy ints too; bools, floats and complex refused), at least `low` if given.
-
-    Shared by the tensor ops and the model builders: every size, count, index and
-    axis they take passes through it, so a bad one is a :class:`ModelError`
-    naming the argument.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ModelError(f"{what} must be an int, got {value!r}")
-    if low is not None and value < low:
-        raise ModelError(f"{what} must be >= {low}, got {value!r}")
-    return int(value)
-
-
-def as_real(value: Any, what: str, *, positive: bool = False) -> float:
-    """`value` as a finite float (complex, NaN, inf and non-numbers refused), > 0 if `positive`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ModelError(f"{what} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or (positive and v <= 0):
-        raise ModelError(f"{what} must be a finite{' positive' if positive else ''} number, got {value!r}")
-    return v
+#: The library's argument validators (:mod:`causalnet.arguments`) under the names the tensor ops export.
+as_int = check_int
+as_real = check_real
 
 
 def check_output(node: Hashable, op: Any, out: np.ndarray, *, allow_neginf: bool = False) -> np.ndarray:

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int
 from ...errors import ModelError, ShapeError
 from .base import TensorOp, same_shapes
-from .shapes import SizeClash, as_int, cast, fmt_shape, join_sizes, mul_sizes, sum_sizes
+from .shapes import SizeClash, cast, fmt_shape, join_sizes, mul_sizes, sum_sizes
 
 __all__ = ["Add", "Mul", "Interpolate", "Zeros", "Concat", "Split", "Reshape", "Transpose", "Take"]
 
@@ -62,7 +63,7 @@ class Zeros(TensorOp):
 
     def __init__(self, parent: Hashable, d: int, *, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.d = as_int(d, "Zeros d", low=0)
+        self.d = check_int(d, "Zeros d", low=0)
 
     def _check_dtypes(self, node, dtypes):
         return None
@@ -81,7 +82,7 @@ class Concat(TensorOp):
 
     def __init__(self, parents: Sequence[Hashable], *, axis: int = -1, dtype: Any = np.float64) -> None:
         super().__init__(parents, dtype=dtype)
-        self.axis = as_int(axis, "Concat axis")
+        self.axis = check_int(axis, "Concat axis")
 
     def infer_shape(self, node, shapes):
         r = len(shapes[0])
@@ -128,20 +129,20 @@ class Split(TensorOp):
                  dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
         if isinstance(sections, (int, np.integer)):
-            self.sections: int | tuple = as_int(sections, "Split sections", low=1)
+            self.sections: int | tuple = check_int(sections, "Split sections", low=1)
             k = self.sections
         else:
             if not isinstance(sections, Sequence):
                 raise ModelError(f"Split sections must be an int or a sequence of ints, got {sections!r}")
-            self.sections = tuple(as_int(s, "Split section size") for s in sections)
+            self.sections = tuple(check_int(s, "Split section size") for s in sections)
             if not self.sections or any(s < 0 for s in self.sections):
                 raise ModelError(f"Split sections must be non-negative sizes, got {sections!r}")
             k = len(self.sections)
-        index = as_int(index, "Split index")
+        index = check_int(index, "Split index")
         if not 0 <= index < k:
             raise ModelError(f"Split index {index} is not in [0, {k})")
         self.index = index
-        self.axis = as_int(axis, "Split axis")
+        self.axis = check_int(axis, "Split axis")
 
     def _bounds(self, size):
         if isinstance(self.sections, int):
@@ -202,7 +203,7 @@ class Reshape(TensorOp):
         super().__init__(parent, dtype=dtype)
         if not isinstance(shape, Sequence):
             raise ModelError(f"Reshape shape must be a sequence of ints, got {shape!r}")
-        shape = tuple(as_int(s, "Reshape size") for s in shape)
+        shape = tuple(check_int(s, "Reshape size") for s in shape)
         if sum(s == -1 for s in shape) > 1 or any(s < -1 for s in shape):
             raise ModelError(f"Reshape shape may hold one -1 and otherwise sizes >= 0, got {shape}")
         self.shape = shape
@@ -240,7 +241,7 @@ class Transpose(TensorOp):
         super().__init__(parent, dtype=dtype)
         if not isinstance(axes, Sequence):
             raise ModelError(f"Transpose axes must be a sequence of ints, got {axes!r}")
-        self.axes = tuple(as_int(a, "Transpose axis") for a in axes)
+        self.axes = tuple(check_int(a, "Transpose axis") for a in axes)
         if sorted(self.axes) != list(range(len(self.axes))):
             raise ModelError(f"Transpose axes must be a permutation of 0..{len(self.axes) - 1}, got {self.axes}")
 
@@ -270,8 +271,8 @@ class Take(TensorOp):
 
     def __init__(self, parent: Hashable, index: int, *, axis: int = 0, dtype: Any = np.float64) -> None:
         super().__init__(parent, dtype=dtype)
-        self.index = as_int(index, "Take index")
-        self.axis = as_int(axis, "Take axis")
+        self.index = check_int(index, "Take index")
+        self.axis = check_int(axis, "Take axis")
 
     def infer_shape(self, node, shapes):
         s = shapes[0]

@@ -48,10 +48,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ...arguments import check_int, check_real
 from ...errors import ModelError
 from ...io import bundle
 from .model import CausalHead
-from .training import check_int, check_real
 
 __all__ = ["CausalHeadClassifier"]
 
@@ -125,11 +125,11 @@ class CausalHeadClassifier(ClassifierMixin, BaseEstimator):
         NumericalError
             Training diverged (a learning rate far too large).
         """
-        steps = check_int(self.steps, "steps", 0)
+        steps = check_int(self.steps, "steps", low=0)
         lr = check_real(self.lr, "lr", positive=True)
         scale_init = check_real(self.scale_init, "scale_init")
         noise_init = check_real(self.noise_init, "noise_init")
-        C = None if self.causal_dim is None else check_int(self.causal_dim, "causal_dim", 1)
+        C = None if self.causal_dim is None else check_int(self.causal_dim, "causal_dim", low=1)
         if self.progress is not None and not isinstance(self.progress, (bool, np.bool_)):
             raise ModelError(f"progress must be None, True or False, got {self.progress!r}")
         before = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_") if k in self.__dict__}

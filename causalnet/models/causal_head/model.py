@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
+from ...arguments import check_int, check_real
 from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
 from ...io import bundle
 from ...mechanisms.base import as_generator
@@ -18,7 +19,7 @@ from ...model import CausalModel
 from ...progress import progress_bar
 from .losses import head_loss
 from .outputs import HeadOutput, numeric_embedding, real_array, softplus
-from .training import adam, check_int, check_real, small_blas
+from .training import adam, small_blas
 
 __all__ = ["CausalHead", "gradient_check", "sample_logits", "MODES", "PARAMS"]
 
@@ -469,13 +470,13 @@ class CausalHead:
         bad = [k for k in names if k not in PARAMS]
         if bad:
             raise ModelError(f"unknown trainable parameters {bad}; expected some of {list(PARAMS)}")
-        steps = check_int(steps, "steps", 0)
+        steps = check_int(steps, "steps", low=0)
         lr = check_real(lr, "lr", positive=True)
         weight_decay = check_real(weight_decay, "weight_decay")
         if weight_decay < 0:
             raise ModelError(f"weight_decay must be >= 0, got {weight_decay!r}")
         if batch_size is not None:
-            batch_size = check_int(batch_size, "batch_size", 1)
+            batch_size = check_int(batch_size, "batch_size", low=1)
         if not (isinstance(betas, (tuple, list)) and len(betas) == 2
                 and all(0.0 <= check_real(b, "betas") < 1.0 for b in betas)):
             raise ModelError(f"betas must be two numbers in [0, 1), got {betas!r}")

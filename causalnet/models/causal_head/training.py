@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ...errors import ModelError, NumericalError
+from ...errors import NumericalError
 
-__all__ = ["adam", "check_int", "check_real", "check_finite_step", "small_blas"]
+__all__ = ["adam", "check_finite_step", "small_blas"]
 
 
 def adam(params: dict, names, loss_fn: Callable, rows, it, n, per_seq, batch_size, rng, betas, lr, weight_decay,
@@ -52,19 +52,6 @@ def adam(params: dict, names, loss_fn: Callable, rows, it, n, per_seq, batch_siz
             it.set_postfix(loss=f"{loss:.4f}", refresh=False)
         if callback is not None and callback(step, loss, parts) is False:
             break
-
-
-def check_int(value, what: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ModelError(f"{what} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
-def check_real(value, what: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or (positive and value <= 0):
-        raise ModelError(f"{what} must be a finite{' positive' if positive else ''} real number, got {value!r}")
-    return float(value)
 
 
 def check_finite_step(step: int, lr: float, loss: float, grads: Mapping) -> None:

@@ -52,13 +52,13 @@ References
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Hashable, Sequence
 from itertools import chain as _iter_chain
 
 import numpy as np
 
 from ... import limits
+from ...arguments import check_bool, check_int, check_real
 from ...errors import EvidenceError, ModelError, NotFittedError, NumericalError, ShapeError
 from ...inference import chain as _chain
 from ...inference.chain.layout import Layout
@@ -84,19 +84,13 @@ _CRFSUITE_ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
 def check_params(p):
     """Validate a dict of CRF constructor parameters; raise ModelError naming the first bad one."""
     for name in ("c1", "c2", "min_freq", "epsilon", "delta"):
-        v = p[name]
-        if isinstance(v, bool) or not (isinstance(v, numbers.Real) and np.isfinite(v) and v >= 0):
-            raise ModelError(f"CRF parameter {name} must be a finite number >= 0; got {v!r}")
+        check_real(p[name], f"CRF parameter {name}", nonnegative=True)
     for name, low in (("num_memories", 1), ("period", 0), ("max_linesearch", 1)):
-        v = p[name]
-        if isinstance(v, bool) or not (isinstance(v, numbers.Integral) and v >= low):
-            raise ModelError(f"CRF parameter {name} must be an integer >= {low}; got {v!r}")
-    mi = p["max_iterations"]
-    if mi is not None and (isinstance(mi, bool) or not (isinstance(mi, numbers.Integral) and mi >= 1)):
-        raise ModelError(f"CRF parameter max_iterations must be None or an integer >= 1; got {mi!r}")
+        check_int(p[name], f"CRF parameter {name}", low=low)
+    if p["max_iterations"] is not None:
+        check_int(p["max_iterations"], "CRF parameter max_iterations (None or an int)", low=1)
     for name in ("all_possible_states", "all_possible_transitions"):
-        if not isinstance(p[name], (bool, np.bool_)):
-            raise ModelError(f"CRF parameter {name} must be True or False; got {p[name]!r}")
+        check_bool(p[name], f"CRF parameter {name}")
     _check_choices(p)
     if p["callback"] is not None and not callable(p["callback"]):
         raise ModelError(f"CRF parameter callback must be callable; got {type(p['callback']).__name__}")

@@ -66,6 +66,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ... import limits
+from ...arguments import check_int, check_real
 from ...errors import CausalNetWarning, EvidenceError, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
@@ -105,27 +106,11 @@ class ConvergenceMonitor:
         )
 
 
-def _check_int(name, value, low):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
-        what = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
-        raise ModelError(f"{name} must be {what}; got {value!r}")
-    return int(value)
-
-
 def _check_alphabet(n_symbols: int) -> int:
     if n_symbols > limits.get("max_states"):
         raise ModelError(f"n_symbols={n_symbols} is above the limit max_states={limits.get('max_states')} "
                          f"(raise it with causalnet.limits.set(max_states=...))")
     return n_symbols
-
-
-def _check_real(name, value, *, positive=False, allow_inf=False):
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    v = float(value) if ok else math.nan
-    if not ok or math.isnan(v) or (not allow_inf and math.isinf(v)) or (positive and not v > 0):
-        what = "a positive finite number" if positive else ("a number" if allow_inf else "a finite number")
-        raise ModelError(f"{name} must be {what}; got {value!r}")
-    return v
 
 
 def _check_prior(name, value):
@@ -283,18 +268,18 @@ class HMM:
         K = _alias("n_states", n_states, "n_components", n_components, default=1)
         # two names for one value: each kept as given (get_params), the value once (the properties)
         self._given = {"n_states": n_states, "n_components": n_components, "seed": seed, "random_state": random_state}
-        self._K = _check_int("n_states", K, 1)
+        self._K = check_int(K, "n_states", low=1)
         if not isinstance(emission, str) or emission not in KINDS:
             raise ModelError(f"emission must be one of {list(KINDS)}; got {emission!r}")
         if not isinstance(covariance_type, str) or covariance_type not in COVARIANCE_TYPES:
             raise ModelError(f"covariance_type must be one of {list(COVARIANCE_TYPES)}; got {covariance_type!r}")
         self.emission = emission
         self.covariance_type = covariance_type
-        self._n_features = None if n_features is None else _check_int("n_features", n_features, 1)
+        self._n_features = None if n_features is None else check_int(n_features, "n_features", low=1)
         if emission == "categorical":
             n_symbols = _alias("n_symbols", n_symbols, "n_features", n_features, default=None)
-        self.n_symbols = None if n_symbols is None else _check_alphabet(_check_int("n_symbols", n_symbols, 1))
-        self.n_mix = _check_int("n_mix", n_mix, 1)
+        self.n_symbols = None if n_symbols is None else _check_alphabet(check_int(n_symbols, "n_symbols", low=1))
+        self.n_mix = check_int(n_mix, "n_mix", low=1)
         letters = "st" + make_emission(emission).letters
         self._params_arg, self._init_params_arg = params, init_params  # as given (get_params)
         params = letters if params is None else params
@@ -302,13 +287,13 @@ class HMM:
             if val is not None and (not isinstance(val, str) or set(val) - set(letters)):
                 raise ModelError(f"{name} must be a string of letters from {letters!r}; got {val!r}")
         self.params = params
-        self.n_iter = _check_int("n_iter", n_iter, 0)
-        self.tol = _check_real("tol", tol, allow_inf=True)
-        self.n_init = _check_int("n_init", n_init, 1)
+        self.n_iter = check_int(n_iter, "n_iter", low=0)
+        self.tol = check_real(tol, "tol", allow_inf=True)
+        self.n_init = check_int(n_init, "n_init", low=1)
         for name in ("startprob_prior", "transmat_prior", "emissionprob_prior", "means_prior", "means_weight",
                      "covars_prior", "covars_weight", "lambdas_prior", "lambdas_weight", "weights_prior"):
             setattr(self, name, _check_prior(name, locals()[name]))
-        self.min_covar = _check_real("min_covar", min_covar, positive=True)
+        self.min_covar = check_real(min_covar, "min_covar", positive=True)
         self.algorithm = _check_algorithm(algorithm)
         if progress is not None and not isinstance(progress, (bool, np.bool_)):
             raise ModelError(f"progress must be True, False or None (automatic); got {progress!r}")
@@ -406,7 +391,7 @@ class HMM:
 
     @n_states.setter
     def n_states(self, value):
-        self._set_alias("n_states", "n_components", _check_int("n_states", value, 1), value)
+        self._set_alias("n_states", "n_components", check_int(value, "n_states", low=1), value)
 
     @property
     def n_components(self):
@@ -415,7 +400,7 @@ class HMM:
 
     @n_components.setter
     def n_components(self, value):
-        self._set_alias("n_components", "n_states", _check_int("n_components", value, 1), value)
+        self._set_alias("n_components", "n_states", check_int(value, "n_components", low=1), value)
 
     @property
     def seed(self):
@@ -721,7 +706,7 @@ class HMM:
         Z : ndarray of int, shape (n_samples,)
             The hidden states.
         """
-        n_samples = _check_int("n_samples", n_samples, 0)
+        n_samples = check_int(n_samples, "n_samples", low=0)
         params = self.checked_params()
         rng = as_generator(seed)
         Z = _sample_states(params["startprob_"], params["transmat_"], rng.random(n_samples))

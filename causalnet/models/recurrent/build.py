@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int
 from ...errors import ModelError, ShapeError
 from ...mechanisms.tensor import (
     Add,
@@ -23,7 +24,6 @@ from ...mechanisms.tensor import (
     Mul,
     Tanh,
     Zeros,
-    as_int,
     float_dtype,
 )
 from ...model import CausalModel
@@ -114,8 +114,8 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
     if kind not in CELLS:
         raise ModelError(f"kind must be one of {list(CELLS)}, got {kind!r}")
     cell = make_cell(kind, nonlinearity)
-    T = as_int(T, "T", low=1)
-    layers = as_int(layers, "layers", low=1)
+    T = check_int(T, "T", low=1)
+    layers = check_int(layers, "layers", low=1)
     dt = float_dtype(dtype, "the model")
     dirs = 2 if bidirectional else 1
     sd = read_state_dict(weights)
@@ -210,9 +210,9 @@ def random_weights(kind: str, *, input_size: int | None, hidden_size: int | None
     if input_size is None or hidden_size is None:
         raise ModelError("input_size and hidden_size are needed without weights")
     gates, dirs = CELLS[kind].gates, 2 if bidirectional else 1
-    input_size = as_int(input_size, "input_size", low=1)
-    layers = as_int(layers, "layers", low=1)
-    H = as_int(hidden_size, "hidden_size", low=1)
+    input_size = check_int(input_size, "input_size", low=1)
+    layers = check_int(layers, "layers", low=1)
+    H = check_int(hidden_size, "hidden_size", low=1)
     check_random_size(layers * dirs * gates * H * (input_size + H + dirs * H + 2),
                       f"a {layers}-layer recurrent network", f"input_size={input_size}, hidden_size={H}")
     rng = np.random.default_rng(seed)

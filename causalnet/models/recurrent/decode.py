@@ -40,9 +40,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import log_softmax
 
+from ...arguments import check_int, check_real
 from ...errors import EvidenceError, ModelError
 from ...inference.tensor import Plan
-from ...mechanisms.tensor import as_int, as_real
 from ...model import CausalModel
 from .seq2seq import SRC_LENGTHS
 
@@ -176,8 +176,8 @@ def decode(model: CausalModel, src: Any, max_len: int, *, beam: int = 1, bos: in
         to greedy decoding or without `eos`, `src` of the wrong shape.
     """
     T = _steps(model, "tgt")
-    L = as_int(max_len, "max_len", low=1)
-    k = as_int(beam, "beam", low=1)
+    L = check_int(max_len, "max_len", low=1)
+    k = check_int(beam, "beam", low=1)
     if L > T:
         raise ModelError(f"max_len={L} exceeds the model's T_tgt={T}; build it with T_tgt >= max_len")
     V = model.spec("logits[0]").shape[-1]
@@ -196,7 +196,7 @@ def _penalty(length_penalty, k: int, eos) -> float:
     """GNMT's alpha (0.0 without a penalty), checked against the beam and `eos`."""
     if length_penalty is None:
         return 0.0
-    alpha = as_real(length_penalty, "length_penalty")
+    alpha = check_real(length_penalty, "length_penalty")
     if k == 1:
         raise ModelError(f"length_penalty={length_penalty!r} ranks the hypotheses of a beam search; greedy decoding "
                          f"(beam=1) keeps one, so pass beam > 1 or no length_penalty")

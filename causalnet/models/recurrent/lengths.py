@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int
 from ...errors import EvidenceError, ShapeError
-from ...mechanisms.tensor import TensorOp, as_int, fmt_shape
+from ...mechanisms.tensor import TensorOp, fmt_shape
 
 __all__ = ["LENGTHS", "Masked", "AtLength", "check_lengths"]
 
@@ -66,8 +67,8 @@ class Masked(TensorOp):
     def __init__(self, inner: TensorOp, t: int, T: int, lengths: Hashable = LENGTHS, *, dtype: Any = np.float64):
         super().__init__([*inner.parents, lengths], dtype=dtype)
         self.inner = inner
-        self.t = as_int(t, "Masked t", low=0)
-        self.T = as_int(T, "Masked T", low=1)
+        self.t = check_int(t, "Masked t", low=0)
+        self.T = check_int(T, "Masked T", low=1)
 
     def infer_shape(self, node, shapes):
         ls = shapes[-1]

@@ -38,6 +38,40 @@ cell's gates are as in :func:`~causalnet.models.recurrent.lstm`.
     is zero), else ``dec.e[t]``;
   - ``attention=None``: ``logits[t] = W_out h[t] + b``.
 
+Weights. A state dict (numpy arrays or torch tensors) with these keys, ``G``
+the cell's gate count (RNN 1, GRU 3, LSTM 4), ``H`` = `hidden`,
+``E`` = `embed`, ``V`` = `tgt_vocab`, ``D`` = ``2 H`` if
+`bidirectional` else ``H``, ``k < L`` = `layers`:
+
+==========================================  ==================  ==================================
+key                                         shape               used
+==========================================  ==================  ==================================
+``encoder.embedding.weight``                ``(src_vocab, E)``  always
+``encoder.rnn.weight_ih_l0``                ``(G H, E)``        always (PyTorch ``nn.GRU`` /
+``encoder.rnn.weight_ih_l{k}``, ``k > 0``   ``(G H, D)``        ``nn.LSTM`` / ``nn.RNN`` keys
+``encoder.rnn.weight_hh_l{k}``              ``(G H, H)``        with ``num_layers=L``; biases
+``encoder.rnn.bias_ih_l{k}``, ``_hh_l{k}``  ``(G H,)``          optional)
+``encoder.rnn.*_l{k}_reverse``              as above            `bidirectional`
+``encoder.bridge.h_l{k}.weight``            ``(H, 2 H)``        `bidirectional` (on
+``encoder.bridge.h_l{k}.bias``              ``(H,)``            ``[h_fwd_n; h_bwd_n]``; bias
+``encoder.bridge.c_l{k}.weight``, bias      as ``h_l{k}``       optional; ``c_l{k}`` for LSTM)
+``decoder.embedding.weight``                ``(V, E)``          always
+``decoder.rnn.weight_ih_l0``                ``(G H, E + D)``    bahdanau; ``(G H, E + H)`` with
+                                                                `input_feeding`; ``(G H, E)`` else
+``decoder.rnn.weight_ih_l{k}``, ``k > 0``   ``(G H, H)``        layers above the first
+``decoder.rnn.weight_hh_l{k}``, biases      as the encoder's    always
+``decoder.attention.keys.weight``           ``(H, D)``          bahdanau, luong
+``decoder.attention.query.weight``          ``(H, H)``          bahdanau
+``decoder.attention.v.weight``              ``(1, H)``          bahdanau
+``decoder.combine.weight``                  ``(H, D + H)``      luong (on ``[ctx; h]``)
+``decoder.out.weight``                      ``(V, H + D)``      bahdanau (on ``[h; ctx]``);
+                                                                ``(V, H)`` else
+``decoder.out.bias``                        ``(V,)``            optional
+==========================================  ==================  ==================================
+
+The ``*.weight`` of bridge, attention, combine and out are
+``nn.Linear`` weights (``(out, in)``, no bias except bridge and out).
+
 References
 ----------
 .. [1] Bahdanau, Cho, Bengio, "Neural machine translation by jointly learning
@@ -54,6 +88,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...arguments import check_int
 from ...errors import ModelError, ShapeError
 from ...mechanisms.tensor import (
     Affine,
@@ -64,7 +99,6 @@ from ...mechanisms.tensor import (
     Linear,
     Softmax,
     Zeros,
-    as_int,
     float_dtype,
 )
 from ...model import CausalModel
@@ -106,8 +140,8 @@ def _arch(cell, attention, layers, bidirectional, input_feeding, hidden) -> _Arc
     if input_feeding and attention != "luong":
         raise ModelError(f"input_feeding=True feeds Luong's attentional vector dec.ht[t-1]; it needs "
                          f"attention='luong', got attention={attention!r}")
-    return _Arch(make_cell(cell), attention, as_int(layers, "layers", low=1), 2 if bidirectional else 1,
-                 bool(input_feeding), as_int(hidden, "hidden", low=1))
+    return _Arch(make_cell(cell), attention, check_int(layers, "layers", low=1), 2 if bidirectional else 1,
+                 bool(input_feeding), check_int(hidden, "hidden", low=1))
 
 
 def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, embed: int, hidden: int,
@@ -119,39 +153,9 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
     Parameters
     ----------
     weights : mapping, optional
-        A state dict (numpy arrays or torch tensors) with these keys, ``G``
-        the cell's gate count (RNN 1, GRU 3, LSTM 4), ``H`` = `hidden`,
-        ``E`` = `embed`, ``V`` = `tgt_vocab`, ``D`` = ``2 H`` if
-        `bidirectional` else ``H``, ``k < L`` = `layers`:
-
-        ==========================================  ==================  ==================================
-        key                                         shape               used
-        ==========================================  ==================  ==================================
-        ``encoder.embedding.weight``                ``(src_vocab, E)``  always
-        ``encoder.rnn.weight_ih_l0``                ``(G H, E)``        always (PyTorch ``nn.GRU`` /
-        ``encoder.rnn.weight_ih_l{k}``, ``k > 0``   ``(G H, D)``        ``nn.LSTM`` / ``nn.RNN`` keys
-        ``encoder.rnn.weight_hh_l{k}``              ``(G H, H)``        with ``num_layers=L``; biases
-        ``encoder.rnn.bias_ih_l{k}``, ``_hh_l{k}``  ``(G H,)``          optional)
-        ``encoder.rnn.*_l{k}_reverse``              as above            `bidirectional`
-        ``encoder.bridge.h_l{k}.weight``            ``(H, 2 H)``        `bidirectional` (on
-        ``encoder.bridge.h_l{k}.bias``              ``(H,)``            ``[h_fwd_n; h_bwd_n]``; bias
-        ``encoder.bridge.c_l{k}.weight``, bias      as ``h_l{k}``       optional; ``c_l{k}`` for LSTM)
-        ``decoder.embedding.weight``                ``(V, E)``          always
-        ``decoder.rnn.weight_ih_l0``                ``(G H, E + D)``    bahdanau; ``(G H, E + H)`` with
-                                                                        `input_feeding`; ``(G H, E)`` else
-        ``decoder.rnn.weight_ih_l{k}``, ``k > 0``   ``(G H, H)``        layers above the first
-        ``decoder.rnn.weight_hh_l{k}``, biases      as the encoder's    always
-        ``decoder.attention.keys.weight``           ``(H, D)``          bahdanau, luong
-        ``decoder.attention.query.weight``          ``(H, H)``          bahdanau
-        ``decoder.attention.v.weight``              ``(1, H)``          bahdanau
-        ``decoder.combine.weight``                  ``(H, D + H)``      luong (on ``[ctx; h]``)
-        ``decoder.out.weight``                      ``(V, H + D)``      bahdanau (on ``[h; ctx]``);
-                                                                        ``(V, H)`` else
-        ``decoder.out.bias``                        ``(V,)``            optional
-        ==========================================  ==================  ==================================
-
-        The ``*.weight`` of bridge, attention, combine and out are
-        ``nn.Linear`` weights (``(out, in)``, no bias except bridge and out).
+        A state dict (numpy arrays or torch tensors) with the keys of the
+        module's weight table (*Weights.* above; PyTorch ``nn.GRU`` / ``nn.LSTM``
+        / ``nn.RNN`` keys with ``num_layers`` = `layers`, ``nn.Linear`` weights).
         None draws random weights with `seed` (:func:`seq2seq_weights`).
     src_vocab, tgt_vocab, embed, hidden : int
     cell : {"gru", "lstm", "rnn"}
@@ -208,19 +212,11 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
     ((1, 3), (1, 4), True)
     """
     a = _arch(cell, attention, layers, bidirectional, input_feeding, hidden)
-    T_src, T_tgt = as_int(T_src, "T_src", low=1), as_int(T_tgt, "T_tgt", low=1)
+    T_src, T_tgt = check_int(T_src, "T_src", low=1), check_int(T_tgt, "T_tgt", low=1)
     dt = float_dtype(dtype, "the model")
     sizes = {"src_vocab": src_vocab, "tgt_vocab": tgt_vocab, "embed": embed, "hidden": hidden}
-    sizes = {k: as_int(v, k, low=1) for k, v in sizes.items()}
-    sd = read_state_dict(weights)
-    if sd is None:
-        sd = seq2seq_weights(**sizes, cell=cell, attention=attention, layers=a.layers, bidirectional=a.dirs == 2,
-                             input_feeding=a.feed, seed=seed)
-    w = StateDict(sd)
-    _check_architecture(w, a)
-    for key, shape in (("encoder.embedding.weight", ("src_vocab", "embed")),
-                       ("decoder.embedding.weight", ("tgt_vocab", "embed"))):
-        w.take(key, tuple(sizes[k] for k in shape))                 # the sizes given must be the weights' sizes
+    sizes = {k: check_int(v, k, low=1) for k, v in sizes.items()}
+    w = _state_dict(weights, a, sizes, cell, attention, seed)
     mechs: dict = {}
 
     def add(node, mech):
@@ -232,6 +228,21 @@ def seq2seq(weights: Mapping | None = None, *, src_vocab: int, tgt_vocab: int, e
     _decoder(add, a, w.sub("decoder."), T_tgt, pad, dt)
     w.check_used()
     return CausalModel(mechs)
+
+
+def _state_dict(weights: Mapping | None, a: _Arch, sizes: dict, cell: str, attention: str | None,
+                seed: Any) -> StateDict:
+    """The weights given (or random ones drawn with `seed`), checked against the architecture and the sizes."""
+    sd = read_state_dict(weights)
+    if sd is None:
+        sd = seq2seq_weights(**sizes, cell=cell, attention=attention, layers=a.layers, bidirectional=a.dirs == 2,
+                             input_feeding=a.feed, seed=seed)
+    w = StateDict(sd)
+    _check_architecture(w, a)
+    for key, shape in (("encoder.embedding.weight", ("src_vocab", "embed")),
+                       ("decoder.embedding.weight", ("tgt_vocab", "embed"))):
+        w.take(key, tuple(sizes[k] for k in shape))                 # the sizes given must be the weights' sizes
+    return w
 
 
 def _layer(part: str, k: int, reverse: bool = False) -> str:
@@ -350,8 +361,8 @@ def seq2seq_weights(*, src_vocab: int, tgt_vocab: int, embed: int, hidden: int, 
     ``(-1/sqrt(H), 1/sqrt(H))``, as PyTorch initialises recurrent layers.
     """
     a = _arch(cell, attention, layers, bidirectional, input_feeding, hidden)
-    Vs, V = as_int(src_vocab, "src_vocab", low=1), as_int(tgt_vocab, "tgt_vocab", low=1)
-    E, H, D, G = as_int(embed, "embed", low=1), a.H, a.D, a.unit.gates
+    Vs, V = check_int(src_vocab, "src_vocab", low=1), check_int(tgt_vocab, "tgt_vocab", low=1)
+    E, H, D, G = check_int(embed, "embed", low=1), a.H, a.D, a.unit.gates
     d_dec = E + (D if attention == "bahdanau" else H if a.feed else 0)
     check_random_size((Vs + V) * E + a.layers * (a.dirs + 1) * G * H * (E + D + H + 2) + a.layers * 8 * H * H
                       + 4 * H * D + 2 * V * (H + D), "a seq2seq model",

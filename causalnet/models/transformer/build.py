@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_real
 from ...errors import ModelError, ShapeError
 from ...mechanisms.base import Mechanism
 from ...mechanisms.tensor import (
@@ -32,7 +33,6 @@ from ...mechanisms.tensor import (
     Scores,
     Softmax,
     Split,
-    as_real,
     float_dtype,
 )
 from ...mechanisms.tensor.activations import ACTIVATIONS
@@ -59,7 +59,7 @@ class Builder:
         self.view = view
         self.scores = bool(scores)
         self.dtype = float_dtype(dtype, "the model")
-        self.eps = as_real(eps, "eps", positive=True)
+        self.eps = check_real(eps, "eps", positive=True)
         self.activation = activation
         self.norm_first = bool(norm_first)
         self.m: dict = {}

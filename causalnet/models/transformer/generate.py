@@ -25,9 +25,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ...arguments import check_int, check_real
 from ...errors import ModelError, ShapeError
 from ...inference.tensor import Incremental, Plan
-from ...mechanisms.tensor import as_int, as_real
 from ...model import CausalModel
 from .interpret import Site
 
@@ -108,23 +108,32 @@ def generate(model: CausalModel, prompt, steps: int, *, temperature: float = 0.0
     """
     model.check_node("I", "node (a decoder with an LM head)")
     tokens = _check_prompt(prompt)
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ModelError(f"steps must be a non-negative int, got {steps!r}")
+    check_int(steps, "steps", low=0)
     if eos is not None:
-        as_int(eos, "eos", low=0)
+        check_int(eos, "eos", low=0)
     sampler = _Sampler(temperature, top_k, top_p, seed)
     patches = _patches(model, do)
     encoder = model.do({node: _as_shift(fs) for node, fs in patches.items()}) if patches else model
     tok, fixed, pad_nodes = _inputs(encoder, source, source_padding)   # interventions hold in the encoder too
     step = _Cached(model, tok, fixed, pad_nodes, patches) if cache else _Full(model, tok, fixed, pad_nodes, patches)
+    out, logits = _decode(step, sampler, tokens, int(steps), eos, keep=return_logits)
+    if not return_logits:
+        return out
+    if logits:
+        return out, np.stack(logits, axis=1)                 # (n, steps, L)
+    return out, np.zeros((out.shape[0], 0, model.spec("I").shape[-1]))
+
+
+def _decode(step, sampler, tokens: np.ndarray, steps: int, eos: int | None, *, keep: bool) -> tuple:
+    """The decoding loop: tokens ``(n, T0 + steps)`` and, if `keep`, the list of ``(n, L)`` logits they came from."""
     nrow = tokens.shape[0]
     done = np.zeros(nrow, bool)
     out = tokens.astype(np.int64)
     logits_all = []
     new = out
-    for _ in range(int(steps)):
+    for _ in range(steps):
         logits = step(new, out)                              # (n, L) at the last position
-        if return_logits:
+        if keep:
             logits_all.append(logits)
         nxt = sampler(logits)                                # (n,)
         if eos is not None:
@@ -132,11 +141,7 @@ def generate(model: CausalModel, prompt, steps: int, *, temperature: float = 0.0
             done |= nxt == eos
         new = nxt[:, None]
         out = np.concatenate([out, new], axis=1)             # (n, T + 1)
-    if not return_logits:
-        return out
-    if logits_all:
-        return out, np.stack(logits_all, axis=1)             # (n, steps, L)
-    return out, np.zeros((nrow, 0, model.spec("I").shape[-1]))
+    return out, logits_all
 
 
 def _check_prompt(prompt) -> np.ndarray:
@@ -288,11 +293,11 @@ class _Sampler:
     """Greedy or seeded sampling with temperature, top-k and top-p."""
 
     def __init__(self, temperature, top_k, top_p, seed) -> None:
-        self.temperature = as_real(temperature, "temperature")
+        self.temperature = check_real(temperature, "temperature")
         if self.temperature < 0:
             raise ModelError(f"temperature must be >= 0, got {temperature!r}")
-        self.top_k = None if top_k is None else as_int(top_k, "top_k", low=1)
-        self.top_p = None if top_p is None else as_real(top_p, "top_p")
+        self.top_k = None if top_k is None else check_int(top_k, "top_k", low=1)
+        self.top_p = None if top_p is None else check_real(top_p, "top_p")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ModelError(f"top_p must be in (0, 1], got {top_p!r}")
         self.rng = np.random.default_rng(seed)

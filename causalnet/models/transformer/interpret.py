@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...arguments import check_int
 from ...errors import GraphError, ModelError, ShapeError
 from ...mechanisms.base import Mechanism, Spec
 from ...mechanisms.tensor import Attention, AttentionWeights, Identity, fmt_shape
@@ -475,8 +476,8 @@ def sites(model: CausalModel, length: int | None = None) -> list[Site]:
     >>> s.label, s.position, s.shape
     ('Y[pos 2]', 2, (4,))
     """
-    if length is not None and (isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1):
-        raise ModelError(f"length must be a positive int, got {length!r}")
+    if length is not None:
+        check_int(length, "length", low=1)
     out: list[Site] = []
     for v in model.dag.topological_order():
         mech = natural_mechanism(model.mechanisms[v])

@@ -435,7 +435,7 @@ def test_errors_on_parameters_and_unfitted():
     X, y = _toy_dicts()
     with pytest.raises(ModelError, match="not fitted"):
         CRF().predict(X)
-    with pytest.raises(ModelError, match="c2 must be a finite number >= 0; got -1"):
+    with pytest.raises(ModelError, match="c2 must be a finite number >= 0, got -1"):
         CRF(c2=-1).fit(X, y)
     with pytest.raises(ModelError, match="solver='scipy'"):
         CRF(c1=0.1, solver="scipy").fit(X, y)

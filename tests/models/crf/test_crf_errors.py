@@ -101,13 +101,13 @@ def test_potentials_nan_or_plus_inf_is_an_evidence_error(bad):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"c1": -0.1}, "c1 must be a finite number >= 0; got -0.1"),
-        ({"c2": -1}, "c2 must be a finite number >= 0; got -1"),
+        ({"c1": -0.1}, "c1 must be a finite number >= 0, got -0.1"),
+        ({"c2": -1}, "c2 must be a finite number >= 0, got -1"),
         ({"c2": float("nan")}, "c2 must be a finite number"),
-        ({"max_iterations": 0}, "max_iterations must be None or an integer >= 1; got 0"),
-        ({"max_iterations": -5}, "max_iterations must be None or an integer >= 1; got -5"),
+        ({"max_iterations": 0}, r"max_iterations \(None or an int\) must be a positive integer, got 0"),
+        ({"max_iterations": -5}, r"max_iterations \(None or an int\) must be a positive integer, got -5"),
         ({"max_iterations": 2.5}, "max_iterations"),
-        ({"num_memories": 0}, "num_memories must be an integer >= 1"),
+        ({"num_memories": 0}, "num_memories must be a positive integer"),
         ({"algorithm": "l2sgd"}, "'l2sgd' .* not implemented"),
         ({"algorithm": "sgd"}, "algorithm must be 'lbfgs'; got 'sgd'"),
         ({"solver": "newton"}, "solver must be 'lbfgs' or 'scipy'"),
