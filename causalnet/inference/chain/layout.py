@@ -5,7 +5,9 @@ features and labels, the ragged forward-backward's reference), meet the
 engine's padded batch ``(n, T, K)`` with a left-aligned mask, longest
 sequence first. :class:`Layout` computes that placement once per batch, so
 moving between the two is one fancy-index assignment (``pad``) or read
-(``values[layout.rows]``).
+(``values[layout.rows]``, or :meth:`Layout.unpad`). The HMM keeps its
+concatenated observations ``(N, ...)`` and reads them time-major through
+:meth:`Layout.time_index`, the ``(T, n)`` index of each step's token.
 
 Examples
 --------
@@ -17,6 +19,12 @@ array([[ True,  True,  True],
 >>> lay.pad(np.arange(4.0)[:, None])[..., 0]
 array([[1., 2., 3.],
        [0., 0., 0.]])
+>>> lay.time_index()                  # (T, n): the token at step t of padded row r; 0 on padding
+array([[1, 0],
+       [2, 0],
+       [3, 0]])
+>>> lay.unpad(lay.pad(np.arange(4.0)[:, None]))[:, 0]
+array([0., 1., 2., 3.])
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ class Layout:
     lengths : ndarray of int, shape (n,)
     """
 
-    __slots__ = ("lengths", "T", "order", "mask", "rows", "_buf")
+    __slots__ = ("lengths", "T", "order", "mask", "rows", "_buf", "_starts")
 
     def __init__(self, lengths):
         n = lengths.size
@@ -50,9 +58,35 @@ class Layout:
         self.mask = np.arange(self.T) < lengths[order][:, None]  # (n, T)
         base = np.empty(n, np.intp)
         base[order] = np.arange(n) * self.T  # padded position of each sequence's first token
-        starts = np.cumsum(lengths) - lengths
+        starts = self._starts = np.cumsum(lengths) - lengths  # (n,) flat index of each sequence's first token
         self.rows = np.repeat(base - starts, lengths) + np.arange(int(lengths.sum()))  # (N,)
         self._buf = None
+
+    @property
+    def lens(self):
+        """(n,) the lengths of the padded rows (non-increasing)."""
+        return self.lengths[self.order]
+
+    @property
+    def identity(self):
+        """Whether padded row ``r`` holds sequence ``r`` (the lengths were already non-increasing)."""
+        return bool(np.all(self.order == np.arange(self.lengths.size)))
+
+    def time_index(self):
+        """(T, n) flat token index of step ``t`` of padded row ``r``; 0 on padding.
+
+        ``tokens[layout.time_index()]`` is the batch time-major ``(T, n, ...)``.
+        """
+        pos = self._starts[self.order][None, :] + np.arange(self.T)[:, None]  # (T, n)
+        return pos if self.mask.all() else np.where(self.mask.T, pos, 0)
+
+    def unpad(self, x, *, time_major=False):
+        """(n, T, ...) padded values (or (T, n, ...) with `time_major`) -> (N, ...) tokens in input order."""
+        n, T = self.lengths.size, self.T
+        if time_major:
+            r, t = np.divmod(self.rows, T) if T else (self.rows, self.rows)  # padded row and step of each token
+            return x.reshape((T * n,) + x.shape[2:])[t * n + r]  # (N, ...)
+        return x.reshape((n * T,) + x.shape[2:])[self.rows]  # (N, ...)
 
     def pad(self, tok):
         """(N, K) token values -> (n, T, K), zero on padding (a reused buffer)."""

@@ -143,6 +143,10 @@ def _check_algorithm(algorithm):
 
 # Constructor parameters that are two names for one value (sklearn's set_params keeps them together).
 _ALIASES = (("n_states", "n_components"), ("seed", "random_state"))
+#: The estimator attributes an emission object is built from (the kind first; ``_n_features`` passed as ``n_features``).
+_EMISSION_SETTINGS = ("emission", "n_symbols", "emissionprob_prior", "covariance_type", "min_covar", "means_prior",
+                      "means_weight", "covars_prior", "covars_weight", "_n_features", "n_mix", "lambdas_prior",
+                      "lambdas_weight", "weights_prior")
 
 
 class HMM:
@@ -375,14 +379,20 @@ class HMM:
 
     @property
     def emission_model(self):
-        """The emission kind (:mod:`causalnet.models.hmm.emissions`) configured from this estimator."""
-        return make_emission(
-            self.emission, n_symbols=self.n_symbols, emissionprob_prior=self.emissionprob_prior,
-            covariance_type=self.covariance_type, min_covar=self.min_covar, means_prior=self.means_prior,
-            means_weight=self.means_weight, covars_prior=self.covars_prior, covars_weight=self.covars_weight,
-            n_features=self._n_features, n_mix=self.n_mix, lambdas_prior=self.lambdas_prior,
-            lambdas_weight=self.lambdas_weight, weights_prior=self.weights_prior,
-        )
+        """The emission kind (:mod:`causalnet.models.hmm.emissions`) configured from this estimator.
+
+        Built once per configuration: the object is kept with the settings it
+        was built from and rebuilt only when one of them is no longer the same
+        object (emission objects hold their settings by reference and are never
+        mutated, so the kept one equals a fresh one).
+        """
+        config = tuple(getattr(self, a) for a in _EMISSION_SETTINGS)
+        kept = self.__dict__.get("_emission_built")
+        if kept is not None and all(a is b for a, b in zip(kept[0], config)):
+            return kept[1]
+        em = make_emission(self.emission, **{k.lstrip("_"): v for k, v in zip(_EMISSION_SETTINGS[1:], config[1:])})
+        self.__dict__["_emission_built"] = (config, em)
+        return em
 
     @property
     def n_states(self):

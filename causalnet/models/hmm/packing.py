@@ -3,11 +3,13 @@
 hmmlearn's convention is one array ``X`` of every observation, one sequence
 after another, with ``lengths``; :func:`flatten_input` also takes a list of
 arrays (one per sequence) or a padded batch ``(n, T, ...)`` with ``lengths``,
-and its :class:`Layout` puts per-observation results back in the caller's
+and its :class:`InputForm` puts per-observation results back in the caller's
 form. The chain engine wants a batch: time-major,
 rows sorted by length (longest first) so the rows alive at step ``t`` are a
-prefix. :func:`pack` builds the index ``pos`` (T, n) into ``X`` once;
-:func:`unpack` scatters a time-major result back to ``(N, ...)``.
+prefix. That placement is the chain engine's own ragged
+:class:`~causalnet.inference.chain.layout.Layout` (the CRF uses the same one):
+:func:`pack` takes its time-major index ``pos`` (T, n) into ``X`` once;
+:func:`unpack` reads a time-major result back as ``(N, ...)``.
 
 >>> import numpy as np
 >>> pk = pack(np.arange(5), [2, 3])
@@ -24,8 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import EvidenceError, ShapeError
+from ...inference.chain.layout import Layout
 
-__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "Layout", "flatten_input"]
+__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "InputForm", "flatten_input"]
 
 
 @dataclass
@@ -50,6 +53,8 @@ class Packed:
         The packed observations (T, n[, d]) once an emission filled them in.
     cache : dict
         Per-data caches of the emission (e.g. one-hot symbols), kept for one fit.
+    layout : Layout
+        The chain engine's ragged placement these fields come from.
     """
 
     lengths: np.ndarray
@@ -60,6 +65,7 @@ class Packed:
     Xflat: np.ndarray
     X: np.ndarray | None = None
     cache: dict = field(default_factory=dict)
+    layout: Layout | None = None
 
     @property
     def n(self):
@@ -109,20 +115,10 @@ def check_lengths(lengths, N, *, rows=None, width=None):
 def pack(X, lengths):
     """The layout of validated observations ``X`` ``(N, ...)`` cut by ``lengths``."""
     lengths = check_lengths(lengths, len(X))
-    n = len(lengths)
-    order = np.argsort(-lengths, kind="stable")
-    if np.array_equal(order, np.arange(n)):
-        order = None
-    lens = lengths if order is None else lengths[order]
-    T = int(lens[0])
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    st = starts if order is None else starts[order]
-    pos = st[None, :] + np.arange(T)[:, None]  # (T, n)
-    real = None
-    if lens[-1] < T:
-        real = np.arange(T)[:, None] < lens[None, :]  # (T, n)
-        pos = np.where(real, pos, 0)
-    return Packed(lengths, lens, order, pos, real, X)
+    lay = Layout(lengths)
+    order = None if lay.identity else lay.order
+    real = None if lay.mask.all() else np.ascontiguousarray(lay.mask.T)  # (T, n)
+    return Packed(lengths, lay.lens, order, lay.time_index(), real, X, layout=lay)
 
 
 def gather(pos, a):
@@ -141,15 +137,10 @@ def unpack(pk, x):
     if pk.real is None and pk.order is None:
         # equal lengths in the caller's order: sequence r is rows r*T .. (r+1)*T
         return np.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:])
-    out = np.empty((len(pk.Xflat),) + x.shape[2:], dtype=x.dtype)
-    if pk.real is None:
-        out[pk.pos.reshape(-1)] = x.reshape((-1,) + x.shape[2:])
-    else:
-        out[pk.pos[pk.real]] = x[pk.real]
-    return out
+    return pk.layout.unpad(x, time_major=True)
 
 
-class Layout:
+class InputForm:
     """How the caller gave the sequences, to return per-observation results the same way.
 
     Attributes
@@ -179,7 +170,7 @@ class Layout:
 
 
 def flatten_input(X, lengths, obs_ndim):
-    """Sequences in any accepted form as hmmlearn's concatenated ``(X, lengths)`` plus their :class:`Layout`.
+    """Sequences in any accepted form as hmmlearn's concatenated ``(X, lengths)`` plus their :class:`InputForm`.
 
     Parameters
     ----------
@@ -211,15 +202,15 @@ def flatten_input(X, lengths, obs_ndim):
             flat = np.concatenate(seqs)
         except ValueError as e:
             raise ShapeError(f"the sequences in the list must have the same observation shape ({e})") from None
-        return flat, lens, Layout("list", lens)
+        return flat, lens, InputForm("list", lens)
     try:
         a = np.asarray(X) if not isinstance(X, np.ndarray) else X
     except (TypeError, ValueError):  # ragged: the emission's own check names the problem
-        return X, lengths, Layout("concatenated", None)
+        return X, lengths, InputForm("concatenated", None)
     padded = a.ndim == obs_ndim + 1 and not (obs_ndim == 1 and a.shape[-1] == 1 and a.ndim == 2)
     if not padded or lengths is None:  # a padded batch comes with its lengths
-        return X, lengths, Layout("concatenated", None)
+        return X, lengths, InputForm("concatenated", None)
     n, T = a.shape[:2]
     lens = check_lengths(lengths, None, rows=n, width=T)
     mask = np.arange(T)[None, :] < lens[:, None]  # (n, T)
-    return a[mask], lens, Layout("padded", lens, T)
+    return a[mask], lens, InputForm("padded", lens, T)
