@@ -4,7 +4,7 @@ The public surface, re-exported from the modules that define it. See
 ``docs/index.md`` for a tour.
 """
 
-from . import gallery, limits
+from . import gallery, limits, testing
 from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
 from .errors import (
     CausalNetError,
@@ -86,6 +86,7 @@ __all__ = [
     "from_pgmpy",
     "to_pgmpy",
     "gallery",
+    "testing",
     "tensor",
     "transformer",
     "recurrent",

@@ -1,11 +1,12 @@
 """One parametrized suite over every mechanism class: shapes, seeds, errors, the interface.
 
 Each case builds a small model around one mechanism (its parents are simple roots)
-and checks what the interface promises for every kind (mechanisms/base.py): the spec,
-batch-first noise and values, the same seed giving the same values, abduction
-inverting evaluation, densities of shape (n,), JSON descriptions, a caller's
-arrays left alone, and bad parents refused with ModelError. The tensor ops have
-their own op suite of this shape (test_tensor.py).
+and runs :func:`causalnet.testing.check_mechanism` on it: what the interface promises
+for every kind (mechanisms/base.py): the spec, batch-first noise and values, the same
+seed giving the same values, abduction inverting evaluation, densities of shape (n,),
+JSON descriptions. Beside it: a caller's arrays left alone, and bad parents refused
+with ModelError. tests/test_testing.py shows each check failing on a broken plug-in.
+The tensor ops have their own op suite of this shape (test_tensor.py).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from numpy.testing import assert_allclose
 import causalnet as cn
 from causalnet.errors import CausalNetError, ModelError
 from causalnet.mechanisms import cauchy, function, gaussian, tabular
-from causalnet.mechanisms.base import DISCRETE, Mechanism, as_generator
+from causalnet.mechanisms.base import DISCRETE, Mechanism
 from causalnet.mechanisms.intervened import Intervened
+from causalnet.testing import check_mechanism
 
 
 def _real_root():
@@ -79,78 +81,11 @@ def test_every_mechanism_class_is_in_the_suite():
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-@pytest.mark.parametrize("n", [1, 7])
-def test_values_are_batch_first(case, n, seed):
+def test_every_shipped_mechanism_passes_check_mechanism(case, seed):
+    """The public conformance checks (causalnet.testing) are this suite: batch-first values, seeds,
+    noise vs the deterministic flag, abduction, log_prob per row, repr and to_dict."""
     _, parents, mech = case
-    m = _model(parents, mech)
-    spec = m.specs["node"]
-    x = m.sample(n, seed=seed)["node"]
-    assert x.shape == (n, *spec.shape)
-    spec.check_value("node", x, n=n)
-    if spec.kind == DISCRETE:
-        assert x.dtype == np.int64
-    else:
-        assert np.all(np.isfinite(x))
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_same_seed_same_values(case, seed):
-    _, parents, mech = case
-    m = _model(parents, mech)
-    a, b = m.sample(50, seed=seed)["node"], m.sample(50, seed=seed)["node"]
-    assert np.array_equal(a, b)
-    noise = [mech.sample_noise(4, as_generator(seed), m.specs["node"]) for _ in range(2)]
-    assert (noise[0] is None and noise[1] is None) or np.array_equal(noise[0], noise[1])
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_noise_matches_deterministic_flag(case, seed):
-    _, parents, mech = case
-    spec = _model(parents, mech).specs["node"]
-    u = mech.sample_noise(6, as_generator(seed), spec)
-    if mech.deterministic and not isinstance(mech, Intervened):
-        assert u is None
-    elif u is not None:
-        assert u.shape[0] == 6
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c[2].can_abduct], ids=[c[0] for c in CASES if c[2].can_abduct])
-def test_abduct_inverts_evaluate(case, seed):
-    _, parents, mech = case
-    m = _model(parents, mech)
-    spec = m.specs["node"]
-    pa, _ = _parent_values(m, 20, seed)
-    u = mech.sample_noise(20, as_generator(seed + 1), spec)
-    x = mech.evaluate("node", pa, u, spec, n=20)
-    u2 = mech.abduct("node", x, pa, spec)
-    assert_allclose(mech.evaluate("node", pa, u2, spec, n=20), x, rtol=1e-12, atol=1e-12)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_log_prob_has_one_value_per_row_or_says_why(case, seed):
-    _, parents, mech = case
-    m = _model(parents, mech)
-    spec = m.specs["node"]
-    pa, x = _parent_values(m, 9, seed)
-    try:
-        lp = mech.log_prob("node", x, pa, spec)
-    except ModelError as e:
-        assert mech.deterministic and "node" in str(e)
-        return
-    assert lp.shape == (9,)
-    assert not np.any(np.isnan(lp)) and np.all(lp < np.inf)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_to_dict_and_repr(case):
-    _, _, mech = case
-    assert isinstance(repr(mech), str)
-    try:
-        d = mech.to_dict()
-    except ModelError as e:           # functions and interventions have no JSON form
-        assert type(mech).__name__ in str(e) or "cannot" in str(e)
-        return
-    assert d["type"] == type(mech).__name__
+    check_mechanism(mech, parents, seed=seed)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not isinstance(c[2], Intervened)],
