@@ -56,21 +56,31 @@ from __future__ import annotations
 
 import bisect
 import copy
-import inspect
 import math
 import os
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ... import limits
 from ...arguments import check_int, check_real
-from ...errors import CausalNetWarning, EvidenceError, ModelError, NotFittedError, NumericalError
+from ...errors import CausalNetWarning, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
 from . import causal, saving
+from .conventions import (
+    ATTR,
+    INIT_ARG,
+    PUBLIC,
+    Conventions,
+    ConvergenceMonitor,
+    alias,
+    alphabet_size,
+    check_algorithm,
+    check_alphabet,
+    check_prior,
+    is_sklearn_y,
+)
 from .emissions import CategoricalEmission, check_simplex, normalize_rows
 from .kinds import COVARIANCE_TYPES, KINDS, make_emission
 from .packing import flatten_input, pack, unpack
@@ -79,77 +89,13 @@ __all__ = ["HMM", "ConvergenceMonitor"]
 
 
 
-@dataclass
-class ConvergenceMonitor:
-    """EM progress, as hmmlearn's monitor: converged when the gain is below ``tol``.
-
-    Attributes
-    ----------
-    tol : float
-    n_iter : int
-    history : list of float
-        Log-likelihood of the data under the parameters entering each iteration.
-    iter : int
-        Iterations run.
-    """
-
-    tol: float
-    n_iter: int
-    history: list = field(default_factory=list)
-    iter: int = 0
-
-    @property
-    def converged(self) -> bool:
-        """True when the last gain fell below ``tol`` or ``n_iter`` iterations ran."""
-        return self.iter == self.n_iter or (
-            len(self.history) >= 2 and self.history[-1] - self.history[-2] < self.tol
-        )
-
-
-def _check_alphabet(n_symbols: int) -> int:
-    if n_symbols > limits.get("max_states"):
-        raise ModelError(f"n_symbols={n_symbols} is above the limit max_states={limits.get('max_states')} "
-                         f"(raise it with causalnet.limits.set(max_states=...))")
-    return n_symbols
-
-
-def _check_prior(name, value):
-    a = np.asarray(value)
-    if np.iscomplexobj(a) or not np.issubdtype(a.dtype, np.number) or a.dtype == bool or not np.isfinite(a).all():
-        raise ModelError(f"{name} must be a finite real number or array; got {value!r}")
-    return value
-
-
-def _alias(name, value, alias, alias_value, default):
-    """The value of a parameter that has two names (ours and hmmlearn's); ModelError if they disagree."""
-    if value is None:
-        return default if alias_value is None else alias_value
-    if alias_value is not None and alias_value is not value and not (
-            _is_scalar(value) and _is_scalar(alias_value) and value == alias_value):
-        raise ModelError(f"{name}={value!r} and {alias}={alias_value!r} disagree; {alias} is another name for "
-                         f"{name}, give one of them")
-    return value
-
-
-def _is_scalar(v):
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-
-
-def _check_algorithm(algorithm):
-    if not isinstance(algorithm, str) or algorithm not in ("viterbi", "map"):
-        raise ModelError(f"algorithm must be 'viterbi' or 'map'; got {algorithm!r}")
-    return algorithm
-
-
-# Constructor parameters that are two names for one value (sklearn's set_params keeps them together).
-_ALIASES = (("n_states", "n_components"), ("seed", "random_state"))
 #: The estimator attributes an emission object is built from (the kind first; ``_n_features`` passed as ``n_features``).
 _EMISSION_SETTINGS = ("emission", "n_symbols", "emissionprob_prior", "covariance_type", "min_covar", "means_prior",
                       "means_weight", "covars_prior", "covars_weight", "_n_features", "n_mix", "lambdas_prior",
                       "lambdas_weight", "weights_prior")
 
 
-class HMM:
+class HMM(Conventions):
     """Hidden Markov model with categorical, Gaussian, Poisson or Gaussian-mixture emissions.
 
     Parameters
@@ -269,7 +215,7 @@ class HMM:
         seed=None,
         random_state=None,
     ):
-        K = _alias("n_states", n_states, "n_components", n_components, default=1)
+        K = alias("n_states", n_states, "n_components", n_components, default=1)
         # two names for one value: each kept as given (get_params), the value once (the properties)
         self._given = {"n_states": n_states, "n_components": n_components, "seed": seed, "random_state": random_state}
         self._K = check_int(K, "n_states", low=1)
@@ -281,8 +227,8 @@ class HMM:
         self.covariance_type = covariance_type
         self._n_features = None if n_features is None else check_int(n_features, "n_features", low=1)
         if emission == "categorical":
-            n_symbols = _alias("n_symbols", n_symbols, "n_features", n_features, default=None)
-        self.n_symbols = None if n_symbols is None else _check_alphabet(check_int(n_symbols, "n_symbols", low=1))
+            n_symbols = alias("n_symbols", n_symbols, "n_features", n_features, default=None)
+        self.n_symbols = None if n_symbols is None else check_alphabet(check_int(n_symbols, "n_symbols", low=1))
         self.n_mix = check_int(n_mix, "n_mix", low=1)
         letters = "st" + make_emission(emission).letters
         self._params_arg, self._init_params_arg = params, init_params  # as given (get_params)
@@ -296,13 +242,13 @@ class HMM:
         self.n_init = check_int(n_init, "n_init", low=1)
         for name in ("startprob_prior", "transmat_prior", "emissionprob_prior", "means_prior", "means_weight",
                      "covars_prior", "covars_weight", "lambdas_prior", "lambdas_weight", "weights_prior"):
-            setattr(self, name, _check_prior(name, locals()[name]))
+            setattr(self, name, check_prior(name, locals()[name]))
         self.min_covar = check_real(min_covar, "min_covar", positive=True)
-        self.algorithm = _check_algorithm(algorithm)
+        self.algorithm = check_algorithm(algorithm)
         if progress is not None and not isinstance(progress, (bool, np.bool_)):
             raise ModelError(f"progress must be True, False or None (automatic); got {progress!r}")
         self.progress = None if progress is None else bool(progress)
-        seed = _alias("seed", seed, "random_state", random_state, default=None)
+        seed = alias("seed", seed, "random_state", random_state, default=None)
         as_generator(seed)  # validates; the seed itself is kept as given
         self._seed = seed
         # the initial parameters as given (get_params / clone), validated copies in the ``_`` attributes
@@ -316,14 +262,14 @@ class HMM:
     def _take_initial(self, values):
         """Validate and set the parameters given at construction (letter -> value); their letters."""
         em = self.emission_model
-        for code, name in _INIT_ARG.items():
+        for code, name in INIT_ARG.items():
             if values[code] is not None and code not in "st" + em.letters:
                 raise ModelError(f"{name} is not a parameter of {self.emission} emissions "
-                                 f"(their parameters: {[_INIT_ARG[c] for c in em.letters]})")
+                                 f"(their parameters: {[INIT_ARG[c] for c in em.letters]})")
         given = "".join(c for c, v in values.items() if v is not None)
         if "e" in given and self.n_symbols is None and np.ndim(values["e"]) == 2:
             self.n_symbols = int(np.shape(values["e"])[1])
-        checked = self._checked({_ATTR[c]: values[c] for c in given}, given)
+        checked = self._checked({ATTR[c]: values[c] for c in given}, given)
         for name, value in checked.items():
             setattr(self, name, value)
         return given
@@ -331,51 +277,6 @@ class HMM:
     # ------------------------------------------------------------------
     # parameters
     # ------------------------------------------------------------------
-
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep=True):
-        """Constructor parameters as a dict (scikit-learn's estimator protocol; ``sklearn.base.clone`` works).
-
-        Initial parameters (``startprob``, ...) are returned as they were given,
-        not the fitted ``startprob_``; ``n_features`` as given (None if not).
-        """
-        return {name: self._given[name] if name in self._given else getattr(self, _STORED.get(name, name))
-                for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set constructor parameters (scikit-learn's protocol); validated, nothing changes on error.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ModelError
-            For an unknown name or an invalid value.
-        """
-        names = self._param_names()
-        unknown = sorted(set(params) - set(names))
-        if unknown:
-            raise ModelError(f"HMM has no parameter {unknown[0]!r}; parameters: {names}")
-        merged = self.get_params()
-        for a, b in _ALIASES:  # a new value under one name replaces both
-            if a in params and b not in params:
-                merged[b] = None
-            elif b in params and a not in params:
-                merged[a] = None
-        merged.update(params)
-        probe = type(self)(**merged)  # validates everything before anything changes
-        # the configuration is every attribute not ending in "_" (fitted ones do)
-        self.__dict__.update({k: v for k, v in probe.__dict__.items() if not k.endswith("_")})
-        for code, attr in _ATTR.items():
-            if hasattr(probe, attr) and _INIT_ARG[code] in params:
-                setattr(self, attr, getattr(probe, attr))
-        return self
 
     @property
     def emission_model(self):
@@ -394,55 +295,9 @@ class HMM:
         self.__dict__["_emission_built"] = (config, em)
         return em
 
-    @property
-    def n_states(self):
-        """Number of hidden states ``K`` (``n_components`` is the same value)."""
-        return self._K
-
-    @n_states.setter
-    def n_states(self, value):
-        self._set_alias("n_states", "n_components", check_int(value, "n_states", low=1), value)
-
-    @property
-    def n_components(self):
-        """hmmlearn's name for :attr:`n_states`."""
-        return self._K
-
-    @n_components.setter
-    def n_components(self, value):
-        self._set_alias("n_components", "n_states", check_int(value, "n_components", low=1), value)
-
-    @property
-    def seed(self):
-        """The seed of initialisation and restarts (``random_state`` is the same value)."""
-        return self._seed
-
-    @seed.setter
-    def seed(self, value):
-        as_generator(value)
-        self._set_alias("seed", "random_state", value, value)
-
-    @property
-    def random_state(self):
-        """hmmlearn's / scikit-learn's name for :attr:`seed`."""
-        return self._seed
-
-    @random_state.setter
-    def random_state(self, value):
-        as_generator(value)
-        self._set_alias("random_state", "seed", value, value)
-
-    def _set_alias(self, name, other, value, given):
-        """Assign one of two names for one value: the other name's given value is dropped."""
-        self._given = {**self._given, name: given, other: None}
-        if name in ("n_states", "n_components"):
-            self._K = value
-        else:
-            self._seed = value
-
     def __sklearn_is_fitted__(self):
         """True when every parameter the model needs is set (fitted, or given at construction)."""
-        return all(_ATTR[c] in self.__dict__ for c in "st" + self.emission_model.letters)
+        return all(ATTR[c] in self.__dict__ for c in "st" + self.emission_model.letters)
 
     @property
     def n_features(self):
@@ -502,9 +357,9 @@ class HMM:
         """Every parameter the model needs, validated (ModelError/ShapeError naming the bad one), as a dict."""
         need = "st" + self.emission_model.letters
         for code in need:
-            if _ATTR[code] not in self.__dict__:
-                raise NotFittedError(f"HMM has no {_PUBLIC[code]}; call fit() or pass {_INIT_ARG[code]}= first")
-        values = {_ATTR[c]: getattr(self, _ATTR[c]) for c in need}
+            if ATTR[code] not in self.__dict__:
+                raise NotFittedError(f"HMM has no {PUBLIC[code]}; call fit() or pass {INIT_ARG[code]}= first")
+        values = {ATTR[c]: getattr(self, ATTR[c]) for c in need}
         return self._checked(values, need)
 
     # ------------------------------------------------------------------
@@ -520,7 +375,7 @@ class HMM:
         positive integers) is scikit-learn's ``y``, ignored as by every
         unsupervised scikit-learn estimator.
         """
-        if y_allowed and _is_sklearn_y(X, lengths, self.emission_model.obs_ndim):
+        if y_allowed and is_sklearn_y(X, lengths, self.emission_model.obs_ndim):
             warnings.warn(CausalNetWarning(
                 "the second argument has one entry per observation but is not valid sequence lengths: it is "
                 "taken as scikit-learn's y and ignored (an HMM is unsupervised); pass lengths= for sequences"),
@@ -628,7 +483,7 @@ class HMM:
             probability (not a log-probability).
         states : ndarray of int, shape (N,)
         """
-        algorithm = self.algorithm if algorithm is None else _check_algorithm(algorithm)
+        algorithm = self.algorithm if algorithm is None else check_algorithm(algorithm)
         X, lengths, layout = self._flatten(X, lengths)
         pk, ch = self._prepare(X, lengths, scaled=(algorithm == "map"))
         if algorithm == "map":
@@ -760,9 +615,9 @@ class HMM:
     def _fit(self, X, lengths):
         rng = as_generator(self.seed)
         if isinstance(self.emission_model, CategoricalEmission) and self.n_symbols is None:
-            self.n_symbols = _alphabet_size(X)
+            self.n_symbols = alphabet_size(X)
         fixed = {a: v for a, v in self.emission_params().items()
-                 if not any(_ATTR[c] == a for c in self.init_params)}
+                 if not any(ATTR[c] == a for c in self.init_params)}
         pk = self._pack(X, lengths, fixed)
         best = None
         for _ in range(self.n_init):
@@ -783,16 +638,16 @@ class HMM:
         """Current parameters with those in ``init_params`` drawn at random; validated."""
         K = self.n_states
         ip = self.init_params
-        values = {_ATTR[c]: getattr(self, _ATTR[c]) for c in "st" + self.emission_model.letters
-                  if hasattr(self, _ATTR[c])}
+        values = {ATTR[c]: getattr(self, ATTR[c]) for c in "st" + self.emission_model.letters
+                  if hasattr(self, ATTR[c])}
         if "s" in ip:
             values["startprob_"] = rng.dirichlet(np.ones(K))
         if "t" in ip:
             values["transmat_"] = rng.dirichlet(np.ones(K), size=K)
         values.update(self.emission_model.init(values, pk.Xflat, K, rng, ip))
         for code in "st" + self.emission_model.letters:
-            if _ATTR[code] not in values:
-                raise ModelError(f"HMM has no {_ATTR[code]} and init_params={ip!r} does not initialise it")
+            if ATTR[code] not in values:
+                raise ModelError(f"HMM has no {ATTR[code]} and init_params={ip!r} does not initialise it")
         return {**values, **self._checked(values, "st" + self.emission_model.letters)}
 
     def _em(self, pk, params):
@@ -837,51 +692,6 @@ class HMM:
             params["transmat_"] = normalize_rows(new, params["transmat_"])
         params.update(self.emission_model.mstep(params, stats, p))
         return params
-
-
-# parameter letter -> the attribute that stores it, its public name, the constructor's name
-_ATTR = {"s": "startprob_", "t": "transmat_", "e": "emissionprob_", "m": "means_", "c": "_covars_",
-         "l": "lambdas_", "w": "weights_"}
-_PUBLIC = {c: a.lstrip("_") for c, a in _ATTR.items()}  # "c" -> "covars_"
-_INIT_ARG = {c: a[:-1] for c, a in _PUBLIC.items()}  # "c" -> "covars"
-_STORED = {"n_features": "_n_features", "params": "_params_arg", "init_params": "_init_params_arg"}  # constructor parameters kept under another attribute
-
-
-def _is_sklearn_y(X, lengths, obs_ndim):
-    """True when ``lengths`` has one entry per observation of a concatenated ``X`` but is not valid lengths.
-
-    That is scikit-learn's ``y`` (``fit(X, y)``); a padded batch (one more
-    dimension, one length per row) never is.
-    """
-    if lengths is None or isinstance(X, (list, tuple)) and X and isinstance(X[0], np.ndarray):
-        return False
-    try:
-        a, L = np.asarray(X), np.asarray(lengths)
-    except (TypeError, ValueError):
-        return False
-    padded = a.ndim == obs_ndim + 1 and not (obs_ndim == 1 and a.shape[-1] == 1)
-    if padded or L.ndim != 1 or L.dtype == bool or a.ndim == 0 or len(L) != len(a) or len(a) == 0:
-        return False
-    valid = np.issubdtype(L.dtype, np.integer) and (L > 0).all() and int(L.sum()) == len(a)
-    return not valid
-
-
-def _alphabet_size(X):
-    """``max(X) + 1`` of integer symbols (the alphabet a first fit infers)."""
-    probe = CategoricalEmission(n_symbols=np.iinfo(np.intp).max)
-    sym = probe.check_observations(X, {})
-    if sym.size == 0:
-        raise EvidenceError("X has no observations; every sequence needs at least one step")
-    if sym.min() < 0:
-        i = int(np.argmin(sym))
-        raise EvidenceError(f"observation {sym[i]} at position {i} is negative; symbols are 0..S-1")
-    top = int(sym.max())
-    if top >= limits.get("max_states"):
-        i = int(np.argmax(sym))
-        raise EvidenceError(f"observation {top} at position {i} would make an alphabet of {top + 1} symbols, above "
-                            f"the limit max_states={limits.get('max_states')}; number the symbols 0..S-1 "
-                            f"(or raise the limit with causalnet.limits.set(max_states=...))")
-    return top + 1
 
 
 def _sample_states(start, trans, u):
