@@ -21,6 +21,7 @@ from causalnet.errors import CausalNetError, ModelError
 from causalnet.mechanisms import cauchy, function, gaussian, tabular
 from causalnet.mechanisms.base import DISCRETE, Mechanism
 from causalnet.mechanisms.intervened import Intervened
+from causalnet.models.hmm.mechanism import GaussianEmissionMechanism
 from causalnet.testing import check_mechanism
 
 
@@ -52,6 +53,8 @@ def _cases():
         ("CauchyLinear-deterministic", real, cn.CauchyLinear(["X"], [3.0], scale=0.0)),
         ("Intervened-constant", real, Intervened(1.25, cn.LinearGaussian(["X"], [1.0]))),
         ("Intervened-shift", real, Intervened(lambda v: v + 1.0, cn.LinearGaussian(["X"], [1.0], sigma=0.5))),
+        ("HMM-GaussianEmission", {"A": disc["A"]},
+         GaussianEmissionMechanism("A", [[0.0, 1.0], [2.0, -1.0]], [np.eye(2), [[2.0, 0.5], [0.5, 1.0]]])),
     ]
 
 
