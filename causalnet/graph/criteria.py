@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..arguments import check_int
 from ..errors import GraphError
 from .core import DAGCore
 from .separation import bayes_ball
@@ -76,10 +77,8 @@ def check_xyz(dag: DAGCore, fn: str, x, y, z) -> tuple[frozenset, frozenset, fro
 
 
 def check_max_sets(fn: str, max_sets) -> None:
-    if max_sets is None:
-        return
-    if isinstance(max_sets, bool) or not isinstance(max_sets, int) or max_sets < 1:
-        raise GraphError(f"{fn}: max_sets must be a positive int or None, got {max_sets!r}")
+    if max_sets is not None:
+        check_int(max_sets, f"{fn}: max_sets (None or an int)", low=1, error=GraphError)
 
 
 def int_set(dag: DAGCore, nodes: frozenset) -> frozenset:

@@ -47,8 +47,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from ... import limits
+from ...arguments import check_int
 from ...distributions import DiscreteDistribution
-from ...errors import EvidenceError, ModelError, NotFittedError
+from ...errors import EvidenceError, NotFittedError
 from ...inference import chain as _chain
 from ...mechanisms.tabular import CPT, Categorical
 from ...model import CausalModel
@@ -105,10 +106,8 @@ def to_model(crf, T: int | None = None, X=None):
         if T is not None and T != U.shape[0]:
             raise EvidenceError(f"T = {T} but the sequence has {U.shape[0]} tokens")
         T = U.shape[0]
-    elif isinstance(T, (bool, np.bool_)) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise ModelError(f"give T (a positive integer) or an input sequence X, got T={T!r}")
     else:
-        T = int(T)
+        T = check_int(T, "T (or give an input sequence X)", low=1)
         U = None
     limits.check_bytes(
         8.0 * T * (3 * K + 2 * K * K + 8),

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ...arguments import check_int
 from ...errors import ModelError
 from ...mechanisms.tensor import (
     GELU,
@@ -141,10 +142,7 @@ def _activation(cfg: dict, key: str) -> str:
 
 
 def _need(cfg: dict, key: str) -> int:
-    v = cfg.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-        raise ModelError(f"from_huggingface: config needs {key} (a non-negative int), got {v!r}")
-    return int(v)
+    return check_int(cfg.get(key), f"from_huggingface: config {key}", low=0)
 
 
 def _backbone(root: StateDict, prefix: str) -> StateDict:
