@@ -51,7 +51,7 @@ def bif_path(name: str) -> Path:
 def load_causalnet(name: str):
     """``(DiscreteBN, node names, cards)`` of network `name`."""
     from causalnet.inference.dispatch import discrete_network
-    from causalnet.inference.elimination import DiscreteBN
+    from causalnet.inference.discrete.elimination import DiscreteBN
     from causalnet.io.bif import read_bif
 
     model = read_bif(bif_path(name))

@@ -12,8 +12,8 @@ heuristics (:data:`ORDER_METHODS`) pick, at each step, the node whose
 elimination adds the least (fill edges, weighted fill, degree, table size).
 
 This module is shared by variable elimination
-(:mod:`causalnet.inference.elimination`), clique trees
-(:mod:`causalnet.inference.cliques`) and junction trees: it knows graphs and
+(:mod:`causalnet.inference.discrete.elimination`), clique trees
+(:mod:`causalnet.inference.discrete.cliques`) and junction trees: it knows graphs and
 cards, nothing of tables. :func:`check_clique_bytes` is the one place that
 turns an order's largest clique into a :class:`~causalnet.errors.ResourceError`
 before any table is allocated (knob ``max_table_bytes`` of
@@ -33,9 +33,9 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
-from .. import limits
-from ..errors import GraphError
-from ..graph.dag import DAG
+from ... import limits
+from ...errors import GraphError
+from ...graph.dag import DAG
 
 __all__ = [
     "ORDER_METHODS",
