@@ -3,7 +3,7 @@
 hmmlearn's convention is one array ``X`` of every observation, one sequence
 after another, with ``lengths``; :func:`flatten_input` also takes a list of
 arrays (one per sequence) or a padded batch ``(n, T, ...)`` with ``lengths``,
-and its :class:`Layout` puts per-observation results back in the caller's
+and its :class:`InputLayout` puts per-observation results back in the caller's
 form. The chain engine wants a batch: time-major,
 rows sorted by length (longest first) so the rows alive at step ``t`` are a
 prefix. :func:`pack` builds the index ``pos`` (T, n) into ``X`` once;
@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ShapeError
 
-__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "Layout", "flatten_input"]
+__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "InputLayout", "flatten_input"]
 
 
 @dataclass
@@ -149,7 +149,7 @@ def unpack(pk, x):
     return out
 
 
-class Layout:
+class InputLayout:
     """How the caller gave the sequences, to return per-observation results the same way.
 
     Attributes
@@ -179,7 +179,7 @@ class Layout:
 
 
 def flatten_input(X, lengths, obs_ndim):
-    """Sequences in any accepted form as hmmlearn's concatenated ``(X, lengths)`` plus their :class:`Layout`.
+    """Sequences in any accepted form as hmmlearn's concatenated ``(X, lengths)`` plus their :class:`InputLayout`.
 
     Parameters
     ----------
@@ -211,15 +211,15 @@ def flatten_input(X, lengths, obs_ndim):
             flat = np.concatenate(seqs)
         except ValueError as e:
             raise ShapeError(f"the sequences in the list must have the same observation shape ({e})") from None
-        return flat, lens, Layout("list", lens)
+        return flat, lens, InputLayout("list", lens)
     try:
         a = np.asarray(X) if not isinstance(X, np.ndarray) else X
     except (TypeError, ValueError):  # ragged: the emission's own check names the problem
-        return X, lengths, Layout("concatenated", None)
+        return X, lengths, InputLayout("concatenated", None)
     padded = a.ndim == obs_ndim + 1 and not (obs_ndim == 1 and a.shape[-1] == 1 and a.ndim == 2)
     if not padded or lengths is None:  # a padded batch comes with its lengths
-        return X, lengths, Layout("concatenated", None)
+        return X, lengths, InputLayout("concatenated", None)
     n, T = a.shape[:2]
     lens = check_lengths(lengths, None, rows=n, width=T)
     mask = np.arange(T)[None, :] < lens[:, None]  # (n, T)
-    return a[mask], lens, Layout("padded", lens, T)
+    return a[mask], lens, InputLayout("padded", lens, T)
