@@ -19,20 +19,19 @@ leading batch axis). Nothing loops over rows in Python.
 
 How a query runs
 ----------------
-A query with scalar evidence (one state per observed node) whose targets
-share a clique of the network's junction tree, with the default `order`, is
-answered from the *calibrated prior junction tree*
-(:mod:`causalnet.inference.discrete.junction_tree`), built once per network at its
-second such query: the prior marginal of every clique is kept, and the query
-computes only the likelihood messages on the part of the tree that joins the
-observed nodes to the targets (nothing is pruned, ordered or compiled per
-query; a message carrying a single observation is precomputed). Evidence
-whose probability is below 1e-280 (or zero) falls through to the compiled
-engine, which rescales (or raises). On a network whose junction tree has a
-clique of 4096 entries or more, a (targets, evidence nodes) shape asked a
-second time is compiled instead: its pruned, cached plan then runs faster
-than the tree. Everything else (batched evidence, targets in no common
-clique, an explicit order, MAP) is compiled:
+Which exact method answers is decided in one place,
+:class:`~causalnet.inference.discrete.policy.QueryPolicy` (see
+:mod:`causalnet.inference.discrete.policy` for its rules): a scalar query
+with the default `order` may be answered from the *calibrated prior junction
+tree* (:mod:`causalnet.inference.discrete.prior_tree`), built once per
+network at its second such query: the prior marginal of every clique is
+kept, and the query computes only the likelihood messages on the part of the
+tree that joins the observed nodes to the targets (nothing is pruned, ordered
+or compiled per query). The tree declines targets in no common clique and
+evidence whose probability is below 1e-280 (or zero); on a network with large
+cliques a (targets, evidence nodes) shape asked a second time is routed to
+its compiled program, which then runs faster than the tree. Everything else
+(batched evidence, an explicit order, MAP) is compiled:
 
 1. *Pruning.* Only ancestors of the targets and the evidence matter (the other
    nodes are *barren*: their CPTs sum out to 1). In the moral graph of that
@@ -261,6 +260,9 @@ class DiscreteBN(DiscreteNetwork):
         nodes drop out exactly, and every engine and pruning agree.
     cards : mapping of node -> int
         Number of states of each node (at least 1).
+    row_evidence : mapping of node -> int array of shape (n,), optional
+        Per-row ``do`` values of the model the tables come from (see
+        :class:`~causalnet.inference.discrete.network.DiscreteNetwork`).
 
     Raises
     ------
@@ -272,7 +274,10 @@ class DiscreteBN(DiscreteNetwork):
 
     Notes
     -----
-    Immutable; compiled programs and junction trees are cached on the instance.
+    Immutable; compiled programs, junction trees and the query policy's state
+    are cached on the instance. :meth:`query` and :meth:`map` validate their
+    arguments; :meth:`query_indices` and :meth:`map_indices` take node ints and
+    states validated already (the engine's path: the Request validated them).
     """
 
     def __init__(self, dag: DAG, cpts: Mapping[Hashable, np.ndarray], cards: Mapping[Hashable, int], *,
