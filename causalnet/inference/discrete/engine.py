@@ -6,9 +6,15 @@ is its table; a deterministic discrete node is tabulated over every parent
 configuration; a constant ``do`` is a one-hot root; a shift intervention
 (a callable, or :func:`causalnet.shift`) composes the natural table with its
 map on the states; a *per-row* ``do`` becomes a uniform root observed at the
-per-row states (conditioning on a root is intervening on it). The tables go to
-:class:`~causalnet.inference.discrete.elimination.DiscreteBN` (variable elimination and
-a junction tree), used only through its public methods.
+per-row states (conditioning on a root is intervening on it).
+:func:`model_tables` gives these tables as tabulated (the twin networks of
+counterfactuals start from them); :func:`discrete_network` validates them once
+into the model's one
+:class:`~causalnet.inference.discrete.network.DiscreteNetwork` (the
+:class:`~causalnet.inference.discrete.elimination.DiscreteBN` that answers,
+its ``row_evidence`` holding the per-row ``do`` values), cached on the model.
+:class:`DiscreteEngine` hands it the request's evidence, validated already, as
+node ints (:func:`engine_evidence`, :meth:`DiscreteBN.query_indices`).
 
 A target that is fixed — observed per row, or the same twin node asked in two
 worlds — is put back into the joint as a point mass by :func:`embed_point_masses`.
