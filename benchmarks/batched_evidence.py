@@ -75,7 +75,7 @@ def workload(name: str, rows: int, distinct: int, seed: int):
 
 
 def run_causalnet(name, rows, distinct, seed, repeats):
-    from causalnet.inference.elimination import DiscreteBN
+    from causalnet.inference.discrete import DiscreteBN
 
     bn, target, ev_nodes, uniq, picks = workload(name, rows, distinct, seed)
     ev = {v: uniq[v][picks] for v in ev_nodes}

@@ -50,12 +50,11 @@ def bif_path(name: str) -> Path:
 
 def load_causalnet(name: str):
     """``(DiscreteBN, node names, cards)`` of network `name`."""
-    from causalnet.inference.dispatch import discrete_network
-    from causalnet.inference.elimination import DiscreteBN
+    from causalnet.inference.discrete import DiscreteBN, model_tables
     from causalnet.io.bif import read_bif
 
     model = read_bif(bif_path(name))
-    cpts, cards, _ = discrete_network(model)
+    cpts, cards, _ = model_tables(model)
     return DiscreteBN(model.dag, cpts, cards), list(model.dag.nodes), cards
 
 

@@ -69,7 +69,7 @@ import warnings
 import numpy as np
 
 import causalnet as cn
-from causalnet.inference.elimination import DiscreteBN
+from causalnet.inference.discrete import DiscreteBN
 from causalnet.io.pgmpy import from_pgmpy
 
 

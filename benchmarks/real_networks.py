@@ -93,7 +93,7 @@ def _with_construction(build, fn, repeats: int) -> tuple[float, float, object]:
 
 
 def run_causalnet(name, k, seed, repeats, marginals):
-    from causalnet.inference.elimination import DiscreteBN
+    from causalnet.inference.discrete import DiscreteBN
 
     bn, names, qs, rows = queries(name, k, seed)
     dag, cpts, cards = bn.dag, bn.cpts, bn.cards

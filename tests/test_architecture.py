@@ -230,3 +230,27 @@ def test_the_extras_list_each_package_once():
                 seen.setdefault(name, []).append(extra)
     twice = {k: v for k, v in seen.items() if len(v) > 1}
     assert not twice, f"packages listed in several extras (list each once; compose extras instead): {twice}"
+
+
+def _classes_defined_twice(paths, name=_name) -> dict:
+    """Public (no leading ``_``) top-level class name -> the modules defining it, where there are several."""
+    where: dict = {}
+    for path in sorted(paths):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(name(path))
+    return {cls: mods for cls, mods in where.items() if len(mods) > 1}
+
+
+def test_no_public_class_name_is_defined_in_two_modules():
+    # one name, one idea: a reader never meets two different `Program`s (a private `_` class may repeat)
+    twice = _classes_defined_twice(ROOT.rglob("*.py"))
+    assert not twice, f"public class names defined in more than one module: {twice}"
+
+
+def test_the_duplicate_class_check_finds_a_duplicate(tmp_path):
+    # `Same` in two modules is found; a private class and a class defined once are not
+    for i in range(2):
+        (tmp_path / f"m{i}.py").write_text(f'"""m."""\n\n\nclass Same:\n    pass\n\n\nclass _Private:\n    pass\n\n\n'
+                                           f'class Only{i}:\n    pass\n')
+    assert _classes_defined_twice(tmp_path.glob("*.py"), name=lambda p: p.stem) == {"Same": ["m0", "m1"]}

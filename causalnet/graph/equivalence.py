@@ -37,6 +37,7 @@ from collections.abc import Hashable, Iterable, Iterator
 import networkx as nx
 
 from ..errors import GraphError
+from . import separation
 from .core import DAGCore, default_dag_class
 from .drawing import to_dot
 from .parse import format_name, parse_pdag
@@ -59,13 +60,17 @@ def v_structures(dag: DAGCore) -> frozenset:
 
 
 def moral_graph(dag: DAGCore) -> nx.Graph:
-    """The moral graph: the skeleton plus an edge between every two parents of a common child."""
+    """The moral graph: the skeleton plus an edge between every two parents of a common child.
+
+    A networkx view of :func:`causalnet.graph.separation.moral_graph` (the one
+    moralization, on the DAG's integer index).
+    """
+    ix = dag.index
+    names = ix.nodes
+    nb = separation.moral_graph(ix.par, range(ix.n))
     g = nx.Graph()
     g.add_nodes_from(dag.nodes)
-    g.add_edges_from(dag.edges)
-    for c in dag.nodes:
-        ps = dag.parents(c)
-        g.add_edges_from((a, b) for i, a in enumerate(ps) for b in ps[i + 1:])
+    g.add_edges_from((names[a], names[b]) for a, s in nb.items() for b in s if a < b)
     return g
 
 

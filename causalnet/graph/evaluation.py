@@ -43,7 +43,7 @@ import numpy as np
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError
 
-__all__ = ["Algebra", "evaluate", "Table", "Tables", "ModelSource", "DataSource"]
+__all__ = ["Algebra", "evaluate", "FormulaTable", "Tables", "ModelSource", "DataSource"]
 
 
 class Algebra:
@@ -66,7 +66,7 @@ class Algebra:
         raise NotImplementedError
 
 
-class Table:
+class FormulaTable:
     """Values of a sub-formula over its free variables, with a mask of undefined entries.
 
     Attributes
@@ -174,13 +174,13 @@ class DataSource(_Source):
 
 
 class Tables(Algebra):
-    """Folds an expression into :class:`Table` objects over a source."""
+    """Folds an expression into :class:`FormulaTable` objects over a source."""
 
     def __init__(self, source: _Source) -> None:
         self.source = source
         self.zero_terms: list = []
 
-    def probability(self, heads: tuple, given: tuple) -> Table:
+    def probability(self, heads: tuple, given: tuple) -> FormulaTable:
         variables = tuple(given) + tuple(heads)
         joint = self.source.joint(variables)                                     # (*given, *heads)
         axes = tuple(range(len(given), len(variables)))
@@ -190,9 +190,9 @@ class Tables(Algebra):
             tail = f" | {', '.join(map(str, given))}" if given else ""
             self.zero_terms.append(f"P({', '.join(map(str, heads))}{tail})")
         values = np.divide(joint, den, out=np.zeros_like(joint), where=den > 0)
-        return Table(variables, values, bad.copy())
+        return FormulaTable(variables, values, bad.copy())
 
-    def product(self, values: list) -> Table:
+    def product(self, values: list) -> FormulaTable:
         order = tuple(dict.fromkeys(v for t in values for v in t.variables))
         out = np.ones([1] * len(order))
         undefined = np.zeros([1] * len(order), dtype=bool)
@@ -203,14 +203,14 @@ class Tables(Algebra):
             undefined = undefined | und
             zero = zero | ((val == 0) & ~und)
         shape = np.broadcast_shapes(out.shape, undefined.shape)
-        return Table(order, np.broadcast_to(out, shape).copy(), np.broadcast_to(undefined & ~zero, shape).copy())
+        return FormulaTable(order, np.broadcast_to(out, shape).copy(), np.broadcast_to(undefined & ~zero, shape).copy())
 
-    def sum(self, value: Table, over: tuple) -> Table:
+    def sum(self, value: FormulaTable, over: tuple) -> FormulaTable:
         axes = tuple(value.variables.index(v) for v in over if v in value.variables)
         keep = tuple(v for v in value.variables if v not in over)
-        return Table(keep, value.values.sum(axis=axes), value.undefined.any(axis=axes))
+        return FormulaTable(keep, value.values.sum(axis=axes), value.undefined.any(axis=axes))
 
-    def fraction(self, num: Table, den: Table) -> Table:
+    def fraction(self, num: FormulaTable, den: FormulaTable) -> FormulaTable:
         order = tuple(dict.fromkeys(num.variables + den.variables))
         nv, nu = num.aligned(order)
         dv, du = den.aligned(order)
@@ -219,7 +219,7 @@ class Tables(Algebra):
         values = np.divide(nv, dv, out=np.zeros(shape), where=dv > 0)
         if (dv == 0).any():
             self.zero_terms.append("a denominator of the formula")
-        return Table(order, values, np.broadcast_to(nu | du, shape) | (dv == 0))
+        return FormulaTable(order, values, np.broadcast_to(nu | du, shape) | (dv == 0))
 
 
 def _source(source: Any) -> _Source:

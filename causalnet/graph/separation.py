@@ -422,8 +422,22 @@ def _reach_numpy(ix: GraphIndex, xi: list[int], yi: list[int], zi: list[int]) ->
 # -- minimal separators ------------------------------------------------------
 
 
-def moral_graph(par: list, keep: set) -> dict:
-    """Moral graph (integer adjacency) of the subgraph induced by an ancestral set `keep`."""
+def moral_graph(par: list, keep: Iterable[int]) -> dict:
+    """Moral graph (integer adjacency) of the subgraph induced by `keep`.
+
+    The one moralization of the package: each node is joined to its parents,
+    and the parents of each node to one another. `par[v]` lists the parents of
+    node ``v`` (ints) and must stay inside `keep` (true of an ancestral set;
+    other callers pass the parent lists restricted to `keep`):
+    :func:`causalnet.graph.equivalence.moral_graph` (a networkx graph) and
+    :func:`causalnet.inference.discrete.ordering.moral_graph` (by node name)
+    are views of it.
+
+    Returns
+    -------
+    dict
+        Node int -> set of neighbouring node ints, in the order of `keep`.
+    """
     nb: dict = {v: set() for v in keep}
     for v in keep:
         ps = par[v]  # every parent of a node of an ancestral set is in it

@@ -52,8 +52,7 @@ from ..mechanisms.base import DISCRETE
 from ..mechanisms.intervened import Intervened
 from ..mechanisms.tabular import Tabular
 from ..values import decode_states
-from .discrete import discrete_network, embed_point_masses, shift_map
-from .elimination import DiscreteBN
+from .discrete import DiscreteBN, embed_point_masses, model_tables, shift_map
 from .engine import Engine, NoExactAnswer
 from .gaussian import affine_form, condition, is_linear_gaussian
 from .request import COUNTERFACTUAL, FACTUAL, label
@@ -164,12 +163,12 @@ class _MultiWorld:
         self.request = request
         self.dag = request.model.dag
         self.order = {v: i for i, v in enumerate(self.dag.topological_order())}
-        self.nets = {}
+        self.tables = {}                       # world key -> (cpts, cards, row_evidence) of its model
         for key, w in request.worlds.items():
-            net = discrete_network(w.model)
-            if key == FACTUAL and net.row_evidence:
+            tables = model_tables(w.model)
+            if key == FACTUAL and tables[2]:
                 raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
-            self.nets[key] = net
+            self.tables[key] = tables
         self.changed = {key: w.intervened | set(self.dag.descendants(w.intervened)) if w.intervened else set()
                         for key, w in request.worlds.items()}
         self.twin = _Twin()
@@ -203,17 +202,17 @@ class _MultiWorld:
         return False
 
     def _factual(self, v) -> None:
-        net = self.nets[FACTUAL]
-        K = net.cards[v]
+        cpts, cards, _ = self.tables[FACTUAL]
+        K = cards[v]
         parents = [self.name(FACTUAL, p) for p in self.dag.parents(v)]
         if self._shares_noise(v):
             self.twin.add(self.names[(FACTUAL, v)], np.eye(K)[self._noise(v)], parents + [self.u[v]], K, v)
         else:
-            self.twin.add(self.names[(FACTUAL, v)], net.cpts[v], parents, K, v)
+            self.twin.add(self.names[(FACTUAL, v)], cpts[v], parents, K, v)
 
     def _noise(self, v) -> np.ndarray:
         """The natural states of `v` on each noise interval, ``(*pa, m)``; adds the node ``U_v`` once."""
-        table = self.nets[FACTUAL].cpts[v]
+        table = self.tables[FACTUAL][0][v]
         cuts, weights, natural = noise_intervals(table)                 # natural: (*pa, m)
         if v not in self.u:
             limits.check_bytes(16.0 * natural.size * table.shape[-1], what=f"the twin-network tables of {v!r}",
@@ -225,17 +224,17 @@ class _MultiWorld:
 
     def _changed(self, world: str, v) -> None:
         w = self.request.worlds[world]
-        net = self.nets[world]
-        K = net.cards[v]
+        cpts, cards, row_evidence = self.tables[world]
+        K = cards[v]
         name = self.names[(world, v)]
         disp = self.request.label((world, v))
         mech = w.model.mechanisms[v]
         if v in w.nested:                                                # M := M in another world
             self.twin.add(name, np.eye(K), [self.name(*w.nested[v])], K, disp)
         elif isinstance(mech, Intervened) and not mech.is_shift:        # do: a constant or per-row root
-            self.twin.add(name, net.cpts[v], [], K, disp)
-            if v in net.row_evidence:
-                self.evidence[name] = net.row_evidence[v]
+            self.twin.add(name, cpts[v], [], K, disp)
+            if v in row_evidence:
+                self.evidence[name] = row_evidence[v]
         elif self.dag.parents(v):                                        # natural (or shifted), shared U_v
             natural = self._noise(v)
             states = shift_map(v, mech, K)[natural] if isinstance(mech, Intervened) else natural
@@ -265,11 +264,12 @@ def _discrete_twin(request) -> DiscreteDistribution:
     free = [t for t in dict.fromkeys(tnames) if t not in evidence]
     try:
         bn = mw.twin.network()
-        pf, _ = bn.query(free, evidence, joint=True)                    # also checks P(e) > 0
+        idx, n = bn.index_evidence(evidence)                             # validated by the request
+        pf, _ = bn.query_indices(tuple(bn.node_index(t, "target") for t in free), idx, n)   # checks P(e) > 0
     except CausalNetError as e:
         raise mw.twin.readable(e) from None
     model = request.model
-    cards = [mw.nets[FACTUAL].cards[v] for _, v in request.targets]
+    cards = [mw.tables[FACTUAL][1][v] for _, v in request.targets]
     probs = embed_point_masses(pf, free, tnames, evidence, cards, request.n_rows)
     kind = "multi-world network" if request.is_multiworld else "twin network"
     return DiscreteDistribution(request.labels, probs, [model.specs[v].states for _, v in request.targets],
@@ -283,7 +283,7 @@ class DiscreteTwinEngine(Engine):
     name = "discrete twin network"
 
     def accepts(self, request) -> bool:
-        return request.is_counterfactual and all(discrete_network(w.model) is not None
+        return request.is_counterfactual and all(model_tables(w.model) is not None
                                                  for w in request.worlds.values())
 
     def answer(self, request):

@@ -19,14 +19,14 @@ from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError
 from .cauchy import CauchyEngine
 from .counterfactual import AdditiveNoiseEngine, DiscreteTwinEngine, GaussianTwinEngine, SampledCounterfactualEngine
-from .discrete import DiscreteEngine, discrete_network, shift_map
+from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import Registry
 from .gaussian import GaussianEngine
 from .request import counterfactual_request, map_request, query_request
 from .sampling import SamplingEngine
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
-           "discrete_network", "shift_map"]
+           "discrete_network", "model_tables", "shift_map"]
 
 QUERY_ENGINES = Registry([DiscreteEngine(), GaussianEngine(), CauchyEngine(), SamplingEngine()], what="query")
 COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),

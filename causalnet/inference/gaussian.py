@@ -65,7 +65,7 @@ class AffineForm:
 
 def is_linear_gaussian(model) -> bool:
     """Whether every mechanism is LinearGaussian, a constant intervention on a real node,
-    or an affine intervention (:class:`~causalnet.mechanisms.intervened.Affine`) on a LinearGaussian node."""
+    or an affine intervention (:class:`~causalnet.mechanisms.intervened.AffineIntervention`) on a LinearGaussian node."""
     for node, mech in model.mechanisms.items():
         if isinstance(mech, LinearGaussian):
             continue

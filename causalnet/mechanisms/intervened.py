@@ -6,7 +6,7 @@ intervention). Engines recognise it with ``isinstance``; it is the one contract
 between :meth:`CausalModel.do <causalnet.CausalModel.do>` and the engines.
 
 A shift given as an opaque callable (``lambda x: x + 1``) can only be run, so
-continuous models under it are answered by sampling. An :class:`Affine`
+continuous models under it are answered by sampling. An :class:`AffineIntervention`
 intervention ``x -> scale · x + offset`` (built with :func:`shift` or
 :func:`affine`) is also a callable, but it is *transparent*: the joint-Gaussian,
 linear-Cauchy and counterfactual engines read its ``scale`` and ``offset`` and
@@ -34,10 +34,10 @@ import numpy as np
 from ..errors import ModelError
 from .base import DISCRETE, REAL, Mechanism, Spec
 
-__all__ = ["Intervened", "Affine", "shift", "affine"]
+__all__ = ["Intervened", "AffineIntervention", "shift", "affine"]
 
 
-class Affine:
+class AffineIntervention:
     """The intervention ``x -> scale · x + offset`` on a node's natural value.
 
     Parameters
@@ -59,10 +59,10 @@ class Affine:
         return self.scale * np.asarray(x) + self.offset
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Affine) and (self.scale, self.offset) == (other.scale, other.offset)
+        return isinstance(other, AffineIntervention) and (self.scale, self.offset) == (other.scale, other.offset)
 
     def __hash__(self) -> int:
-        return hash((Affine, self.scale, self.offset))
+        return hash((AffineIntervention, self.scale, self.offset))
 
     def __repr__(self) -> str:
         if self.scale == 1.0:
@@ -79,22 +79,22 @@ def _finite(v: Any, what: str) -> float:
     return v
 
 
-def shift(delta: float) -> Affine:
+def shift(delta: float) -> AffineIntervention:
     """The intervention ``x -> x + delta`` (exact on linear-Gaussian and linear-Cauchy models).
 
     >>> shift(1.5)
     shift(1.5)
     """
-    return Affine(1.0, delta)
+    return AffineIntervention(1.0, delta)
 
 
-def affine(scale: float, offset: float = 0.0) -> Affine:
+def affine(scale: float, offset: float = 0.0) -> AffineIntervention:
     """The intervention ``x -> scale · x + offset``.
 
     >>> float(affine(2.0, 1.0)(3.0))
     7.0
     """
-    return Affine(scale, offset)
+    return AffineIntervention(scale, offset)
 
 
 class Intervened(Mechanism):
@@ -108,8 +108,8 @@ class Intervened(Mechanism):
         The node's mechanism without the intervention.
     is_shift : bool
         True when `value` is a callable of the natural value.
-    affine : Affine or None
-        The intervention when it is an :class:`Affine` one (engines solve it exactly).
+    affine : AffineIntervention or None
+        The intervention when it is an :class:`AffineIntervention` one (engines solve it exactly).
     """
 
     deterministic = True
@@ -118,7 +118,7 @@ class Intervened(Mechanism):
         self.value = value
         self.natural = natural
         self.is_shift = callable(value)
-        self.affine = value if isinstance(value, Affine) else None
+        self.affine = value if isinstance(value, AffineIntervention) else None
         super().__init__(natural.parents if self.is_shift else ())
         self.kind = natural.kind
 

@@ -17,8 +17,8 @@ from numpy.testing import assert_allclose
 
 import causalnet as cn
 from causalnet.errors import EvidenceError
-from causalnet.inference.batches import EvidenceRows
-from causalnet.inference.elimination import DiscreteBN
+from causalnet.inference.discrete.batches import EvidenceRows
+from causalnet.inference.discrete.elimination import DiscreteBN
 
 
 def repeated_rows(rng, names, card, n, distinct):

@@ -20,8 +20,8 @@ from numpy.testing import assert_allclose
 
 import causalnet as cn
 from causalnet import CausalNetError, ResourceError
-from causalnet.inference.elimination import DiscreteBN, variable_elimination
-from causalnet.inference.factors import Factor, factor_product
+from causalnet.inference.discrete.elimination import DiscreteBN, variable_elimination
+from causalnet.inference.discrete.factors import Factor, factor_product
 
 
 def grid(side: int) -> DiscreteBN:

@@ -1,4 +1,4 @@
-"""Tests for causalnet.inference.elimination and junction_tree: the exact discrete engine.
+"""Tests for causalnet.inference.discrete.elimination and junction_tree: the exact discrete engine.
 
 Oracles: brute-force enumeration of the full joint (numpy broadcasting, no
 einsum), pgmpy's VariableElimination on the same arrays (random networks and
@@ -20,10 +20,10 @@ from scipy.special import logsumexp
 
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
-from causalnet.inference import elimination as E
-from causalnet.inference import prior_tree as PT
-from causalnet.inference import programs as P
-from causalnet.inference.elimination import (
+from causalnet.inference.discrete import elimination as E
+from causalnet.inference.discrete import prior_tree as PT
+from causalnet.inference.discrete import programs as P
+from causalnet.inference.discrete.elimination import (
     ORDER_METHODS,
     DiscreteBN,
     elimination_cliques,
@@ -31,7 +31,8 @@ from causalnet.inference.elimination import (
     moral_graph,
     variable_elimination,
 )
-from causalnet.inference.factors import MAX_EINSUM_AXES, Factor
+from causalnet.inference.discrete.factors import MAX_EINSUM_AXES, Factor
+from causalnet.inference.discrete.policy import QueryPolicy
 
 # -- helpers ----------------------------------------------------------------------
 
@@ -114,9 +115,9 @@ def test_query_matches_brute_force(seed, trial, engine):
     dag, cpts, card = random_network(rng, int(rng.integers(3, 9)))
     bn = DiscreteBN(dag, cpts, card)
     if engine == "compiled":
-        bn._cache_prior_tree = False                           # variable elimination for every query
+        bn._cache_policy = QueryPolicy(lambda: False)                # variable elimination for every query
     else:
-        assert bn._make_prior_tree(now=True)
+        assert bn._cache_policy.build_tree()
     joint, names = brute_joint(dag, cpts, card)
     for _ in range(6):
         perm = [names[i] for i in rng.permutation(len(names))]
@@ -148,7 +149,7 @@ def test_global_order_or_greedy_search(seed, monkeypatch):
     for limit in (1 << 30, 0):
         monkeypatch.setattr(E, "_GLOBAL_ORDER_MAX", limit)
         bn = DiscreteBN(dag, cpts, card)
-        bn._cache_prior_tree = False
+        bn._cache_policy = QueryPolicy(lambda: False)
         calls.clear()
         for r in range(6):
             perm = [names[i] for i in rng.permutation(len(names))]
@@ -377,8 +378,8 @@ def test_prior_tree_matches_brute_force(rng, n_nodes, zeros, matrices):
     # random forests (nodes may have no parents), cards 1..4, some impossible states
     dag, cpts, card = random_network(rng, n_nodes, max_parents=3, cards=(1, 4), zeros=zeros)
     bn = DiscreteBN(dag, cpts, card)
-    pt = bn._make_prior_tree(now=True)
-    assert pt and bn._cache_prior_tree is pt
+    pt = bn._cache_policy.build_tree()
+    assert pt and bn._cache_policy.tree is pt
     if not matrices:
         _einsum_only(pt)
     joint, names = brute_joint(dag, cpts, card)
@@ -422,7 +423,7 @@ def test_prior_tree_matches_brute_force(rng, n_nodes, zeros, matrices):
 def test_prior_tree_answers_pairs_in_one_clique(cloudy_bn):
     # Sprinkler and Rain share a clique with Cloudy (their common parent) or Wet (their child)
     bn = cloudy_bn
-    bn._make_prior_tree(now=True)
+    bn._cache_policy.build_tree()
     _no_compile(bn)
     names = list(bn.nodes)
     joint, _ = brute_joint(bn.dag, bn.cpts, bn.cards)
@@ -440,7 +441,7 @@ def test_prior_tree_evidence_in_another_tree():
     cpts = {"A": np.array([0.3, 0.7]), "B": np.array([[0.9, 0.1], [0.4, 0.6]]),
             "C": np.array([0.2, 0.8]), "D": np.array([[0.5, 0.5], [0.1, 0.9]])}
     bn = DiscreteBN(g, cpts, {v: 2 for v in "ABCD"})
-    bn._make_prior_tree(now=True)
+    bn._cache_policy.build_tree()
     _no_compile(bn)
     p_d1 = 0.2 * 0.5 + 0.8 * 0.9
     p, log_e = bn.query(["A"], {"D": 1})
@@ -460,11 +461,11 @@ def test_prior_tree_evidence_in_another_tree():
 def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
     bn = cloudy_bn
     p1, _ = bn.query(["Rain"], {"Wet": 1})
-    assert bn._cache_prior_tree is None                          # a one-query network never pays for it
+    assert not bn._cache_policy.built                                  # a one-query network never pays for it
     bn.query(["Rain"], {"Wet": np.array([0, 1])})          # batched: the compiled engine
-    assert bn._cache_prior_tree is None
+    assert not bn._cache_policy.built
     p2, _ = bn.query(["Rain"], {"Wet": 1})
-    assert bn._cache_prior_tree
+    assert bn._cache_policy.tree
     assert_allclose(p1, p2, rtol=0, atol=1e-15)
     # an explicit order always runs variable elimination with it
     seen = []
@@ -478,7 +479,7 @@ def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
     small = DiscreteBN(g, {"A": [0.5, 0.5], "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
     for _ in range(3):
         p, _ = small.query(["A"], {"B": 0})
-    assert small._cache_prior_tree is False
+    assert small._cache_policy.built and small._cache_policy.tree is None
     assert_allclose(p, [0.45 / 0.55, 0.1 / 0.55], rtol=0, atol=1e-15)
 
 
@@ -489,7 +490,7 @@ def test_heavy_prior_tree_hands_repeated_shapes_to_plans(seed, monkeypatch):
     dag, cpts, card = random_network(rng, 9)
     joint, names = brute_joint(dag, cpts, card)
     bn = DiscreteBN(dag, cpts, card)
-    assert bn._make_prior_tree(now=True).heavy
+    assert bn._cache_policy.build_tree().heavy
     ev = {"X8": 1, "X3": 0}
     compiled = []
     compile_ = bn._compile
@@ -508,13 +509,13 @@ def test_prior_tree_matrix_budget(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, 25, max_parents=3)
     full = DiscreteBN(dag, cpts, card)
-    assert full._make_prior_tree(now=True)._pass
+    assert full._cache_policy.build_tree()._pass
     monkeypatch.setattr(PT, "_MIN_BUDGET", 0)
     monkeypatch.setattr(PT, "_REDUCE_FROM", 1)              # and every clique is pre-summed
     lean = DiscreteBN(dag, cpts, card)
-    pt = lean._make_prior_tree(now=True)
+    pt = lean._cache_policy.build_tree()
     monkeypatch.setattr(pt, "_budget", 0)
-    assert len(pt._pass) < len(full._cache_prior_tree._pass)
+    assert len(pt._pass) < len(full._cache_policy.tree._pass)
     names = list(dag.nodes)
     sample = forward_sample(dag, cpts, card, 10, rng)
     for r in range(10):
@@ -761,7 +762,7 @@ def test_more_than_32_axes_never_reach_einsum(wide, monkeypatch):
     m = bn.junction_tree().marginals({"Z": 1})
     assert_allclose(m["Y"], want, rtol=0, atol=1e-12)
     # the prior tree with contractions only: its 44-node clique goes through contract()
-    pt = bn._make_prior_tree(now=True) if bn._cache_prior_tree is None else bn._cache_prior_tree
+    pt = bn._cache_policy.build_tree()
     assert pt and max(len(c) for c in pt._vars) > MAX_EINSUM_AXES
     _einsum_only(pt)
     _no_compile(bn)

@@ -1,4 +1,4 @@
-"""Tests for causalnet.inference.factors: the discrete factor algebra.
+"""Tests for causalnet.inference.discrete.factors: the discrete factor algebra.
 
 Oracles: numpy broadcasting and explicit indexing (independent of einsum), and
 the sum/product exchange rule (Koller & Friedman eq. 9.6) as a property.
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 from causalnet import EvidenceError, ModelError, ShapeError
-from causalnet.inference import factors as F
-from causalnet.inference.factors import BATCH, MAX_EINSUM_AXES, Factor, contract, factor_product
+from causalnet.inference.discrete import factors as F
+from causalnet.inference.discrete.factors import BATCH, MAX_EINSUM_AXES, Factor, contract, factor_product
 
 
 @pytest.fixture

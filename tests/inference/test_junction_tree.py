@@ -1,8 +1,8 @@
 """Junction tree == variable elimination == brute-force enumeration, on random small networks.
 
 Also the clique tree's invariants (forest, families covered, running
-intersection) straight from :func:`causalnet.inference.cliques.build_clique_tree`,
-and the calibrated prior tree (:mod:`causalnet.inference.prior_tree`) against
+intersection) straight from :func:`causalnet.inference.discrete.cliques.build_clique_tree`,
+and the calibrated prior tree (:mod:`causalnet.inference.discrete.prior_tree`) against
 the same oracle.
 """
 
@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-import causalnet.inference.junction_tree as jt_module
+import causalnet.inference.discrete.junction_tree as jt_module
 from causalnet import EvidenceError
-from causalnet.inference.cliques import build_clique_tree
-from causalnet.inference.elimination import DiscreteBN
-from causalnet.inference.hugin import propagate
-from causalnet.inference.network import DiscreteNetwork
-from causalnet.inference.prior_tree import build_prior_tree
+from causalnet.inference.discrete.cliques import build_clique_tree
+from causalnet.inference.discrete.elimination import DiscreteBN
+from causalnet.inference.discrete.hugin import propagate
+from causalnet.inference.discrete.network import DiscreteNetwork
+from causalnet.inference.discrete.prior_tree import build_prior_tree
 
 networks = st.tuples(st.integers(0, 2**32 - 1), st.integers(2, 8), st.booleans())
 
@@ -127,7 +127,7 @@ def test_prior_tree_equals_enumeration(params):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(networks)
 def test_one_hugin_propagation_equals_enumeration(params):
-    """The first all-marginals request runs one Hugin propagation (causalnet.inference.hugin)."""
+    """The first all-marginals request runs one Hugin propagation (causalnet.inference.discrete.hugin)."""
     s, n_nodes, zeros = params
     rng = np.random.default_rng(s)
     dag, cpts, card = random_network(rng, n_nodes, max_parents=4, cards=(1, 3), zeros=zeros)

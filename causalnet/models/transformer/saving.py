@@ -55,7 +55,7 @@ import numpy as np
 from ...errors import CausalNetError, ModelError
 from ...io import bundle
 from ...mechanisms import tensor as ops
-from ...mechanisms.intervened import Affine, Intervened
+from ...mechanisms.intervened import AffineIntervention, Intervened
 from ...mechanisms.tensor import TensorOp
 from ...model import CausalModel
 
@@ -135,7 +135,7 @@ def _node_entry(w: _Writer, node: Any, mech: Any) -> dict:
 
 
 def _intervention(w: _Writer, node: str, mech: Intervened) -> dict:
-    if isinstance(mech.value, Affine):
+    if isinstance(mech.value, AffineIntervention):
         return {"node": node, "affine": [mech.value.scale, mech.value.offset]}
     if callable(mech.value):
         raise ModelError(f"cannot save node {node!r}: its intervention is a Python callable; only constants and "
@@ -253,7 +253,7 @@ def _interventions(model: CausalModel, dos: Any, arrays: Mapping[str, np.ndarray
             a = _field(d, "affine", list, at)
             if len(a) != 2:
                 raise ModelError(f"{at}.affine: expected [scale, offset], got {a!r}")
-            values[node] = Affine(*a)
+            values[node] = AffineIntervention(*a)
         else:
             values[node] = _decode(_field(d, "value", dict, at), arrays, f"{at}.value")
     return model.do(values) if values else model

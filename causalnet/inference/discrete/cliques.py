@@ -13,14 +13,14 @@ Each CPT is *assigned* to a clique holding its family; each variable has a
 
 :func:`build_clique_tree` does this in named steps and returns a
 :class:`CliqueTree` (plain data) that junction-tree calibration
-(:mod:`causalnet.inference.junction_tree`) and the calibrated prior tree
-(:mod:`causalnet.inference.prior_tree`) share. It checks the largest clique
+(:mod:`causalnet.inference.discrete.junction_tree`) and the calibrated prior tree
+(:mod:`causalnet.inference.discrete.prior_tree`) share. It checks the largest clique
 against ``limits.get("max_table_bytes")`` before any table exists.
 
 Examples
 --------
 >>> import causalnet as cn
->>> from causalnet.inference.network import DiscreteNetwork
+>>> from causalnet.inference.discrete.network import DiscreteNetwork
 >>> net = DiscreteNetwork(cn.DAG.parse("A -> B -> C"), {"A": [0.3, 0.7],
 ...     "B": [[0.9, 0.1], [0.2, 0.8]], "C": [[0.5, 0.5], [0.1, 0.9]]}, {"A": 2, "B": 2, "C": 2})
 >>> tree = build_clique_tree(net)

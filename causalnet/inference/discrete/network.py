@@ -6,10 +6,10 @@ then the node) and its CPT of shape ``(*parent_cards, card)``, rows summing to
 1. It validates user input once (cards, CPT shapes and rows, targets, evidence)
 and offers what every engine needs: ancestral sets, the moral graph of a node
 set with the evidence removed, and the evidence-reduced CPT slots of a
-compiled program (:class:`~causalnet.inference.programs.Builder`).
+compiled program (:class:`~causalnet.inference.discrete.programs.ProgramBuilder`).
 
-Variable elimination (:class:`~causalnet.inference.elimination.DiscreteBN`,
-a subclass) and junction trees (:mod:`causalnet.inference.junction_tree`)
+Variable elimination (:class:`~causalnet.inference.discrete.elimination.DiscreteBN`,
+a subclass) and junction trees (:mod:`causalnet.inference.discrete.junction_tree`)
 consume it; it knows nothing of either.
 
 Examples
@@ -32,11 +32,11 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .. import limits
-from ..errors import EvidenceError, GraphError, ModelError, ShapeError
-from ..graph.dag import DAG
+from ... import limits
+from ...errors import EvidenceError, GraphError, ModelError, ShapeError
+from ...graph.dag import DAG
 from .factors import as_state_index
-from .programs import Builder, FoldCache
+from .programs import FoldCache, ProgramBuilder
 
 __all__ = ["DiscreteNetwork"]
 
@@ -135,6 +135,11 @@ class DiscreteNetwork:
         and each row divided by its sum.
     cards : mapping of node -> int
         Number of states of each node (at least 1).
+    row_evidence : mapping of node -> int array of shape (n,), optional
+        Nodes under a *per-row* ``do`` in the model the tables come from
+        (:func:`~causalnet.inference.discrete.engine.discrete_network`): their
+        CPT is a uniform root, observed at these states row by row
+        (conditioning on a root is intervening on it). Empty by default.
 
     Attributes
     ----------
@@ -148,6 +153,8 @@ class DiscreteNetwork:
         Node int -> itself (the tie-break order of greedy orderings).
     folds : FoldCache
         Constant-folded tables shared by every program compiled on this network.
+    row_evidence : dict
+        Node -> per-row states of a per-row ``do`` (see the parameter).
 
     Raises
     ------
@@ -160,7 +167,8 @@ class DiscreteNetwork:
         On a CPT larger than ``limits.get("max_table_bytes")``.
     """
 
-    def __init__(self, dag: DAG, cpts: Mapping[Hashable, np.ndarray], cards: Mapping[Hashable, int]) -> None:
+    def __init__(self, dag: DAG, cpts: Mapping[Hashable, np.ndarray], cards: Mapping[Hashable, int], *,
+                 row_evidence: Mapping[Hashable, np.ndarray] | None = None) -> None:
         if not isinstance(dag, DAG):
             raise ModelError(f"{type(self).__name__} expects a causalnet DAG, got {type(dag).__name__}")
         for what, mapping in (("cards", cards), ("cpts", cpts)):
@@ -188,6 +196,7 @@ class DiscreteNetwork:
         self._cache_eyes: dict = {}
         self._cache_tables: dict = {}
         self._cache_folds = FoldCache()
+        self.row_evidence = dict(row_evidence or {})
 
     # -- views -----------------------------------------------------------------
 
@@ -280,6 +289,40 @@ class DiscreteNetwork:
             ev[i] = x
         return ev, n
 
+    def check_disjoint(self, tidx: tuple[int, ...], ev: Mapping) -> None:
+        """EvidenceError if a target (node int) is also observed."""
+        both = set(tidx) & ev.keys()
+        if both:
+            raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
+
+    def index_evidence(self, evidence: Mapping) -> tuple[dict, int | None]:
+        """Evidence validated already (node -> state, or int array of shape (n,)) keyed by node int.
+
+        No checks: the caller (a :class:`~causalnet.inference.request.Request`)
+        validated nodes, states and batch sizes. An ``int`` stays an ``int``,
+        a 0-d array becomes one, an array becomes ``intp`` (no copy when it is
+        one already), as :meth:`evidence_indices` would return them.
+
+        Returns
+        -------
+        ev : dict of node int -> int or ndarray of shape (n,)
+        n : int or None
+        """
+        ev: dict = {}
+        n = None
+        index = self._index
+        for k, x in evidence.items():
+            if type(x) is not int:
+                x = np.asarray(x)
+                if x.ndim == 0:
+                    x = int(x)
+                else:
+                    x = x.astype(np.intp, copy=False)
+                    if n is None:
+                        n = x.shape[0]
+            ev[index[k]] = x
+        return ev, n
+
     def raise_impossible(self, ev: dict, z, n: int | None):
         """Raise the EvidenceError of evidence `ev` whose probability `z` is zero (in some row)."""
         items = sorted(ev.items())
@@ -346,7 +389,7 @@ class DiscreteNetwork:
             e = self._cache_eyes[v] = np.eye(k)
         return e
 
-    def factor_slot(self, b: Builder, v: int, ev: frozenset, batched: frozenset) -> int:
+    def factor_slot(self, b: ProgramBuilder, v: int, ev: frozenset, batched: frozenset) -> int:
         """The slot of `b` holding node v's CPT reduced by the evidence nodes `ev`."""
         fam = self._family[v]
         evs = tuple(u for u in fam if u in ev)

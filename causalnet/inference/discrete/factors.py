@@ -38,8 +38,8 @@ from string import ascii_letters
 
 import numpy as np
 
-from .. import limits
-from ..errors import EvidenceError, ModelError, ShapeError
+from ... import limits
+from ...errors import EvidenceError, ModelError, ShapeError
 
 __all__ = [
     "Factor",

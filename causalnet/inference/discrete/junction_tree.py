@@ -20,20 +20,20 @@ times all its incoming messages; summing it gives single-node marginals, and
 its total is ``P(e)``.
 
 Calibration is compiled like variable elimination (see
-:mod:`causalnet.inference.elimination`): messages whose source side holds no
+:mod:`causalnet.inference.discrete.elimination`): messages whose source side holds no
 evidence are the prior messages, computed once per tree; the rest become a
 program of einsum calls, cached per evidence-variable set and batched over
 evidence rows (memory ``O(n * largest clique)``).
 
 The structure (cliques, separators, CPT assignment) comes from
-:func:`causalnet.inference.cliques.build_clique_tree`, which refuses, with a
+:func:`causalnet.inference.discrete.cliques.build_clique_tree`, which refuses, with a
 :class:`~causalnet.errors.ResourceError`, a clique larger than
 ``limits.get("max_table_bytes")``; a batched calibration is checked the same
 way for its n rows.
 
 Scalar evidence (one state per observed node) on a tree built without
 evidence variables skips compilation: its *calibrated prior tree*
-(:mod:`causalnet.inference.prior_tree`, built once per tree and shared with
+(:mod:`causalnet.inference.discrete.prior_tree`, built once per tree and shared with
 :meth:`DiscreteBN.query`) keeps each clique's prior marginal ``P(C)``; given
 evidence, the message along an edge is the likelihood of the evidence behind
 it given the separator, all ones where no evidence lies behind, so only the
@@ -46,7 +46,7 @@ Examples
 --------
 >>> import numpy as np
 >>> import causalnet as cn
->>> from causalnet.inference.elimination import DiscreteBN
+>>> from causalnet.inference.discrete.elimination import DiscreteBN
 >>> g = cn.DAG.parse("A -> B -> C")
 >>> bn = DiscreteBN(g, {"A": [0.3, 0.7], "B": [[0.9, 0.1], [0.2, 0.8]],
 ...                     "C": [[0.5, 0.5], [0.1, 0.9]]}, {"A": 2, "B": 2, "C": 2})
@@ -72,14 +72,15 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import EvidenceError, GraphError
+from ...errors import EvidenceError, GraphError
 from .batches import EvidenceRows
 from .cliques import build_clique_tree
 from .hugin import propagate
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS
+from .policy import COMPILED, HUGIN, MarginalsPolicy
 from .prior_tree import PriorTree, build_prior_tree
-from .programs import TINY, Builder
+from .programs import TINY, ProgramBuilder
 
 __all__ = ["JunctionTree", "MAX_PRIOR_CLIQUE", "MAX_PRIOR_TOTAL"]
 
@@ -89,11 +90,10 @@ MAX_PRIOR_CLIQUE = 1 << 20
 MAX_PRIOR_TOTAL = 1 << 23
 #: Children of a clique on separators this small (entries) share one contraction for their messages.
 _SHARED_SEP = 1 << 12
-_DIRECT_CALLS = 3          # scalar requests answered by one Hugin propagation before the prior tree is built
 
 
 class JunctionTree:
-    """A junction tree of a :class:`~causalnet.inference.elimination.DiscreteBN`.
+    """A junction tree of a :class:`~causalnet.inference.discrete.elimination.DiscreteBN`.
 
     Build it with :meth:`DiscreteBN.junction_tree` (cached there).
 
@@ -142,10 +142,11 @@ class JunctionTree:
             self._tree_rep.setdefault(t.tree[t.home[v]], v)
         self._cache_programs: dict = {}
         self._cache_prior_tree = None
-        self._cache_direct_calls = 0
+        self._cache_policy = MarginalsPolicy(max(self._size, default=1) <= MAX_PRIOR_CLIQUE
+                                       and sum(self._size) <= MAX_PRIOR_TOTAL, bool(S))
         self._cache_prior_messages: tuple[dict, dict] = ({}, {})   # evidence-free messages (up, down) met so far
 
-    def _keep_prior_messages(self, b: Builder, up: dict, down: dict) -> None:
+    def _keep_prior_messages(self, b: ProgramBuilder, up: dict, down: dict) -> None:
         """Remember the messages of `b` that hold no evidence (constants), for later programs."""
         prior_up, prior_down = self._cache_prior_messages
         for c, sl in up.items():
@@ -156,7 +157,7 @@ class JunctionTree:
                 prior_down[c] = b.template[sl]
 
     def prior_tree(self) -> PriorTree | None:
-        """This tree calibrated on the prior (see :mod:`causalnet.inference.prior_tree`), built once.
+        """This tree calibrated on the prior (see :mod:`causalnet.inference.discrete.prior_tree`), built once.
 
         None for a tree with evidence variables, when its cliques exceed
         :data:`MAX_PRIOR_CLIQUE` / :data:`MAX_PRIOR_TOTAL` entries, or when
@@ -164,8 +165,7 @@ class JunctionTree:
         """
         if self._cache_prior_tree is None:
             pt = False
-            if (not self._S and max(self._size, default=1) <= MAX_PRIOR_CLIQUE
-                    and sum(self._size) <= MAX_PRIOR_TOTAL):
+            if not self._S and self._cache_policy.small:
                 pt = build_prior_tree(self._bn, self._structure) or False
             self._cache_prior_tree = pt
         return self._cache_prior_tree or None
@@ -204,7 +204,7 @@ class JunctionTree:
 
     # -- compilation -------------------------------------------------------------
 
-    def _messages(self, b: Builder, ind: frozenset, batched: frozenset):
+    def _messages(self, b: ProgramBuilder, ind: frozenset, batched: frozenset):
         """Emit factor slots and all messages; returns (factor slots per clique, up, down)."""
         bn = self._bn
         k = len(self._vars)
@@ -249,7 +249,7 @@ class JunctionTree:
                 self._down_messages(b, p, fac[p], up, down, todo)
         return fac, up, down
 
-    def _down_messages(self, b: Builder, p: int, fac: list, up: dict, down: dict, todo: list) -> None:
+    def _down_messages(self, b: ProgramBuilder, p: int, fac: list, up: dict, down: dict, todo: list) -> None:
         """Emit the messages from clique p to its children `todo` into `down`.
 
         Each is ``sum to the separator of psi_p * every other message into p``;
@@ -280,7 +280,7 @@ class JunctionTree:
             return got
         bn = self._bn
         ev_order = tuple(sorted(self._S | ind))
-        b = Builder(bn.card, ev_order, bn.folds)
+        b = ProgramBuilder(bn.card, ev_order, bn.folds)
         fac, up, down = self._messages(b, ind, batched)
         self._keep_prior_messages(b, up, down)
         marg = self._marginal_slots(b, fac, up, down)
@@ -290,7 +290,7 @@ class JunctionTree:
         self._cache_programs[key] = got
         return got
 
-    def _marginal_slots(self, b: Builder, fac: list, up: dict, down: dict) -> dict[int, int]:
+    def _marginal_slots(self, b: ProgramBuilder, fac: list, up: dict, down: dict) -> dict[int, int]:
         """The slot of each free node's unnormalized posterior ``P(v, e)``.
 
         A node on some separator is read from its smallest one: the product of
@@ -374,8 +374,9 @@ class JunctionTree:
                 f"this junction tree was built for evidence on {list(self.evidence_vars)}; "
                 f"no evidence given for {bn.nodes[missing[0]]!r}"
             )
-        if n is None and not self._S:
-            got = self._from_prior(ev, return_log_evidence)
+        route = self._cache_policy.route(batched=n is not None, tree_built=self._cache_prior_tree is not None)
+        if route != COMPILED:
+            got = self._from_prior(ev, return_log_evidence, route)
             if got is not None:
                 return got
         if n is None:
@@ -443,20 +444,18 @@ class JunctionTree:
             post[v] = _point_mass(card[v], ev[v], n)
         return {names[v]: post[v] for v in range(len(names))}
 
-    def _from_prior(self, ev: dict, return_log_evidence: bool):
-        """Scalar evidence: the marginals from one Hugin propagation (the first request) or
-        from the calibrated prior tree (later ones); None if unavailable."""
+    def _from_prior(self, ev: dict, return_log_evidence: bool, route: str):
+        """Scalar evidence: the marginals from one Hugin propagation or from the calibrated
+        prior tree, as `route` says (see :class:`~.policy.MarginalsPolicy`); None if unavailable."""
         bn = self._bn
         names = bn.nodes
-        if self._cache_prior_tree is None and self._cache_direct_calls < _DIRECT_CALLS:
-            self._cache_direct_calls += 1
-            if max(self._size, default=1) <= MAX_PRIOR_CLIQUE and sum(self._size) <= MAX_PRIOR_TOTAL:
-                got = propagate(bn, self._structure, ev)
-                if got is None:
-                    return None
-                post, log_z = got
-                out = {names[v]: post[v] for v in range(len(names))}
-                return (out, log_z) if return_log_evidence else out
+        if route == HUGIN:
+            got = propagate(bn, self._structure, ev)
+            if got is None:
+                return None
+            post, log_z = got
+            out = {names[v]: post[v] for v in range(len(names))}
+            return (out, log_z) if return_log_evidence else out
         pt = self.prior_tree()
         if not pt:
             return None

@@ -2,7 +2,7 @@
 
 Terms
 -----
-A junction tree (:mod:`causalnet.inference.cliques`) is calibrated once on
+A junction tree (:mod:`causalnet.inference.discrete.cliques`) is calibrated once on
 the prior (Shafer-Shenoy): every clique c keeps its prior belief
 ``beta_c = P(C)`` and, for each neighbour d, ``beta_c / P(S_cd)`` (zero where
 ``P(S_cd) = 0``). In this (Hugin) form the message c -> d given evidence e is
@@ -29,8 +29,8 @@ Examples
 --------
 >>> import numpy as np
 >>> import causalnet as cn
->>> from causalnet.inference.network import DiscreteNetwork
->>> from causalnet.inference.cliques import build_clique_tree
+>>> from causalnet.inference.discrete.network import DiscreteNetwork
+>>> from causalnet.inference.discrete.cliques import build_clique_tree
 >>> net = DiscreteNetwork(cn.DAG.parse("A -> B"), {"A": [0.3, 0.7],
 ...     "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
 >>> pt = build_prior_tree(net, build_clique_tree(net))

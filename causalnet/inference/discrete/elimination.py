@@ -11,7 +11,7 @@ node order and rows summing to 1 on the last axis. :class:`DiscreteBN` answers
 * ``map``: the most probable assignment of some nodes given the evidence
   (MPE when all non-evidence nodes are asked for), with its log-probability;
 * ``junction_tree``: a calibrated clique tree giving every single-node
-  posterior at once (:mod:`causalnet.inference.junction_tree`).
+  posterior at once (:mod:`causalnet.inference.discrete.junction_tree`).
 
 Evidence values are state indices: an ``int``, or an int array of shape (n,)
 for n queries answered in one vectorized pass (a *batched* query; results get a
@@ -19,20 +19,19 @@ leading batch axis). Nothing loops over rows in Python.
 
 How a query runs
 ----------------
-A query with scalar evidence (one state per observed node) whose targets
-share a clique of the network's junction tree, with the default `order`, is
-answered from the *calibrated prior junction tree*
-(:mod:`causalnet.inference.junction_tree`), built once per network at its
-second such query: the prior marginal of every clique is kept, and the query
-computes only the likelihood messages on the part of the tree that joins the
-observed nodes to the targets (nothing is pruned, ordered or compiled per
-query; a message carrying a single observation is precomputed). Evidence
-whose probability is below 1e-280 (or zero) falls through to the compiled
-engine, which rescales (or raises). On a network whose junction tree has a
-clique of 4096 entries or more, a (targets, evidence nodes) shape asked a
-second time is compiled instead: its pruned, cached plan then runs faster
-than the tree. Everything else (batched evidence, targets in no common
-clique, an explicit order, MAP) is compiled:
+Which exact method answers is decided in one place,
+:class:`~causalnet.inference.discrete.policy.QueryPolicy` (see
+:mod:`causalnet.inference.discrete.policy` for its rules): a scalar query
+with the default `order` may be answered from the *calibrated prior junction
+tree* (:mod:`causalnet.inference.discrete.prior_tree`), built once per
+network at its second such query: the prior marginal of every clique is
+kept, and the query computes only the likelihood messages on the part of the
+tree that joins the observed nodes to the targets (nothing is pruned, ordered
+or compiled per query). The tree declines targets in no common clique and
+evidence whose probability is below 1e-280 (or zero); on a network with large
+cliques a (targets, evidence nodes) shape asked a second time is routed to
+its compiled program, which then runs faster than the tree. Everything else
+(batched evidence, an explicit order, MAP) is compiled:
 
 1. *Pruning.* Only ancestors of the targets and the evidence matter (the other
    nodes are *barren*: their CPTs sum out to 1). In the moral graph of that
@@ -104,10 +103,10 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .. import limits
-from ..errors import EvidenceError, GraphError, ModelError
-from ..graph.core import closure
-from ..graph.dag import DAG
+from ... import limits
+from ...errors import EvidenceError, GraphError, ModelError
+from ...graph.core import closure
+from ...graph.dag import DAG
 from .batches import EvidenceRows
 from .factors import Factor, factor_product
 from .junction_tree import MAX_PRIOR_CLIQUE, MAX_PRIOR_TOTAL, JunctionTree
@@ -124,8 +123,8 @@ from .ordering import (
     moral_graph,
     table_entry_limit,
 )
-from .prior_tree import PriorTree
-from .programs import TINY, Builder
+from .policy import PRIOR_TREE, QueryPolicy
+from .programs import TINY, ProgramBuilder
 
 __all__ = [
     "DiscreteBN",
@@ -213,7 +212,7 @@ class _Elimination:
 
     __slots__ = ("builder", "alive", "holders")
 
-    def __init__(self, builder: Builder) -> None:
+    def __init__(self, builder: ProgramBuilder) -> None:
         self.builder = builder
         self.alive: set = set()          # slots not yet consumed
         self.holders: dict = {}          # node -> slots holding it
@@ -261,6 +260,9 @@ class DiscreteBN(DiscreteNetwork):
         nodes drop out exactly, and every engine and pruning agree.
     cards : mapping of node -> int
         Number of states of each node (at least 1).
+    row_evidence : mapping of node -> int array of shape (n,), optional
+        Per-row ``do`` values of the model the tables come from (see
+        :class:`~causalnet.inference.discrete.network.DiscreteNetwork`).
 
     Raises
     ------
@@ -272,18 +274,20 @@ class DiscreteBN(DiscreteNetwork):
 
     Notes
     -----
-    Immutable; compiled programs and junction trees are cached on the instance.
+    Immutable; compiled programs, junction trees and the query policy's state
+    are cached on the instance. :meth:`query` and :meth:`map` validate their
+    arguments; :meth:`query_indices` and :meth:`map_indices` take node ints and
+    states validated already (the engine's path: the Request validated them).
     """
 
-    def __init__(self, dag: DAG, cpts: Mapping[Hashable, np.ndarray], cards: Mapping[Hashable, int]) -> None:
-        super().__init__(dag, cpts, cards)
+    def __init__(self, dag: DAG, cpts: Mapping[Hashable, np.ndarray], cards: Mapping[Hashable, int], *,
+                 row_evidence: Mapping[Hashable, np.ndarray] | None = None) -> None:
+        super().__init__(dag, cpts, cards, row_evidence=row_evidence)
         self._cache_plans: dict = {}
         self._cache_jts: dict = {}
-        self._cache_prior_tree = None           # the calibrated prior junction tree, or False
         self._cache_grank: tuple | None = None  # whole-network elimination order: ranks, largest, total table
-        self._cache_shapes: dict = {}           # (targets, evidence nodes) seen, on networks with large cliques
         self._cache_compiles = 0
-        self._cache_scalar_queries = 0
+        self._cache_policy = QueryPolicy(self._build_prior_tree)   # prior tree or compiled program, per query
 
     def relevant_nodes(self, targets: Sequence[Hashable], evidence: Iterable[Hashable] = ()) -> frozenset:
         """The nodes whose CPTs ``P(targets | evidence)`` depends on (the requisite set).
@@ -391,7 +395,7 @@ class DiscreteBN(DiscreteNetwork):
         order = self._order(adj, [v for v in adj if v not in tset], method, mode == "sum")
         morder = self._order(adj, list(tidx), method) if mode == "max" else []
         self._check_tables(before, order + morder, tidx if mode == "sum" else ())
-        el = _Elimination(Builder(self._card, sorted(ev), self._cache_folds))
+        el = _Elimination(ProgramBuilder(self._card, sorted(ev), self._cache_folds))
         b = el.builder
         el.add([self.factor_slot(b, v, ev, batched) for v in sorted(nodes)])
         for z in order:
@@ -434,9 +438,6 @@ class DiscreteBN(DiscreteNetwork):
         key = (mode, tidx, evset, batched, method)
         plan = self._cache_plans.get(key)
         if plan is None:
-            both = evset & set(tidx)
-            if both:
-                raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
             if len(self._cache_plans) >= _MAX_PLANS:
                 self._cache_plans.pop(next(iter(self._cache_plans)))
             plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode)
@@ -515,7 +516,29 @@ class DiscreteBN(DiscreteNetwork):
         """
         tidx = self.target_indices(targets)
         ev, n = self.evidence_indices(evidence)
-        if n is None and type(order) is str and order == "weighted-min-fill":
+        self.check_disjoint(tidx, ev)
+        return self.query_indices(tidx, ev, n, joint=joint, order=order)
+
+    def query_indices(self, tidx: tuple[int, ...], ev: dict, n: int | None, *, joint: bool = True,
+                      order: str | Sequence[Hashable] = "weighted-min-fill"):
+        """:meth:`query` on evidence validated already (by a :class:`~causalnet.inference.request.Request`).
+
+        Parameters
+        ----------
+        tidx : tuple of int
+            Distinct target node ints, none of them observed.
+        ev : dict of node int -> int or intp array of shape (n,)
+            States in range, as :meth:`evidence_indices` or :meth:`index_evidence` give them.
+        n : int or None
+            The batch size (None: every value is an int).
+        joint, order
+            As for :meth:`query`.
+
+        Returns
+        -------
+        As :meth:`query`; evidence of probability zero raises EvidenceError.
+        """
+        if self._cache_policy.route(tidx, ev, batched=n is not None, order=order) == PRIOR_TREE:
             got = self._from_prior_tree(tidx, ev, joint)
             if got is not None:
                 return got
@@ -544,20 +567,7 @@ class DiscreteBN(DiscreteNetwork):
 
     def _from_prior_tree(self, tidx: tuple, ev: dict, joint: bool):
         """A scalar query answered by the calibrated prior tree, or None (then compiled)."""
-        pt = self._cache_prior_tree if self._cache_prior_tree is not None else self._make_prior_tree()
-        if pt and pt.heavy:
-            # large cliques: a shape asked again is worth a compiled (pruned, cached) plan
-            shape = (tidx, frozenset(ev))
-            if shape in self._cache_shapes:
-                return None
-            if len(self._cache_shapes) >= _MAX_PLANS:
-                self._cache_shapes.clear()
-            self._cache_shapes[shape] = True
-        if not pt:
-            return None
-        for t in tidx:
-            if t in ev:
-                raise EvidenceError(f"{self._names[t]!r} is both a target and evidence")
+        pt = self._cache_policy.tree
         if joint or not tidx:
             got = pt.query(tidx, ev)
             return None if got is None else ((got[0] if joint else []), got[1])
@@ -569,21 +579,13 @@ class DiscreteBN(DiscreteNetwork):
             out.append(got[0])
         return out, got[1]
 
-    def _make_prior_tree(self, now: bool = False):
-        """The calibrated prior junction tree, built at the second scalar query (None before).
-
-        Networks answering a single query (a model under a new ``do``) never
-        pay for it; it is False when its tables would be too large.
-        """
-        self._cache_scalar_queries += 1
-        if self._cache_scalar_queries < 2 and not now:
-            return None
-        pt: PriorTree | bool = False
+    def _build_prior_tree(self):
+        """The calibrated prior junction tree, or False when its tables would be too large
+        (called by the query policy, at the second scalar query)."""
         _, largest, total = self._whole_order()                # the tree's cliques are among these tables
         if largest <= MAX_PRIOR_CLIQUE and total <= MAX_PRIOR_TOTAL:
-            pt = self.junction_tree().prior_tree() or False
-        self._cache_prior_tree = pt
-        return pt
+            return self.junction_tree().prior_tree() or False
+        return False
 
     def _query(self, plan: _Plan, tidx: tuple, ev: dict, n: int | None):
         """``((P(targets | e), log P(e)), P(e))`` of one plan for scalar evidence or n rows."""
@@ -643,6 +645,12 @@ class DiscreteBN(DiscreteNetwork):
         """
         tidx = self.target_indices(targets)
         ev, n = self.evidence_indices(evidence)
+        self.check_disjoint(tidx, ev)
+        return self.map_indices(tidx, ev, n, order=order)
+
+    def map_indices(self, tidx: tuple[int, ...], ev: dict, n: int | None, *,
+                    order: str | Sequence[Hashable] = "weighted-min-fill"):
+        """:meth:`map` on targets and evidence validated already (see :meth:`query_indices`)."""
         method = self._method(order)
         plan = self._plan(tidx, ev, method, "max")
         if n is None:

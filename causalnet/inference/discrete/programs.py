@@ -12,24 +12,24 @@ them are batched) compiles to. Its *slots* hold arrays, one axis per node
   every step whose inputs are all constant: *constant folding*);
 * *op* slots: the result of a contraction of other slots.
 
-:class:`Builder` assembles a program step by step (``const``, ``input``,
+:class:`ProgramBuilder` assembles a program step by step (``const``, ``input``,
 ``emit`` for ``sum over labels not kept of prod(slots)``, ``emit_max`` for
-MAP); :meth:`Program.run` fills the inputs and runs the ops, optionally
+MAP); :meth:`ContractionProgram.run` fills the inputs and runs the ops, optionally
 rescaling each op's output by its maximum (log-scales kept) so that a tiny
 ``P(e)`` does not underflow. Large steps follow a pairwise path fixed at
 compile time, each pair with its axes grouped by role into at most four long
 axes (a ``matmul`` when the summed group is wide). No einsum call has more
-than :data:`~causalnet.inference.factors.MAX_EINSUM_AXES` axes.
+than :data:`~causalnet.inference.discrete.factors.MAX_EINSUM_AXES` axes.
 
-Shared by variable elimination (:mod:`causalnet.inference.elimination`) and
-junction-tree calibration (:mod:`causalnet.inference.junction_tree`).
+Shared by variable elimination (:mod:`causalnet.inference.discrete.elimination`) and
+junction-tree calibration (:mod:`causalnet.inference.discrete.junction_tree`).
 
 Legend: ``n`` batch, ``K`` states; ``BATCH`` labels the batch axis.
 
 Examples
 --------
 >>> import numpy as np
->>> b = Builder([2, 2], ev_order=[1])
+>>> b = ProgramBuilder([2, 2], ev_order=[1])
 >>> a = b.const(np.array([0.3, 0.7]), (0,))                       # P(A)
 >>> ba = b.input(np.array([[0.9, 0.1], [0.2, 0.8]]), (1,), (0,), False)   # P(B=b | A), B observed
 >>> joint = b.emit([a, ba], (0,))                                 # P(A, B=b)
@@ -49,7 +49,7 @@ import numpy as np
 
 from .factors import BATCH, MAX_EINSUM_AXES, MAX_EINSUM_OPERANDS, contract, einsum_subscripts
 
-__all__ = ["Builder", "Program", "FoldCache", "TINY"]
+__all__ = ["ProgramBuilder", "ContractionProgram", "FoldCache", "TINY"]
 
 #: Below this ``P(e)`` a query is recomputed with rescaling (products of many
 #: probabilities underflow float64 near 1e-308).
@@ -209,8 +209,8 @@ def _max_fn(product, axis, *arrays):
     return p.max(axis=axis), p.argmax(axis=axis)
 
 
-class Program:
-    """A compiled contraction program (see :class:`Builder`).
+class ContractionProgram:
+    """A compiled contraction program (see :class:`ProgramBuilder`).
 
     Attributes
     ----------
@@ -306,8 +306,8 @@ class FoldCache:
         self.nbytes += size
 
 
-class Builder:
-    """Builds a :class:`Program`, folding every step whose inputs are constant.
+class ProgramBuilder:
+    """Builds a :class:`ContractionProgram`, folding every step whose inputs are constant.
 
     A slot holds an array with one axis per label (node ints), then a trailing
     batch axis when the slot is batched. Input slots are filled per query by
@@ -453,8 +453,8 @@ class Builder:
         arg = self.op(operator.itemgetter(1), [pair], out, bat, norm=False)
         return val, arg
 
-    def program(self) -> Program:
-        prog = Program()
+    def program(self) -> ContractionProgram:
+        prog = ContractionProgram()
         prog.template = self.template
         prog.inputs = self.inputs
         prog.ops = self.ops

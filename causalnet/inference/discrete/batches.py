@@ -42,7 +42,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import limits
+from ... import limits
 
 __all__ = ["EvidenceRows"]
 

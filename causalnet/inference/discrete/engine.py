@@ -6,9 +6,15 @@ is its table; a deterministic discrete node is tabulated over every parent
 configuration; a constant ``do`` is a one-hot root; a shift intervention
 (a callable, or :func:`causalnet.shift`) composes the natural table with its
 map on the states; a *per-row* ``do`` becomes a uniform root observed at the
-per-row states (conditioning on a root is intervening on it). The tables go to
-:class:`~causalnet.inference.elimination.DiscreteBN` (variable elimination and
-a junction tree), used only through its public methods.
+per-row states (conditioning on a root is intervening on it).
+:func:`model_tables` gives these tables as tabulated (the twin networks of
+counterfactuals start from them); :func:`discrete_network` validates them once
+into the model's one
+:class:`~causalnet.inference.discrete.network.DiscreteNetwork` (the
+:class:`~causalnet.inference.discrete.elimination.DiscreteBN` that answers,
+its ``row_evidence`` holding the per-row ``do`` values), cached on the model.
+:class:`DiscreteEngine` hands it the request's evidence, validated already, as
+node ints (:func:`engine_evidence`, :meth:`DiscreteBN.query_indices`).
 
 A target that is fixed — observed per row, or the same twin node asked in two
 worlds — is put back into the joint as a point mass by :func:`embed_point_masses`.
@@ -20,38 +26,18 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ..distributions import DiscreteDistribution
-from ..errors import EvidenceError, ModelError
-from ..mechanisms.base import DISCRETE
-from ..mechanisms.intervened import Intervened
-from ..mechanisms.tabular import Tabular
+from ...distributions import DiscreteDistribution
+from ...errors import EvidenceError, ModelError
+from ...mechanisms.base import DISCRETE
+from ...mechanisms.intervened import Intervened
+from ...mechanisms.tabular import Tabular
+from ..engine import Engine
 from .elimination import DiscreteBN
-from .engine import Engine
 
-__all__ = ["DiscreteEngine", "DiscreteNetwork", "discrete_network", "discrete_bn", "shift_map",
+__all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map",
            "embed_point_masses", "METHOD"]
 
 METHOD = "exact (variable elimination)"
-
-
-class DiscreteNetwork:
-    """Tables of an all-discrete model.
-
-    Attributes
-    ----------
-    cpts : dict node -> ndarray of shape (*[cards[p] for p in dag.parents(v)], card)
-    cards : dict node -> int
-    row_evidence : dict node -> ndarray of shape (n,)
-        Nodes under a per-row ``do`` (uniform roots observed at these states).
-    """
-
-    def __init__(self, cpts: dict, cards: dict, row_evidence: dict) -> None:
-        self.cpts = cpts
-        self.cards = cards
-        self.row_evidence = row_evidence
-
-    def __iter__(self):                      # (cpts, cards, row_evidence), the older tuple form
-        return iter((self.cpts, self.cards, self.row_evidence))
 
 
 def _grid(cards: Sequence[int]) -> list[np.ndarray]:
@@ -62,9 +48,18 @@ def _grid(cards: Sequence[int]) -> list[np.ndarray]:
     return [mesh[i] for i in range(len(cards))]
 
 
-def discrete_network(model) -> DiscreteNetwork | None:
-    """The tables of `model` when every node is discrete and tabulable, else None (cached on the model)."""
-    cached = model.cache.get("discrete_network", False)
+def model_tables(model) -> tuple[dict, dict, dict] | None:
+    """The tables of `model` when every node is discrete and tabulable, else None (cached on the model).
+
+    Returns
+    -------
+    cpts : dict node -> ndarray of shape (*[cards[p] for p in dag.parents(v)], card)
+        As tabulated (not yet validated nor row-normalised).
+    cards : dict node -> int
+    row_evidence : dict node -> ndarray of shape (n,)
+        Nodes under a per-row ``do`` (uniform roots observed at these states).
+    """
+    cached = model.cache.get("discrete_tables", False)
     if cached is not False:
         return cached
     specs = model.specs
@@ -82,9 +77,26 @@ def discrete_network(model) -> DiscreteNetwork | None:
                 table = np.transpose(table, [order.index(p) for p in dag_order] + [len(order)])
             cpts[v] = np.ascontiguousarray(table)
         else:
-            result = DiscreteNetwork(cpts, cards, row_ev)
-    model.cache["discrete_network"] = result
+            result = (cpts, cards, row_ev)
+    model.cache["discrete_tables"] = result
     return result
+
+
+def discrete_network(model) -> DiscreteBN | None:
+    """The validated network of `model` (cached on the model), or None when it is not all discrete.
+
+    A :class:`~causalnet.inference.discrete.network.DiscreteNetwork` (the
+    :class:`~causalnet.inference.discrete.elimination.DiscreteBN` that answers
+    it) whose ``row_evidence`` holds the per-row ``do`` values.
+    """
+    tables = model_tables(model)
+    if tables is None:
+        return None
+    bn = model.cache.get("discrete_bn")
+    if bn is None:
+        cpts, cards, row_ev = tables
+        bn = model.cache["discrete_bn"] = DiscreteBN(model.dag, cpts, cards, row_evidence=row_ev)
+    return bn
 
 
 def _table(model, v, mech, cards, row_ev):
@@ -130,25 +142,23 @@ def shift_map(v: Hashable, mech: Intervened, K: int) -> np.ndarray:
     return f.astype(np.int64)
 
 
-def discrete_bn(model) -> DiscreteBN | None:
-    """The :class:`DiscreteBN` of `model` (cached on the model), or None when it is not all discrete."""
-    net = discrete_network(model)
-    if net is None:
-        return None
-    bn = model.cache.get("discrete_bn")
-    if bn is None:
-        bn = model.cache["discrete_bn"] = DiscreteBN(model.dag, net.cpts, net.cards)
-    return bn
+def engine_evidence(request, net: DiscreteBN) -> tuple[dict, dict, int | None]:
+    """The request's observed values plus the per-row ``do`` values (as observed roots).
 
-
-def engine_evidence(observed: Mapping, net: DiscreteNetwork) -> dict:
-    """State indices for the elimination engine: observed values plus per-row do values as observed roots."""
-    ev = {k: (int(v) if np.ndim(v) == 0 else v) for k, v in observed.items()}
+    Returns
+    -------
+    by_name : dict node -> int or ndarray of shape (n,)
+    by_index : dict node int -> int or intp ndarray of shape (n,)
+        For the network's ``*_indices`` methods (no second validation).
+    n : int or None
+    """
+    ev = {k: (int(v) if np.ndim(v) == 0 else v) for k, v in request.observed.items()}
     for k, arr in net.row_evidence.items():
         if k in ev:
             raise EvidenceError(f"{k!r} is both intervened on per row and observed")
         ev[k] = arr
-    return ev
+    idx, n = net.index_evidence(ev)
+    return ev, idx, n
 
 
 def embed_point_masses(pf: np.ndarray, free: Sequence, targets: Sequence, fixed: Mapping, cards: Sequence[int],
@@ -180,21 +190,22 @@ def embed_point_masses(pf: np.ndarray, free: Sequence, targets: Sequence, fixed:
 
 
 class DiscreteEngine(Engine):
-    """Exact queries on all-discrete models by variable elimination."""
+    """Exact queries on all-discrete models: the prior tree or compiled variable elimination
+    (:class:`~causalnet.inference.discrete.policy.QueryPolicy` chooses)."""
 
     name = "discrete"
 
     def accepts(self, request) -> bool:
-        return not request.is_counterfactual and discrete_network(request.model) is not None
+        return not request.is_counterfactual and model_tables(request.model) is not None
 
     def answer(self, request) -> DiscreteDistribution:
         m = request.model
         net = discrete_network(m)
-        bn = discrete_bn(m)
-        ev = engine_evidence(request.observed, net)
+        ev, idx, n = engine_evidence(request, net)
         names = request.nodes
         free = [t for t in names if t not in ev]
-        probs, log_ev = bn.query(free, ev, joint=True)
+        index = net.dag.index.pos
+        probs, log_ev = net.query_indices(tuple(index[t] for t in free), idx, n, joint=True)
         if len(free) < len(names):
             probs = embed_point_masses(probs, free, names, ev, [net.cards[t] for t in names], request.n_rows)
         return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=request.batched,
@@ -206,12 +217,13 @@ class DiscreteEngine(Engine):
         net = discrete_network(m)
         if net is None:
             raise ModelError("map needs a discrete model (every node discrete and tabulable)")
-        ev = engine_evidence(request.observed, net)
-        targets = request.nodes or None
-        if targets is not None and set(targets) & set(net.row_evidence):
+        ev, idx, n = engine_evidence(request, net)
+        targets = request.nodes
+        if set(targets) & set(net.row_evidence):
             both = sorted(map(str, set(targets) & set(net.row_evidence)))
             raise EvidenceError(f"{both} are both targets and intervened on per row")
-        assign, logp = discrete_bn(m).map(targets, ev)
+        index = net.dag.index.pos
+        assign, logp = net.map_indices(tuple(index[t] for t in targets), idx, n)
         named = {}
         for k, v in assign.items():
             states = np.asarray(m.specs[k].states, dtype=object)

@@ -2,7 +2,7 @@
 
 Terms
 -----
-A junction tree (:mod:`causalnet.inference.cliques`) built without evidence
+A junction tree (:mod:`causalnet.inference.discrete.cliques`) built without evidence
 stays a junction tree when the observed nodes are struck out of every clique
 (the running intersection property holds for the rest). :func:`propagate`
 does exactly that: each CPT is *sliced* at the observed states (a numpy
@@ -26,14 +26,14 @@ each is one plain einsum over the clique's entries (no path search).
 This is the right engine for a *first* all-marginals request, when nothing
 has been compiled or calibrated yet: its cost is a few passes over the clique
 tables. Repeated requests are cheaper from the calibrated prior tree
-(:mod:`causalnet.inference.prior_tree`), whose setup costs many such passes.
+(:mod:`causalnet.inference.discrete.prior_tree`), whose setup costs many such passes.
 
 Examples
 --------
 >>> import numpy as np
 >>> import causalnet as cn
->>> from causalnet.inference.network import DiscreteNetwork
->>> from causalnet.inference.cliques import build_clique_tree
+>>> from causalnet.inference.discrete.network import DiscreteNetwork
+>>> from causalnet.inference.discrete.cliques import build_clique_tree
 >>> net = DiscreteNetwork(cn.DAG.parse("A -> B -> C"), {"A": [0.3, 0.7],
 ...     "B": [[0.9, 0.1], [0.2, 0.8]], "C": [[0.5, 0.5], [0.1, 0.9]]}, {"A": 2, "B": 2, "C": 2})
 >>> post, log_e = propagate(net, build_clique_tree(net), {2: 1})    # P(. | C = 1)

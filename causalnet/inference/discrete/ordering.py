@@ -12,8 +12,8 @@ heuristics (:data:`ORDER_METHODS`) pick, at each step, the node whose
 elimination adds the least (fill edges, weighted fill, degree, table size).
 
 This module is shared by variable elimination
-(:mod:`causalnet.inference.elimination`), clique trees
-(:mod:`causalnet.inference.cliques`) and junction trees: it knows graphs and
+(:mod:`causalnet.inference.discrete.elimination`), clique trees
+(:mod:`causalnet.inference.discrete.cliques`) and junction trees: it knows graphs and
 cards, nothing of tables. :func:`check_clique_bytes` is the one place that
 turns an order's largest clique into a :class:`~causalnet.errors.ResourceError`
 before any table is allocated (knob ``max_table_bytes`` of
@@ -33,9 +33,10 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
-from .. import limits
-from ..errors import GraphError
-from ..graph.dag import DAG
+from ... import limits
+from ...errors import GraphError
+from ...graph.dag import DAG
+from ...graph.separation import moral_graph as separation_moral_graph
 
 __all__ = [
     "ORDER_METHODS",
@@ -58,10 +59,11 @@ ORDER_METHODS = ("weighted-min-fill", "min-fill", "min-degree", "min-weight")
 
 
 def moral_graph(dag: DAG, nodes: Iterable[Hashable] | None = None) -> dict[Hashable, set]:
-    """The moral graph of `dag`, or of its subgraph induced by `nodes`.
+    """The moral graph of `dag`, or of its subgraph induced by `nodes`, by node name.
 
     Each node is joined to its parents, and the parents of each node to one
-    another (they "marry"); directions are dropped.
+    another (they "marry"); directions are dropped. A view of
+    :func:`causalnet.graph.separation.moral_graph`, the one moralization.
 
     Returns
     -------
@@ -73,22 +75,20 @@ def moral_graph(dag: DAG, nodes: Iterable[Hashable] | None = None) -> dict[Hasha
     GraphError
         If `nodes` names a node not in `dag`.
     """
+    ix = dag.index
     if nodes is None:
-        keep = frozenset(dag.nodes)
+        keep = range(ix.n)
+        par = ix.par
     else:
         items = [nodes] if isinstance(nodes, str) or not isinstance(nodes, Iterable) else list(nodes)
         bad = [v for v in items if not _is_node(dag, v)]
         if bad:
             raise GraphError(f"unknown node {bad[0]!r}; the DAG has {len(dag.nodes)} nodes")
-        keep = frozenset(items)
-    nb: dict = {v: set() for v in dag.nodes if v in keep}
-    for v in nb:
-        fam = [p for p in dag.parents(v) if p in keep] + [v]
-        for a in fam:
-            nb[a].update(fam)
-    for v, s in nb.items():
-        s.discard(v)
-    return nb
+        inside = {ix.pos[v] for v in items}
+        keep = sorted(inside)
+        par = [[p for p in ps if p in inside] if v in inside else () for v, ps in enumerate(ix.par)]
+    names = ix.nodes
+    return {names[v]: {names[u] for u in nb} for v, nb in separation_moral_graph(par, keep).items()}
 
 
 def _is_node(dag: DAG, v) -> bool:

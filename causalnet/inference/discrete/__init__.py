@@ -1,0 +1,89 @@
+"""Exact inference on discrete models: the engine behind every all-discrete query.
+
+A model whose nodes are all discrete is tabulated (:mod:`.engine`: one CPT of
+shape ``(*parent_cards, card)`` per node, ``do`` and shift interventions
+included) into one validated :class:`DiscreteNetwork` — in practice the
+:class:`DiscreteBN` that answers it — which three exact methods query, with
+the same answers to round-off:
+
+* compiled variable-elimination programs (pruned, ordered, constant-folded,
+  cached per query shape; batched evidence in one vectorized pass; MAP);
+* the calibrated prior tree (scalar evidence, nothing compiled);
+* junction trees (every single-node posterior at once; Hugin propagation).
+
+Which one answers a query is decided in one place, :mod:`.policy`. Evidence is
+validated once, by the :class:`~causalnet.inference.request.Request`; the
+engine hands node ints and states to :meth:`DiscreteBN.query_indices`
+(:meth:`DiscreteBN.query` validates for direct callers).
+
+Modules
+-------
+One idea each: :mod:`.engine` (model -> tables, the registry's
+:class:`DiscreteEngine`), :mod:`.network` (validated arrays:
+:class:`DiscreteNetwork`), :mod:`.elimination` (:class:`DiscreteBN`:
+queries, MAP, log-probabilities), :mod:`.policy` (the route of each query),
+:mod:`.factors` (the factor algebra, :class:`Factor`), :mod:`.ordering`
+(elimination orders, clique sizes), :mod:`.programs` (compiled contraction
+programs), :mod:`.batches` (distinct evidence rows, chunked),
+:mod:`.cliques` (clique-tree structure), :mod:`.junction_tree`
+(:class:`JunctionTree`), :mod:`.hugin` (one Hugin propagation),
+:mod:`.prior_tree` (the calibrated prior tree).
+
+Legend: ``n`` batch rows, ``K`` states.
+
+Examples
+--------
+>>> import numpy as np
+>>> import causalnet as cn
+>>> from causalnet.inference.discrete import DiscreteBN
+>>> bn = DiscreteBN(cn.DAG.parse("A -> B"), {"A": [0.3, 0.7], "B": [[0.9, 0.1], [0.2, 0.8]]},
+...                 {"A": 2, "B": 2})
+>>> probs, log_e = bn.query(["A"], {"B": 1})
+>>> np.round(probs, 4).tolist()
+[0.0508, 0.9492]
+"""
+
+from __future__ import annotations
+
+from .batches import EvidenceRows
+from .elimination import DiscreteBN, variable_elimination
+from .engine import (
+    METHOD,
+    DiscreteEngine,
+    discrete_network,
+    embed_point_masses,
+    engine_evidence,
+    model_tables,
+    shift_map,
+)
+from .factors import Factor, factor_product
+from .junction_tree import JunctionTree
+from .network import DiscreteNetwork
+from .ordering import ORDER_METHODS, elimination_cliques, elimination_order, moral_graph
+from .policy import MarginalsPolicy, QueryPolicy
+
+__all__ = [
+    # the engine
+    "DiscreteEngine",
+    "METHOD",
+    "model_tables",
+    "discrete_network",
+    "engine_evidence",
+    "embed_point_masses",
+    "shift_map",
+    # networks and their exact methods
+    "DiscreteNetwork",
+    "DiscreteBN",
+    "JunctionTree",
+    "QueryPolicy",
+    "MarginalsPolicy",
+    "EvidenceRows",
+    # factors and orders
+    "Factor",
+    "factor_product",
+    "variable_elimination",
+    "ORDER_METHODS",
+    "moral_graph",
+    "elimination_order",
+    "elimination_cliques",
+]
