@@ -33,8 +33,10 @@ True
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:                       # annotations only
+    import networkx as nx
 
 from ..errors import GraphError
 from .core import DAGCore, default_dag_class
@@ -60,6 +62,8 @@ def v_structures(dag: DAGCore) -> frozenset:
 
 def moral_graph(dag: DAGCore) -> nx.Graph:
     """The moral graph: the skeleton plus an edge between every two parents of a common child."""
+    import networkx as nx  # loaded by the first moral graph, not by ``import causalnet``
+
     g = nx.Graph()
     g.add_nodes_from(dag.nodes)
     g.add_edges_from(dag.edges)

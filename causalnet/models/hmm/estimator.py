@@ -58,17 +58,16 @@ import bisect
 import copy
 import inspect
 import math
-import os
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ... import limits
 from ...errors import CausalNetWarning, EvidenceError, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
+from ...progress import progress_bar
 from . import causal, saving
 from .emissions import CategoricalEmission, check_simplex, normalize_rows
 from .kinds import COVARIANCE_TYPES, KINDS, make_emission
@@ -908,8 +907,5 @@ def _sample_states(start, trans, u):
 
 
 def _progress_bar(total, progress):
-    """A ``tqdm.auto`` bar: forced on by ``progress=True``; with None, on an interactive terminal or
-    notebook only, and never when the environment variable ``CI`` is true."""
-    if progress is None and os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
-        return None
-    return tqdm(total=total, desc="Baum-Welch", leave=False, disable=None if progress is None else False)
+    """The Baum-Welch bar: :func:`causalnet.progress.progress_bar` (on for a person watching, never in CI)."""
+    return progress_bar(total, progress=progress, desc="Baum-Welch")
