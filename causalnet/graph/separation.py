@@ -60,7 +60,7 @@ __all__ = [
 
 # Graphs at least this large use the frontier-at-a-time numpy search; smaller
 # ones the plain Python search (numpy's per-call overhead dominates there).
-_NUMPY_MIN_NODES = 400
+_NUMPY_MIN_NODES = 8000
 
 # The compiled kernel serves graphs of at least this many nodes (on smaller
 # ones the Python search is as fast), once the Python searches of this process
