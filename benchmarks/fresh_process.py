@@ -172,7 +172,7 @@ def _prepare(tmp: Path) -> dict[str, list[str]]:
     bif = tmp / "alarm.bif"
     bif.write_bytes(gzip.decompress((ROOT / "causalnet" / "data" / "alarm.bif.gz").read_bytes()))
     rng = np.random.default_rng(23)
-    import causalnet as cn     # the parent only picks the queries; its own cost is not measured
+    import causalnet as cn  # the parent only picks the queries; its own cost is not measured
 
     m = cn.read_bif(bif)
     nodes = list(m.dag.nodes)

@@ -346,25 +346,33 @@ def generated_module(name: str, source: str, scope: dict):
     """
     root = cache_dir()
     if root is None:
-        module = type(sys)(name)
+        module = type(sys)(f"causalnet_generated_{name}")
         module.__dict__.update(scope)
         exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - our own generated source
         return module
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     path = root / "generated" / f"{name}_{digest}.py"
     if not path.is_file():
+        tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
+                tmp = f.name
                 f.write(source)
-            os.replace(f.name, path)
+            os.replace(tmp, path)
         except OSError as exc:
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
             _cache_failed(f"a generated kernel could not be written ({exc.strerror or exc})")
             _state["cache"] = (None,)
             return generated_module(name, source, scope)
-    spec = importlib.util.spec_from_file_location(f"causalnet_generated_{name}_{digest}", path)
+    modname = f"causalnet_generated_{name}_{digest}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update(scope)
+    sys.modules[modname] = module       # numba finds a cached kernel's globals by its module's name
     spec.loader.exec_module(module)
     return module
 
