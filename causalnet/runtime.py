@@ -66,11 +66,9 @@ False
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -217,6 +215,8 @@ def cache_dir() -> Path | None:
         numba = load_numba()
         path = (Path(raw).expanduser() if raw else _default_root()) / "numba" / f"{VERSION}-numba{numba.__version__}"
         try:
+            import tempfile
+
             path.mkdir(parents=True, exist_ok=True)
             tempfile.TemporaryFile(dir=path).close()
             _state["cache"] = (path,)
@@ -350,6 +350,9 @@ def generated_module(name: str, source: str, scope: dict):
         module.__dict__.update(scope)
         exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - our own generated source
         return module
+    import hashlib
+    import tempfile
+
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     path = root / "generated" / f"{name}_{digest}.py"
     if not path.is_file():

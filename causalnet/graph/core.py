@@ -39,7 +39,6 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 import heapq
 import sys
 from collections.abc import Hashable, Iterable, Mapping
@@ -537,6 +536,8 @@ class DAGCore:
     def hint(self, v: Any) -> str:
         """``"; did you mean 'X'?"`` for the node name closest to `v`, or ``""``."""
         names = [str(n) for n in self._order]
+        import difflib  # only for the "did you mean" of an error message
+
         close = difflib.get_close_matches(str(v), names, n=1)
         return f"; did you mean {close[0]!r}?" if close else ""
 

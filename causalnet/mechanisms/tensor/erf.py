@@ -13,11 +13,12 @@
   float32 with no ``exp`` and no branch, the numba loop vectorises (SIMD):
   about 30x faster than scipy's float32 ``erf``.
 
-The backend is ``"numba"`` when numba is importable, else ``"numpy"`` (the
-same formulas in numpy, float32, and scipy's ``erf`` for float64);
-:func:`gelu_numpy` is always the numpy one. The numba ufuncs compile on first
-use, about 0.5 s once per process (no on-disk cache; see
-:mod:`causalnet.inference.chain.compiled`).
+The backend is the tensor family's switch of :mod:`causalnet.runtime`:
+``"numba"`` always, ``"numpy"`` never (the same formulas in numpy, float32,
+and scipy's ``erf`` for float64), ``"auto"`` for arrays of ``AUTO_MIN_SIZE``
+entries or more, or once the ufuncs are compiled; :func:`gelu_numpy` is always
+the numpy one. The numba ufuncs compile on first use, about 0.5 s once per
+process (closures: numba does not cache them on disk).
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ or reports it.
 **When they run** is the backend: ``"numpy"`` never; ``"numba"`` always;
 ``"auto"`` (the default) once this process's plan programs with such ops
 have run :data:`AUTO_BUDGET_S` seconds in numpy. Each dtype's kernels
-compile on their first call (about 0.5-1.5 s, no disk cache, for the reason
-in :mod:`causalnet.inference.chain.compiled`; :func:`compile_kernels` does it
-ahead), so the cost is paid only by a workload that repeats long enough to
+compile on their first call (about 0.5-1.5 s, then kept in the per-user kernel
+cache of :mod:`causalnet.runtime`, so later processes load them;
+:func:`compile_kernels` does it ahead), so the cost is paid only by a workload that repeats long enough to
 earn it back. The environment variable ``CAUSALNET_TENSOR_BACKEND`` sets the
 backend at import.
 

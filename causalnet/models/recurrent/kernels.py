@@ -32,8 +32,9 @@ gives NaN out.
 
 :func:`lstm_step_numpy` and :func:`gru_step_numpy` are the references (numpy's
 ``tanh``), used when numba is missing; :func:`kernel` returns the compiled
-loop or None. Kernels compile on first use (about 1 s each, once per process;
-no on-disk cache, see :mod:`causalnet.inference.chain.compiled`).
+loop or None. Kernels compile on first use (about 1 s each, once per process:
+they are closures over the activation, which numba does not cache on disk;
+numba itself loads with the first of them, see :mod:`causalnet.runtime`).
 
 Symbols: ``n`` batch, ``T`` steps, ``H`` hidden, ``G`` gates, ``m`` steps in
 a block of input projections.
