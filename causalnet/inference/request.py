@@ -204,7 +204,8 @@ def _check_options(method: Any, n_samples: Any, seed: Any) -> None:
         raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
         raise ModelError(f"n_samples must be a positive integer, got {n_samples!r}")
-    as_generator(seed)
+    if seed is not None:        # validated now; None (fresh entropy) needs no check, nor numpy.random loaded
+        as_generator(seed)
 
 
 def _mapping(arg: Any, what: str, exc: type) -> dict:
