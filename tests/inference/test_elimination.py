@@ -457,7 +457,19 @@ def test_prior_tree_evidence_in_another_tree():
     assert log_e == pytest.approx(np.log(p_d1), abs=1e-15)
 
 
+def test_prior_tree_waits_for_its_budget(cloudy_bn, monkeypatch):
+    # a few quick questions never pay for the tree; once compiled queries have cost the budget, it is built
+    bn = cloudy_bn
+    answers = [bn.query(["Rain"], {"Wet": 1})[0] for _ in range(5)]
+    assert bn._cache_prior_tree is None and bn._cache_compiled_s < E.PRIOR_TREE_AFTER_S
+    monkeypatch.setattr(E, "PRIOR_TREE_AFTER_S", bn._cache_compiled_s)
+    p, _ = bn.query(["Rain"], {"Wet": 1})
+    assert bn._cache_prior_tree
+    assert_allclose(p, answers[0], rtol=0, atol=1e-15)
+
+
 def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
+    monkeypatch.setattr(E, "PRIOR_TREE_AFTER_S", 0.0)
     bn = cloudy_bn
     p1, _ = bn.query(["Rain"], {"Wet": 1})
     assert bn._cache_prior_tree is None                          # a one-query network never pays for it
