@@ -5,6 +5,7 @@ Usage::
     python benchmarks/fresh_process.py                 # the four rows of issue 23, 5 rounds
     python benchmarks/fresh_process.py --rounds 3 --only import dsep
     python benchmarks/fresh_process.py --cli           # every CLI command and the tour (no peer)
+    python benchmarks/fresh_process.py --code ../main  # the same rows for another checkout (a "before")
 
 A user's script, a notebook after a restart and every ``causalnet`` command pay
 the import and any compilation each time; the warm loops of the other
@@ -57,6 +58,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+CODE = ROOT           # the causalnet checkout the children import (--code: another one, e.g. a "before")
 
 _DAG = """
 import numpy as np
@@ -162,7 +164,7 @@ def run_child(args: list[str], env: dict) -> tuple[float, float, str]:
     """(CPU seconds, wall seconds, stdout) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
+    r = subprocess.run(args, capture_output=True, text=True, env=env, cwd=CODE)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
@@ -215,7 +217,8 @@ def _agree(name: str, a: str, b: str) -> bool:
 def _env(cold: bool, tmp: Path) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", CI="true")
     env.pop("PYTHONDONTWRITEBYTECODE", None)    # as after `pip install`: modules load from their .pyc
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")   # kept out of the source trees
+    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
     if cold:
         env["CAUSALNET_CACHE_DIR"] = tempfile.mkdtemp(dir=tmp, prefix="cache-")
     return env
@@ -236,7 +239,7 @@ def peers(args, tmp: Path) -> int:
                       f"peer: {t_peer[-1][2][:500]}", file=sys.stderr)
                 return 1
         rows.append((name, t_cn, t_peer))
-    print(f"fresh processes, {args.rounds} rounds, CPU = user + sys of the child; load {_load()}")
+    print(f"fresh processes ({CODE}), {args.rounds} rounds, CPU = user + sys of the child; load {_load()}")
     print(f"{'workload':<8} {'causalnet CPU s':>16} {'first':>6} {'peer CPU s':>11} {'ratio':>6} "
           f"{'causalnet wall s':>17} {'peer wall s':>12}")
     for name, a, b in rows:
@@ -247,7 +250,7 @@ def peers(args, tmp: Path) -> int:
 
 
 def cli(args, tmp: Path) -> int:
-    print(f"fresh `python -m causalnet ...` processes, {args.rounds} rounds, median; load {_load()}")
+    print(f"fresh `python -m causalnet ...` processes ({CODE}), {args.rounds} rounds, median; load {_load()}")
     print(f"{'command':<14} {'CPU s':>7} {'wall s':>7}")
     for name, argv in CLI.items():
         argv = [a.format(tmp=tmp) for a in argv]
@@ -271,7 +274,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", choices=sorted(WORKLOADS))
     ap.add_argument("--cli", action="store_true", help="the CLI commands and the tour instead of the peer rows")
     ap.add_argument("--cold-cache", action="store_true", help="a fresh, empty kernel cache for every child")
+    ap.add_argument("--code", type=Path, default=ROOT, help="the causalnet checkout to measure (default: this one)")
     args = ap.parse_args(argv)
+    global CODE
+    CODE = args.code.resolve()
     tmp = Path(tempfile.mkdtemp(prefix="cn-fresh-"))
     try:
         return cli(args, tmp) if args.cli else peers(args, tmp)
