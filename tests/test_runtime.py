@@ -298,3 +298,22 @@ def test_progress_bars_follow_the_one_ci_rule(monkeypatch):
         warnings.simplefilter("error")
         monkeypatch.setenv("CI", "0")
         assert progress_enabled(False) is False
+
+
+@pytest.mark.parametrize("spent", [0.0, 1e9], ids=["kahn", "csgraph"])
+def test_both_acyclicity_tests_agree_with_networkx(monkeypatch, spent):
+    # the light first-use path (Kahn in Python) and scipy's strongly connected components give one answer
+    from causalnet.graph import core
+
+    monkeypatch.setattr(core, "_kahn", {"spent": spent})
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        n = int(rng.integers(2, 30))
+        pairs = {(int(a), int(b)) for a, b in rng.integers(0, n, size=(int(rng.integers(1, 3 * n)), 2)) if a != b}
+        edges = [(f"v{a}", f"v{b}") for a, b in sorted(pairs)]
+        acyclic = nx.is_directed_acyclic_graph(nx.DiGraph(edges))
+        if acyclic:
+            assert set(cn.DAG(edges).edges) == set(edges)
+        else:
+            with pytest.raises(cn.GraphError, match="cycle"):
+                cn.DAG(edges)

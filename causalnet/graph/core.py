@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import heapq
 import sys
+import time
 from collections.abc import Hashable, Iterable, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -207,17 +208,21 @@ def _unique_pairs(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray,
     return src[first], dst[first]
 
 
-# Up to this many nodes the acyclicity test peels sources in Python (Kahn), which costs less than
-# loading scipy.sparse.csgraph (~0.3 s of CPU in a fresh process); larger graphs use csgraph.
+# The acyclicity test peels sources in Python (Kahn) until this process has spent _KAHN_BUDGET_S on it
+# (about what loading scipy.sparse.csgraph costs a fresh process), then uses csgraph's strongly connected
+# components, which are faster per graph; graphs over _KAHN_MAX_NODES nodes go to csgraph at once.
 _KAHN_MAX_NODES = 20_000
+_KAHN_BUDGET_S = 0.3
+_kahn = {"spent": 0.0}
 
 
 def _is_acyclic(ix: GraphIndex) -> bool:
     """No directed cycle: every node can be peeled as a source (Kahn), or every strongly connected
-    component of a large graph is one node (self-loops are refused earlier)."""
+    component is one node (self-loops are refused earlier)."""
     if ix.m == 0:
         return True
-    if ix.n <= _KAHN_MAX_NODES:
+    if ix.n <= _KAHN_MAX_NODES and _kahn["spent"] < _KAHN_BUDGET_S:
+        t0 = time.process_time()
         indeg = np.diff(ix.p_ptr).tolist()
         ptr, idx = ix.c_ptr.tolist(), ix.c_idx.tolist()
         stack = [v for v, d in enumerate(indeg) if d == 0]
@@ -229,6 +234,7 @@ def _is_acyclic(ix: GraphIndex) -> bool:
                 indeg[c] -= 1
                 if indeg[c] == 0:
                     stack.append(c)
+        _kahn["spent"] += time.process_time() - t0
         return seen == ix.n
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
