@@ -78,10 +78,40 @@ def progress_bar(iterable_or_total: Iterable | int | None = None, *, progress: b
     tqdm.auto.tqdm
         Disabled (silent, still iterable) when no bar should show.
     """
-    from tqdm.auto import tqdm  # loaded by the first bar, not by ``import causalnet``
-
+    try:
+        from tqdm.auto import tqdm  # loaded by the first bar, not by ``import causalnet``
+    except ImportError:             # tqdm unavailable (removed, or blocked): the work runs without a bar
+        return _Silent(iterable_or_total)
     enabled = progress_enabled(progress)
     kwargs.setdefault("leave", False)
     if isinstance(iterable_or_total, numbers.Integral) and not isinstance(iterable_or_total, bool):
         return tqdm(total=int(iterable_or_total), desc=desc, disable=not enabled, **kwargs)
     return tqdm(iterable_or_total, desc=desc, disable=not enabled, **kwargs)
+
+
+class _Silent:
+    """A bar that shows nothing: iterates like tqdm and accepts ``update``/``set_postfix``/``close``."""
+
+    def __init__(self, iterable_or_total) -> None:
+        self._it = iterable_or_total if not isinstance(iterable_or_total, numbers.Integral) else None
+
+    def __iter__(self):
+        return iter(self._it if self._it is not None else ())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
+
+    def set_postfix(self, *args, **kwargs) -> None:
+        return None
+
+    def set_description(self, *args, **kwargs) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
