@@ -4,50 +4,9 @@ The public surface, re-exported from the modules that define it. See
 ``docs/index.md`` for a tour.
 """
 
-from . import gallery, limits, testing
-from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
-from .errors import (
-    CausalNetError,
-    CausalNetWarning,
-    EvidenceError,
-    GraphError,
-    ModelError,
-    ModelFileNotFoundError,
-    ModelFilePermissionError,
-    NotFittedError,
-    NotIdentifiable,
-    NumericalError,
-    RenderError,
-    ResourceError,
-    ShapeError,
-)
-from .graph.comparison import compare as compare_graphs
-from .graph.dag import DAG
-from .graph.equivalence import PDAG
-from .graph.identification import Estimand, identify
-from .graph.separation import Independence
-from .inference.cauchy import Cauchy
-from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
-from .inference.effects import CausalEffects
-from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
-from .io.dot import render, to_dot
-from .io.json import from_json, load_json, save_json, to_json
-from .io.pgmpy import from_pgmpy, to_pgmpy
-from .learning import learn_structure, score
-from .mechanisms import tensor
-from .mechanisms.base import Mechanism, Spec
-from .mechanisms.cauchy import CauchyLinear
-from .mechanisms.function import Deterministic, Function
-from .mechanisms.gaussian import LinearGaussian
-from .mechanisms.intervened import affine, shift
-from .mechanisms.tabular import CPT, Categorical
-from .model import CausalModel, Samples, Trace, fit
-from .models import causal_head, crf, recurrent, transformer
-from .models.crf import CRF
-from .models.hmm import HMM
-from .queries import cf, parse_query
+from .runtime import lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # also causalnet.runtime.VERSION and pyproject.toml
 
 __all__ = [
     "DAG",
@@ -86,7 +45,6 @@ __all__ = [
     "from_pgmpy",
     "to_pgmpy",
     "gallery",
-    "testing",
     "tensor",
     "transformer",
     "recurrent",
@@ -110,6 +68,8 @@ __all__ = [
     "ShapeError",
     "NotFittedError",
     "limits",
+    "runtime",
+    "testing",
     "shift",
     "affine",
     "fit",
@@ -118,3 +78,75 @@ __all__ = [
     "PDAG",
     "compare_graphs",
 ]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "gallery": ".gallery",
+    "limits": ".limits",
+    "runtime": ".runtime",
+    "testing": ".testing",
+    "DiscreteDistribution": ".distributions:DiscreteDistribution",
+    "EmpiricalDistribution": ".distributions:EmpiricalDistribution",
+    "Gaussian": ".distributions:Gaussian",
+    "CausalNetError": ".errors:CausalNetError",
+    "CausalNetWarning": ".errors:CausalNetWarning",
+    "EvidenceError": ".errors:EvidenceError",
+    "GraphError": ".errors:GraphError",
+    "ModelError": ".errors:ModelError",
+    "ModelFileNotFoundError": ".errors:ModelFileNotFoundError",
+    "ModelFilePermissionError": ".errors:ModelFilePermissionError",
+    "NotFittedError": ".errors:NotFittedError",
+    "NotIdentifiable": ".errors:NotIdentifiable",
+    "NumericalError": ".errors:NumericalError",
+    "RenderError": ".errors:RenderError",
+    "ResourceError": ".errors:ResourceError",
+    "ShapeError": ".errors:ShapeError",
+    "compare_graphs": ".graph.comparison:compare",
+    "DAG": ".graph.dag:DAG",
+    "PDAG": ".graph.equivalence:PDAG",
+    "Estimand": ".graph.identification:Estimand",
+    "identify": ".graph.identification:identify",
+    "Independence": ".graph.separation:Independence",
+    "Cauchy": ".inference.cauchy:Cauchy",
+    "probability_of_necessity": ".inference.counterfactual:probability_of_necessity",
+    "probability_of_sufficiency": ".inference.counterfactual:probability_of_sufficiency",
+    "tian_pearl_bounds": ".inference.counterfactual:tian_pearl_bounds",
+    "CausalEffects": ".inference.effects:CausalEffects",
+    "read_bif": ".io.bif:read_bif",
+    "read_xmlbif": ".io.bif:read_xmlbif",
+    "write_bif": ".io.bif:write_bif",
+    "write_xmlbif": ".io.bif:write_xmlbif",
+    "render": ".io.dot:render",
+    "to_dot": ".io.dot:to_dot",
+    "from_json": ".io.json:from_json",
+    "load_json": ".io.json:load_json",
+    "save_json": ".io.json:save_json",
+    "to_json": ".io.json:to_json",
+    "from_pgmpy": ".io.pgmpy:from_pgmpy",
+    "to_pgmpy": ".io.pgmpy:to_pgmpy",
+    "learn_structure": ".learning:learn_structure",
+    "score": ".learning:score",
+    "tensor": ".mechanisms:tensor",
+    "Mechanism": ".mechanisms.base:Mechanism",
+    "Spec": ".mechanisms.base:Spec",
+    "CauchyLinear": ".mechanisms.cauchy:CauchyLinear",
+    "Deterministic": ".mechanisms.function:Deterministic",
+    "Function": ".mechanisms.function:Function",
+    "LinearGaussian": ".mechanisms.gaussian:LinearGaussian",
+    "affine": ".mechanisms.intervened:affine",
+    "shift": ".mechanisms.intervened:shift",
+    "CPT": ".mechanisms.tabular:CPT",
+    "Categorical": ".mechanisms.tabular:Categorical",
+    "CausalModel": ".model:CausalModel",
+    "Samples": ".model:Samples",
+    "Trace": ".model:Trace",
+    "fit": ".model:fit",
+    "causal_head": ".models:causal_head",
+    "crf": ".models:crf",
+    "recurrent": ".models:recurrent",
+    "transformer": ".models:transformer",
+    "CRF": ".models.crf:CRF",
+    "HMM": ".models.hmm:HMM",
+    "cf": ".queries:cf",
+    "parse_query": ".queries:parse_query",
+})

@@ -35,8 +35,6 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from scipy.special import logsumexp
 
 from .errors import EvidenceError, ModelError, NumericalError
 
@@ -340,6 +338,8 @@ class Gaussian:
         x = np.asarray(x, dtype=np.float64)
         if len(self.variables) == 1 and x.ndim <= 1 and (x.ndim == 0 or x.shape[-1] != 1):
             x = x[..., None]
+        from scipy import stats  # loaded by the first density, not by ``import causalnet``
+
         # the covariance is shared by every batch row: one frozen law of the residual
         centred = stats.multivariate_normal(np.zeros(self.cov.shape[0]), self.cov, allow_singular=True)
         return centred.logpdf(x - self.mean)
@@ -557,6 +557,9 @@ class GaussianMixture:
 
     def log_prob(self, x) -> np.ndarray:
         """Log density at `x` of shape (d,) or (m, d) (unbatched)."""
+        from scipy import stats
+        from scipy.special import logsumexp
+
         x = np.asarray(x, dtype=np.float64)
         comps = np.stack([stats.multivariate_normal.logpdf(x, self.means[k], self.covs[k], allow_singular=True)
                           for k in range(len(self.means))], axis=-1)

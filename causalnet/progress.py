@@ -9,7 +9,7 @@ by :func:`progress_enabled`:
 - ``progress=None`` (auto) shows a bar when a person is likely watching — standard
   error is a terminal, or the code runs in a Jupyter kernel — and never when the
   environment variable ``CI`` is set to a true value (``CI=true``, as every CI
-  service sets it).
+  service sets it; :func:`causalnet.runtime.in_ci`, the one reading of ``CI``).
 
 A disabled bar is a real ``tqdm`` object with ``disable=True``: it iterates,
 accepts ``update``/``set_postfix`` and prints nothing, so callers need no branch.
@@ -29,20 +29,13 @@ Examples
 from __future__ import annotations
 
 import numbers
-import os
 import sys
 from collections.abc import Iterable
 from typing import Any
 
-from tqdm.auto import tqdm
+from .runtime import in_ci
 
 __all__ = ["progress_bar", "progress_enabled"]
-
-_FALSE = ("", "0", "false", "no", "off")
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in _FALSE
 
 
 def _in_notebook() -> bool:
@@ -55,7 +48,7 @@ def progress_enabled(progress: bool | None = None) -> bool:
     """Whether a progress bar should show: `progress` if given, else auto (see the module)."""
     if progress is not None:
         return bool(progress)
-    if _in_ci():
+    if in_ci():
         return False
     isatty = getattr(sys.stderr, "isatty", None)
     try:
@@ -66,7 +59,7 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 
 def progress_bar(iterable_or_total: Iterable | int | None = None, *, progress: bool | None = None,
-                 desc: str | None = None, **kwargs: Any) -> tqdm:
+                 desc: str | None = None, **kwargs: Any):
     """A ``tqdm.auto`` bar over an iterable, or over `total` steps when given an int.
 
     Parameters
@@ -85,8 +78,40 @@ def progress_bar(iterable_or_total: Iterable | int | None = None, *, progress: b
     tqdm.auto.tqdm
         Disabled (silent, still iterable) when no bar should show.
     """
+    try:
+        from tqdm.auto import tqdm  # loaded by the first bar, not by ``import causalnet``
+    except ImportError:             # tqdm unavailable (removed, or blocked): the work runs without a bar
+        return _Silent(iterable_or_total)
     enabled = progress_enabled(progress)
     kwargs.setdefault("leave", False)
     if isinstance(iterable_or_total, numbers.Integral) and not isinstance(iterable_or_total, bool):
         return tqdm(total=int(iterable_or_total), desc=desc, disable=not enabled, **kwargs)
     return tqdm(iterable_or_total, desc=desc, disable=not enabled, **kwargs)
+
+
+class _Silent:
+    """A bar that shows nothing: iterates like tqdm and accepts ``update``/``set_postfix``/``close``."""
+
+    def __init__(self, iterable_or_total) -> None:
+        self._it = iterable_or_total if not isinstance(iterable_or_total, numbers.Integral) else None
+
+    def __iter__(self):
+        return iter(self._it if self._it is not None else ())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
+
+    def set_postfix(self, *args, **kwargs) -> None:
+        return None
+
+    def set_description(self, *args, **kwargs) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

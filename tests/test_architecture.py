@@ -2,7 +2,7 @@
 
 Layers, lowest first (a module may import from its own layer or lower ones)::
 
-    0  errors, limits, progress, arguments, io.files and io.bundle (file primitives: bounded
+    0  errors, limits, runtime, progress, arguments, io.files and io.bundle (file primitives: bounded
        reads, atomic writes, JSON + npz bundles; they import nothing above layer 0)
     1  graph/, queries, distributions   structure only; the query grammar; result containers
     2  mechanisms/, values
@@ -32,7 +32,7 @@ import causalnet
 
 ROOT = Path(causalnet.__file__).parent
 LAYERS = {
-    "errors": 0, "limits": 0, "progress": 0, "arguments": 0, "io.files": 0, "io.bundle": 0,
+    "errors": 0, "limits": 0, "runtime": 0, "progress": 0, "arguments": 0, "io.files": 0, "io.bundle": 0,
     "graph": 1, "queries": 1, "distributions": 1,
     "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3,

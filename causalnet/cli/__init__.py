@@ -29,9 +29,16 @@ The package: :mod:`~causalnet.cli.app` (parser, :func:`main`, error handling),
 :mod:`~causalnet.cli.tour_graphs` and :mod:`~causalnet.cli.tour_models` (the sections).
 """
 
-from .app import main
-from .sources import load_graph, load_model
-from .tour import TOUR_SECTIONS, run_tour
-from .tour_context import TourContext
+from ..runtime import lazy_exports
 
 __all__ = ["main", "load_graph", "load_model", "run_tour", "TourContext", "TOUR_SECTIONS"]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "main": ".app:main",
+    "load_graph": ".sources:load_graph",
+    "load_model": ".sources:load_model",
+    "TOUR_SECTIONS": ".tour:TOUR_SECTIONS",
+    "run_tour": ".tour:run_tour",
+    "TourContext": ".tour_context:TourContext",
+})

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import gallery
+from .. import (
+    gallery,
+    models,  # each family loads when its section runs (`causalnet.models` re-exports them lazily)
+)
 from ..errors import CausalNetError
 from ..inference.cauchy import cauchy_marginals
-from ..models import transformer as tf
-from ..models.causal_head import MODES, CausalHead
-from ..models.crf import CRF, factor_evidence, synthetic_tagging
-from ..models.hmm import HMM
 from .tour_context import Section, TourContext
 
 __all__ = ["MODEL_SECTIONS"]
@@ -78,50 +77,50 @@ def _section_models(ctx: TourContext) -> str:
 
 def _section_transformer(ctx: TourContext) -> str:
     """A small encoder: run it, ablate a head, report the effect, draw the folded and expanded views."""
-    m = tf.encoder(layers=2, d_model=16, heads=4, d_ff=32, vocab=20, seed=0)
+    m = models.transformer.encoder(layers=2, d_model=16, heads=4, d_ff=32, vocab=20, seed=0)
     tokens = np.random.default_rng(0).integers(0, 20, size=(4, 8))
     base = m.forward({"x": tokens})
     lines = ["A 2-layer encoder (d_model 16, 4 heads, vocabulary 20, random weights) is a CausalModel "
              f"of {len(m.nodes)} tensor nodes named after the Bayesuvius chapter (e, Q, K, V, P, A, O, N, F, n).", ""]
     effects = []
     for h in range(4):
-        out = tf.ablate(m, tf.head(m, "enc.1.attn.P", h)).forward({"x": tokens}, keep=["n"])["n"]
+        out = models.transformer.ablate(m, models.transformer.head(m, "enc.1.attn.P", h)).forward({"x": tokens}, keep=["n"])["n"]
         effects.append(float(np.sqrt(np.mean((out - base["n"]) ** 2))))
     lines.append("Zero-ablating each head of layer 1 (a `do` on its attention weights) moves the memory `n` by "
                  "(RMS): " + ", ".join(f"head {h}: {e:.4f}" for h, e in enumerate(effects)) + ".")
-    med = tf.mediation(m, {"x": tokens}, {"x": np.roll(tokens, 1, axis=1)},
-                       [tf.head(m, "enc.1.attn.A", h) for h in range(2)],
+    med = models.transformer.mediation(m, {"x": tokens}, {"x": np.roll(tokens, 1, axis=1)},
+                       [models.transformer.head(m, "enc.1.attn.A", h) for h in range(2)],
                        lambda tr: tr["n"][:, 0, 0])
     for label, eff in med.items():
         e = eff.mean()
         lines.append(f"- mediation through {label}: total {e['total']:+.4f}, natural direct {e['direct']:+.4f}, "
                      f"natural indirect {e['indirect']:+.4f} (interaction {e['total'] - e['direct'] - e['indirect']:+.4f})")
-    dec = tf.decoder(layers=1, d_model=8, heads=2, d_ff=16, vocab=10, seed=1)
-    g = tf.position_graph(dec, 5)
+    dec = models.transformer.decoder(layers=1, d_model=8, heads=2, d_ff=16, vocab=10, seed=1)
+    g = models.transformer.position_graph(dec, 5)
     lines += ["", "In a decoder the causal mask makes the output at position 3 d-separated from later tokens: "
               f"`P[3] ⊥ {{x[4]}}` is {g.d_separated({'x[4]'}, {'P[3]'})}, `P[3] ⊥ x[2]` is "
               f"{g.d_separated({'x[2]'}, {'P[3]'})}.", ""]
-    layer = tf.encoder_layer(d_model=8, heads=2, d_ff=16, seed=0)
-    expanded = tf.encoder_layer(d_model=8, heads=2, d_ff=16, seed=0, view="expanded")
+    layer = models.transformer.encoder_layer(d_model=8, heads=2, d_ff=16, seed=0)
+    expanded = models.transformer.encoder_layer(d_model=8, heads=2, d_ff=16, seed=0, view="expanded")
     lines += ["The diagrams draw one layer of the same kind, smaller so that it reads (d_model 8, 2 heads).", ""]
     lines += [ctx.diagram(layer, "encoder-layer-folded", "one encoder layer, folded view (heads as an axis of P)",
-                          **tf.diagram_options(layer)), ""]
+                          **models.transformer.diagram_options(layer)), ""]
     lines += [ctx.diagram(expanded, "encoder-layer-expanded", "the same layer, expanded view (one cluster per head)",
-                          **tf.diagram_options(expanded)), ""]
-    abl = tf.ablate(expanded, "enc.0.attn.head.1.P")
+                          **models.transformer.diagram_options(expanded)), ""]
+    abl = models.transformer.ablate(expanded, "enc.0.attn.head.1.P")
     lines += [ctx.diagram(abl, "encoder-layer-ablated", "head 1 zero-ablated: do() on its attention weights "
-                          "enc.0.attn.head.1.P, double-bordered; head 0 is untouched", **tf.diagram_options(abl))]
+                          "enc.0.attn.head.1.P, double-bordered; head 0 is untouched", **models.transformer.diagram_options(abl))]
     return "\n".join(lines)
 
 
 def _section_cauchy(ctx: TourContext) -> str:
     """The CausalQwen head on a toy sequence in all five inference modes, and one counterfactual."""
-    head = CausalHead.initialise(vocab_size=6, hidden=4, num_id=5, seed=0)
+    head = models.causal_head.CausalHead.initialise(vocab_size=6, hidden=4, num_id=5, seed=0)
     z = np.random.default_rng(0).normal(size=(1, 3, 4))
     lines = ["A CausalQwen head (vocabulary 6 with `<NUM>` = 5, width 4) on backbone features of a 3-token "
              "sequence. The individual U ~ Cauchy(loc_U, scale_U) is abducted from the context; decisions "
              "S_k and the number Y are linear in U and so exactly Cauchy.", ""]
-    for mode in MODES:
+    for mode in models.causal_head.MODES:
         out = head.forward(z, mode=mode, seed=0)
         tokens, values = out.predict()
         lines.append(f"- mode `{mode}`: next tokens {tokens[0].tolist()}, regression loc "
@@ -145,12 +144,12 @@ def _section_cauchy(ctx: TourContext) -> str:
 
 def _section_hmm(ctx: TourContext) -> str:
     """An HMM: fit on sampled data, decode, a do on a hidden state, a counterfactual."""
-    truth = HMM(3, "categorical", startprob=[0.6, 0.3, 0.1],
+    truth = models.hmm.HMM(3, "categorical", startprob=[0.6, 0.3, 0.1],
                 transmat=[[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]],
                 emissionprob=[[0.7, 0.2, 0.05, 0.05], [0.1, 0.6, 0.2, 0.1], [0.05, 0.05, 0.3, 0.6]])
     X, Z = truth.sample(3000, seed=0)
     lengths = [100] * 30
-    model = HMM(3, "categorical", n_symbols=4, n_iter=50, n_init=3, seed=0).fit(X, lengths)
+    model = models.hmm.HMM(3, "categorical", n_symbols=4, n_iter=50, n_init=3, seed=0).fit(X, lengths)
     ll_fit, ll_true = model.score(X, lengths), truth.score(X, lengths)
     lines = [f"A 3-state HMM over 4 symbols generated 30 sequences of 100 steps; Baum-Welch (3 restarts) fits a "
              f"model with log-likelihood {ll_fit:.1f} (the true parameters: {ll_true:.1f}).", ""]
@@ -178,9 +177,9 @@ def _section_hmm(ctx: TourContext) -> str:
 
 def _section_crf(ctx: TourContext) -> str:
     """A linear-chain CRF: train on a generated tagging task, decode, a do on a token."""
-    X, y = synthetic_tagging(500, mean_len=12, n_labels=5, n_words=2000, seed=0)
+    X, y = models.crf.synthetic_tagging(500, mean_len=12, n_labels=5, n_words=2000, seed=0)
     train, test = slice(0, 400), slice(400, 500)
-    crf = CRF(c1=0.05, c2=0.05, max_iterations=60).fit(X[train], y[train])
+    crf = models.crf.CRF(c1=0.05, c2=0.05, max_iterations=60).fit(X[train], y[train])
     acc = crf.score(X[test], y[test])
     lines = [f"A CRF (5 labels, {len(crf.attributes_)} attributes) trained for 60 L-BFGS iterations on 400 "
              f"generated sentences tags 100 held-out ones with token accuracy {acc:.3f}.", ""]
@@ -196,12 +195,12 @@ def _section_crf(ctx: TourContext) -> str:
                  f"the word {other['w']!r} (do(x[2] = its features)): P(y[2]) = {fmt(after['y[2]'])}, "
                  f"P(y[3]) = {fmt(after['y[3]'])}")
     m = crf.to_model(X=sent[:4])
-    gen = m.query("y[2]", evidence=factor_evidence(m))
+    gen = m.query("y[2]", evidence=models.crf.factor_evidence(m))
     fast = crf.query("y[2]", sent[:4])
     lines.append(f"- as a DAG with factor nodes observed true, the generic engine gives P(y[2]) equal to the chain "
                  f"engine's: max difference {float(np.abs(gen.probs - fast.probs).max()):.1e}")
     lines += ["", ctx.diagram(m, "crf-factor-graph", "the CRF over 4 tokens: labels y, tokens x, factor nodes f, g",
-                              observed=set(factor_evidence(m)) | {f"x[{t}]" for t in range(4)})]
+                              observed=set(models.crf.factor_evidence(m)) | {f"x[{t}]" for t in range(4)})]
     return "\n".join(lines)
 
 

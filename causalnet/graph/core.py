@@ -39,17 +39,17 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 import heapq
 import sys
+import time
 from collections.abc import Hashable, Iterable, Mapping
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
+
+if TYPE_CHECKING:                       # annotations only: networkx loads with the first conversion
+    import networkx as nx
 
 from ..errors import GraphError
 
@@ -208,10 +208,37 @@ def _unique_pairs(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray,
     return src[first], dst[first]
 
 
+# The acyclicity test peels sources in Python (Kahn) until this process has spent _KAHN_BUDGET_S on it
+# (about what loading scipy.sparse.csgraph costs a fresh process), then uses csgraph's strongly connected
+# components, which are faster per graph; graphs over _KAHN_MAX_NODES nodes go to csgraph at once.
+_KAHN_MAX_NODES = 20_000
+_KAHN_BUDGET_S = 0.3
+_kahn = {"spent": 0.0}
+
+
 def _is_acyclic(ix: GraphIndex) -> bool:
-    """No directed cycle: every strongly connected component is one node (self-loops are refused earlier)."""
+    """No directed cycle: every node can be peeled as a source (Kahn), or every strongly connected
+    component is one node (self-loops are refused earlier)."""
     if ix.m == 0:
         return True
+    if ix.n <= _KAHN_MAX_NODES and _kahn["spent"] < _KAHN_BUDGET_S:
+        t0 = time.process_time()
+        indeg = np.diff(ix.p_ptr).tolist()
+        ptr, idx = ix.c_ptr.tolist(), ix.c_idx.tolist()
+        stack = [v for v, d in enumerate(indeg) if d == 0]
+        seen = 0
+        while stack:
+            v = stack.pop()
+            seen += 1
+            for c in idx[ptr[v]:ptr[v + 1]]:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    stack.append(c)
+        _kahn["spent"] += time.process_time() - t0
+        return seen == ix.n
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
     adj = csr_matrix((np.ones(ix.m, dtype=np.int8), ix.c_idx, ix.c_ptr), shape=(ix.n, ix.n))
     return connected_components(adj, directed=True, connection="strong", return_labels=False) == ix.n
 
@@ -407,6 +434,8 @@ class DAGCore:
         Latent nodes are those in `latent`, or, when it is None, those whose
         node attribute ``latent`` is true.
         """
+        import networkx as nx  # networkx loads with the first conversion, not with the package
+
         if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
             raise GraphError(f"from_networkx expects a networkx DiGraph, got {type(graph).__name__}")
         if latent is None:
@@ -415,6 +444,8 @@ class DAGCore:
 
     def to_networkx(self) -> nx.DiGraph:
         """A new (mutable) networkx ``DiGraph``; latent nodes carry ``latent=True``."""
+        import networkx as nx
+
         g = nx.DiGraph()
         for v in self._order:
             g.add_node(v, latent=v in self._latent)
@@ -424,6 +455,8 @@ class DAGCore:
     @property
     def _g(self) -> nx.DiGraph:
         """A frozen networkx view of the structure (built on first use)."""
+        import networkx as nx
+
         g = self._cache.get("nx")
         if g is None:
             g = self._cache["nx"] = nx.freeze(self.to_networkx())
@@ -509,6 +542,8 @@ class DAGCore:
     def hint(self, v: Any) -> str:
         """``"; did you mean 'X'?"`` for the node name closest to `v`, or ``""``."""
         names = [str(n) for n in self._order]
+        import difflib  # only for the "did you mean" of an error message
+
         close = difflib.get_close_matches(str(v), names, n=1)
         return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -691,6 +726,9 @@ def _cycle_text(ix: GraphIndex) -> str:
     child inside it, so walking from child to child within the component
     (from its first node) must come back to a node already on the walk.
     """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
     adj = csr_matrix((np.ones(ix.m, dtype=np.int8), ix.c_idx, ix.c_ptr), shape=(ix.n, ix.n))
     labels = connected_components(adj, directed=True, connection="strong")[1]
     comp = int(np.flatnonzero(np.bincount(labels) > 1)[0])

@@ -67,9 +67,6 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-import graphviz
-from graphviz.quoting import a_list, attr_list, quote
-
 from ..errors import GraphError, RenderError
 from .core import DAGCore
 
@@ -251,6 +248,9 @@ def _check_names(dag: DAGCore) -> None:
 
 
 def _node_line(v, name: str, marks: _Marks, node_style: Style | None) -> str:
+    import graphviz  # loaded by the first drawing, not by ``import causalnet``
+    from graphviz.quoting import attr_list
+
     attrs = _node_attrs(v, marks, node_style)
     if not attrs:
         return f"\t{name}\n"
@@ -261,6 +261,9 @@ def _node_line(v, name: str, marks: _Marks, node_style: Style | None) -> str:
 
 
 def _edge_lines(dag: DAGCore, names: list[str], path_edges: list, edge_style: Style | None) -> list[str]:
+    import graphviz  # loaded by the first drawing, not by ``import causalnet``
+    from graphviz.quoting import a_list
+
     ix = dag.index
     on_path = {(ix.pos[u], ix.pos[v]) for u, v in path_edges}
     out = []
@@ -306,6 +309,9 @@ def dot_text(
     RenderError
         If `rankdir` is not one of :data:`RANKDIRS`.
     """
+    import graphviz  # loaded by the first drawing, not by ``import causalnet``
+    from graphviz.quoting import quote
+
     if not isinstance(dag, DAGCore):
         raise GraphError(f"cannot draw a {type(dag).__name__}: expected a DAG")
     if not isinstance(rankdir, str) or rankdir not in RANKDIRS:
@@ -324,6 +330,8 @@ def dot_text(
     counter = [0]
 
     def add_cluster(target, c: _Cluster) -> None:
+        import graphviz  # loaded by the first drawing, not by ``import causalnet``
+
         name = f"cluster_{counter[0]}"
         counter[0] += 1
         with target.subgraph(name=name) as sub:
@@ -364,8 +372,10 @@ def legend_entries(dag: DAGCore, kinds: Iterable[tuple[str, Mapping[str, str]]] 
     return rows
 
 
-def _add_legend(dot: graphviz.Digraph, rows: list) -> None:
+def _add_legend(dot, rows: list) -> None:
     """A box of sample nodes, one per legend row, chained by invisible edges (top to bottom)."""
+    import graphviz  # loaded by the first drawing, not by ``import causalnet``
+
     with dot.subgraph(name="cluster_legend") as sub:
         sub.attr(label="legend", style="rounded", color="#999999", fontsize="10")
         ids = []

@@ -33,8 +33,10 @@ True
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:                       # annotations only
+    import networkx as nx
 
 from ..errors import GraphError
 from . import separation
@@ -65,6 +67,8 @@ def moral_graph(dag: DAGCore) -> nx.Graph:
     A networkx view of :func:`causalnet.graph.separation.moral_graph` (the one
     moralization, on the DAG's integer index).
     """
+    import networkx as nx  # loaded by the first moral graph, not by ``import causalnet``
+
     ix = dag.index
     names = ix.nodes
     nb = separation.moral_graph(ix.par, range(ix.n))

@@ -16,8 +16,8 @@ owned by the graph's index and never cleared: each query takes the next
 epoch from ``epoch[0]``, and an entry counts only when it holds the current
 stamp. The kernel keeps the GIL, so two threads never share an epoch.
 
-Numba compiles the kernel on first use (about 2 s, once per process, no disk
-cache, for the reason given in :mod:`causalnet.inference.chain.compiled`);
+Numba compiles the kernel on first use (about 2 s) and keeps it in the
+per-user kernel cache (:mod:`causalnet.runtime`), so later processes load it;
 :mod:`causalnet.graph.separation` decides when that pays.
 """
 
@@ -27,14 +27,11 @@ import time
 
 import numpy as np
 
-try:  # numba is a regular dependency; the Python search remains the reference
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
+from ..runtime import jit, numba_available
 
 __all__ = ["AVAILABLE", "bayes_ball_kernel", "scratch", "is_compiled", "compile_kernel", "CONNECTED", "OVERLAP"]
 
-AVAILABLE = numba is not None
+AVAILABLE = numba_available()
 
 # Return codes of the kernel other than a count of reached nodes (>= 0).
 CONNECTED = -1
@@ -51,17 +48,9 @@ def scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros((4, n), dtype=np.int64), np.empty(2 * n + 1, dtype=np.int64), np.zeros(1, dtype=np.int64)
 
 
-def _njit(fn):
-    if numba is None:  # pragma: no cover
-        return fn
-    return numba.njit(cache=False, nogil=False)(fn)
-
-
-def _inline(fn):
-    """A helper compiled into its caller (one compilation unit: shorter compile, no call per node)."""
-    if numba is None:  # pragma: no cover
-        return fn
-    return numba.njit(inline="always")(fn)
+_njit = jit(nogil=False)
+#: a helper compiled into its caller (one compilation unit: shorter compile, no call per node)
+_inline = jit(inline="always")
 
 
 @_inline

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import limits
+from .. import limits, runtime
 from ..errors import GraphError
 from . import kernels
 from .core import DAGCore, GraphIndex, closure
@@ -60,7 +60,7 @@ __all__ = [
 
 # Graphs at least this large use the frontier-at-a-time numpy search; smaller
 # ones the plain Python search (numpy's per-call overhead dominates there).
-_NUMPY_MIN_NODES = 400
+_NUMPY_MIN_NODES = 8000
 
 # The compiled kernel serves graphs of at least this many nodes (on smaller
 # ones the Python search is as fast), once the Python searches of this process
@@ -72,7 +72,7 @@ _PYTHON_BUDGET_S = 1.0
 # instead of being mapped to indices.
 _BIG_SET = 64
 
-_state = {"backend": "auto", "python_s": 0.0}
+_state = {"python_s": 0.0}
 
 # Bytes of one Independence statement in a list (object, slots, list pointer);
 # the conditioning sets are shared between statements.
@@ -291,8 +291,8 @@ def _use_kernel(n: int) -> bool:
     a script with a few queries never waits for it), unless the backend is
     ``"numba"`` or the kernel is already compiled.
     """
-    backend = _state["backend"]
-    if backend == "python" or not kernels.AVAILABLE or n < _KERNEL_MIN_NODES:
+    backend = runtime.get_backend("graph")
+    if backend == "numpy" or not kernels.AVAILABLE or n < _KERNEL_MIN_NODES:
         return False
     return backend == "numba" or kernels.is_compiled() or _state["python_s"] >= _PYTHON_BUDGET_S
 
@@ -300,7 +300,9 @@ def _use_kernel(n: int) -> bool:
 def set_backend(name: str) -> str:
     """Choose the d-separation search: ``"auto"`` (default), ``"numba"`` or ``"python"``; returns the previous one.
 
-    ``"auto"`` uses the compiled kernel once it pays (see :func:`_use_kernel`);
+    The graph family's switch of :mod:`causalnet.runtime` (``"python"`` is its
+    ``"numpy"``; ``CAUSALNET_GRAPH_BACKEND`` sets it at start-up). ``"auto"``
+    uses the compiled kernel once it pays (see :func:`_use_kernel`);
     ``"numba"`` always (compiling it now); ``"python"`` never. All give the
     same answers.
 
@@ -309,14 +311,14 @@ def set_backend(name: str) -> str:
     GraphError
         For another name, or ``"numba"`` when numba is not installed.
     """
-    if name not in ("auto", "numba", "python"):
+    if name not in ("auto", "numba", "python", "numpy"):
         raise GraphError(f"d-separation backend must be 'auto', 'numba' or 'python', got {name!r}")
     if name == "numba" and not kernels.AVAILABLE:
         raise GraphError("d-separation backend 'numba' was requested but numba is not installed (pip install numba)")
-    prev, _state["backend"] = _state["backend"], name
+    prev = runtime.set_backend("graph", name)
     if name == "numba":
         kernels.compile_kernel()
-    return prev
+    return "python" if prev == "numpy" else prev
 
 
 def d_connected(dag: DAGCore, x, y, given=None) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy import linalg
 
 from ..distributions import Gaussian
 from ..errors import EvidenceError, ModelError, NumericalError
@@ -148,6 +147,7 @@ def condition(mean: np.ndarray, cov: np.ndarray, obs_idx: Sequence[int], values:
         If the values lie outside the support (a degenerate direction of the
         covariance), i.e. the evidence has probability zero.
     """
+    from scipy import linalg  # loaded on first use, not by ``import causalnet``
     obs_idx = list(obs_idx)
     if not obs_idx:
         return mean, cov, np.zeros(mean.shape[:-1])

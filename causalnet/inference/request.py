@@ -204,7 +204,8 @@ def _check_options(method: Any, n_samples: Any, seed: Any) -> None:
     if not isinstance(method, str) or method not in METHODS:
         raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
     check_int(n_samples, "n_samples", low=1)
-    as_generator(seed)
+    if seed is not None:        # validated now; None (fresh entropy) needs no check, nor numpy.random loaded
+        as_generator(seed)
 
 
 def _mapping(arg: Any, what: str, exc: type) -> dict:

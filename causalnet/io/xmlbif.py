@@ -30,8 +30,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import NoReturn
-from xml.etree import ElementTree as ET
-from xml.parsers import expat
 
 import numpy as np
 
@@ -71,6 +69,8 @@ class _XNode:
 
 
 def _parse_xml(text: str, source: str) -> _XNode:
+    from xml.parsers import expat  # the XML parser loads with the first XMLBIF file, not with read_bif
+
     parser = expat.ParserCreate()
     top = _XNode("", {}, 1, 1)
     stack = [top]
@@ -281,6 +281,8 @@ def to_xmlbif(model: CausalModel, *, name: str = "unknown") -> str:
             if s != s.strip() or not s:
                 raise ModelError(f"node {node!r}: name {s!r} is empty or has leading/trailing blanks, "
                                  f"which XMLBIF does not keep")
+    from xml.etree import ElementTree as ET
+
     root = ET.Element("BIF", VERSION="0.3")
     net = ET.SubElement(root, "NETWORK")
     ET.SubElement(net, "NAME").text = str(name)

@@ -19,12 +19,24 @@ The map:
   summed over partitions; lazy per-row queries.
 """
 
-from .data import is_dask_collection, is_pandas_frame
-from .em import FitInfo, fit_info
-from .fit import fit, fit_model
-from .partitions import predict_partitions, query_partitions, score
-from .predict import predict, predict_proba, query_frame
-from .structure import learn_structure
+from ..runtime import lazy_exports
+from .fit import fit  # a submodule shares the name: bound now
+from .predict import predict  # a submodule shares the name: bound now
 
 __all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba",
            "query_frame", "query_partitions", "predict_partitions", "is_dask_collection", "is_pandas_frame"]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "is_dask_collection": ".data:is_dask_collection",
+    "is_pandas_frame": ".data:is_pandas_frame",
+    "FitInfo": ".em:FitInfo",
+    "fit_info": ".em:fit_info",
+    "fit_model": ".fit:fit_model",
+    "predict_partitions": ".partitions:predict_partitions",
+    "query_partitions": ".partitions:query_partitions",
+    "score": ".partitions:score",
+    "predict_proba": ".predict:predict_proba",
+    "query_frame": ".predict:query_frame",
+    "learn_structure": ".structure:learn_structure",
+})

@@ -29,7 +29,6 @@ from collections.abc import Hashable
 from math import log, sqrt
 
 import numpy as np
-from scipy import special
 
 from .data import Table
 
@@ -135,6 +134,7 @@ class ChiSquare(CITest):
         return np.bincount(flat, minlength=q * kx * ky).reshape(q, kx, ky)
 
     def compute(self, x, y, given):
+        from scipy import special  # loaded on first use, not by ``import causalnet``
         stat, dof = contingency_statistic(self.counts(x, y, given), self.name)
         return 1.0 if dof <= 0 else float(special.chdtrc(dof, stat))
 
@@ -159,6 +159,7 @@ class FisherZ(CITest):
         self.corr = np.corrcoef(x, rowvar=False)                                 # (V, V)
 
     def compute(self, x, y, given):
+        from scipy import special  # loaded on first use, not by ``import causalnet``
         idx = [self._pos[v] for v in (x, y, *given)]
         sub = self.corr[np.ix_(idx, idx)]                                        # (2+|S|, 2+|S|)
         prec = np.linalg.pinv(sub)

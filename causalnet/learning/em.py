@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ..arguments import check_int, check_real
 from ..errors import ModelError
 from ..mechanisms.base import as_generator
 from ..mechanisms.tabular import Tabular
+from ..progress import progress_bar
 from .data import family_counts
 from .parameters import Prior, estimate_table, least_squares, tabular_mechanism
 from .problem import Problem
@@ -239,8 +239,7 @@ def fit_em(problem: Problem, prior: Prior, *, n_iter: int = 100, tol: float = 1e
     fixed = _continuous_part(problem) if fixed is None else fixed
     estep = (lambda m: expected_counts(m, problem)) if estep is None else estep
     best = None
-    with tqdm(total=n_iter * restarts, disable=None if progress is None else not progress, desc="EM",
-              leave=False) as bar:
+    with progress_bar(n_iter * restarts, progress=progress, desc="EM") as bar:
         for k in range(restarts):
             start = _init_model(problem, init, fixed) if (k == 0 and init is not None) else \
                 _random_model(problem, rng, fixed)

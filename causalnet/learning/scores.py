@@ -38,7 +38,6 @@ from collections.abc import Hashable, Sequence
 from math import lgamma, log, pi
 
 import numpy as np
-from scipy.special import gammaln
 
 from ..errors import ModelError
 from .data import Table, as_table, family_counts
@@ -167,6 +166,7 @@ class BDeuScore(CountScore):
         return super().compute(child, parents) + prior
 
     def from_counts(self, counts):
+        from scipy.special import gammaln  # loaded on first use, not by ``import causalnet``
         q, r = counts.shape
         a, b = self.ess / q, self.ess / (q * r)
         return float(np.sum(gammaln(counts + b)) - q * r * lgamma(b)
@@ -177,6 +177,7 @@ class K2Score(CountScore):
     name = "k2"
 
     def from_counts(self, counts):
+        from scipy.special import gammaln  # loaded on first use, not by ``import causalnet``
         q, r = counts.shape
         return float(np.sum(gammaln(counts + 1)) - np.sum(gammaln(counts.sum(axis=1) + r)) + q * lgamma(r))
 

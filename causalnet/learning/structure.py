@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from ..errors import GraphError, ModelError
 from ..graph.dag import DAG
 from ..graph.equivalence import PDAG
+from ..progress import progress_bar
 from .citests import TESTS, ChiSquare, CITest, FisherZ, GSquare
 from .data import Table, as_table
 from .ges import GES
@@ -171,7 +170,7 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
     discrete = all(table.column(v).is_discrete for v in nodes)
     constraints = {"black": _edge_set(black_list, nodes, "black_list"), "white": _edge_set(white_list, nodes,
                    "white_list"), "fixed": _edge_set(fixed_edges, nodes, "fixed_edges"), "max_indegree": max_indegree}
-    with tqdm(disable=None if progress is None else not progress, desc=method, leave=False) as bar:
+    with progress_bar(None, progress=progress, desc=method) as bar:
         if method == "pc":
             return _pc(table, test, alpha, max_cond_vars, constraints, discrete, bar)
         if method == "ges":

@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
 from causalnet.inference.discrete import elimination as E
+from causalnet.inference.discrete import policy as POL
 from causalnet.inference.discrete import prior_tree as PT
 from causalnet.inference.discrete import programs as P
 from causalnet.inference.discrete.elimination import (
@@ -458,7 +459,19 @@ def test_prior_tree_evidence_in_another_tree():
     assert log_e == pytest.approx(np.log(p_d1), abs=1e-15)
 
 
+def test_prior_tree_waits_for_its_budget(cloudy_bn, monkeypatch):
+    # a few quick questions never pay for the tree; once compiled queries have cost the budget, it is built
+    bn = cloudy_bn
+    answers = [bn.query(["Rain"], {"Wet": 1})[0] for _ in range(5)]
+    assert not bn._cache_policy.built and bn._cache_policy._compiled_s < POL.PRIOR_TREE_AFTER_S
+    monkeypatch.setattr(POL, "PRIOR_TREE_AFTER_S", bn._cache_policy._compiled_s)
+    p, _ = bn.query(["Rain"], {"Wet": 1})
+    assert bn._cache_policy.tree
+    assert_allclose(p, answers[0], rtol=0, atol=1e-15)
+
+
 def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
+    monkeypatch.setattr(POL, "PRIOR_TREE_AFTER_S", 0.0)
     bn = cloudy_bn
     p1, _ = bn.query(["Rain"], {"Wet": 1})
     assert not bn._cache_policy.built                                  # a one-query network never pays for it

@@ -126,19 +126,20 @@ def test_bad_input_still_names_the_node_with_the_kernels():
 def test_backend_names_and_the_auto_budget(monkeypatch):
     with pytest.raises(ModelError, match="tensor backend must be one of"):
         fused.set_backend("fast")
-    monkeypatch.setattr(fused, "_state", {"backend": "auto", "spent": 0.0, "on": False})
-    monkeypatch.setattr(fused, "AUTO_BUDGET_S", 0.0)
-    m = CausalModel({"a": T.Input((3,)), "b": T.Input((3,)), "n": T.LayerNorm(["a", "b"], d=3)})
-    plan = Plan(m, outputs=["n"])
-    x = {"a": np.ones((1, 3)), "b": np.arange(3.0)[None]}
-    first = plan.run(x)["n"]                                # checked path: no budget spent
-    assert not fused.active()
-    plan.run(x)                                             # the program: spends the (zero) budget, compiles
-    assert fused.active() and fused.get_backend() == "auto"
-    assert_allclose(plan.run(x)["n"], first, rtol=0, atol=1e-12)
-    with fused.backend("numpy"):
+    with fused.backend("auto"):                             # tests run with CAUSALNET_TENSOR_BACKEND=numpy
+        monkeypatch.setattr(fused, "_state", {"spent": 0.0, "on": False})
+        monkeypatch.setattr(fused, "AUTO_BUDGET_S", 0.0)
+        m = CausalModel({"a": T.Input((3,)), "b": T.Input((3,)), "n": T.LayerNorm(["a", "b"], d=3)})
+        plan = Plan(m, outputs=["n"])
+        x = {"a": np.ones((1, 3)), "b": np.arange(3.0)[None]}
+        first = plan.run(x)["n"]                                # checked path: no budget spent
         assert not fused.active()
-    assert fused.active()
+        plan.run(x)                                             # the program: spends the (zero) budget, compiles
+        assert fused.active() and fused.get_backend() == "auto"
+        assert_allclose(plan.run(x)["n"], first, rtol=0, atol=1e-12)
+        with fused.backend("numpy"):
+            assert not fused.active()
+        assert fused.active()
 
 
 def test_mismatched_arguments_go_back_to_numpy_rather_than_into_the_kernel(rng):

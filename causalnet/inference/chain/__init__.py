@@ -82,22 +82,7 @@ References
 
 from __future__ import annotations
 
-from .kernels import BLAS_MNK, CHUNK_ELEMS, FB_TOL, SCALE_FLOOR
-from .log_space import log_backward, log_forward, log_space_posterior
-from .max_product import chain_viterbi, viterbi
-from .potentials import Chain, ChainPosterior, raise_if_impossible, validate_potentials
-from .sampling import chain_sample, sample_paths
-from .scaled import scaled_forward, scaled_log_partition
-from .sum_product import (
-    backward_messages,
-    chain_log_messages,
-    chain_log_partition,
-    chain_posterior,
-    forward_backward,
-    forward_messages,
-    log_partition,
-)
-from .time_chunks import TC_MAX_NK3, TC_MAX_NK3_VITERBI, TC_MIN_T, use_time_chunks
+from ...runtime import lazy_exports
 
 __all__ = [
     # batch-first functions
@@ -132,3 +117,34 @@ __all__ = [
     "use_time_chunks",
 ]
 
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "BLAS_MNK": ".kernels:BLAS_MNK",
+    "CHUNK_ELEMS": ".kernels:CHUNK_ELEMS",
+    "FB_TOL": ".kernels:FB_TOL",
+    "SCALE_FLOOR": ".kernels:SCALE_FLOOR",
+    "log_backward": ".log_space:log_backward",
+    "log_forward": ".log_space:log_forward",
+    "log_space_posterior": ".log_space:log_space_posterior",
+    "chain_viterbi": ".max_product:chain_viterbi",
+    "viterbi": ".max_product:viterbi",
+    "Chain": ".potentials:Chain",
+    "ChainPosterior": ".potentials:ChainPosterior",
+    "raise_if_impossible": ".potentials:raise_if_impossible",
+    "validate_potentials": ".potentials:validate_potentials",
+    "chain_sample": ".sampling:chain_sample",
+    "sample_paths": ".sampling:sample_paths",
+    "scaled_forward": ".scaled:scaled_forward",
+    "scaled_log_partition": ".scaled:scaled_log_partition",
+    "backward_messages": ".sum_product:backward_messages",
+    "chain_log_messages": ".sum_product:chain_log_messages",
+    "chain_log_partition": ".sum_product:chain_log_partition",
+    "chain_posterior": ".sum_product:chain_posterior",
+    "forward_backward": ".sum_product:forward_backward",
+    "forward_messages": ".sum_product:forward_messages",
+    "log_partition": ".sum_product:log_partition",
+    "TC_MAX_NK3": ".time_chunks:TC_MAX_NK3",
+    "TC_MAX_NK3_VITERBI": ".time_chunks:TC_MAX_NK3_VITERBI",
+    "TC_MIN_T": ".time_chunks:TC_MIN_T",
+    "use_time_chunks": ".time_chunks:use_time_chunks",
+})

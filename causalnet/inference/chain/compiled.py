@@ -21,12 +21,13 @@ Inner loops run over the destination state (``out[j] += a_i * A[i, j]``), so
 LLVM vectorises them without reassociating sums (no ``fastmath``); results
 equal the numpy sweeps to rounding (tested to 1e-12).
 
-Which sweeps run is the **backend**: ``"numba"`` when numba is importable,
-``"numpy"`` otherwise. The environment variable ``CAUSALNET_CHAIN_BACKEND``
-(``"numpy"``, ``"numba"`` or ``"auto"``) sets it at import; :func:`set_backend`
+Which sweeps run is the **backend**, the chain family's switch of
+:mod:`causalnet.runtime`: the environment variable ``CAUSALNET_CHAIN_BACKEND``
+(``"numpy"``, ``"numba"`` or ``"auto"``) sets it at start-up; :func:`set_backend`
 and the context manager :func:`backend` set it at run time. ``"auto"`` (the
 default) compiles only chains of at least ``AUTO_MIN_T`` steps; ``"numba"``
-every chain. Compiled sweeps
+every chain. :func:`serves` decides once per :class:`~.potentials.Chain` and
+records it as ``Chain.backend``. Compiled sweeps
 serve chains with a shared pairwise (HMMs, CRFs); per-step pairwise
 potentials and the log-space fallback always run in numpy.
 
@@ -38,19 +39,11 @@ False
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
-
 import numpy as np
 
-from ...errors import ModelError
+from ... import runtime
 from .kernels import SCALE_FLOOR
 from .unrolled import UNROLL_MAX_K, VITERBI_UNROLL_MAX_K, forward_unrolled, log_partition_unrolled, viterbi_unrolled
-
-try:  # numba is a regular dependency; the numpy sweeps remain the reference
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
 
 __all__ = [
     "AVAILABLE", "ENV_VAR", "BACKENDS", "enabled", "get_backend", "set_backend", "backend",
@@ -58,24 +51,14 @@ __all__ = [
     "AUTO_MIN_T", "SMALL_K", "VITERBI_WIDE_K", "wide_width", "serves", "compiled_forward", "compiled_log_partition", "compiled_backward", "compiled_viterbi",
 ]
 
-AVAILABLE = numba is not None
+AVAILABLE = runtime.numba_available()
 ENV_VAR = "CAUSALNET_CHAIN_BACKEND"
-BACKENDS = ("auto", "numba", "numpy")
-
-_state = {"name": "auto"}
-
-
-def _resolve(name):
-    if not isinstance(name, str) or name not in BACKENDS:
-        raise ModelError(f"chain backend must be one of {list(BACKENDS)}; got {name!r}")
-    if name == "numba" and not AVAILABLE:
-        raise ModelError("chain backend 'numba' was requested but numba is not installed (pip install numba)")
-    return name
+BACKENDS = runtime.BACKENDS
 
 
 def enabled():
-    """True when the compiled sweeps run (backend ``"numba"``, or ``"auto"`` with numba importable)."""
-    return AVAILABLE and _state["name"] != "numpy"
+    """True when the compiled sweeps may run (backend ``"numba"``, or ``"auto"`` with numba importable)."""
+    return AVAILABLE and runtime.get_backend("chain") != "numpy"
 
 
 def get_backend():
@@ -86,49 +69,26 @@ def get_backend():
 def set_backend(name):
     """Choose the sweeps: ``"numba"``, ``"numpy"`` or ``"auto"``; returns the previous setting.
 
+    The chain family's switch of :mod:`causalnet.runtime`.
+
     Raises
     ------
     ModelError
         For an unknown name, or ``"numba"`` when numba is not installed.
     """
-    prev = _state["name"]
-    _state["name"] = _resolve(name)
-    return prev
+    return runtime.set_backend("chain", name)
 
 
-@contextmanager
 def backend(name):
     """Run a block with the given backend (see :func:`set_backend`), then restore the previous one."""
-    prev = set_backend(name)
-    try:
-        yield
-    finally:
-        _state["name"] = prev
+    return runtime.backend("chain", name)
 
 
-_env = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-_state["name"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) else "auto"
-
-
-def _njit(fn):
-    """``numba.njit`` with numpy's float semantics (x/0 -> inf, no exception), compiled on first use.
-
-    No on-disk cache: numba would write it into the installed package's
-    ``__pycache__``, which may be read-only, and which pip leaves behind on
-    uninstall as a ``causalnet/`` folder without ``__init__.py`` that then shadows
-    a later (editable) install. Compiling the kernels costs about 0.5-1 s each, once
-    per process, and only for chains of ``AUTO_MIN_T`` steps or more.
-    """
-    if numba is None:  # pragma: no cover
-        return fn
-    return numba.njit(cache=False, nogil=True, error_model="numpy")(fn)
-
-
-def _njit_inline(fn):
-    """:func:`_njit` for a helper that numba inlines into its callers (no call per step)."""
-    if numba is None:  # pragma: no cover
-        return fn
-    return numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")(fn)
+#: ``numba.njit`` with numpy's float semantics (x/0 -> inf, no exception), compiled on first use and
+#: kept in the per-user kernel cache (:mod:`causalnet.runtime`)
+_njit = runtime.jit(nogil=True, error_model="numpy")
+#: :data:`_njit` for a helper that numba inlines into its callers (no call per step)
+_njit_inline = runtime.jit(nogil=True, error_model="numpy", inline="always")
 
 
 SMALL_K = 8  # up to this many states a step's products use register accumulators; above, vectorised rows
@@ -452,9 +412,11 @@ def serves(ch):
     Backend ``"numba"``: every chain with a shared pairwise; ``"auto"``: those
     with at least ``AUTO_MIN_T`` steps; ``"numpy"``: none.
     """
-    if not (enabled() and ch.shared and ch.n > 0):
-        return False
-    return _state["name"] == "numba" or ch.T >= AUTO_MIN_T
+    if ch.backend is None:                # decided once per chain, by the chain family's switch
+        name = runtime.get_backend("chain")
+        on = AVAILABLE and name != "numpy" and ch.shared and ch.n > 0 and (name == "numba" or ch.T >= AUTO_MIN_T)
+        ch.backend = "numba" if on else "numpy"
+    return ch.backend == "numba"
 
 
 def compiled_forward(ch, keep=True):

@@ -15,7 +15,6 @@ swept in time chunks between fixed chunk ends.
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from . import compiled
 from .potentials import Chain, raise_if_impossible
@@ -122,6 +121,7 @@ def _viterbi_fused(ch, consume_u=False):
     Same contract as :func:`chain_viterbi`; with ``consume_u`` the sweep works in
     ``ch.u``'s memory (and drops it from ``ch``).
     """
+    from scipy.spatial.distance import cdist  # loaded on first use, not by ``import causalnet``
     P = ch.pw
     T, n, K = ch.T, ch.n, ch.K
     cnt = ch.counts
@@ -206,6 +206,7 @@ def _viterbi_chunked(ch):
        of every chunk.
     4. Ordinary Viterbi inside all chunks at once, between those fixed ends.
     """
+    from scipy.spatial.distance import cdist  # loaded on first use, not by ``import causalnet``
     P = ch.pw
     T, n, K = ch.T, ch.n, ch.K
     tc = TimeChunks(ch)

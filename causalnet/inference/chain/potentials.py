@@ -74,6 +74,8 @@ class Chain:  # the engine's input contract (HMM builds it directly)
         (see :mod:`.time_chunks`); None otherwise.
     allow_time_chunks : bool
         False forces step-by-step sweeps (set on rows being redone).
+    backend : {"numba", "numpy"} or None
+        Which sweeps run on this chain, decided once by :func:`.compiled.serves`.
 
     Parameters
     ----------
@@ -110,6 +112,7 @@ class Chain:  # the engine's input contract (HMM builds it directly)
         self._scaled_pw = None
         self.time_chunks = None  # time-chunk state, set by a chunked forward sweep
         self.allow_time_chunks = True
+        self.backend = None  # "numba" or "numpy", decided once by compiled.serves
 
     @property
     def u(self):

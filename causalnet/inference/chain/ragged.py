@@ -45,16 +45,11 @@ import math
 
 import numpy as np
 
+from ... import runtime
 from ...errors import EvidenceError, ModelError, ShapeError
-from . import compiled
 from .kernels import FB_TOL, SCALE_FLOOR, last_axis_max
 from .layout import Layout
 from .sum_product import forward_backward
-
-try:  # numba is a regular dependency; the padded numpy engine remains the reference
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
 
 __all__ = [
     "AVAILABLE",
@@ -69,7 +64,7 @@ __all__ = [
     "scaled_unaries",
 ]
 
-AVAILABLE = numba is not None
+AVAILABLE = runtime.numba_available()
 BACKENDS = ("numba", "numpy")
 #: Callers that run many passes (CRF training) take the kernel for batches of at least this many
 #: ``N K^2`` multiply-adds, or once it is compiled: below, the ~1 s compile outweighs what it saves.
@@ -84,19 +79,19 @@ def is_compiled():
 def auto_backend(N, K):
     """The backend for a caller that will run many passes over `N` tokens with `K` states.
 
-    ``"numpy"`` when the chain engine's backend is (:mod:`.compiled`); else
-    ``"numba"`` if the kernel is already compiled or ``N K^2 >= AUTO_MIN_WORK``.
+    The chain family's switch (:mod:`causalnet.runtime`) decides: ``"numpy"``
+    never compiles, ``"numba"`` always; ``"auto"`` takes the kernel if it is
+    already compiled or ``N K^2 >= AUTO_MIN_WORK`` (a smaller batch is done by
+    numpy before numba would have loaded).
     """
-    if not compiled.enabled():
+    name = runtime.get_backend("chain")
+    if name == "numpy" or not AVAILABLE:
         return "numpy"
-    return "numba" if is_compiled() or N * K * K >= AUTO_MIN_WORK else "numpy"
+    return "numba" if name == "numba" or is_compiled() or N * K * K >= AUTO_MIN_WORK else "numpy"
 
 
-def _njit(fn):
-    """``numba.njit`` (numpy float semantics, no on-disk cache: see :mod:`.compiled`), compiled on first use."""
-    if numba is None:  # pragma: no cover
-        return fn
-    return numba.njit(cache=False, nogil=True, error_model="numpy")(fn)
+#: numpy float semantics, compiled on first use, kept in the per-user kernel cache (:mod:`causalnet.runtime`)
+_njit = runtime.jit(nogil=True, error_model="numpy")
 
 
 # Long by design (~85 lines): one compiled function compiles faster than the same code split into
@@ -261,9 +256,9 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
     lengths : ndarray of int, shape (n,)
         Sequence lengths (each >= 1), summing to N.
     backend : {"numba", "numpy"} or None
-        None: numba unless the chain engine's backend is ``"numpy"``
-        (:func:`.compiled.get_backend`; ``CAUSALNET_CHAIN_BACKEND=numpy``
-        turns every compiled sweep off).
+        None: :func:`auto_backend` (the chain family's switch of
+        :mod:`causalnet.runtime`; ``CAUSALNET_CHAIN_BACKEND=numpy`` turns
+        every compiled sweep off, ``=numba`` always compiles).
     out : ndarray of shape (N, K), optional
         Receives the marginals (not `unary` itself).
 
@@ -288,7 +283,7 @@ def forward_backward_ragged(unary, pairwise, lengths, *, backend=None, out=None)
     if backend is not None and backend not in BACKENDS:
         raise ModelError(f"forward_backward_ragged backend must be None or one of {list(BACKENDS)}; got {backend!r}")
     unary, pairwise, lengths = _checked(unary, pairwise, lengths, out)
-    use_numba = compiled.enabled() if backend is None else backend == "numba" and AVAILABLE
+    use_numba = (auto_backend(unary.shape[0], unary.shape[1]) if backend is None else backend) == "numba" and AVAILABLE
     A = np.ascontiguousarray(pairwise, dtype=np.float64)
     amax = A.max() if A.size else 0.0
     if not use_numba or not (np.isfinite(amax) and not np.isnan(A).any()):  # NaN / +inf / all -inf: the engine says why

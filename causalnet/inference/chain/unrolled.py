@@ -35,7 +35,9 @@ rounding, not bit for bit.
 
 The kernels are generated as Python source, one per width in ``WIDTHS``
 (a ``K``-state chain runs in the narrowest width ``>= K``, the extra states
-padded), and compiled with numba on first use.
+padded), and compiled with numba on first use; the source is written to the
+kernel cache (:func:`causalnet.runtime.generated_module`) so that numba can
+keep the compiled sweep for later processes.
 
 >>> print(log_partition_source(2).splitlines()[0])
 def log_partition_2(B, A, cols, keep, lengths, logz, bad):
@@ -47,12 +49,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import runtime
 from .kernels import SCALE_FLOOR
-
-try:  # numba is a regular dependency; without it the looped sweeps run
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
 
 __all__ = [
     "WIDTHS", "UNROLL_MAX_K", "VITERBI_UNROLL_MAX_K", "width", "log_partition_source", "viterbi_source", "log_partition_unrolled",
@@ -237,9 +235,8 @@ def _kernel(kind, W):
     fn = _cache.get((kind, W))
     if fn is None:
         source = {"log_partition": log_partition_source, "forward": forward_source, "viterbi": viterbi_source}[kind](W)
-        scope = {"np": np, "SCALE_FLOOR": SCALE_FLOOR}
-        exec(compile(source, f"<{kind}_{W}>", "exec"), scope)  # noqa: S102 - our own generated source
-        fn = numba.njit(cache=False, nogil=True, error_model="numpy")(scope[f"{kind}_{W}"])
+        module = runtime.generated_module(f"{kind}_{W}", source, {"np": np, "SCALE_FLOOR": SCALE_FLOOR})
+        fn = runtime.jit(getattr(module, f"{kind}_{W}"), nogil=True, error_model="numpy").dispatcher()
         _cache[(kind, W)] = fn
     return fn
 

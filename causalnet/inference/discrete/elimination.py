@@ -99,6 +99,7 @@ References
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -542,6 +543,15 @@ class DiscreteBN(DiscreteNetwork):
             got = self._from_prior_tree(tidx, ev, joint)
             if got is not None:
                 return got
+        t0 = time.process_time()
+        try:
+            return self._compiled_query(tidx, ev, n, joint, order)
+        finally:
+            if n is None:
+                self._cache_policy.spent(time.process_time() - t0)
+
+    def _compiled_query(self, tidx: tuple, ev: dict, n: int | None, joint: bool, order):
+        """:meth:`query_indices` by compiled variable elimination (pruned, cached plans)."""
         method = self._method(order)
         groups = [tidx] if joint or not tidx else [(t,) for t in tidx]
         plans = [self._plan(g, ev, method, "sum") for g in groups]
@@ -581,7 +591,7 @@ class DiscreteBN(DiscreteNetwork):
 
     def _build_prior_tree(self):
         """The calibrated prior junction tree, or False when its tables would be too large
-        (called by the query policy, at the second scalar query)."""
+        (called by the query policy, once compiled queries have paid for it)."""
         _, largest, total = self._whole_order()                # the tree's cliques are among these tables
         if largest <= MAX_PRIOR_CLIQUE and total <= MAX_PRIOR_TOTAL:
             return self.junction_tree().prior_tree() or False

@@ -65,13 +65,7 @@ Examples
 ((3, 5, 4), True)
 """
 
-from .activations import GELU, ReLU, Sigmoid, Tanh
-from .attention import Attention, AttentionWeights, Mask, MultiHeadAttention, Scale, Scores, Softmax
-from .base import Identity, Input, TensorOp
-from .linear import Affine, Embedding, FeedForward, LearnedPositions, Linear, PositionalEncoding, sinusoidal_encoding
-from .normalisation import LayerNorm
-from .shapes import as_int, as_real, check_output, check_size, float_dtype, fmt_shape
-from .structural import Add, Concat, Interpolate, Mul, Reshape, Split, Take, Transpose, Zeros
+from ...runtime import lazy_exports
 
 __all__ = [
     "TensorOp",
@@ -112,3 +106,44 @@ __all__ = [
     "check_size",
     "fmt_shape",
 ]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "GELU": ".activations:GELU",
+    "ReLU": ".activations:ReLU",
+    "Sigmoid": ".activations:Sigmoid",
+    "Tanh": ".activations:Tanh",
+    "Attention": ".attention:Attention",
+    "AttentionWeights": ".attention:AttentionWeights",
+    "Mask": ".attention:Mask",
+    "MultiHeadAttention": ".attention:MultiHeadAttention",
+    "Scale": ".attention:Scale",
+    "Scores": ".attention:Scores",
+    "Softmax": ".attention:Softmax",
+    "Identity": ".base:Identity",
+    "Input": ".base:Input",
+    "TensorOp": ".base:TensorOp",
+    "Affine": ".linear:Affine",
+    "Embedding": ".linear:Embedding",
+    "FeedForward": ".linear:FeedForward",
+    "LearnedPositions": ".linear:LearnedPositions",
+    "Linear": ".linear:Linear",
+    "PositionalEncoding": ".linear:PositionalEncoding",
+    "sinusoidal_encoding": ".linear:sinusoidal_encoding",
+    "LayerNorm": ".normalisation:LayerNorm",
+    "as_int": ".shapes:as_int",
+    "as_real": ".shapes:as_real",
+    "check_output": ".shapes:check_output",
+    "check_size": ".shapes:check_size",
+    "float_dtype": ".shapes:float_dtype",
+    "fmt_shape": ".shapes:fmt_shape",
+    "Add": ".structural:Add",
+    "Concat": ".structural:Concat",
+    "Interpolate": ".structural:Interpolate",
+    "Mul": ".structural:Mul",
+    "Reshape": ".structural:Reshape",
+    "Split": ".structural:Split",
+    "Take": ".structural:Take",
+    "Transpose": ".structural:Transpose",
+    "Zeros": ".structural:Zeros",
+})

@@ -13,11 +13,12 @@
   float32 with no ``exp`` and no branch, the numba loop vectorises (SIMD):
   about 30x faster than scipy's float32 ``erf``.
 
-The backend is ``"numba"`` when numba is importable, else ``"numpy"`` (the
-same formulas in numpy, float32, and scipy's ``erf`` for float64);
-:func:`gelu_numpy` is always the numpy one. The numba ufuncs compile on first
-use, about 0.5 s once per process (no on-disk cache; see
-:mod:`causalnet.inference.chain.compiled`).
+The backend is the tensor family's switch of :mod:`causalnet.runtime`:
+``"numba"`` always, ``"numpy"`` never (the same formulas in numpy, float32,
+and scipy's ``erf`` for float64), ``"auto"`` for arrays of ``AUTO_MIN_SIZE``
+entries or more, or once the ufuncs are compiled; :func:`gelu_numpy` is always
+the numpy one. The numba ufuncs compile on first use, about 0.5 s once per
+process (closures: numba does not cache them on disk).
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ import math
 import numpy as np
 from scipy.special import erf as _scipy_erf
 
-try:  # numba is a regular dependency; the numpy formulas remain the reference
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
+from ... import runtime
 
-__all__ = ["AVAILABLE", "ERF32_P", "ERF32_Q", "erf32", "gelu_erf", "gelu_erf_", "gelu_numpy", "gelu_numba"]
+__all__ = ["AVAILABLE", "AUTO_MIN_SIZE", "ERF32_P", "ERF32_Q", "erf32", "gelu_erf", "gelu_erf_", "gelu_numpy", "gelu_numba"]
 
-AVAILABLE = numba is not None
+AVAILABLE = runtime.numba_available()
+#: with the tensor backend "auto", arrays of at least this many entries load the numba ufuncs (smaller
+#: ones are done by numpy before numba would have loaded); once loaded they serve every size
+AUTO_MIN_SIZE = 1 << 16
 
 #: numerator coefficients ``p_0 .. p_6`` of ``erf(u) ~ u P(u^2) / Q(u^2)`` (float32 path), low degree first
 ERF32_P = (1.1283791685335656, 0.18522189811249104, 0.054336941230864716, 0.0038528050217598794,
@@ -92,6 +93,7 @@ def _compile():
     """The numba ufunc (float32: the rational erf, vectorised; float64: libm's erf)."""
     p0, p1, p2, p3, p4, p5, p6 = _P
     q0, q1, q2, q3, q4, q5 = _Q
+    numba = runtime.load_numba()
     lo, hi, half, one, r2, top = (np.float32(-ERF32_CLAMP), np.float32(ERF32_CLAMP), np.float32(0.5),
                                   np.float32(1.0), np.float32(_INV_SQRT2), np.float32(ERF32_ONE))
 
@@ -128,14 +130,20 @@ def gelu_numba(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return k(x) if out is None else k(x, out=out)
 
 
+def _use_numba(x: np.ndarray) -> bool:
+    """The tensor family's switch (:mod:`causalnet.runtime`): numba always, never, or once it pays ("auto")."""
+    name = runtime.get_backend("tensor")
+    return AVAILABLE and name != "numpy" and (name == "numba" or bool(_kernels) or x.size >= AUTO_MIN_SIZE)
+
+
 def gelu_erf(x: np.ndarray) -> np.ndarray:
-    """The exact GELU of a float array, by the fastest backend available (numba, else numpy)."""
-    return gelu_numba(x) if AVAILABLE else gelu_numpy(x)
+    """The exact GELU of a float array, by the backend of the tensor family (numba or numpy; same values)."""
+    return gelu_numba(x) if _use_numba(x) else gelu_numpy(x)
 
 
 def gelu_erf_(x: np.ndarray) -> np.ndarray:
     """:func:`gelu_erf` in place when numba runs it (on a fresh array the caller owns); same values."""
-    return gelu_numba(x, out=x) if AVAILABLE and x.dtype in _DTYPES else gelu_numpy(x)
+    return gelu_numba(x, out=x) if x.dtype in _DTYPES and _use_numba(x) else gelu_numpy(x)
 
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

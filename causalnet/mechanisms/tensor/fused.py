@@ -27,9 +27,9 @@ or reports it.
 **When they run** is the backend: ``"numpy"`` never; ``"numba"`` always;
 ``"auto"`` (the default) once this process's plan programs with such ops
 have run :data:`AUTO_BUDGET_S` seconds in numpy. Each dtype's kernels
-compile on their first call (about 0.5-1.5 s, no disk cache, for the reason
-in :mod:`causalnet.inference.chain.compiled`; :func:`compile_kernels` does it
-ahead), so the cost is paid only by a workload that repeats long enough to
+compile on their first call (about 0.5-1.5 s, then kept in the per-user kernel
+cache of :mod:`causalnet.runtime`, so later processes load them;
+:func:`compile_kernels` does it ahead), so the cost is paid only by a workload that repeats long enough to
 earn it back. The environment variable ``CAUSALNET_TENSOR_BACKEND`` sets the
 backend at import.
 
@@ -42,75 +42,55 @@ False
 from __future__ import annotations
 
 import math
-import os
 import time
-from contextlib import contextmanager
 
 import numpy as np
 
-from ...errors import ModelError
-
-try:  # numba is a regular dependency; the numpy paths remain the reference
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
+from ... import runtime
 
 __all__ = ["AVAILABLE", "BACKENDS", "ENV_VAR", "AUTO_BUDGET_S", "SMALL_ATTENTION_WORK",
            "set_backend", "backend", "get_backend", "active", "compile_kernels", "spend", "add_layer_norm",
            "attention_weights"]
 
-AVAILABLE = numba is not None
-BACKENDS = ("auto", "numba", "numpy")
+AVAILABLE = runtime.numba_available()
+BACKENDS = runtime.BACKENDS
 ENV_VAR = "CAUSALNET_TENSOR_BACKEND"
 #: seconds of plan-program time (numpy) after which "auto" compiles the kernels
 AUTO_BUDGET_S = 1.0
 #: largest ``n * T * S * D`` (multiply-adds) an attention sends to its kernel (BLAS is faster above)
 SMALL_ATTENTION_WORK = 1 << 17
 
-_state = {"backend": "auto", "spent": 0.0, "on": False}
+_state = {"spent": 0.0, "on": False}
 _kernels: dict = {}
-
-
-def _check(name) -> str:
-    if not isinstance(name, str) or name not in BACKENDS:
-        raise ModelError(f"tensor backend must be one of {list(BACKENDS)}; got {name!r}")
-    if name == "numba" and not AVAILABLE:
-        raise ModelError("tensor backend 'numba' was requested but numba is not installed (pip install numba)")
-    return name
 
 
 def set_backend(name: str) -> str:
     """Choose when the fused kernels run: ``"auto"``, ``"numba"`` or ``"numpy"``; returns the previous setting.
+
+    The tensor family's switch of :mod:`causalnet.runtime`.
 
     Raises
     ------
     ModelError
         For another name, or ``"numba"`` when numba is not installed.
     """
-    prev, _state["backend"] = _state["backend"], _check(name)
-    _refresh()
-    return prev
+    return runtime.set_backend("tensor", name)
 
 
 def _refresh() -> None:
     """``_state["on"]`` (what the ops test on every call) from the backend and the time spent so far."""
-    backend = _state["backend"]
-    _state["on"] = backend == "numba" or (backend == "auto" and _state["spent"] >= AUTO_BUDGET_S and AVAILABLE)
+    name = runtime.get_backend("tensor")
+    _state["on"] = AVAILABLE and (name == "numba" or (name == "auto" and _state["spent"] >= AUTO_BUDGET_S))
 
 
-@contextmanager
 def backend(name: str):
     """Run a block with the given backend (see :func:`set_backend`), then restore the previous one."""
-    prev = set_backend(name)
-    try:
-        yield
-    finally:
-        set_backend(prev)
+    return runtime.backend("tensor", name)
 
 
 def get_backend() -> str:
     """The setting in force: ``"auto"``, ``"numba"`` or ``"numpy"``."""
-    return _state["backend"]
+    return runtime.get_backend("tensor")
 
 
 def active() -> bool:
@@ -142,14 +122,17 @@ def _for(dtype: np.dtype) -> tuple:
     found = _kernels.get(dtype)
     if found is not None:
         return found
+    numba = runtime.load_numba()
     f = numba.from_dtype(dtype)
     arr = numba.types.Array                                      # inputs may be read-only (weights, user arrays)
     x2, v1, q3 = arr(f, 2, "C", readonly=True), arr(f, 1, "C", readonly=True), arr(f, 3, "A", readonly=True)
-    opts = {"cache": False, "nogil": True, "error_model": "numpy", "fastmath": _FAST}
+    opts = {"nogil": True, "error_model": "numpy", "fastmath": _FAST}
     found = _kernels[dtype] = (
-        numba.njit([numba.boolean(x2, x2, v1, v1, numba.float64, arr(f, 2, "C"))], **opts)(_add_layer_norm_loop),
-        numba.njit([numba.boolean(q3, q3, numba.float64, numba.boolean, arr(f, 4, "C"))], **opts)(_scores_loop),
-        numba.njit([numba.void(arr(f, 2, "C"))], **opts)(_normalise_loop),
+        runtime.compile_now(_add_layer_norm_loop, [numba.boolean(x2, x2, v1, v1, numba.float64, arr(f, 2, "C"))],
+                            **opts),
+        runtime.compile_now(_scores_loop, [numba.boolean(q3, q3, numba.float64, numba.boolean, arr(f, 4, "C"))],
+                            **opts),
+        runtime.compile_now(_normalise_loop, [numba.void(arr(f, 2, "C"))], **opts),
     )
     return found
 
@@ -296,6 +279,5 @@ def _normalise_loop(p):  # pragma: no cover - compiled by numba
             p[i, s] *= inv
 
 
-_env = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-_state["backend"] = _env if _env in BACKENDS and (_env != "numba" or AVAILABLE) else "auto"
+runtime.on_change("tensor", _refresh)
 _refresh()

@@ -55,18 +55,23 @@ Examples
 True
 """
 
-from .model import MODES, PARAMS, CausalHead, gradient_check
-from .outputs import HeadOutput, numeric_embedding, ovr_probs, softplus
-from .synthetic import NumberTask, synthetic_number_task
+from ...runtime import lazy_exports
 
 __all__ = ["CausalHead", "CausalHeadClassifier", "HeadOutput", "NumberTask", "synthetic_number_task",
            "gradient_check", "numeric_embedding", "MODES", "PARAMS", "ovr_probs", "softplus"]
 
 
-def __getattr__(name: str):
-    """``CausalHeadClassifier`` (:mod:`.classifier`) needs scikit-learn, an optional dependency: load it on first use."""
-    if name == "CausalHeadClassifier":
-        from .classifier import CausalHeadClassifier  # optional heavy dependency (scikit-learn)
-
-        return CausalHeadClassifier
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "CausalHeadClassifier": ".classifier:CausalHeadClassifier",   # needs scikit-learn (optional)
+    "MODES": ".model:MODES",
+    "PARAMS": ".model:PARAMS",
+    "CausalHead": ".model:CausalHead",
+    "gradient_check": ".model:gradient_check",
+    "HeadOutput": ".outputs:HeadOutput",
+    "numeric_embedding": ".outputs:numeric_embedding",
+    "ovr_probs": ".outputs:ovr_probs",
+    "softplus": ".outputs:softplus",
+    "NumberTask": ".synthetic:NumberTask",
+    "synthetic_number_task": ".synthetic:synthetic_number_task",
+})

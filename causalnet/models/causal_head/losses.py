@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from scipy.special import expit
 
 from .outputs import softplus
 
@@ -35,6 +34,7 @@ def head_loss(p: Mapping, abs_W: np.ndarray, abs_w: np.ndarray, z, lab, y, mask,
     Rows are ``z (N, H)``, labels ``lab (N,)``, targets ``y (N,)``, ``mask`` and ``num`` ``(N,)`` bool;
     `p` holds the head's parameters and ``abs_W``/``abs_w`` are ``|W_cls|`` and ``|W_reg|``.
     """
+    from scipy.special import expit  # loaded on first use, not by ``import causalnet``
     N = z.shape[0]
     V = p["W_cls"].shape[0]
     n_cls = max(int(mask.sum()), 1)

@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from scipy.special import softmax
 
 from ...arguments import check_int, check_real
 from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
@@ -719,6 +718,7 @@ class CausalHead:
 def sample_logits(logits: np.ndarray, rng: np.random.Generator, top_k: int | None, top_p: float | None,
                    temperature: float) -> np.ndarray:
     """One draw per row from ``softmax(logits / temperature)`` restricted to the top-k / top-p set."""
+    from scipy.special import softmax  # loaded on first use, not by ``import causalnet``
     if not temperature > 0:
         raise ModelError(f"temperature must be > 0, got {temperature!r}")
     x = logits / temperature                                             # (n, V)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import softmax
 
 from ...errors import EvidenceError, ShapeError
 from ...inference.cauchy import Cauchy
@@ -92,6 +91,7 @@ class HeadOutput:
     @property
     def probs(self) -> np.ndarray:
         """``(n, T, V)``: OvR probabilities ``P(S_k > C_k)``; softmax of ``loc_S`` in softmax mode."""
+        from scipy.special import softmax  # loaded on first use, not by ``import causalnet``
         if self._probs is None:
             if self.mode == "softmax":
                 self._probs = softmax(self.loc_S, axis=-1)

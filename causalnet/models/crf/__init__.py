@@ -26,10 +26,14 @@ Examples
 
 from __future__ import annotations
 
-from . import metrics
-from .causal import factor_evidence
-from .estimator import CRF
-from .synthetic import synthetic_tagging
+from ...runtime import lazy_exports
 
 __all__ = ["CRF", "factor_evidence", "synthetic_tagging", "metrics"]
 
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "metrics": ".metrics",
+    "factor_evidence": ".causal:factor_evidence",
+    "CRF": ".estimator:CRF",
+    "synthetic_tagging": ".synthetic:synthetic_tagging",
+})

@@ -16,10 +16,18 @@
 2
 """
 
-from .emissions import CategoricalEmission, Emission, GaussianEmission
-from .estimator import HMM, ConvergenceMonitor
-from .mixture import GMMEmission
-from .poisson import PoissonEmission
+from ...runtime import lazy_exports
 
 __all__ = ["HMM", "ConvergenceMonitor", "Emission", "CategoricalEmission", "GaussianEmission", "PoissonEmission",
            "GMMEmission"]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "CategoricalEmission": ".emissions:CategoricalEmission",
+    "Emission": ".emissions:Emission",
+    "GaussianEmission": ".emissions:GaussianEmission",
+    "HMM": ".estimator:HMM",
+    "ConvergenceMonitor": ".estimator:ConvergenceMonitor",
+    "GMMEmission": ".mixture:GMMEmission",
+    "PoissonEmission": ".poisson:PoissonEmission",
+})

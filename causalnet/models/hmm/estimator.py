@@ -57,16 +57,15 @@ from __future__ import annotations
 import bisect
 import copy
 import math
-import os
 import warnings
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ...arguments import check_int, check_real
 from ...errors import CausalNetWarning, ModelError, NotFittedError, NumericalError
 from ...inference.chain import Chain, chain_log_partition, chain_posterior, chain_viterbi, raise_if_impossible
 from ...mechanisms.base import as_generator
+from ...progress import progress_bar
 from . import causal, saving
 from .conventions import (
     ATTR,
@@ -713,8 +712,5 @@ def _sample_states(start, trans, u):
 
 
 def _progress_bar(total, progress):
-    """A ``tqdm.auto`` bar: forced on by ``progress=True``; with None, on an interactive terminal or
-    notebook only, and never when the environment variable ``CI`` is true."""
-    if progress is None and os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
-        return None
-    return tqdm(total=total, desc="Baum-Welch", leave=False, disable=None if progress is None else False)
+    """The Baum-Welch bar: :func:`causalnet.progress.progress_bar` (on for a person watching, never in CI)."""
+    return progress_bar(total, progress=progress, desc="Baum-Welch")

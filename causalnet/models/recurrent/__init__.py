@@ -51,13 +51,26 @@ Examples
 (True, False)
 """
 
-from .build import build, gru, lstm, random_weights, rnn
-from .checkpoints import from_torch
-from .decode import Decoding, decode, teacher_forced
-from .diagrams import diagram
-from .fast import RecurrentOutput, run
-from .seq2seq import seq2seq, seq2seq_weights
+from ...runtime import lazy_exports
+from .build import build  # a submodule shares the name: bound now
+from .decode import decode  # a submodule shares the name: bound now
+from .seq2seq import seq2seq  # a submodule shares the name: bound now
 
 __all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram", "seq2seq", "seq2seq_weights",
            "decode", "teacher_forced", "Decoding",
            "run", "RecurrentOutput"]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "gru": ".build:gru",
+    "lstm": ".build:lstm",
+    "random_weights": ".build:random_weights",
+    "rnn": ".build:rnn",
+    "from_torch": ".checkpoints:from_torch",
+    "Decoding": ".decode:Decoding",
+    "teacher_forced": ".decode:teacher_forced",
+    "diagram": ".diagrams:diagram",
+    "RecurrentOutput": ".fast:RecurrentOutput",
+    "run": ".fast:run",
+    "seq2seq_weights": ".seq2seq:seq2seq_weights",
+})

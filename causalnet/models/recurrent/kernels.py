@@ -32,8 +32,9 @@ gives NaN out.
 
 :func:`lstm_step_numpy` and :func:`gru_step_numpy` are the references (numpy's
 ``tanh``), used when numba is missing; :func:`kernel` returns the compiled
-loop or None. Kernels compile on first use (about 1 s each, once per process;
-no on-disk cache, see :mod:`causalnet.inference.chain.compiled`).
+loop or None. Kernels compile on first use (about 1 s each, once per process:
+they are closures over the activation, which numba does not cache on disk;
+numba itself loads with the first of them, see :mod:`causalnet.runtime`).
 
 Symbols: ``n`` batch, ``T`` steps, ``H`` hidden, ``G`` gates, ``m`` steps in
 a block of input projections.
@@ -45,15 +46,12 @@ import math
 
 import numpy as np
 
-try:  # numba is a regular dependency; the numpy references remain the fallback
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
+from ... import runtime
 
 __all__ = ["AVAILABLE", "ACTIVATIONS", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "kernel", "swap_outer",
            "lstm_step_numpy", "gru_step_numpy"]
 
-AVAILABLE = numba is not None
+AVAILABLE = runtime.numba_available()
 
 #: numerator ``p_0 .. p_4`` of ``tanh(x) ~ x P(s) / Q(s)``, ``s = (x / 9)^2`` (float32 kernels), low degree first
 TANH32_P = (0.999999979498052, 10.83862934032672, 22.934536896478665, 10.952480183377817, 0.5748698892981754)
@@ -145,6 +143,7 @@ TANH64_CLAMP = 19.1
 
 def _tanh_kernels():
     """The two scalar ``tanh`` (float32, float64) numba inlines into the update loops."""
+    numba = runtime.load_numba()
     inline = numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
     p0, p1, p2, p3, p4 = _P
     q0, q1, q2, q3, q4 = _Q
@@ -179,6 +178,7 @@ def _tanh_kernels():
 
 def _cells(tanh, one, half):
     """The per-element LSTM and GRU updates around one scalar `tanh` (`one`, `half` of its dtype)."""
+    numba = runtime.load_numba()
     inline = numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
 
     @inline
@@ -214,6 +214,7 @@ _JIT = {"cache": False, "nogil": True, "error_model": "numpy"}
 
 def _lstm_loops(lstm, zero) -> dict:
     """The LSTM block loops, feature- and time-major, around the per-element update `lstm`."""
+    numba = runtime.load_numba()
     jit = numba.njit(**_JIT)
 
     @jit
@@ -264,6 +265,7 @@ def _lstm_loops(lstm, zero) -> dict:
 
 def _gru_loops(gru) -> dict:
     """The GRU block loops around the per-element update `gru` (``h[t-1]`` kept in `h`)."""
+    numba = runtime.load_numba()
     jit = numba.njit(**_JIT)
 
     @jit
@@ -305,6 +307,7 @@ def _gru_loops(gru) -> dict:
 
 def _rnn_loops(tanh, one) -> dict:
     """The vanilla RNN block loops; the activation is a code (:data:`ACTIVATIONS`)."""
+    numba = runtime.load_numba()
     jit = numba.njit(**_JIT)
     zero = one - one
 
@@ -350,19 +353,27 @@ def _rnn_loops(tanh, one) -> dict:
 
 def _compile() -> dict:
     """dtype -> its loops, or ``{}`` without numba (each loop compiles on its first call)."""
-    if numba is None:  # pragma: no cover
+    if not AVAILABLE:  # pragma: no cover
         return {}
     t32, t64 = _tanh_kernels()
     return {np.dtype(np.float32): _loops(t32, _ONE, _HALF), np.dtype(np.float64): _loops(t64, 1.0, 0.5)}
 
 
-_KERNELS = _compile()
+_made: dict = {}
+
+
+def _kernels() -> dict:
+    """:func:`_compile`'s loops, made (numba imported) on the first request."""
+    if "loops" not in _made:
+        _made["loops"] = _compile()
+    return _made["loops"]
 
 
 def _swap_loop():
     """The compiled transpose ``dst[c, t, a] = src[a, t, c]`` in 8 x 8 tiles (both sides stay in cache)."""
-    if numba is None:  # pragma: no cover
+    if not AVAILABLE:  # pragma: no cover
         return None
+    numba = runtime.load_numba()
 
     @numba.njit(cache=False, nogil=True)
     def swap(src, dst):  # pragma: no cover - compiled
@@ -377,7 +388,13 @@ def _swap_loop():
     return swap
 
 
-_SWAP = _swap_loop()
+
+
+def _swap():
+    """The compiled transpose (made, numba imported, on first request), or None without numba."""
+    if "swap" not in _made:
+        _made["swap"] = _swap_loop()
+    return _made["swap"]
 
 
 def swap_outer(a: np.ndarray) -> np.ndarray:
@@ -385,10 +402,11 @@ def swap_outer(a: np.ndarray) -> np.ndarray:
 
     numpy's strided copy takes about 3.5 ns an element here; the tiled loop about 1 ns.
     """
-    if _SWAP is None or a.dtype not in _KERNELS:
+    swap = _swap() if a.dtype in _kernels() else None
+    if swap is None:
         return np.ascontiguousarray(a.transpose(2, 1, 0))
     out = np.empty(a.shape[::-1], dtype=a.dtype)
-    _SWAP(np.ascontiguousarray(a), out)
+    swap(np.ascontiguousarray(a), out)
     return out
 
 
@@ -409,4 +427,4 @@ def kernel(cell: str, layout: str, dtype):
     (lengths), `c_last` receives each row's ``c`` at its last valid step (else it is any array). Shapes per layout
     are in the source.
     """
-    return _KERNELS.get(np.dtype(dtype), {}).get((cell, layout))
+    return _kernels().get(np.dtype(dtype), {}).get((cell, layout))

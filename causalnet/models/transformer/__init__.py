@@ -78,14 +78,8 @@ Examples
 ((2, 2, 5, 5), (2, 5, 8))
 """
 
-from .build import attention, decoder, decoder_layer, encoder, encoder_layer, transformer
-from .checkpoints import from_torch
-from .diagrams import diagram_options
-from .generate import generate
-from .huggingface import from_huggingface
-from .interpret import Effects, Site, ablate, head, interchange, mediation, path_patch, rewire, sites
-from .saving import load, save
-from .unroll import position_graph
+from ...runtime import lazy_exports
+from .generate import generate  # a submodule shares the name: bound now
 
 __all__ = [
     "attention",
@@ -111,3 +105,28 @@ __all__ = [
     "save",
     "load",
 ]
+
+# Re-exported on first use (PEP 562): importing the package loads none of these modules.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "attention": ".build:attention",
+    "decoder": ".build:decoder",
+    "decoder_layer": ".build:decoder_layer",
+    "encoder": ".build:encoder",
+    "encoder_layer": ".build:encoder_layer",
+    "transformer": ".build:transformer",
+    "from_torch": ".checkpoints:from_torch",
+    "diagram_options": ".diagrams:diagram_options",
+    "from_huggingface": ".huggingface:from_huggingface",
+    "Effects": ".interpret:Effects",
+    "Site": ".interpret:Site",
+    "ablate": ".interpret:ablate",
+    "head": ".interpret:head",
+    "interchange": ".interpret:interchange",
+    "mediation": ".interpret:mediation",
+    "path_patch": ".interpret:path_patch",
+    "rewire": ".interpret:rewire",
+    "sites": ".interpret:sites",
+    "load": ".saving:load",
+    "save": ".saving:save",
+    "position_graph": ".unroll:position_graph",
+})
