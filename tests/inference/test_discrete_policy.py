@@ -43,6 +43,12 @@ class _Build:
 # -- QueryPolicy, alone ----------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _no_cpu_budget(monkeypatch):
+    """Most rules here are about query counts: the prior tree's CPU-time budget is off unless a test sets it."""
+    monkeypatch.setattr(P, "PRIOR_TREE_AFTER_S", 0.0)
+
+
 def test_batched_evidence_is_compiled_and_is_not_a_scalar_query():
     build = _Build(_Tree(False))
     policy = QueryPolicy(build)
@@ -61,11 +67,26 @@ def test_an_explicit_order_is_compiled(order):
     assert policy.route((0,), {}, batched=False, order=DEFAULT) == PRIOR_TREE
 
 
-def test_the_first_scalar_query_is_compiled_and_the_second_builds_the_tree():
+def test_the_tree_waits_for_the_second_query_and_the_cpu_budget(monkeypatch):
+    monkeypatch.setattr(P, "PRIOR_TREE_AFTER_S", 0.03)
     build = _Build(_Tree(False))
     policy = QueryPolicy(build)
-    assert policy.route((0,), {1: 1}, batched=False, order=DEFAULT) == COMPILED
+    policy.spent(P.PRIOR_TREE_AFTER_S)                      # compiled queries have paid for a tree...
+    assert policy.route((0,), {1: 1}, batched=False, order=DEFAULT) == COMPILED   # ...but never at the first
     assert build.calls == 0 and policy.tree is None
+    assert policy.route((0,), {1: 1}, batched=False, order=DEFAULT) == PRIOR_TREE
+    assert build.calls == 1 and policy.tree is build.tree
+
+
+def test_a_cheap_process_never_builds_the_tree(monkeypatch):
+    monkeypatch.setattr(P, "PRIOR_TREE_AFTER_S", 0.03)
+    build = _Build(_Tree(False))
+    policy = QueryPolicy(build)
+    for _ in range(5):                                      # quick compiled queries: below the budget
+        assert policy.route((0,), {1: 1}, batched=False, order=DEFAULT) == COMPILED
+        policy.spent(P.PRIOR_TREE_AFTER_S / 10)
+    assert build.calls == 0
+    policy.spent(P.PRIOR_TREE_AFTER_S)
     assert policy.route((0,), {1: 1}, batched=False, order=DEFAULT) == PRIOR_TREE
     assert build.calls == 1 and policy.tree is build.tree
     for _ in range(3):
