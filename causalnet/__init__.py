@@ -21,6 +21,7 @@ from .errors import (
     ResourceError,
     ShapeError,
 )
+from .estimation import Effect, Refutation, Sensitivity, estimate, refute
 from .graph.comparison import compare as compare_graphs
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
@@ -116,4 +117,9 @@ __all__ = [
     "learn_structure",
     "PDAG",
     "compare_graphs",
+    "estimate",
+    "refute",
+    "Effect",
+    "Refutation",
+    "Sensitivity",
 ]
