@@ -97,6 +97,8 @@ def _auto(dag: DAGCore, prep_kind: str | None, t, y) -> str:
     except GraphError:
         if dag.instrumental_variables(t, y):
             return "iv"
+        if prep_kind == "continuous":
+            raise
         return "plugin"
     return "regression" if prep_kind == "continuous" else "aipw"
 
@@ -155,7 +157,9 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     graph_or_model : DAG, CausalModel or str
         The causal graph (a model's ``.dag``; a string is parsed by :meth:`DAG.parse`).
     data : pandas.DataFrame
-        One row per unit; a Dask DataFrame is computed first. Columns named as the graph's nodes.
+        One row per unit; a Dask DataFrame is computed first. Columns named as
+        the graph's nodes; a node without a column is treated as latent (never
+        adjusted for).
     treatment, outcome : node
     method : {"auto", "regression", "ipw", "aipw", "plugin", "iv"}
         ``"auto"``: AIPW for a discrete treatment and regression for a
@@ -211,6 +215,9 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         if v not in dag:
             raise GraphError(f"the {role} {v!r} is not a node of the graph{dag.hint(v)}")
     frame = as_frame(data)
+    unmeasured = frozenset(v for v in dag.observed if v not in frame.columns)
+    if unmeasured:                                     # what the data do not hold is latent to the estimation
+        dag = DAG(dag.edges, nodes=dag.nodes, latent=dag.latent | unmeasured)
     modifiers = [] if effect_modifiers is None else ([effect_modifiers] if isinstance(effect_modifiers, str)
                                                      else list(effect_modifiers))
     bad = [m for m in modifiers if m in dag and m in dag.descendants(treatment)]

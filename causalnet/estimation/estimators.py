@@ -416,7 +416,6 @@ class Plugin(Estimator):
         if prep.kind == "continuous":
             raise ModelError(f"method 'plugin' needs discrete data; the treatment {prep.treatment!r} is continuous")
         self.formula = options["formula"]
-        self.columns = sorted(map(str, self.formula.variables | {prep.treatment, prep.outcome}))
 
     def _value(self, frame) -> tuple[float, float]:
         p = self.prep
@@ -430,7 +429,7 @@ class Plugin(Estimator):
 
     def fit(self, w):
         p = self.prep
-        frame = p.frame[[c for c in p.frame.columns if str(c) in self.columns]]
+        frame = p.frame
         out = np.empty(w.shape[0])
         for i, wi in enumerate(w):
             rows = np.repeat(np.arange(p.n), wi.astype(np.int64))

@@ -124,6 +124,9 @@ def check_adjustment_set(dag: DAGCore, x: Hashable, y: Hashable, z) -> frozenset
     for v in zs:
         if v not in dag:
             raise GraphError(f"adjustment node {v!r} is not a node of the graph{dag.hint(v)}")
+        if v in dag.latent:
+            raise GraphError(f"adjustment node {v!r} is latent (or has no column in the data); "
+                             f"only measured nodes can be adjusted for")
     if is_adjustment_set(dag, x, y, zs):
         return zs
     raise GraphError(f"{sorted(zs, key=str)} is not a valid adjustment set for the effect of {x!r} on {y!r}: "
