@@ -46,7 +46,10 @@ def cross_moments(w: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (r, p, q)
     """
-    p, q = a.shape[1], b.shape[1]
+    n, p = a.shape
+    q = b.shape[1]
+    if w.shape[0] <= 4 or n * p * q * 8 > _OUTER_BYTES:       # few weightings or wide designs: one product each
+        return np.stack([(a * wi[:, None]).T @ b for wi in w])   # (r, p, q)
     if a is b:
         iu = np.triu_indices(p)
         half = w @ _outer(a, b)                                   # (r, p(p+1)/2)
@@ -56,6 +59,9 @@ def cross_moments(w: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return out
     return (w @ _outer(a, b)).reshape(w.shape[0], p, q)           # (r, p, q)
 
+
+#: Largest per-row outer-product matrix (bytes) built; wider designs are multiplied weighting by weighting.
+_OUTER_BYTES = 200_000_000
 
 _OUTERS: list = []     # the last few (a, b, outer) triples: the same designs recur across replicate chunks
 
