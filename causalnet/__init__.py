@@ -21,7 +21,7 @@ from .errors import (
     ResourceError,
     ShapeError,
 )
-from .estimation import Effect, Refutation, Sensitivity, estimate, refute
+from .estimation import Effect, Refutation, Sensitivity, estimate, refute, test_graph
 from .graph.comparison import compare as compare_graphs
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
@@ -122,4 +122,5 @@ __all__ = [
     "Effect",
     "Refutation",
     "Sensitivity",
+    "test_graph",
 ]

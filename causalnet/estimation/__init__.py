@@ -10,11 +10,14 @@ The map:
 - :mod:`~causalnet.estimation.effect` — the :class:`Effect` result.
 - :mod:`~causalnet.estimation.refute` — placebo, random common cause, subsets, bootstrap, dummy outcome.
 - :mod:`~causalnet.estimation.sensitivity` — E-values and Cinelli–Hazlett partial R² bounds.
+- :mod:`~causalnet.estimation.local_tests` — the graph's implied independencies tested on data.
 """
 
+from ..graph.dag import DATA_METHODS
 from .effect import Effect
 from .estimate import estimate
 from .identify import optimal_adjustment_set
+from .local_tests import local_tests, permutation_baseline
 from .refute import Refutation, refute_effect
 from .sensitivity import Sensitivity, e_value
 
@@ -24,4 +27,7 @@ def refute(effect: Effect, method: str = "placebo-treatment", **options) -> Refu
     return refute_effect(effect, method, **options)
 
 
-__all__ = ["estimate", "Effect", "refute", "Refutation", "Sensitivity", "e_value", "optimal_adjustment_set"]
+DATA_METHODS["local_tests"] = local_tests
+test_graph = local_tests
+
+__all__ = ["local_tests", "test_graph", "permutation_baseline", "estimate", "Effect", "refute", "Refutation", "Sensitivity", "e_value", "optimal_adjustment_set"]

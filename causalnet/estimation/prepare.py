@@ -183,7 +183,7 @@ def _order(v: Any) -> tuple:
 
 
 def _binary_values(col) -> bool:
-    return set(col.unique()) <= {0, 1, True, False}
+    return set(col.unique()) <= {0, 1}          # True == 1 and False == 0 in a set
 
 
 def prepare(frame, treatment: Hashable, outcome: Hashable, adjust: Sequence[Hashable] = (),
