@@ -130,14 +130,25 @@ class _Tester:
         if kind == "mixed":
             return kind, mixed_test(self.frame, x, y, given)[2]
         if kind not in self._tests:
-            sub = self.frame
-            if kind == "fisher_z":
-                bad = [c for c in sub.columns if sub[c].dtype == object]
-                if bad:
-                    raise EvidenceError(f"test 'fisher_z' needs numeric columns; {bad[0]!r} is not")
-            table = as_table(sub)
-            self._tests[kind] = {"chi2": ChiSquare, "g2": GSquare, "fisher_z": FisherZ}[kind](table)
+            self._tests[kind] = self._build(kind)
         return kind, self._tests[kind].pvalue(x, y, tuple(given))
+
+
+    def _build(self, kind: str):
+        """The CI test object of `kind` over the columns it can take (real columns as floats for Fisher's z)."""
+        import pandas as pd
+
+        frame = self.frame
+        if kind == "fisher_z":
+            bad = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+            if bad:
+                raise EvidenceError(f"test 'fisher_z' needs numeric columns; {bad[0]!r} is not (try test='mixed')")
+            return FisherZ(as_table(frame.astype(np.float64)))
+        cont = [c for c in frame.columns if not self.discrete[c]]
+        if cont:
+            raise EvidenceError(f"test {kind!r} needs discrete columns; {cont[0]!r} is continuous "
+                                f"(try test='mixed' or 'auto')")
+        return {"chi2": ChiSquare, "g2": GSquare}[kind](as_table(frame))
 
 
 def _statements(dag: DAGCore, frame) -> list:

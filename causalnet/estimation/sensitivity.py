@@ -89,7 +89,9 @@ def partial_r2_bounds(r2dxj: float, r2yxj: float, kd: float = 1.0, ky: float | N
         raise ModelError(f"kd={kd} times covariate strength gives R²_(T~U|Z) >= 1; choose a smaller kd")
     r2zxj = kd * r2dxj ** 2 / ((1 - kd * r2dxj) * (1 - r2dxj))
     r2yz = ((np.sqrt(ky) + np.sqrt(r2zxj)) / np.sqrt(1 - r2zxj)) ** 2 * (r2yxj / (1 - r2yxj))
-    return float(r2dz), float(min(r2yz, 1.0))
+    if r2yz >= 1:
+        raise ModelError(f"ky={ky} times covariate strength gives R²_(Y~U|T,Z) >= 1; choose a smaller ky")
+    return float(r2dz), float(r2yz)
 
 
 class Sensitivity:
