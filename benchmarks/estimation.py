@@ -16,9 +16,10 @@ the script checks that the point estimate and those replicates agree to 1e-6
 (exit 1 otherwise) before it prints per-replicate times and their ratio.
 
 DoWhy pins scipy below 1.17 and cannot be installed beside this project; with
-``--dowhy PYTHON`` (a virtualenv's interpreter that has dowhy) its
-``backdoor.propensity_score_weighting``-free equivalent, the linear-regression
-estimate with ``bootstrap`` confidence intervals, is timed in a subprocess.
+``--dowhy PYTHON`` (a virtualenv's interpreter that has dowhy) times, in a
+subprocess, DoWhy's cheapest estimator with a bootstrap interval on the same
+data: ``backdoor.linear_regression`` with ``num_simulations=B`` (a lighter
+workload than AIPW, so the ratio flatters DoWhy).
 
 Figures depend on the machine's load: the script prints ``/proc/loadavg``.
 """
@@ -64,7 +65,7 @@ def aipw_statsmodels(frame: pd.DataFrame, covs: list, w: np.ndarray | None = Non
 
 DOWHY_SCRIPT = """
 import sys, time, numpy as np, pandas as pd, dowhy
-frame = pd.read_parquet(sys.argv[1]); B = int(sys.argv[2])
+frame = pd.read_csv(sys.argv[1]); B = int(sys.argv[2])
 covs = [c for c in frame.columns if c.startswith("Z")]
 frame["T"] = frame["T"].astype(bool)
 t0 = time.perf_counter()
@@ -116,8 +117,8 @@ def main(argv=None) -> int:
     print(f"ratio per replicate (statsmodels / causalnet): {per_peer / per_cn:.1f}x wall, "
           f"{(peer_cpu / args.peer_reps) / (cpu / args.bootstrap):.1f}x CPU")
     if args.dowhy:
-        path = "/tmp/causalnet_estimation_bench.parquet"
-        frame.to_parquet(path)
+        path = "/tmp/causalnet_estimation_bench.csv"
+        frame.to_csv(path, index=False, float_format="%.17g")
         out = subprocess.run([args.dowhy, "-c", DOWHY_SCRIPT, path, str(args.bootstrap)], capture_output=True,
                              text=True, check=False)
         print(f"DoWhy (separate interpreter, linear regression + {args.bootstrap} bootstrap): "

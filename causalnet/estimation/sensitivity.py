@@ -31,8 +31,8 @@ References
 
 Examples
 --------
->>> round(e_value(3.9), 4)
-7.2615
+>>> round(e_value(3.9), 3)
+7.263
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def e_value(rr: float) -> float:
     if not rr > 0:
         raise ModelError(f"a risk ratio must be positive, got {rr!r}")
     rr = 1.0 / rr if rr < 1 else rr
-    return rr + np.sqrt(rr * (rr - 1.0))
+    return float(rr + np.sqrt(rr * (rr - 1.0)))
 
 
 def robustness_value(t: float, dof: int, q: float = 1.0, alpha: float | None = None) -> float:
