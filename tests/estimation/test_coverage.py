@@ -1,11 +1,10 @@
 """Coverage of the 95% intervals on data simulated from a causalnet model with a known effect (ATE = 2):
 at least 88 of 100 replications must cover it (issue 25). The model's own exact do-query is the truth."""
 
-import numpy as np
 import pytest
+from simdata import confounded_model
 
 import causalnet as cn
-from conftest import confounded_model
 
 TRUE = 2.0
 

@@ -5,9 +5,20 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 from scipy import special
+from simdata import graph_for, simulate
 
 import causalnet as cn
 from causalnet.estimation.linear import bootstrap_counts
+
+
+@pytest.fixture
+def frame():
+    return simulate(800, 0)
+
+
+@pytest.fixture
+def graph():
+    return graph_for()
 
 sm = pytest.importorskip("statsmodels.api")
 

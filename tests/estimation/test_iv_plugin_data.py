@@ -8,8 +8,20 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
+from simdata import graph_for, simulate
 
 import causalnet as cn
+
+
+@pytest.fixture
+def frame():
+    return simulate(800, 0)
+
+
+@pytest.fixture
+def graph():
+    return graph_for()
+
 
 W = ["exper", "black", "smsa", "south"]
 

@@ -5,9 +5,20 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
+from simdata import graph_for, simulate
 
 import causalnet as cn
 from causalnet.estimation.sensitivity import e_value, partial_r2_bounds, robustness_value
+
+
+@pytest.fixture
+def frame():
+    return simulate(800, 0)
+
+
+@pytest.fixture
+def graph():
+    return graph_for()
 
 
 def test_e_value_closed_form():
@@ -110,8 +121,6 @@ def test_refutations_pass_on_a_real_effect(frame, graph):
 
 
 def test_placebo_refutation_fails_when_there_is_no_effect(graph):
-    from conftest import simulate
-
     df = simulate(800, 5, effect=0.0)
     df = df.assign(Y=df["Y"] - 0.5 * df["T"] * df["Z0"])
     e = cn.estimate(graph, df, "T", "Y", method="regression", ci="analytic")

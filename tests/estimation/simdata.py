@@ -1,8 +1,7 @@
-"""Shared data for the estimation tests: simulated from causalnet models with known effects."""
+"""Shared data for the estimation tests: simulated from causalnet models with known effects (fixtures in each test module)."""
 
 import numpy as np
 import pandas as pd
-import pytest
 from scipy import stats
 
 import causalnet as cn
@@ -31,13 +30,3 @@ def simulate(n, seed, effect=2.0, k=3):
 
 def graph_for(k=3):
     return cn.DAG([(f"Z{i}", "T") for i in range(k)] + [(f"Z{i}", "Y") for i in range(k)] + [("T", "Y")])
-
-
-@pytest.fixture
-def frame():
-    return simulate(800, 0)
-
-
-@pytest.fixture
-def graph():
-    return graph_for()
