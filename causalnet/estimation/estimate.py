@@ -177,6 +177,9 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     instrument : node or list of nodes, optional
         For ``method="iv"``; by default the first instrument the graph implies.
     ci : {"bootstrap", "analytic"}
+        With scikit-learn models the bootstrap refits them on every resample
+        (regression, IPW), except cross-fitted AIPW, whose bootstrap resamples
+        the rows' cross-fitted scores (nuisance models held fixed).
     n_bootstrap : int
         Bootstrap replicates (fitted in vectorised chunks).
     confidence : float
