@@ -77,6 +77,12 @@ __all__ = [
     "learn_structure",
     "PDAG",
     "compare_graphs",
+    "estimate",
+    "refute",
+    "Effect",
+    "Refutation",
+    "Sensitivity",
+    "test_graph",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -148,5 +154,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "CRF": ".models.crf:CRF",
     "HMM": ".models.hmm:HMM",
     "cf": ".queries:cf",
+    "estimate": ".estimation:estimate",
+    "refute": ".estimation:refute",
+    "Effect": ".estimation:Effect",
+    "Refutation": ".estimation:Refutation",
+    "Sensitivity": ".estimation:Sensitivity",
+    "test_graph": ".estimation:test_graph",
     "parse_query": ".queries:parse_query",
 })

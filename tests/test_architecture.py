@@ -6,7 +6,7 @@ Layers, lowest first (a module may import from its own layer or lower ones)::
        reads, atomic writes, JSON + npz bundles; they import nothing above layer 0)
     1  graph/, queries, distributions   structure only; the query grammar; result containers
     2  mechanisms/, values
-    3  inference/, learning/       engines behind one contract; fitting (a fit builds the model class it is given)
+    3  inference/, learning/, estimation/   engines behind one contract; fitting; effects from data
     4  model, models/              CausalModel and the model families
     5  io/, gallery, cli/          files, diagrams, the command line
     6  testing                     the public conformance checks: they use everything
@@ -35,7 +35,7 @@ LAYERS = {
     "errors": 0, "limits": 0, "runtime": 0, "progress": 0, "arguments": 0, "io.files": 0, "io.bundle": 0,
     "graph": 1, "queries": 1, "distributions": 1,
     "mechanisms": 2, "values": 2,
-    "inference": 3, "learning": 3,
+    "inference": 3, "learning": 3, "estimation": 3,
     "model": 4, "models": 4,
     "io": 5, "gallery": 5, "cli": 5,
     "testing": 6,

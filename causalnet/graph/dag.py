@@ -36,12 +36,16 @@ Examples
 
 from __future__ import annotations
 
+from ..errors import ModelError
 from . import adjustment, drawing, equivalence, identification, instruments, separation, separators
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 from .plain_text import parse_plain_indexed
 
-__all__ = ["DAG"]
+__all__ = ["DAG", "DATA_METHODS"]
+
+#: Methods of a DAG that need data, registered by the layer that has them (name -> function(dag, data, ...)).
+DATA_METHODS: dict = {}
 
 
 class DAG(DAGCore):
@@ -134,6 +138,22 @@ class DAG(DAGCore):
     def implied_independencies(self, kind: str = "basis"):
         """Conditional independencies implied by the graph; see :func:`causalnet.graph.separation.implied_independencies`."""
         return separation.implied_independencies(self, kind=kind)
+
+    def local_tests(self, data, **options):
+        """Test the graph's implied independencies on `data`; see :func:`causalnet.estimation.local_tests.local_tests`.
+
+        The graph layer knows no data: the test is the one registered in
+        :data:`DATA_METHODS` by :mod:`causalnet.estimation` (loaded here on first use).
+        """
+        fn = DATA_METHODS.get("local_tests")
+        if fn is None:      # ``import causalnet`` loads the estimation layer lazily: load it by name now
+            import importlib
+
+            importlib.import_module(__name__.rsplit(".", 2)[0] + ".estimation")
+            fn = DATA_METHODS.get("local_tests")
+        if fn is None:
+            raise ModelError("local tests need causalnet.estimation, which registered none")
+        return fn(self, data, **options)
 
     # -- adjustment (causalnet.graph.adjustment) ---------------------------------
 

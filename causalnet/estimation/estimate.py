@@ -1,0 +1,296 @@
+"""``cn.estimate``: from a graph and data to an effect with a confidence interval.
+
+The graph says what to adjust for; the data say how much. :func:`estimate`
+
+1. identifies the effect of `treatment` on `outcome` in the graph: the
+   optimal adjustment set (:mod:`~causalnet.estimation.identify`), the one
+   given as ``adjust=`` (checked: an invalid set is a
+   :class:`~causalnet.errors.GraphError` naming the path it leaves open), an
+   instrument (``method="iv"``), or the general identified formula
+   (``method="plugin"``, discrete data: front door, ID);
+2. estimates it with the chosen :mod:`~causalnet.estimation.estimators`;
+3. attaches uncertainty: a percentile bootstrap whose replicates are fitted
+   all at once (``ci="bootstrap"``) or the estimator's analytic standard
+   error (``ci="analytic"``).
+
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> import causalnet as cn
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=2000)
+>>> t = (rng.random(2000) < 1 / (1 + np.exp(-z))).astype(int)
+>>> y = 2.0 * t + z + rng.normal(size=2000)
+>>> g = cn.DAG.parse("Z -> T -> Y; Z -> Y")
+>>> e = cn.estimate(g, pd.DataFrame({"Z": z, "T": t, "Y": y}), "T", "Y", method="aipw", n_bootstrap=200, seed=0)
+>>> e.question, sorted(e.adjustment_set), bool(abs(e.value - 2.0) < 0.15)
+('E[Y | do(T=1)] - E[Y | do(T=0)]', ['Z'], True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from ..errors import GraphError, ModelError, NotIdentifiable, NumericalError
+from ..graph.core import DAGCore
+from ..graph.dag import DAG
+from ..graph.identification import Estimand, Probability, Product, Sum
+from .effect import Effect
+from .estimators import ESTIMATORS
+from .identify import check_adjustment_set, default_adjustment_set
+from .linear import bootstrap_counts, clear_cache
+from .prepare import as_frame, prepare
+
+__all__ = ["estimate", "METHODS", "ESTIMANDS"]
+
+METHODS = ("auto", "regression", "ipw", "aipw", "plugin", "iv")
+ESTIMANDS = ("ate", "att", "atc", "cate")
+
+#: Bytes one (b, n) float64 matrix of a bootstrap chunk may take.
+_CHUNK_BYTES = 8_000_000
+
+
+def _graph(graph_or_model: Any) -> DAGCore:
+    if isinstance(graph_or_model, DAGCore):
+        return graph_or_model
+    if isinstance(graph_or_model, str):
+        return DAG.parse(graph_or_model)
+    dag = getattr(graph_or_model, "dag", None)
+    if isinstance(dag, DAGCore):
+        return dag
+    raise GraphError(f"estimate needs a DAG, a CausalModel or a graph string, got {type(graph_or_model).__name__}")
+
+
+def _adjustment_formula(dag: DAGCore, t: Hashable, y: Hashable, z: frozenset) -> Estimand:
+    zs = [v for v in dag.topological_order() if v in z]
+    if zs:
+        expr = Sum(Product([Probability(zs), Probability([y], [t, *zs])]), zs)
+    else:
+        expr = Probability([y], [t])
+    return Estimand(expr, [y], [t], method="backdoor adjustment", order=dag.topological_order())
+
+
+def _instrument(dag: DAGCore, t, y, instrument, adjust) -> tuple[list, frozenset]:
+    if instrument is None:
+        found = dag.instrumental_variables(t, y)
+        if not found:
+            raise NotIdentifiable(f"the graph implies no instrument for the effect of {t!r} on {y!r}; "
+                                  f"pass instrument= (and adjust= for its conditioning set)")
+        z, w = found[0]
+        return [z], frozenset(w) if adjust is None else frozenset(adjust)
+    zs = [instrument] if isinstance(instrument, str) or not hasattr(instrument, "__iter__") else list(instrument)
+    given = frozenset() if adjust is None else frozenset([adjust] if isinstance(adjust, str) else adjust)
+    for z in zs:
+        if z in dag and not dag.is_instrument(z, t, y, given=sorted(given, key=str)):
+            raise GraphError(f"{z!r} is not an instrument for {t!r} -> {y!r} given {sorted(given, key=str)} "
+                             f"in the graph: it must move {t!r} and reach {y!r} only through it")
+    return zs, given
+
+
+def _auto(dag: DAGCore, prep_kind: str | None, t, y) -> str:
+    try:
+        default_adjustment_set(dag, t, y)
+    except GraphError:
+        if dag.instrumental_variables(t, y):
+            return "iv"
+        if prep_kind == "continuous":
+            raise
+        return "plugin"
+    return "regression" if prep_kind == "continuous" else "aipw"
+
+
+def _identify(dag, frame, t, y, method, adjust, instrument) -> tuple[str, frozenset, Any, dict]:
+    """(method, adjustment set, formula, extra estimator options)."""
+    if method == "auto":
+        kind = "continuous" if (frame[t].dtype.kind == "f" and frame[t].nunique() > 2) else None
+        method = _auto(dag, kind, t, y)
+    if method == "iv":
+        zs, w = _instrument(dag, t, y, instrument, adjust)
+        for z in zs:
+            if z not in frame.columns:
+                raise ModelError(f"the instrument {z!r} is not a column of the data")
+        mat = np.column_stack([frame[z].to_numpy(np.float64) for z in zs])
+        formula = f"cov({y}, {', '.join(map(str, zs))} | {', '.join(sorted(map(str, w))) or '∅'}) / " \
+                  f"cov({t}, {', '.join(map(str, zs))} | ...) (two-stage least squares)"
+        return method, w, formula, {"instrument_matrix": mat, "instrument": zs}
+    if adjust is not None:
+        z = check_adjustment_set(dag, t, y, adjust)
+    elif method == "plugin":
+        try:
+            z = default_adjustment_set(dag, t, y)
+        except GraphError:
+            formula = dag.identify(y, t)
+            return method, frozenset(), formula, {"formula": formula}
+    else:
+        z = default_adjustment_set(dag, t, y)
+    formula = _adjustment_formula(dag, t, y, z)
+    return method, z, formula, {"formula": formula}
+
+
+def _bootstrap(est, n: int, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
+    chunk = max(1, min(n_bootstrap, _CHUNK_BYTES // (8 * n)))
+    reps = []
+    for start in range(0, n_bootstrap, chunk):
+        b = min(chunk, n_bootstrap - start)
+        reps.append(est.fit(bootstrap_counts(n, b, rng)))
+    reps = np.concatenate(reps)                                                    # (B,)
+    bad = int((~np.isfinite(reps)).sum())
+    if bad:
+        raise NumericalError(f"{bad} of {n_bootstrap} bootstrap replicates of {est.name!r} are not finite "
+                             f"(an arm empty or separated in a resample); use ci='analytic' or more data")
+    return reps
+
+
+def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hashable, *, method: str = "auto",
+             estimand: str = "ate", adjust=None, effect_modifiers=None, treated: Any = None, control: Any = None,
+             instrument=None, ci: str = "bootstrap", n_bootstrap: int = 1000, confidence: float = 0.95,
+             seed: Any = None, model: Any = None, propensity_model: Any = None, trim: float | None = None,
+             link: str = "auto", folds: int = 5) -> Effect:
+    """Estimate the causal effect of `treatment` on `outcome` from data, identified by the graph.
+
+    Parameters
+    ----------
+    graph_or_model : DAG, CausalModel or str
+        The causal graph (a model's ``.dag``; a string is parsed by :meth:`DAG.parse`).
+    data : pandas.DataFrame
+        One row per unit; a Dask DataFrame is computed first. Columns named as
+        the graph's nodes; a node without a column is treated as latent (never
+        adjusted for).
+    treatment, outcome : node
+    method : {"auto", "regression", "ipw", "aipw", "plugin", "iv"}
+        ``"auto"``: AIPW for a discrete treatment and regression for a
+        continuous one when an adjustment set exists, else IV when the graph
+        has an instrument, else the plug-in of the identified formula.
+    estimand : {"ate", "att", "atc", "cate"}
+        ``"cate"`` needs `effect_modifiers` and a regression: ``.effects``
+        holds the per-row effects, ``.value`` their mean.
+    adjust : iterable of nodes, optional
+        The adjustment set to use instead of the optimal one; checked against the graph.
+    effect_modifiers : iterable of columns, optional
+        Interactions of the treatment with these columns in the regression.
+    treated, control : optional
+        The contrast (see :mod:`~causalnet.estimation.prepare` for the defaults).
+    instrument : node or list of nodes, optional
+        For ``method="iv"``; by default the first instrument the graph implies.
+    ci : {"bootstrap", "analytic"}
+        With scikit-learn models the bootstrap refits them on every resample
+        (regression, IPW), except cross-fitted AIPW, whose bootstrap resamples
+        the rows' cross-fitted scores (nuisance models held fixed).
+    n_bootstrap : int
+        Bootstrap replicates (fitted in vectorised chunks).
+    confidence : float
+    seed : int or numpy.random.Generator, optional
+    model : scikit-learn regressor, optional
+        The outcome model (regression: g-computation; AIPW: cross-fitted).
+    propensity_model : scikit-learn classifier, optional
+        The propensity model of IPW and AIPW (``predict_proba``).
+    trim : float, optional
+        Clip propensities to ``[trim, 1 − trim]``.
+    link : {"auto", "linear", "logistic"}
+        The outcome model's link (``"auto"``: logistic for a 0/1 outcome).
+    folds : int
+        Cross-fitting folds of AIPW with flexible models.
+
+    Returns
+    -------
+    Effect
+
+    Raises
+    ------
+    GraphError
+        A node is not in the graph, or `adjust` is not a valid adjustment set
+        (the message names the open path), or no adjustment set exists for a
+        method that needs one.
+    EvidenceError
+        A column is missing or has missing values, or the treatment has one value.
+    ModelError
+        The method does not fit the data (IPW with a continuous treatment, ...).
+    NotIdentifiable
+        ``method="plugin"`` and the graph does not identify the effect.
+    """
+    _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers)
+    dag = _graph(graph_or_model)
+    for v, role in ((treatment, "treatment"), (outcome, "outcome")):
+        if v not in dag:
+            raise GraphError(f"the {role} {v!r} is not a node of the graph{dag.hint(v)}")
+    frame = as_frame(data)
+    unmeasured = frozenset(v for v in dag.observed if v not in frame.columns)
+    if unmeasured:                                     # what the data do not hold is latent to the estimation
+        dag = DAG(dag.edges, nodes=dag.nodes, latent=dag.latent | unmeasured)
+    modifiers = [] if effect_modifiers is None else ([effect_modifiers] if isinstance(effect_modifiers, str)
+                                                     else list(effect_modifiers))
+    bad = [m for m in modifiers if m in dag and m in dag.descendants(treatment)]
+    if bad:
+        raise GraphError(f"effect modifier {bad[0]!r} descends from the treatment {treatment!r}; "
+                         f"modifiers must be pre-treatment")
+    method, z, formula, extra = _identify(dag, frame, treatment, outcome, method, adjust, instrument)
+    prep = prepare(frame, treatment, outcome, [v for v in dag.topological_order() if v in z], modifiers,
+                   treated, control)
+    options = {"model": model, "propensity_model": propensity_model, "trim": trim, "link": link,
+               "folds": folds, "seed": seed, **extra}
+    if estimand == "cate" and method != "regression":
+        raise ModelError(f"estimand='cate' needs method='regression' (per-row effects), got {method!r}")
+    est = ESTIMATORS[method](prep, estimand, options)
+    try:
+        return _result(est, prep, locals())
+    finally:
+        clear_cache()
+
+
+def _result(est, prep, ctx: dict) -> Effect:
+    rng = np.random.default_rng(ctx["seed"])
+    alpha = 1.0 - ctx["confidence"]
+    reps = None
+    if ctx["ci"] == "analytic":
+        value, se = est.analytic()
+        q = special.ndtri(1 - alpha / 2)
+        interval = (value - q * se, value + q * se)
+    else:
+        value = float(est.fit(np.ones((1, prep.n)))[0])
+        reps = _bootstrap(est, prep.n, ctx["n_bootstrap"], rng)
+        se = float(np.std(reps, ddof=1))
+        interval = tuple(np.quantile(reps, [alpha / 2, 1 - alpha / 2]))
+    if not np.isfinite(value):
+        raise NumericalError(f"the {est.name} estimate of the effect of {prep.treatment!r} on {prep.outcome!r} "
+                             f"is not finite: an arm may be empty for the target population")
+    p_value = float(special.erfc(abs(value / se) / np.sqrt(2))) if se > 0 else (0.0 if value != 0 else 1.0)
+    diagnostics = dict(est.diagnostics)
+    if "instrument" in ctx["extra"]:
+        diagnostics["instrument"] = ctx["extra"]["instrument"]
+    formula = ctx["formula"]
+    kwargs = {k: ctx[k] for k in ("method", "estimand", "adjust", "effect_modifiers", "treated", "control",
+                                  "instrument", "ci", "n_bootstrap", "confidence", "model", "propensity_model",
+                                  "trim", "link", "folds")}
+    kwargs["adjust"] = ctx["z"] if ctx["method"] != "iv" else ctx["adjust"]
+
+    def rerun(data=None, *, treatment=None, outcome=None, graph=None, **changes) -> Effect:
+        opts = {**kwargs, **changes}
+        return estimate(ctx["dag"] if graph is None else graph, ctx["frame"] if data is None else data,
+                        ctx["treatment"] if treatment is None else treatment,
+                        ctx["outcome"] if outcome is None else outcome, seed=opts.pop("seed", None), **opts)
+
+    return Effect(value=value, ci=interval, std_err=se, p_value=p_value, method=est.name,
+                  estimand=str(formula), target=ctx["estimand"], adjustment_set=ctx["z"], n=prep.n,
+                  treatment=prep.treatment, outcome=prep.outcome, treated=prep.treated, control=prep.control,
+                  confidence=ctx["confidence"], ci_method=ctx["ci"], replicates=reps, effects=est.effects,
+                  means=est.means, diagnostics=diagnostics, rerun=rerun,
+                  sensitivity_data={"frame": ctx["frame"], "dag": ctx["dag"]})
+
+
+def _check_options(method, estimand, ci, n_bootstrap, confidence, modifiers) -> None:
+    if method not in METHODS:
+        raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
+    if estimand not in ESTIMANDS:
+        raise ModelError(f"estimand must be one of {list(ESTIMANDS)}, got {estimand!r}")
+    if ci not in ("bootstrap", "analytic"):
+        raise ModelError(f"ci must be 'bootstrap' or 'analytic', got {ci!r}")
+    if ci == "bootstrap" and (not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 2):
+        raise ModelError(f"n_bootstrap must be an int >= 2, got {n_bootstrap!r}")
+    if not 0 < confidence < 1:
+        raise ModelError(f"confidence must be in (0, 1), got {confidence!r}")
+    if estimand == "cate" and not modifiers:
+        raise ModelError("estimand='cate' needs effect_modifiers=")
