@@ -5,7 +5,7 @@ The public surface, re-exported from the modules that define it. See
 """
 
 from . import gallery, limits
-from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
+from .distributions import Cauchy, CauchyMarginals, DiscreteDistribution, EmpiricalDistribution, Gaussian
 from .errors import (
     CausalNetError,
     CausalNetWarning,
@@ -26,7 +26,6 @@ from .graph.dag import DAG
 from .graph.equivalence import PDAG
 from .graph.identification import Estimand, identify
 from .graph.separation import Independence
-from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
 from .inference.effects import CausalEffects
 from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
@@ -42,7 +41,7 @@ from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import affine, shift
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel, Samples, Trace, fit
-from .models import causal_head, crf, recurrent, transformer
+from .models import causal_head, crf, hmm, recurrent, transformer
 from .models.crf import CRF
 from .models.hmm import HMM
 from .queries import cf, parse_query
@@ -93,7 +92,9 @@ __all__ = [
     "CRF",
     "crf",
     "HMM",
+    "hmm",
     "Cauchy",
+    "CauchyMarginals",
     "CauchyLinear",
     "CausalNetError",
     "CausalNetWarning",

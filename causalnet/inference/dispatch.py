@@ -34,9 +34,16 @@ COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), A
 
 
 def answer(request):
-    """The answer to a validated request: a distribution, or a probability for ``P(Y=y | ...)``."""
+    """The answer to a validated request: a distribution, or a probability for ``P(Y=y | ...)``.
+
+    This is the one place a result learns its question: ``result.query`` is the
+    request's canonical text (:func:`causalnet.inference.request.question_text`),
+    whatever engine answered.
+    """
     registry = COUNTERFACTUAL_ENGINES if request.is_counterfactual else QUERY_ENGINES
     dist = registry.answer(request)
+    if request.text is not None and hasattr(dist, "query"):
+        dist.query = request.text
     values = request.target_values
     if values is None:
         return dist
