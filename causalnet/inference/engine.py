@@ -15,8 +15,8 @@ A :class:`Registry` holds engines in order of preference. ``method="auto"``
 asks the exact engines in turn and falls back to the sampling ones, saying
 why in the result: every exact engine that accepted the request but passed
 (its :class:`NoExactAnswer`, or the :class:`~causalnet.errors.ResourceError`
-of a table past ``cn.limits``) is named with its reason in ``result.method``,
-e.g. ``likelihood weighting (100000 samples); exact engines passed: linear-Cauchy:
+of a table past ``cn.limits``) is named with its reason in the ``method`` of
+the answer that follows (exact or sampled), e.g. ``likelihood weighting (100000 samples); exact engines passed: linear-Cauchy:
 evidence on 'U' ...``. ``"exact"`` refuses to fall back (it raises the
 ResourceError, or a ModelError listing the reasons); ``"sampling"`` goes
 straight to sampling. A new engine plugs in with :meth:`Registry.register`
@@ -134,7 +134,7 @@ class Registry:
                 if not engine.exact or not engine.accepts(request):
                     continue
                 try:
-                    return engine.answer(request)
+                    return _passed(engine.answer(request), reasons)
                 except NoExactAnswer as e:
                     reasons.append(f"{engine.name}: {e}")
                 except ResourceError as e:
@@ -148,8 +148,12 @@ class Registry:
                                  f"{', '.join(self.exact_names())}); use method='sampling' or 'auto'")
         for engine in self._engines:
             if not engine.exact and engine.accepts(request):
-                result = engine.answer(request)
-                if reasons and isinstance(getattr(result, "method", None), str):
-                    result.method = f"{result.method}; exact engines passed: {'; '.join(reasons)}"
-                return result
+                return _passed(engine.answer(request), reasons)
         raise ModelError(f"no engine answers this {self.what}")
+
+
+def _passed(result, reasons: list):
+    """`result`, its ``method`` followed by the engines that passed before it and why."""
+    if reasons and isinstance(getattr(result, "method", None), str):
+        result.method = f"{result.method}; exact engines passed: {'; '.join(reasons)}"
+    return result

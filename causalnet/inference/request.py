@@ -60,6 +60,9 @@ __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_r
 FACTUAL = "f"
 COUNTERFACTUAL = "c"
 METHODS = ("auto", "exact", "sampling")
+QUESTION_TERMS = 12
+"""At most this many evidence (or do) terms are written out in a question; a longer list shows its first
+and last few around ``... (N observed)``."""
 PER_ROW = "<per-row>"
 """How a question shows a value given per evidence row (batched evidence or a per-row ``do``):
 ``P(Wet | Rain=<per-row>)`` answers one query per row of the ``Rain`` array."""
@@ -332,10 +335,18 @@ def question_text(model, targets: Sequence[str], evidence: Sequence[tuple], do: 
     evidence : sequence of (label, node, value)
     do : sequence of (node, value)
     """
-    given = [f"{k}={show_value(model, k, v)}" for k, v in do]
+    given = _elided([f"{k}={show_value(model, k, v)}" for k, v in do], "set")
     cond = ([f"do({', '.join(given)})"] if given else []) + \
-        [f"{lab}={show_value(model, node, v)}" for lab, node, v in evidence]
+        _elided([f"{lab}={show_value(model, node, v)}" for lab, node, v in evidence], "observed")
     return f"P({', '.join(targets)}{' | ' + ', '.join(cond) if cond else ''})"
+
+
+def _elided(terms: list, what: str) -> list:
+    """Long lists of terms (a whole observed sequence) keep their first and last few around ``...``."""
+    if len(terms) <= QUESTION_TERMS:
+        return terms
+    k = QUESTION_TERMS // 2 - 1
+    return [*terms[:k], f"... ({len(terms)} {what})", *terms[-k:]]
 
 
 def _world_label(worlds: Mapping, var: tuple) -> str:
