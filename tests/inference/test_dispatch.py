@@ -67,7 +67,7 @@ def test_a_new_engine_plugs_in_without_touching_others():
     reg.register(_Fixed(), before="discrete")
     assert [e.name for e in reg][:5] == ["declines", "CRF chain", "HMM chain", "fixed", "discrete"]
     got = reg.answer(query_request(m, "K"))
-    assert got.method == "fixed engine"
+    assert got.method == "fixed engine; exact engines passed: declines: never"       # the pass and its reason
     assert reg.answer(query_request(m, "K", method="sampling", n_samples=1000, seed=0)).method.startswith(
         "likelihood weighting")
     with pytest.raises(ModelError, match="must be an Engine"):
