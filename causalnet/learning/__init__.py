@@ -14,17 +14,18 @@ The map:
 - :mod:`~causalnet.learning.search` — hill climbing and tabu search over DAGs;
 - :mod:`~causalnet.learning.pc` and :mod:`~causalnet.learning.citests` — PC and its CI tests;
 - :mod:`~causalnet.learning.ges` — greedy equivalence search.
-- :mod:`~causalnet.learning.predict` — per-row posteriors and MAP fill-in from a DataFrame.
 - :mod:`~causalnet.learning.partitions` — Dask DataFrames: sufficient statistics
-  summed over partitions; lazy per-row queries.
+  summed over partitions.
+
+Queries and predictions from a DataFrame (``m.query(targets, evidence=df)``,
+``m.predict(df)``) are a front door of the engines: :mod:`causalnet.inference.frames`.
 """
 
 from .data import is_dask_collection, is_pandas_frame
 from .em import FitInfo, fit_info
 from .fit import fit, fit_model
-from .partitions import predict_partitions, query_partitions, score
-from .predict import predict, predict_proba, query_frame
+from .partitions import score
 from .structure import learn_structure
 
-__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba",
-           "query_frame", "query_partitions", "predict_partitions", "is_dask_collection", "is_pandas_frame"]
+__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "is_dask_collection",
+           "is_pandas_frame"]
