@@ -9,7 +9,13 @@ runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
   additive-noise abduction, then sampling over the noise posterior.
 
-``result.method`` names the engine that answered. A new engine plugs in with
+The model families register their fast engines ahead of these when they are
+imported (``causalnet`` imports them all): the CRF and HMM chain engines
+(:mod:`causalnet.models.crf.engine`, :mod:`causalnet.models.hmm.engine`).
+
+``result.method`` names the engine that answered (and any exact engine that
+passed before it, with its reason); ``result.query`` is the question, set here
+and only here. A new engine plugs in with
 ``QUERY_ENGINES.register(MyEngine(), before="likelihood weighting")``.
 """
 
