@@ -42,10 +42,24 @@ _NAME = re.compile(r"^([yxfg])\[(\d+)\]$")
 
 @dataclass
 class FactorChainShape:
-    """A CRF's factor network read off a model: ``T`` steps over ``K`` labels."""
+    """A CRF's factor network read off a model: ``T`` steps over ``K`` labels, its tables stacked.
+
+    Attributes
+    ----------
+    T, K : int
+    log_prior : ndarray (T, K)
+        ``log P(y[t])``.
+    f_given_y : ndarray (T, K, 2)
+        ``P(f[t] | y[t])`` with ``x[t]`` summed out under its prior.
+    g_table : ndarray (T-1, K, K, 2)
+        ``P(g[t] | y[t], y[t+1])``.
+    """
 
     T: int
     K: int
+    log_prior: np.ndarray
+    f_given_y: np.ndarray
+    g_table: np.ndarray
 
 
 def _detect(model) -> FactorChainShape | None:
@@ -66,7 +80,12 @@ def _detect(model) -> FactorChainShape | None:
             g = mechs[f"g[{t}]"]
             if not isinstance(g, Tabular) or g.parents != (f"y[{t}]", f"y[{t + 1}]") or len(g.states) != 2:
                 return None
-    return FactorChainShape(T, K)
+    with np.errstate(divide="ignore"):
+        log_prior = np.log(np.stack([mechs[f"y[{t}]"].table for t in range(T)]))                 # (T, K)
+    f_given_y = np.stack([np.einsum("x,xkv->kv", mechs[f"x[{t}]"].table, mechs[f"f[{t}]"].table)
+                          for t in range(T)])                                                     # (T, K, 2)
+    g_table = np.stack([mechs[f"g[{t}]"].table for t in range(T - 1)]) if T > 1 else np.zeros((0, K, K, 2))
+    return FactorChainShape(T, K, log_prior, f_given_y, g_table)
 
 
 def factor_chain_shape(model) -> FactorChainShape | None:
@@ -95,25 +114,26 @@ class CRFChainEngine(Engine):
     def answer(self, request):
         model, shape = request.model, factor_chain_shape(request.model)
         n, T, K = request.n_rows or 1, shape.T, shape.K
-        mechs = model.mechanisms
         ev = {v: _rows(a, n) for (_, v), a in request.evidence.items()}
-        unary = np.zeros((n, T, K))
-        pairwise = np.zeros((n, max(T - 1, 0), K, K))
+        steps = {kind: [t for t in range(T - (kind == "g")) if f"{kind}[{t}]" in ev] for kind in "yfg"}
+        unary = np.broadcast_to(shape.log_prior, (n, T, K)).copy()                   # (n, T, K)
+        pairwise = np.zeros((n, max(T - 1, 0), K, K))                                  # (n, T-1, K, K)
         with np.errstate(divide="ignore"):
-            for t in range(T):
-                unary[:, t] += np.log(mechs[f"y[{t}]"].table)
-                if f"y[{t}]" in ev:
-                    unary[:, t] += np.log(np.eye(K)[ev[f"y[{t}]"]])
-                if f"f[{t}]" in ev:
-                    table = mechs[f"f[{t}]"].table                                 # (card_x, K, 2)
-                    v = ev[f"f[{t}]"]
-                    if f"x[{t}]" in ev:
-                        p = table[ev[f"x[{t}]"], :, v]                             # (n, K)
-                    else:
-                        p = np.einsum("x,xkn->nk", mechs[f"x[{t}]"].table, table[:, :, v])
-                    unary[:, t] += np.log(p)
-                if t + 1 < T and f"g[{t}]" in ev:
-                    pairwise[:, t] = np.log(np.moveaxis(mechs[f"g[{t}]"].table[:, :, ev[f"g[{t}]"]], -1, 0))
+            for t in steps["y"]:
+                unary[:, t] += np.log(np.eye(K)[ev[f"y[{t}]"]])
+            if steps["f"]:
+                ts = np.array(steps["f"])
+                v = np.stack([ev[f"f[{t}]"] for t in ts], axis=1)                     # (n, m)
+                p = shape.f_given_y[ts][None, :, :, :] * np.eye(2)[v][:, :, None, :]   # (n, m, K, 2)
+                for j, t in enumerate(ts):                                            # an observed token: its row
+                    if f"x[{t}]" in model.mechanisms and f"x[{t}]" in ev:
+                        p[:, j] = model.mechanisms[f"f[{t}]"].table[ev[f"x[{t}]"]] * np.eye(2)[v[:, j]][:, None, :]
+                unary[:, ts] += np.log(p.sum(axis=-1))
+            if steps["g"]:
+                ts = np.array(steps["g"])
+                v = np.stack([ev[f"g[{t}]"] for t in ts], axis=1)                     # (n, m)
+                pairwise[:, ts] = np.log(np.take_along_axis(
+                    shape.g_table[ts][None], v[:, :, None, None, None], axis=-1)[..., 0])  # (n, m, K, K)
         post = forward_backward(unary, pairwise)
         bad = ~np.isfinite(post.log_z)
         if bad.any():

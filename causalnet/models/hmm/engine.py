@@ -69,6 +69,8 @@ class ChainShape:
         groups steps that share parameters).
     z_do, x_do : dict step -> node
         Steps whose ``Z`` / ``X`` is set by a (constant or per-row) ``do``.
+    steps : dict node -> (kind, step)
+        ``"Z[3]" -> ("Z", 3)``, for every node.
     """
 
     T: int
@@ -78,6 +80,15 @@ class ChainShape:
     emissions: list
     z_do: dict = field(default_factory=dict)
     x_do: dict = field(default_factory=dict)
+    steps: dict = field(default_factory=dict)
+    _log_trans: np.ndarray | None = None
+
+    def log_trans(self) -> np.ndarray:
+        """``log P(Z[t] | Z[t-1])`` stacked, shape (T-1, K, K) (computed once)."""
+        if self._log_trans is None:
+            with np.errstate(divide="ignore"):
+                self._log_trans = np.log(np.stack(self.trans)) if self.trans else np.zeros((0, self.K, self.K))
+        return self._log_trans
 
 
 def _parse(node) -> tuple[str, int] | None:
@@ -117,7 +128,8 @@ def _detect(model) -> ChainShape | None:
         return None
     start = z0[0].table
     K = len(start)
-    shape = ChainShape(T, K, start, [], [], {0: "Z[0]"} if z0[1] else {}, {})
+    shape = ChainShape(T, K, start, [], [], {0: "Z[0]"} if z0[1] else {}, {},
+                       {f"{v}[{t}]": (v, t) for t in range(T) for v in "ZX"})
     for t in range(T):
         if t:
             z = _natural(mechs[f"Z[{t}]"])
@@ -163,7 +175,7 @@ def _set_states(model, node, n) -> np.ndarray:
 
 def _emission_unary(shape: ChainShape, model, observed: dict, n: int) -> np.ndarray:
     """``(n, T, K)`` log emission likelihoods of the observed steps (0 elsewhere), one call per parameter group."""
-    unary = np.zeros((n, shape.T, shape.K))
+    unary = np.zeros((n, shape.T, shape.K))                                    # (n, T, K)
     groups: dict = {}
     for t, x in observed.items():
         if t in shape.x_do:              # a set X[t]: the observation must be its set value, and says nothing of Z[t]
@@ -177,7 +189,11 @@ def _emission_unary(shape: ChainShape, model, observed: dict, n: int) -> np.ndar
     for ts in groups.values():
         _, em, params = shape.emissions[ts[0]]
         ndim = len(model.specs[f"X[{ts[0]}]"].shape)
-        obs = np.stack([_rows(observed[t], n, ndim) for t in ts], axis=1)           # (n, m[, d])
+        vals = [observed[t] for t in ts]
+        if all(np.ndim(v) == ndim for v in vals):                                 # one row: (m[, d]) -> (n, m[, d])
+            obs = np.broadcast_to(np.asarray(vals)[None], (n, len(ts), *np.shape(vals[0])))
+        else:
+            obs = np.stack([_rows(v, n, ndim) for v in vals], axis=1)              # (n, m[, d])
         if isinstance(em, CategoricalEmission):
             obs = obs.astype(np.int64)
         elif ndim == 0:
@@ -210,7 +226,7 @@ class HMMChainEngine(Engine):
         check_chain_size(n, T, K, "the HMM query chain", f"{K} states")
         observed, clamps = {}, [(t, _set_states(model, node, n)) for t, node in shape.z_do.items()]
         for (_, node), value in request.evidence.items():
-            kind, t = _parse(node)
+            kind, t = shape.steps[node]
             if kind == "X":
                 observed[t] = value
             else:                                                                  # an observed state: a clamp
@@ -219,8 +235,7 @@ class HMMChainEngine(Engine):
         with np.errstate(divide="ignore"):
             if 0 not in shape.z_do:
                 unary[:, 0] += np.log(shape.start)
-            pairwise = np.log(np.stack(shape.trans)) if T > 1 else np.zeros((0, K, K))  # (T-1, K, K)
-            pairwise = np.broadcast_to(pairwise, (n, T - 1, K, K)).copy()
+            pairwise = np.broadcast_to(shape.log_trans(), (n, T - 1, K, K)).copy()   # (n, T-1, K, K)
             for t, k in clamps:
                 unary[:, t] += np.log(np.eye(K)[k])
                 if t in shape.z_do and t > 0:
@@ -253,8 +268,9 @@ class HMMTwinChainEngine(Engine):
         if shape is None or shape.z_do or shape.x_do or request.targets[0][0] != COUNTERFACTUAL:
             return False
         world = request.world
-        return bool(world) and all(_parse(k)[0] == "Z" and not callable(v) for k, v in world.items()) \
-            and all(w == FACTUAL and _parse(v)[0] == "X" for w, v in request.evidence)
+        steps = shape.steps
+        return bool(world) and all(steps[k][0] == "Z" and not callable(v) for k, v in world.items()) \
+            and all(w == FACTUAL and steps[v][0] == "X" for w, v in request.evidence)
 
     def answer(self, request):
         model, shape = request.model, chain_shape(request.model)
@@ -262,7 +278,7 @@ class HMMTwinChainEngine(Engine):
         check_chain_size(n, T, K * K, "the HMM counterfactual twin chain", f"{K}x{K} joint states")
         cf = request.cf_model
         zc = {_parse(k)[1]: _set_states(cf, k, n) for k in request.world}
-        observed = {_parse(v)[1]: a for (_, v), a in request.evidence.items()}
+        observed = {shape.steps[v][1]: a for (_, v), a in request.evidence.items()}
         unary, pairwise = _twin_potentials(shape, _emission_unary(shape, model, observed, n), zc)
         post = forward_backward(unary, pairwise)
         _check_possible(post.log_z, "HMM")
@@ -294,23 +310,25 @@ def _twin_potentials(shape: ChainShape, fact: np.ndarray, zc: dict) -> tuple[np.
     unary = np.broadcast_to(fact[..., :, None], (n, T, K, K)).reshape(n, T, KK).copy()
     pi = shape.start
     overlaps: dict = {}
-    pairwise = np.zeros((n, max(T - 1, 0), KK, KK))
+    for A in shape.trans:                                  # pair (a, b) -> (a', b'), one table per distinct A
+        if id(A) not in overlaps:
+            with np.errstate(divide="ignore"):
+                overlaps[id(A)] = np.log(cdf_overlap(A).reshape(KK, KK))
+    keys = list(overlaps)
+    stacked = np.stack([overlaps[k] for k in keys]) if keys else np.zeros((0, KK, KK))
+    step_of = np.array([keys.index(id(A)) for A in shape.trans], dtype=np.intp)
+    pairwise = np.broadcast_to(stacked[step_of], (n, max(T - 1, 0), KK, KK)).copy()   # (n, T-1, KK, KK)
     with np.errstate(divide="ignore"):
         if 0 in zc:                       # the same u gives the same state in both worlds, unless Z[0] is set
             start = pi[None, :, None] * np.eye(K)[zc[0]][:, None, :]              # (n, K, K)
         else:
             start = np.broadcast_to(np.diag(pi), (n, K, K))
         unary[:, 0] += np.log(start.reshape(n, KK))
-        for t in range(1, T):
-            A = shape.trans[t - 1]
-            if t in zc:                   # factual follows A; the counterfactual is k whatever its past
-                hit = np.arange(K)[None, None, None, None, :] == zc[t][:, None, None, None, None]   # (n,1,1,1,K)
-                clamp = np.broadcast_to(A[None, :, None, :, None] * hit, (n, K, K, K, K)).reshape(n, KK, KK)
-                pairwise[:, t - 1] = np.log(clamp)
-                continue
-            if id(A) not in overlaps:
-                overlaps[id(A)] = np.log(cdf_overlap(A).reshape(KK, KK))           # pair (a, b) -> (a', b')
-            pairwise[:, t - 1] = overlaps[id(A)]
+        for t in (t for t in zc if t > 0):
+            A = shape.trans[t - 1]       # factual follows A; the counterfactual is k whatever its past
+            hit = np.arange(K)[None, None, None, None, :] == zc[t][:, None, None, None, None]   # (n,1,1,1,K)
+            clamp = np.broadcast_to(A[None, :, None, :, None] * hit, (n, K, K, K, K)).reshape(n, KK, KK)
+            pairwise[:, t - 1] = np.log(clamp)
     return unary, pairwise
 
 
