@@ -215,15 +215,14 @@ def query(crf, targets, X, *, evidence=None, do=None):
     evidence, do = _mapping(evidence, "evidence"), _mapping(do, "do")
     single = isinstance(targets, str)
     names = [targets] if single else list(targets)
-    seq = _intervened_sequence(X, do)
-    T = sequence_unary(crf, seq).shape[0]
+    model = to_model(crf, X=_intervened_sequence(X, do))
+    T = (len(model.nodes) + 1) // 4                      # x, y, f per step and g between steps
     for nm in names:
         if _parse(nm, T)[0] != "y":
             raise EvidenceError(f"targets are labels 'y[t]', got {nm!r}")
     for k in evidence:
         if _parse(k, T)[0] != "y":
             raise EvidenceError(f"evidence applies to labels 'y[t]' (tokens are inputs), got {k!r}")
-    model = to_model(crf, X=seq)
     ev = {**factor_evidence(model), **evidence}
     out = {nm: run_query(model, nm, evidence=ev, method="exact") for nm in names}
     return out[names[0]] if single else out

@@ -195,9 +195,10 @@ def _emission_unary(shape: ChainShape, model, observed: dict, n: int) -> np.ndar
         else:
             obs = np.stack([_rows(v, n, ndim) for v in vals], axis=1)              # (n, m[, d])
         if isinstance(em, CategoricalEmission):
-            obs = obs.astype(np.int64)
-        elif ndim == 0:
-            obs = obs[..., None]                                                   # (n, m, 1)
+            obs = obs.astype(np.int64)                       # states already decoded by the request
+        else:
+            obs = obs[..., None] if ndim == 0 else obs                            # (n, m, d)
+            em.check_evidence(obs, params)                   # the kind's own domain (e.g. counts for Poisson)
         unary[:, ts] = em.log_likelihood(params, obs)                              # (n, m, K)
     return unary
 

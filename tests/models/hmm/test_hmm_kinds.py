@@ -166,7 +166,10 @@ def test_unrolled_poisson_and_gmm_sample_their_emission_law(kind, rng, seed):
         assert np.all(np.abs(rows.mean(axis=0) - want) < 5 * se + 1e-12)
     lp = model.mechanisms["X[0]"].log_prob("X[0]", x[:50], {"Z[0]": z[:50]}, model.specs["X[0]"])
     assert_allclose(lp, m.log_emission(x[:50])[np.arange(50), z[:50]], rtol=1e-12)
-    # the chain engine answers queries on it through the front door
+    # the chain engine answers queries on it through the front door, checking the kind's own domain
+    if kind == "poisson":
+        with pytest.raises(EvidenceError, match="non-negative integer counts"):
+            m.query("Z[1]", evidence=x[:2] + 0.5)
     post = m.query("Z[1]", evidence=x[:2])
     assert post.method == "exact (HMM chain forward-backward)"
     assert_allclose(post.probs, m.predict_proba(x[:2])[1], rtol=1e-10)
