@@ -301,21 +301,22 @@ def _term_query(model, targets, evidence: Mapping) -> Query:
 # -- the question as text -------------------------------------------------------------------
 
 
-def show_value(model, node, value) -> str:
+def show_value(model, node, value, *, decoded: bool = False) -> str:
     """A value of `node` as a question shows it: a state name, a number (``.6g``), ``<per-row>``
     for one value per evidence row, ``shift(1.0)`` / a function's name for a shift intervention,
-    or ``Y_{X=0}`` for a node set to its value in another world."""
+    or ``Y_{X=0}`` for a node set to its value in another world. `decoded`: `value` already went
+    through ``model.coerce`` (state indices)."""
     if isinstance(value, Term):
         return str(value)
     if callable(value):
         return repr(value) if isinstance(value, Affine) else getattr(value, "__name__", None) or repr(value)
     spec = model.specs[node]
+    if np.ndim(value) == len(spec.shape) + 1:
+        return PER_ROW
     try:
-        a = np.asarray(model.coerce(node, value, ModelError))
+        a = np.asarray(value if decoded else model.coerce(node, value, ModelError))
     except ModelError:
         return str(value)
-    if a.ndim == len(spec.shape) + 1:
-        return PER_ROW
     if spec.kind == DISCRETE:
         return str(spec.states[int(a)])
     if a.ndim == 0:
@@ -323,7 +324,8 @@ def show_value(model, node, value) -> str:
     return f"<array {a.shape}>"
 
 
-def question_text(model, targets: Sequence[str], evidence: Sequence[tuple], do: Sequence[tuple] = ()) -> str:
+def question_text(model, targets: Sequence[str], evidence: Sequence[tuple], do: Sequence[tuple] = (), *,
+                  decoded: bool = False) -> str:
     """``P(targets | do(do), evidence)``: the canonical text of a question.
 
     Parameters
@@ -334,19 +336,24 @@ def question_text(model, targets: Sequence[str], evidence: Sequence[tuple], do: 
         Target labels, already written (``Wet``, ``Wet=wet``, ``Wet_{Sprinkler=off}``).
     evidence : sequence of (label, node, value)
     do : sequence of (node, value)
+    decoded : bool
+        The evidence values are already decoded (state indices).
     """
-    given = _elided([f"{k}={show_value(model, k, v)}" for k, v in do], "set")
+    given = [f"{k}={show_value(model, k, v)}" if k is not None else v for k, v in _elided(list(do), "set")]
     cond = ([f"do({', '.join(given)})"] if given else []) + \
-        _elided([f"{lab}={show_value(model, node, v)}" for lab, node, v in evidence], "observed")
+        [f"{lab}={show_value(model, node, v, decoded=decoded)}" if node is not None else v
+         for lab, node, v in _elided(list(evidence), "observed", width=3)]
     return f"P({', '.join(targets)}{' | ' + ', '.join(cond) if cond else ''})"
 
 
-def _elided(terms: list, what: str) -> list:
-    """Long lists of terms (a whole observed sequence) keep their first and last few around ``...``."""
-    if len(terms) <= QUESTION_TERMS:
-        return terms
+def _elided(items: list, what: str, width: int = 2) -> list:
+    """Long lists of terms (a whole observed sequence) keep their first and last few around
+    ``... (N observed)`` (an item whose node is None, shown as is)."""
+    if len(items) <= QUESTION_TERMS:
+        return items
     k = QUESTION_TERMS // 2 - 1
-    return [*terms[:k], f"... ({len(terms)} {what})", *terms[-k:]]
+    gap = (None,) * (width - 1) + (f"... ({len(items)} {what})",)
+    return [*items[:k], gap, *items[-k:]]
 
 
 def _world_label(worlds: Mapping, var: tuple) -> str:
@@ -356,17 +363,18 @@ def _world_label(worlds: Mapping, var: tuple) -> str:
     return str(node) if key == FACTUAL or not text else f"{node}_{{{text}}}"
 
 
-def _query_text(model, names, values, ev_raw: Mapping, do: Mapping) -> str:
+def _query_text(model, names, values, ev: Mapping, do: Mapping) -> str:
     targets = [str(t) if v is None else f"{t}={show_value(model, t, v)}"
                for t, v in zip(names, values if values[0] is not None else [None] * len(names))]
-    return question_text(model, targets, [(str(node), node, v) for (_, node), v in ev_raw.items()], list(do.items()))
+    return question_text(model, targets, [(str(node), node, v) for (_, node), v in ev.items()], list(do.items()),
+                         decoded=True)
 
 
-def _counterfactual_text(model, worlds: Mapping, targets, values, ev_raw: Mapping) -> str:
+def _counterfactual_text(model, worlds: Mapping, targets, values, ev: Mapping) -> str:
     labels = [_world_label(worlds, t) for t in targets]
     if values is not None:
         labels = [f"{lab}={show_value(model, t[1], v)}" for lab, t, v in zip(labels, targets, values)]
-    return question_text(model, labels, [(_world_label(worlds, k), k[1], v) for k, v in ev_raw.items()])
+    return question_text(model, labels, [(_world_label(worlds, k), k[1], v) for k, v in ev.items()], decoded=True)
 
 
 # -- building requests --------------------------------------------------------------------------
@@ -420,7 +428,7 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
     return Request(model=m, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names],
                    target_values=None if values[0] is None else tuple(values), evidence=ev, row_do=row_do,
                    n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed,
-                   text=_query_text(model, names, values, ev_raw, do))
+                   text=_query_text(model, names, values, ev, do))
 
 
 def counterfactual_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000,
@@ -542,7 +550,7 @@ def _counterfactual_parts(model, worlds: dict, targets: list, ev_raw: dict, valu
     return Request(model=model, cf_model=cf.model, world={} if multi else cf.do, targets=targets,
                    target_values=values, evidence=ev, row_do=row_do, n_rows=n_rows, method=method,
                    n_samples=int(n_samples), seed=seed, worlds=worlds,
-                   text=_counterfactual_text(model, worlds, targets, values, ev_raw))
+                   text=_counterfactual_text(model, worlds, targets, values, ev))
 
 
 def map_request(model, targets=None, evidence=None, do=None) -> Request:
