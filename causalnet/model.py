@@ -37,7 +37,8 @@ from .arguments import check_int
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .graph.drawing import to_dot as _dot_text
-from .inference.dispatch import run_counterfactual, run_map, run_query
+from .inference import frames
+from .inference.dispatch import run_counterfactual, run_map
 from .inference.effects import CausalEffects, effects
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
@@ -528,7 +529,7 @@ class CausalModel:
             queries in one vectorized pass (results batch-first). A DataFrame
             answers one query per row, a missing cell (NaN/None/pd.NA) leaving
             that node unobserved in that row
-            (:func:`causalnet.learning.predict.query_frame`); a Dask DataFrame
+            (:func:`causalnet.inference.frames.query_frame`); a Dask DataFrame
             gives a lazy Dask DataFrame of the answers, one partition at a time
             (``result.to_pandas()`` columns).
         do : mapping node -> value, optional
@@ -552,13 +553,7 @@ class CausalModel:
             Bad targets, evidence, interventions or options, checked before
             any engine runs (:mod:`causalnet.inference.request`).
         """
-        if learning.is_dask_collection(evidence):
-            return learning.query_partitions(self, targets, evidence, do=do, method=method, n_samples=n_samples,
-                                             seed=seed)
-        if learning.is_pandas_frame(evidence):
-            return learning.query_frame(self, targets, evidence, do=do, method=method, n_samples=n_samples,
-                                        seed=seed)
-        return run_query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
+        return frames.query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
 
     def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None):
         """Most probable assignment of `targets` (MPE over all unobserved nodes when None).
@@ -669,16 +664,16 @@ class CausalModel:
         """`data` (a DataFrame) with missing cells of discrete nodes — or the whole `columns` — filled by MAP states.
 
         Each row is one query: its observed cells are the evidence
-        (:func:`causalnet.learning.predict.predict`). A Dask DataFrame gives a
+        (:func:`causalnet.inference.frames.predict`). A Dask DataFrame gives a
         lazy Dask DataFrame, predicted one partition at a time.
         """
         if learning.is_dask_collection(data):
-            return learning.predict_partitions(self, data, columns)
-        return learning.predict(self, data, columns)
+            return frames.predict_partitions(self, data, columns)
+        return frames.predict(self, data, columns)
 
     def predict_proba(self, data, node: Hashable) -> np.ndarray:
         """``(n, K)``: the posterior of discrete `node` given each row of `data` (the node's own cell ignored)."""
-        return learning.predict_proba(self, data, node)
+        return frames.predict_proba(self, data, node)
 
     # -- diagrams ---------------------------------------------------------------------------
 

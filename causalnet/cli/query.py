@@ -9,7 +9,9 @@ or with ``--json`` as one JSON object for scripts::
      "states": [["dry", "wet"]], "probs": [0.1981, 0.8019], "batched": false,
      "method": "exact (variable elimination)"}
 
-``type`` is ``"probability"`` (a single number, in ``value``), ``"discrete"``
+``query`` is the question in its canonical text (as the result prints it:
+``P(Wet | do(Sprinkler=on), Rain=yes)``, ``P(Wet_{Sprinkler=off} | Sprinkler=on,
+Wet=wet)`` for a counterfactual); ``type`` is ``"probability"`` (a single number, in ``value``), ``"discrete"``
 (``probs`` has one axis per variable, batch first when ``batched``),
 ``"gaussian"`` (``mean``, ``cov``), ``"empirical"`` (per-variable ``mean`` and
 ``std_err``) or ``"other"`` (``repr``).
@@ -47,7 +49,7 @@ def _discrete_lines(res: DiscreteDistribution) -> list[str]:
     labels = [", ".join(map(str, c)) for c in itertools.product(*per_variable)]   # C order, like probs
     errors = res.std_err.reshape(-1) if res.std_err is not None else [None] * len(labels)
     width = max(map(len, labels))
-    lines = [f"P({', '.join(map(str, res.variables))})"]
+    lines = [res.label]
     for label, p, se in zip(labels, res.probs.reshape(-1), errors):
         lines.append(f"  {label:<{width}}  {p:.6f}" + ("" if se is None else f"  ± {se:.2g}"))
     return lines
@@ -60,10 +62,9 @@ def format_result(res: Any) -> str:
             return repr(res)
         lines = _discrete_lines(res)
     elif isinstance(res, Gaussian):
-        lines = [f"Gaussian over {', '.join(map(str, res.variables))}", f"  mean {_np_fmt(res.mean)}",
-                 f"  sd   {_np_fmt(res.std)}"]
+        lines = [f"{res.label} (Gaussian)", f"  mean {_np_fmt(res.mean)}", f"  sd   {_np_fmt(res.std)}"]
     elif isinstance(res, EmpiricalDistribution):
-        lines = [f"{v}: mean {_np_fmt(res.mean(v))} ± {_np_fmt(res.std_err(v))}" for v in res.variables]
+        lines = [res.label] + [f"{v}: mean {_np_fmt(res.mean(v))} ± {_np_fmt(res.std_err(v))}" for v in res.variables]
     else:
         lines = [repr(res)]
     method = getattr(res, "method", None)
@@ -85,8 +86,13 @@ def _plain(x: Any) -> Any:
 
 
 def result_to_dict(query: str, res: Any) -> dict:
-    """A query result as JSON-ready data (see the module docstring for the fields)."""
-    out: dict[str, Any] = {"query": query}
+    """A query result as JSON-ready data (see the module docstring for the fields).
+
+    ``"query"`` is the question the result answers in its canonical text
+    (``res.query``: do first, states by name, ``Y_{X=0}`` for counterfactuals);
+    `query`, the text as typed, is used for a bare probability.
+    """
+    out: dict[str, Any] = {"query": getattr(res, "query", None) or query}
     if isinstance(res, (float, int, np.floating)):
         out.update(type="probability", value=float(res))
         return out

@@ -54,21 +54,19 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import Any
 
 import numpy as np
 
+from ..distributions import Cauchy, CauchyMarginals
 from ..errors import EvidenceError, ModelError, ShapeError
-from ..mechanisms.base import as_generator
 from ..mechanisms.cauchy import CauchyLinear
 from ..mechanisms.intervened import Intervened
 from .engine import Engine, NoExactAnswer
 
-__all__ = ["Cauchy", "NoClosedForm", "AffineCauchy", "affine_forms", "cauchy_marginals", "is_cauchy_node", "query_hook",
-           "CauchyEngine", "METHOD"]
+__all__ = ["Cauchy", "CauchyMarginals", "NoClosedForm", "AffineCauchy", "affine_forms", "cauchy_marginals",
+           "is_cauchy_node", "CauchyEngine", "METHOD"]
 
 METHOD = "cauchy-affine (exact)"
-_LOG_PI = float(np.log(np.pi))
 
 
 class NoClosedForm(NoExactAnswer):
@@ -76,182 +74,6 @@ class NoClosedForm(NoExactAnswer):
 
     The dispatcher catches it and falls back to sampling, stating so.
     """
-
-
-# -- the distribution object ---------------------------------------------------------------
-
-
-class Cauchy:
-    """Independent Cauchy marginals ``Cauchy(loc, scale)``, elementwise over arrays.
-
-    Parameters
-    ----------
-    loc : array_like
-        Location (median). Batch first when the query was batched.
-    scale : array_like
-        Scale (half the interquartile range), > 0; broadcast against `loc`.
-    method : str, default "given"
-        Which engine produced the distribution.
-    node : hashable, optional
-    copy : bool, default True
-        Copy `loc` and `scale` (False: keep read-only views, for engines that
-        own the arrays).
-
-    Attributes
-    ----------
-    loc, scale : ndarray
-    method : str
-    node : hashable or None
-        The node this is the marginal of, when it came from a query.
-
-    Raises
-    ------
-    ModelError
-        If a scale is not positive or not finite, or a loc is not finite.
-
-    Examples
-    --------
-    >>> d = Cauchy([0.0, 1.0], 2.0)
-    >>> d.scale
-    array([2., 2.])
-    >>> d.prob_greater(0.0)
-    array([0.5       , 0.64758362])
-    >>> d.ppf(0.75)
-    array([2., 3.])
-    """
-
-    def __init__(self, loc, scale, *, method: str = "given", node: Hashable | None = None,
-                 copy: bool = True) -> None:
-        try:
-            loc = np.asarray(loc, dtype=np.float64)
-            scale = np.asarray(scale, dtype=np.float64)
-            loc, scale = np.broadcast_arrays(loc, scale)
-        except (TypeError, ValueError) as e:
-            raise ModelError(f"Cauchy: loc and scale must be numeric and broadcastable ({e})") from None
-        if not np.all(np.isfinite(loc)):
-            raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: loc must be finite, got NaN or inf")
-        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-            bad = scale[~(np.isfinite(scale) & (scale > 0))].ravel()[0]
-            raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: scale must be finite and > 0, "
-                             f"got {float(bad)!r}")
-        self.loc = loc.copy() if copy else loc.view()
-        self.scale = scale.copy() if copy else scale.view()
-        self.loc.setflags(write=False)
-        self.scale.setflags(write=False)
-        self.method = str(method)
-        self.node = node
-
-    # -- summaries -------------------------------------------------------------------
-
-    @property
-    def shape(self) -> tuple:
-        return self.loc.shape
-
-    @property
-    def median(self) -> np.ndarray:
-        """The median (= mode = loc). The mean does not exist."""
-        return self.loc
-
-    @property
-    def mode(self) -> np.ndarray:
-        return self.loc
-
-    @property
-    def iqr(self) -> np.ndarray:
-        """Interquartile range, ``2 * scale``."""
-        return 2.0 * self.scale
-
-    def entropy(self) -> np.ndarray:
-        """Differential entropy ``log(4 π scale)``."""
-        return np.log(4.0 * np.pi * self.scale)
-
-    # -- densities ---------------------------------------------------------------------
-
-    def log_prob(self, x) -> np.ndarray:
-        """Log density ``-log(π scale) - log(1 + ((x - loc)/scale)^2)``, elementwise (broadcast)."""
-        x = np.asarray(x, dtype=np.float64)
-        z = np.abs(x - self.loc) / self.scale
-        with np.errstate(over="ignore"):
-            l1p = np.where(z > 1e150, 2.0 * np.log(np.maximum(z, 1e-300)), np.log1p(z * z))
-        return -_LOG_PI - np.log(self.scale) - l1p
-
-    def prob(self, x) -> np.ndarray:
-        """Density at `x`."""
-        return np.exp(self.log_prob(x))
-
-    def cdf(self, x) -> np.ndarray:
-        """``P(X <= x) = 1/2 + atan((x - loc)/scale)/π`` (computed without cancellation in the tails)."""
-        x = np.asarray(x, dtype=np.float64)
-        return np.arctan2(self.scale, self.loc - x) / np.pi
-
-    def sf(self, x) -> np.ndarray:
-        """``P(X > x)``."""
-        t = np.asarray(x, dtype=np.float64) - self.loc
-        if not isinstance(t, np.ndarray) or t.ndim == 0 or t.shape != np.broadcast_shapes(t.shape, self.scale.shape):
-            return np.arctan2(self.scale, t) / np.pi
-        np.arctan2(self.scale, t, out=t)
-        t *= 1.0 / np.pi
-        return t
-
-    def prob_greater(self, c) -> np.ndarray:
-        """The one-vs-rest probability ``P(X > c) = 1/2 + atan((loc - c)/scale)/π``.
-
-        `c` broadcasts against `loc` (e.g. per-class thresholds of shape (V,)
-        against scores of shape (n, T, V)).
-        """
-        return self.sf(c)
-
-    def ppf(self, q) -> np.ndarray:
-        """Quantile function ``loc + scale · tan(π (q - 1/2))``; ``q`` in [0, 1] broadcast against loc.
-
-        Raises
-        ------
-        ModelError
-            If some q is outside [0, 1] or NaN.
-        """
-        q = np.asarray(q, dtype=np.float64)
-        if not np.all((q >= 0) & (q <= 1)):
-            raise ModelError(f"Cauchy.ppf: quantile levels must lie in [0, 1], got {q[~((q >= 0) & (q <= 1))].ravel()[0]!r}")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.tan(np.pi * (q - 0.5))
-        t = np.where(q == 0, -np.inf, np.where(q == 1, np.inf, t))
-        return self.loc + self.scale * t
-
-    def quantiles(self, qs: Iterable[float]) -> np.ndarray:
-        """Quantiles at several levels: shape ``(*self.shape, len(qs))``."""
-        qs = np.asarray(list(qs), dtype=np.float64).reshape(-1)
-        q = self.ppf(qs.reshape((-1,) + (1,) * self.loc.ndim))               # (len(qs), *shape)
-        return np.moveaxis(q, 0, -1)                                         # (*shape, len(qs))
-
-    def interval(self, p: float) -> tuple[np.ndarray, np.ndarray]:
-        """Central interval holding probability `p`."""
-        return self.ppf(0.5 - p / 2), self.ppf(0.5 + p / 2)
-
-    # -- sampling --------------------------------------------------------------------------
-
-    def sample(self, size: int | tuple = (), seed: Any = None) -> np.ndarray:
-        """Draws of shape ``(*size, *self.shape)`` (draw axes first)."""
-        size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        rng = as_generator(seed)
-        return self.loc + self.scale * rng.standard_cauchy(size + self.loc.shape)
-
-    # -- containers -----------------------------------------------------------------------
-
-    def __getitem__(self, idx) -> Cauchy:
-        return Cauchy(self.loc[idx], self.scale[idx], method=self.method, node=self.node)
-
-    def __len__(self) -> int:
-        if self.loc.ndim == 0:
-            raise TypeError("a scalar Cauchy has no len()")
-        return self.loc.shape[0]
-
-    def __repr__(self) -> str:
-        if self.loc.size == 1:
-            body = f"loc={float(self.loc.ravel()[0]):.6g}, scale={float(self.scale.ravel()[0]):.6g}"
-        else:
-            body = f"shape={self.loc.shape}"
-        name = "" if self.node is None else f"{self.node!r}: "
-        return f"<Cauchy {name}{body}, method={self.method!r}>"
 
 
 # -- affine forms ------------------------------------------------------------------------------
@@ -704,35 +526,6 @@ def cauchy_marginals(model, targets, *, evidence: Mapping | None = None, do: Map
     return {t: f.marginal(node=t) for t, f in forms.items()}
 
 
-def query_hook(model, targets, evidence: Mapping | None = None):
-    """The dispatcher's entry point: exact Cauchy marginals, or None when this engine does not apply.
-
-    Parameters
-    ----------
-    model : CausalModel
-        Already intervened on (``model.do(...)``).
-    targets : list of nodes
-    evidence : mapping node -> value, optional
-
-    Returns
-    -------
-    Cauchy, dict node -> Cauchy, or None
-        One target: its :class:`Cauchy`; several: a dict of marginals (the
-        targets are dependent when they share sources). None when some
-        target is not a Cauchy node or the query has no closed form (evidence
-        on a Cauchy node, ...): the caller then samples.
-        :func:`cauchy_marginals` gives the reason instead (``NoClosedForm``).
-    """
-    targets = _as_list(targets)
-    if not targets or not all(t in model and is_cauchy_node(model, t) for t in targets):
-        return None
-    try:
-        res = cauchy_marginals(model, targets, evidence=evidence)
-    except NoClosedForm:
-        return None
-    return res[targets[0]] if len(targets) == 1 else res
-
-
 class CauchyEngine(Engine):
     """Exact marginals of linear-Cauchy targets (affine forms over independent sources)."""
 
@@ -746,4 +539,4 @@ class CauchyEngine(Engine):
         names = request.nodes
         forms = decoded_affine_forms(request.model, names, request.observed)
         res = {t: f.marginal(node=t) for t, f in forms.items()}
-        return res[names[0]] if len(names) == 1 else res
+        return res[names[0]] if len(names) == 1 else CauchyMarginals(res, method=METHOD)

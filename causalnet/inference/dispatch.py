@@ -9,7 +9,13 @@ runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
   additive-noise abduction, then sampling over the noise posterior.
 
-``result.method`` names the engine that answered. A new engine plugs in with
+The model families register their fast engines ahead of these when they are
+imported (``causalnet`` imports them all): the CRF and HMM chain engines
+(:mod:`causalnet.models.crf.engine`, :mod:`causalnet.models.hmm.engine`).
+
+``result.method`` names the engine that answered (and any exact engine that
+passed before it, with its reason); ``result.query`` is the question, set here
+and only here. A new engine plugs in with
 ``QUERY_ENGINES.register(MyEngine(), before="likelihood weighting")``.
 """
 
@@ -34,9 +40,16 @@ COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), A
 
 
 def answer(request):
-    """The answer to a validated request: a distribution, or a probability for ``P(Y=y | ...)``."""
+    """The answer to a validated request: a distribution, or a probability for ``P(Y=y | ...)``.
+
+    This is the one place a result learns its question: ``result.query`` is the
+    request's canonical text (:func:`causalnet.inference.request.question_text`),
+    whatever engine answered.
+    """
     registry = COUNTERFACTUAL_ENGINES if request.is_counterfactual else QUERY_ENGINES
     dist = registry.answer(request)
+    if request.text is not None and hasattr(dist, "query"):
+        dist.query = request.text
     values = request.target_values
     if values is None:
         return dist

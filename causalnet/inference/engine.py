@@ -13,7 +13,12 @@ An engine is a class with two methods over a validated
 
 A :class:`Registry` holds engines in order of preference. ``method="auto"``
 asks the exact engines in turn and falls back to the sampling ones, saying
-why in the result; ``"exact"`` refuses to fall back; ``"sampling"`` goes
+why in the result: every exact engine that accepted the request but passed
+(its :class:`NoExactAnswer`, or the :class:`~causalnet.errors.ResourceError`
+of a table past ``cn.limits``) is named with its reason in the ``method`` of
+the answer that follows (exact or sampled), e.g. ``likelihood weighting (100000 samples); exact engines passed: linear-Cauchy:
+evidence on 'U' ...``. ``"exact"`` refuses to fall back (it raises the
+ResourceError, or a ModelError listing the reasons); ``"sampling"`` goes
 straight to sampling. A new engine plugs in with :meth:`Registry.register`
 without touching the others.
 
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..errors import ModelError
+from ..errors import ModelError, ResourceError
 
 __all__ = ["Engine", "Registry", "NoExactAnswer"]
 
@@ -107,31 +112,52 @@ class Registry:
     def __iter__(self) -> Iterator[Engine]:
         return iter(self._engines)
 
+    def names(self) -> list[str]:
+        """The engines' names, in order of preference."""
+        return [e.name for e in self._engines]
+
     def exact_names(self) -> list[str]:
         return [e.name for e in self._engines if e.exact]
 
     def answer(self, request):
         """Answer `request` by its ``method``; the result's ``method`` names the engine.
 
+        Under ``method="auto"``, a sampled answer's ``method`` also names every exact
+        engine that passed, with its reason.
+
         Raises
         ------
+        ResourceError
+            ``method="exact"`` and an exact engine's tables would pass ``cn.limits``.
         ModelError
             ``method="exact"`` and no exact engine answers (with the reasons).
         """
-        reasons = []
+        reasons, too_big = [], None
         if request.method != "sampling":
             for engine in self._engines:
                 if not engine.exact or not engine.accepts(request):
                     continue
                 try:
-                    return engine.answer(request)
+                    return _passed(engine.answer(request), reasons)
                 except NoExactAnswer as e:
                     reasons.append(f"{engine.name}: {e}")
+                except ResourceError as e:
+                    too_big = too_big or e
+                    reasons.append(f"{engine.name}: ResourceError: {e}")
             if request.method == "exact":
+                if too_big is not None:
+                    raise too_big
                 why = f" ({'; '.join(reasons)})" if reasons else ""
                 raise ModelError(f"no exact engine answers this {self.what}{why} (exact engines: "
                                  f"{', '.join(self.exact_names())}); use method='sampling' or 'auto'")
         for engine in self._engines:
             if not engine.exact and engine.accepts(request):
-                return engine.answer(request)
+                return _passed(engine.answer(request), reasons)
         raise ModelError(f"no engine answers this {self.what}")
+
+
+def _passed(result, reasons: list):
+    """`result`, its ``method`` followed by the engines that passed before it and why."""
+    if reasons and isinstance(getattr(result, "method", None), str):
+        result.method = f"{result.method}; exact engines passed: {'; '.join(reasons)}"
+    return result

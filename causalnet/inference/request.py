@@ -52,15 +52,21 @@ from .. import limits
 from ..arguments import check_int
 from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE, as_generator
-from ..mechanisms.intervened import Intervened
+from ..mechanisms.intervened import Affine, Intervened
 from ..queries import Query, Term, parse_query
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
-           "COUNTERFACTUAL", "METHODS", "label"]
+           "COUNTERFACTUAL", "METHODS", "PER_ROW", "label", "question_text", "show_value"]
 
 FACTUAL = "f"
 COUNTERFACTUAL = "c"
 METHODS = ("auto", "exact", "sampling")
+QUESTION_TERMS = 12
+"""At most this many evidence (or do) terms are written out in a question; a longer list shows its first
+and last few around ``... (N observed)``."""
+PER_ROW = "<per-row>"
+"""How a question shows a value given per evidence row (batched evidence or a per-row ``do``):
+``P(Wet | Rain=<per-row>)`` answers one query per row of the ``Rain`` array."""
 
 
 def label(var: tuple) -> Hashable:
@@ -133,10 +139,14 @@ class Request:
     method : {"auto", "exact", "sampling"}
     n_samples : int
     seed : int, Generator or None
+    text : str or None
+        The question in its canonical text, e.g. ``P(Wet | do(Sprinkler=on), Rain=yes)`` or
+        ``P(Wet_{Sprinkler=off} | Sprinkler=on, Wet=wet)`` (see :func:`question_text`); the front
+        door sets it on every answer as ``result.query``.
     """
 
     def __init__(self, *, model, cf_model, world, targets, target_values, evidence, row_do, n_rows, method,
-                 n_samples, seed, worlds=None) -> None:
+                 n_samples, seed, worlds=None, text=None) -> None:
         self.model = model
         self.cf_model = cf_model
         self.world = dict(world)
@@ -149,6 +159,7 @@ class Request:
         self.method = method
         self.n_samples = n_samples
         self.seed = seed
+        self.text = text
 
     @property
     def is_counterfactual(self) -> bool:
@@ -288,6 +299,85 @@ def _term_query(model, targets, evidence: Mapping) -> Query:
     return Query(terms, ev, {})
 
 
+# -- the question as text -------------------------------------------------------------------
+
+
+def show_value(model, node, value, *, decoded: bool = False) -> str:
+    """A value of `node` as a question shows it: a state name, a number (``.6g``), ``<per-row>``
+    for one value per evidence row, ``shift(1.0)`` / a function's name for a shift intervention,
+    or ``Y_{X=0}`` for a node set to its value in another world. `decoded`: `value` already went
+    through ``model.coerce`` (state indices)."""
+    if isinstance(value, Term):
+        return str(value)
+    if callable(value):
+        return repr(value) if isinstance(value, Affine) else getattr(value, "__name__", None) or repr(value)
+    spec = model.specs[node]
+    if np.ndim(value) == len(spec.shape) + 1:
+        return PER_ROW
+    try:
+        a = np.asarray(value if decoded else model.coerce(node, value, ModelError))
+    except ModelError:
+        return str(value)
+    if spec.kind == DISCRETE:
+        return str(spec.states[int(a)])
+    if a.ndim == 0:
+        return f"{float(a):.6g}"
+    return f"<array {a.shape}>"
+
+
+def question_text(model, targets: Sequence[str], evidence: Sequence[tuple], do: Sequence[tuple] = (), *,
+                  decoded: bool = False) -> str:
+    """``P(targets | do(do), evidence)``: the canonical text of a question.
+
+    Parameters
+    ----------
+    model : CausalModel
+        The model whose states name the values (the factual model).
+    targets : sequence of str
+        Target labels, already written (``Wet``, ``Wet=wet``, ``Wet_{Sprinkler=off}``).
+    evidence : sequence of (label, node, value)
+    do : sequence of (node, value)
+    decoded : bool
+        The evidence values are already decoded (state indices).
+    """
+    given = [f"{k}={show_value(model, k, v)}" if k is not None else v for k, v in _elided(list(do), "set")]
+    cond = ([f"do({', '.join(given)})"] if given else []) + \
+        [f"{lab}={show_value(model, node, v, decoded=decoded)}" if node is not None else v
+         for lab, node, v in _elided(list(evidence), "observed", width=3)]
+    return f"P({', '.join(targets)}{' | ' + ', '.join(cond) if cond else ''})"
+
+
+def _elided(items: list, what: str, width: int = 2) -> list:
+    """Long lists of terms (a whole observed sequence) keep their first and last few around
+    ``... (N observed)`` (an item whose node is None, shown as is)."""
+    if len(items) <= QUESTION_TERMS:
+        return items
+    k = QUESTION_TERMS // 2 - 1
+    gap = (None,) * (width - 1) + (f"... ({len(items)} {what})",)
+    return [*items[:k], gap, *items[-k:]]
+
+
+def _world_label(worlds: Mapping, var: tuple) -> str:
+    """``Y`` (factual) or ``Y_{X=1}`` (the world it lives in)."""
+    key, node = var
+    text = worlds[key].text if key in worlds else ""
+    return str(node) if key == FACTUAL or not text else f"{node}_{{{text}}}"
+
+
+def _query_text(model, names, values, ev: Mapping, do: Mapping) -> str:
+    targets = [str(t) if v is None else f"{t}={show_value(model, t, v)}"
+               for t, v in zip(names, values if values[0] is not None else [None] * len(names))]
+    return question_text(model, targets, [(str(node), node, v) for (_, node), v in ev.items()], list(do.items()),
+                         decoded=True)
+
+
+def _counterfactual_text(model, worlds: Mapping, targets, values, ev: Mapping) -> str:
+    labels = [_world_label(worlds, t) for t in targets]
+    if values is not None:
+        labels = [f"{lab}={show_value(model, t[1], v)}" for lab, t, v in zip(labels, targets, values)]
+    return question_text(model, labels, [(_world_label(worlds, k), k[1], v) for k, v in ev.items()], decoded=True)
+
+
 # -- building requests --------------------------------------------------------------------------
 
 
@@ -338,7 +428,8 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
     ev, row_do, n_rows = _decode(m, ev_raw, do)
     return Request(model=m, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names],
                    target_values=None if values[0] is None else tuple(values), evidence=ev, row_do=row_do,
-                   n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed)
+                   n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed,
+                   text=_query_text(model, names, values, ev, do))
 
 
 def counterfactual_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000,
@@ -425,9 +516,10 @@ class _Worlds:
 
 
 def _show(v) -> str:
+    """A subscript value as the caller wrote it (results name counterfactual variables by it)."""
     if isinstance(v, Term) or np.ndim(v) == 0 and not callable(v):
         return str(v)
-    return "<per-row>" if not callable(v) else getattr(v, "__name__", None) or repr(v)
+    return PER_ROW if not callable(v) else getattr(v, "__name__", None) or repr(v)
 
 
 def _counterfactual(model, q: Query, method, n_samples, seed) -> Request:
@@ -458,7 +550,8 @@ def _counterfactual_parts(model, worlds: dict, targets: list, ev_raw: dict, valu
     multi = len(worlds) > 2 or bool(cf.nested)
     return Request(model=model, cf_model=cf.model, world={} if multi else cf.do, targets=targets,
                    target_values=values, evidence=ev, row_do=row_do, n_rows=n_rows, method=method,
-                   n_samples=int(n_samples), seed=seed, worlds=worlds)
+                   n_samples=int(n_samples), seed=seed, worlds=worlds,
+                   text=_counterfactual_text(model, worlds, targets, values, ev))
 
 
 def map_request(model, targets=None, evidence=None, do=None) -> Request:

@@ -14,17 +14,18 @@ The map:
 - :mod:`~causalnet.learning.search` — hill climbing and tabu search over DAGs;
 - :mod:`~causalnet.learning.pc` and :mod:`~causalnet.learning.citests` — PC and its CI tests;
 - :mod:`~causalnet.learning.ges` — greedy equivalence search.
-- :mod:`~causalnet.learning.predict` — per-row posteriors and MAP fill-in from a DataFrame.
 - :mod:`~causalnet.learning.partitions` — Dask DataFrames: sufficient statistics
-  summed over partitions; lazy per-row queries.
+  summed over partitions.
+
+Queries and predictions from a DataFrame (``m.query(targets, evidence=df)``,
+``m.predict(df)``) are a front door of the engines: :mod:`causalnet.inference.frames`.
 """
 
 from ..runtime import lazy_exports
 from .fit import fit  # a submodule shares the name: bound now
-from .predict import predict  # a submodule shares the name: bound now
 
-__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "predict", "predict_proba",
-           "query_frame", "query_partitions", "predict_partitions", "is_dask_collection", "is_pandas_frame"]
+__all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "is_dask_collection",
+           "is_pandas_frame"]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -33,10 +34,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "FitInfo": ".em:FitInfo",
     "fit_info": ".em:fit_info",
     "fit_model": ".fit:fit_model",
-    "predict_partitions": ".partitions:predict_partitions",
-    "query_partitions": ".partitions:query_partitions",
     "score": ".partitions:score",
-    "predict_proba": ".predict:predict_proba",
-    "query_frame": ".predict:query_frame",
     "learn_structure": ".structure:learn_structure",
 })

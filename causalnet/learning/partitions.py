@@ -25,23 +25,21 @@ Symbols: ``n`` rows, ``k = p + 2`` columns of a least-squares design.
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import EvidenceError, ModelError
+from ..errors import ModelError
 from . import scores
 from .data import DiscreteColumn, RealColumn, Table, family_counts, is_dask_collection
 from .em import expected_counts, fit_em, record_fit_info
 from .parameters import fit_families, least_squares_from_qr, make_prior, merge_qr, qr_factor
-from .predict import predict, predict_targets, row_answers
 from .problem import Problem, as_dag, latent_states, prepare
 
 __all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions", "check_dask_frame",
-           "fit_partitions", "score_partitions", "score", "query_partitions", "predict_partitions"]
+           "fit_partitions", "score_partitions", "score"]
 
 
 @dataclass
@@ -294,72 +292,3 @@ def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None
     if is_dask_collection(data):
         return score_partitions(dag, data, score, equivalent_sample_size=equivalent_sample_size, states=states)
     return scores.score(dag, data, score, equivalent_sample_size=equivalent_sample_size, states=states)
-
-
-# -- queries --------------------------------------------------------------------------------
-
-
-def _answer_columns(model: Any, targets: list) -> list:
-    kinds = {model.spec(t).is_discrete for t in targets}
-    if kinds == {True}:
-        combos = itertools.product(*(model.states(t) for t in targets))
-        return [c[0] if len(targets) == 1 else ",".join(map(str, c)) for c in combos]
-    if kinds == {False} and all(model.spec(t).shape == () for t in targets):
-        return [f"{a}({t})" for a in ("mean", "sd") for t in targets]
-    raise ModelError(f"a query over a Dask DataFrame needs all-discrete or all-scalar-real targets, got {targets}")
-
-
-def _answer_part(part, model: Any, targets: list, do, options: dict, columns: list):
-    import pandas as pd  # optional heavy dependency, imported on use
-
-    out = np.empty((len(part), len(columns)))                                   # (n, columns)
-    if len(part):
-        for rows, d in row_answers(model, targets, part, do=do, **options):
-            if hasattr(d, "probs"):
-                p = d.probs if d.batched else np.broadcast_to(d.probs, (len(rows), *d.probs.shape))
-                out[rows] = p.reshape(len(rows), -1)
-            else:
-                mean = d.mean if d.batched else np.broadcast_to(d.mean, (len(rows), d.mean.shape[-1]))
-                out[rows] = np.hstack([mean, np.broadcast_to(d.std, mean.shape)])
-    return pd.DataFrame(out, columns=columns, index=part.index)
-
-
-def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **options):
-    """``model.query(targets, evidence=ddf)``: a lazy Dask DataFrame of the answers, one row per row.
-
-    Columns: the states of one discrete target (``"a,b"`` joint states for
-    several), or ``mean(X)`` and ``sd(X)`` per real target; the index of
-    `ddf`. Each partition is answered as :func:`causalnet.learning.predict.query_frame`
-    answers a pandas DataFrame. Per-row ``do`` arrays are refused (their rows
-    would not follow the partitions).
-    """
-    import pandas as pd  # optional heavy dependency, imported on use
-
-    check_dask_frame(ddf, EvidenceError)
-    tl = [targets] if isinstance(targets, (str, bytes)) or not isinstance(targets, (list, tuple)) else list(targets)
-    for t in tl:
-        model.check_node(t, "target")
-    for k, v in (do or {}).items():
-        if not callable(v) and k in model.nodes and np.ndim(v) == len(model.spec(k).shape) + 1:
-            raise ModelError(f"do on {k!r} has one value per row; with a Dask DataFrame give a constant (per-row "
-                             f"interventions do not follow the partitions)")
-    columns = _answer_columns(model, tl)
-    meta = pd.DataFrame(np.empty((0, len(columns))), columns=columns)
-    fn = functools.partial(_answer_part, model=model, targets=tl, do=do, options=options, columns=columns)
-    return ddf.map_partitions(fn, meta=meta)
-
-
-def _predict_part(part, model: Any, columns, meta):
-    return meta if len(part) == 0 else predict(model, part, columns)
-
-
-def predict_partitions(model: Any, ddf, columns=None):
-    """``model.predict(ddf)``: a lazy Dask DataFrame, each partition filled by :func:`predict`."""
-    import pandas as pd  # optional heavy dependency, imported on use
-
-    check_dask_frame(ddf, EvidenceError)
-    meta = pd.DataFrame({c: pd.Series(dtype=dt) for c, dt in ddf.dtypes.items()})
-    for c in predict_targets(model, columns):
-        meta[c] = pd.Categorical([], categories=list(model.states(c))) if model.spec(c).is_discrete else \
-            pd.Series(dtype=np.float64)
-    return ddf.map_partitions(functools.partial(_predict_part, model=model, columns=columns, meta=meta), meta=meta)

@@ -61,6 +61,7 @@ Symbols: ``n`` batch.
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,6 +181,24 @@ class Mechanism:
     def parents(self) -> tuple:
         """Parent node names, in the mechanism's order."""
         return self._parents
+
+    def with_parents(self, parents: Sequence[Hashable]) -> Mechanism:
+        """The same mechanism over other parent nodes (as many, in the same roles).
+
+        A shallow copy that shares the (read-only) parameters: unrolling one
+        mechanism over many steps (``Z[t-1] -> Z[t]``) validates it once.
+
+        Raises
+        ------
+        ModelError
+            If the number of parents differs.
+        """
+        new = copy.copy(self)
+        Mechanism.__init__(new, parents)
+        if len(new.parents) != len(self.parents):
+            raise ModelError(f"{type(self).__name__}.with_parents: expected {len(self.parents)} parents "
+                             f"{list(self.parents)}, got {list(new.parents)}")
+        return new
 
     # -- interface ----------------------------------------------------------------
 

@@ -329,7 +329,7 @@ def test_tour_sections_are_extensible(tmp_path, monkeypatch):
 def test_query_gallery_model(capsys):
     assert main(["query", "gallery:sprinkler", "P(Wet | do(Sprinkler=on), Rain=yes)"]) == 0
     out = capsys.readouterr().out
-    assert "P(Wet)" in out and "0.990000" in out and "variable elimination" in out
+    assert "P(Wet | do(Sprinkler=on), Rain=yes)" in out and "0.990000" in out and "variable elimination" in out
 
 
 def test_query_counterfactual_and_probability(capsys):

@@ -17,10 +17,10 @@ from causalnet.errors import EvidenceError, ModelError, ShapeError
 from causalnet.inference.cauchy import (
     AffineCauchy,
     Cauchy,
+    CauchyMarginals,
     NoClosedForm,
     affine_forms,
     cauchy_marginals,
-    query_hook,
 )
 from causalnet.mechanisms.cauchy import CauchyLinear
 from causalnet.model import CausalModel
@@ -278,8 +278,14 @@ def test_query_dispatches_to_the_engine(shared_sources):
     got = shared_sources.query("Z")
     assert isinstance(got, Cauchy) and got.method == "cauchy-affine (exact)"
     assert_allclose([float(got.loc), float(got.scale)], [7.0, 2.5], rtol=0, atol=1e-14)
-    both = query_hook(shared_sources, ["X", "Z"])
-    assert set(both) == {"X", "Z"}
+    both = shared_sources.query(["X", "Z"])              # a result object that reads like the dict it replaced
+    assert isinstance(both, CauchyMarginals) and set(both) == {"X", "Z"} and list(both) == ["X", "Z"]
+    assert both.method == "cauchy-affine (exact)" and both.query == "P(X, Z)"
+    want = cauchy_marginals(shared_sources, ["X", "Z"])
+    for v in ("X", "Z"):
+        assert_allclose([float(both[v].loc), float(both[v].scale)], [float(want[v].loc), float(want[v].scale)],
+                        rtol=0, atol=0)
+    assert dict(both.items()).keys() == {"X", "Z"} and "X" in both and len(both) == 2
 
 
 def test_no_closed_form_is_a_clear_error(shared_sources):
@@ -287,9 +293,9 @@ def test_no_closed_form_is_a_clear_error(shared_sources):
         cauchy_marginals(shared_sources, ["Z"], evidence={"X": 1.0})
     with pytest.raises(NoClosedForm, match="evidence on 'U'"):
         cauchy_marginals(shared_sources, ["Z"], evidence={"U": 1.0})
-    assert query_hook(shared_sources, ["Z"], {"Y": 1.0}) is None     # the dispatcher then samples
-    got = shared_sources.query("Z", evidence={"Y": 1.0}, n_samples=2000, seed=0)
+    got = shared_sources.query("Z", evidence={"Y": 1.0}, n_samples=2000, seed=0)   # the registry then samples
     assert not isinstance(got, Cauchy)
+    assert "linear-Cauchy" in got.method and "depends on Cauchy noise" in got.method   # and says why
     with pytest.raises(NoClosedForm, match="shift intervention"):
         cauchy_marginals(shared_sources, ["Z"], do={"X": lambda x: x + 1})
     with pytest.raises(NoClosedForm, match="point mass"):

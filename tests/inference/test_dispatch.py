@@ -13,8 +13,10 @@ from causalnet.inference.request import query_request
 
 
 def test_engine_order():
-    assert [e.name for e in QUERY_ENGINES] == ["discrete", "linear-Gaussian", "linear-Cauchy", "likelihood weighting"]
-    assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["discrete twin network", "Gaussian twin",
+    # the families' chain engines register themselves ahead of the generic ones (causalnet.models.hmm/crf)
+    assert [e.name for e in QUERY_ENGINES] == ["CRF chain", "HMM chain", "discrete", "linear-Gaussian",
+                                               "linear-Cauchy", "likelihood weighting"]
+    assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["HMM twin chain", "discrete twin network", "Gaussian twin",
                                                          "additive-noise abduction", "sampled counterfactual"]
 
 
@@ -63,9 +65,9 @@ def test_a_new_engine_plugs_in_without_touching_others():
     m = cn.CausalModel({"K": cn.Categorical([0.5, 0.5])})
     reg = Registry([_Declines(), *QUERY_ENGINES])
     reg.register(_Fixed(), before="discrete")
-    assert [e.name for e in reg][:3] == ["declines", "fixed", "discrete"]
+    assert [e.name for e in reg][:5] == ["declines", "CRF chain", "HMM chain", "fixed", "discrete"]
     got = reg.answer(query_request(m, "K"))
-    assert got.method == "fixed engine"
+    assert got.method == "fixed engine; exact engines passed: declines: never"       # the pass and its reason
     assert reg.answer(query_request(m, "K", method="sampling", n_samples=1000, seed=0)).method.startswith(
         "likelihood weighting")
     with pytest.raises(ModelError, match="must be an Engine"):

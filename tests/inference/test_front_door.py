@@ -212,7 +212,10 @@ def test_twin_network_memory_is_checked_before_allocating():
                         "C": cn.CPT(["A", "B"], t)})
     with cn.limits.override(max_table_bytes=10_000):
         with pytest.raises(ResourceError, match="twin-network tables of 'C'.*square of the CPT size"):
-            m.counterfactual("C", evidence={"C": 0}, do={"A": 1})
+            m.counterfactual("C", evidence={"C": 0}, do={"A": 1}, method="exact")
+        # under "auto" the registry passes the exact engine and its reason reaches .method
+        r = m.counterfactual("C", evidence={"C": 0}, do={"A": 1}, n_samples=200, seed=0)
+        assert "noise posterior" in r.method and "exact engines passed: discrete twin network: ResourceError" in r.method
     assert m.counterfactual("C", evidence={"C": 0}, do={"A": 1}).probs.shape == (6,)
 
 

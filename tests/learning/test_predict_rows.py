@@ -6,7 +6,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import causalnet as cn
-from causalnet.learning import predict, predict_proba
+from causalnet.inference.frames import predict, predict_proba
 
 
 def test_predict_proba_equals_row_by_row_queries(asia):

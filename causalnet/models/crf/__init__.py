@@ -10,6 +10,7 @@ One idea per module:
 * :mod:`.estimator` -- :class:`CRF`: fit, predict, marginals, weights, sklearn protocol;
 * :mod:`.saving` -- ``CRF.save`` / ``CRF.load``: JSON + ``.npz``, no pickle;
 * :mod:`.causal` -- the CRF as a causal model: factor-node DAG, ``do`` on tokens;
+* :mod:`.engine` -- the CRF chain engine the front door asks first on a factor network;
 * :mod:`.synthetic` -- a seeded tagging task for tests and benchmarks;
 * :mod:`.metrics` -- token-level (flat) scores of label sequences, as sklearn-crfsuite's.
 

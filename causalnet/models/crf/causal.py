@@ -23,7 +23,8 @@ mechanism of the labels given the tokens.)
 The functions take any fitted estimator with the CRF's public interface
 (``classes_``, ``transition_weights_``, ``unary_potentials(X)``); this module
 does not import the estimator, which calls it from ``CRF.to_model`` and
-``CRF.query``.
+``CRF.query``. :func:`query` asks the front door of the factor network,
+where the CRF chain engine (:mod:`.engine`) answers.
 
 Symbols: ``T`` steps, ``K`` labels, ``F`` attributes.
 
@@ -48,13 +49,13 @@ import numpy as np
 
 from ... import limits
 from ...arguments import check_int
-from ...distributions import DiscreteDistribution
-from ...errors import EvidenceError, NotFittedError
-from ...inference import chain as _chain
+from ...errors import EvidenceError, ModelError, NotFittedError
+from ...inference.dispatch import run_query
 from ...mechanisms.tabular import CPT, Categorical
 from ...model import CausalModel
+from .engine import CRFChainEngine
 
-__all__ = ["to_model", "query", "factor_evidence", "sequence_unary"]
+__all__ = ["to_model", "query", "factor_evidence", "sequence_unary", "CRFChainEngine"]
 
 _NAME = re.compile(r"^([yx])\[(\d+)\]$")
 
@@ -123,11 +124,12 @@ def to_model(crf, T: int | None = None, X=None):
         mechs[f"x[{t}]"] = Categorical([1.0], states=["observed"])
         mechs[f"y[{t}]"] = Categorical(np.full(K, 1.0 / K), states=labels)
     q = np.exp(W - W.max())  # (K, K)
+    pair = CPT(["y[0]", "y[1]"], np.stack([1 - q, q], axis=-1), states=fs)     # validated once, shared
     for t in range(T):
         p = np.exp(U[t] - U[t].max())  # (K,)
         mechs[f"f[{t}]"] = CPT([f"x[{t}]", f"y[{t}]"], np.stack([1 - p, p], axis=-1)[None], states=fs)
         if t + 1 < T:
-            mechs[f"g[{t}]"] = CPT([f"y[{t}]", f"y[{t + 1}]"], np.stack([1 - q, q], axis=-1), states=fs)
+            mechs[f"g[{t}]"] = pair.with_parents([f"y[{t}]", f"y[{t + 1}]"])
     return CausalModel(mechs)
 
 
@@ -180,29 +182,14 @@ def _intervened_sequence(X, do):
     return seq
 
 
-def _clamp(unary, evidence, labels):
-    """Add log 1{y_t = label} for every observed label (in place)."""
-    T, K = unary.shape
-    for k, v in evidence.items():
-        kind, t = _parse(k, T)
-        if kind != "y":
-            raise EvidenceError(f"evidence applies to labels 'y[t]' (tokens are inputs), got {k!r}")
-        hits = [i for i, lab in enumerate(labels) if _same(lab, v)]
-        if not hits:
-            raise EvidenceError(f"{k!r} has no label {v!r}; labels: {labels}")
-        with np.errstate(divide="ignore"):
-            unary[t] += np.log(np.eye(K)[hits[0]])
-
-
-def _same(a, b):
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):  # e.g. an array compared with a label
-        return False
-
-
 def query(crf, targets, X, *, evidence=None, do=None):
     """Label marginals of one sequence, with tokens intervened on and labels observed.
+
+    The tokens under `do` are replaced first; the CRF's factor network for
+    that sequence (:func:`to_model`) is then asked, through the front door,
+    for each target given every factor node ``true`` and the observed labels:
+    validated once, answered by the CRF chain engine
+    (:class:`~causalnet.models.crf.engine.CRFChainEngine`).
 
     Parameters
     ----------
@@ -211,7 +198,8 @@ def query(crf, targets, X, *, evidence=None, do=None):
         ``"y[t]"`` label nodes.
     X : one input sequence (a list of feature dicts, or a (T, F) array)
     evidence : dict, optional
-        ``{"y[t]": label}``: observed labels (clamped).
+        ``{"y[t]": label}``: observed labels (clamped); an array of labels
+        per node answers one query per row.
     do : dict, optional
         ``{"x[t]": features}``: what the labels would be had token t been
         different (a feature dict, or a (F,) row for dense input).
@@ -219,23 +207,21 @@ def query(crf, targets, X, *, evidence=None, do=None):
     Returns
     -------
     DiscreteDistribution, or dict name -> DiscreteDistribution for a list
+        ``.method`` is ``"exact (CRF chain forward-backward)"``; ``.query``
+        the question on the factor network.
     """
     _require_fitted(crf)
     evidence, do = _mapping(evidence, "evidence"), _mapping(do, "do")
     single = isinstance(targets, str)
     names = [targets] if single else list(targets)
-    U = sequence_unary(crf, _intervened_sequence(X, do))  # (T, K)
-    T = U.shape[0]
-    labels = list(crf.classes_)
-    kinds = [_parse(nm, T) for nm in names]
-    if any(kind != "y" for kind, _ in kinds):
-        bad = names[[kind for kind, _ in kinds].index("x")]
-        raise EvidenceError(f"targets are labels 'y[t]', got {bad!r}")
-    unary = U.copy()
-    _clamp(unary, evidence, labels)
-    post = _chain.forward_backward(unary[None], np.asarray(crf.transition_weights_, dtype=np.float64))
-    out = {
-        nm: DiscreteDistribution([nm], post.marginals[0, t], [tuple(labels)], method="exact (chain forward-backward)")
-        for nm, (_, t) in zip(names, kinds)
-    }
+    model = to_model(crf, X=_intervened_sequence(X, do))
+    T = (len(model.nodes) + 1) // 4                      # x, y, f per step and g between steps
+    for nm in names:
+        if _parse(nm, T)[0] != "y":
+            raise EvidenceError(f"targets are labels 'y[t]', got {nm!r}")
+    for k in evidence:
+        if _parse(k, T)[0] != "y":
+            raise EvidenceError(f"evidence applies to labels 'y[t]' (tokens are inputs), got {k!r}")
+    ev = {**factor_evidence(model), **evidence}
+    out = {nm: run_query(model, nm, evidence=ev, method="exact") for nm in names}
     return out[names[0]] if single else out

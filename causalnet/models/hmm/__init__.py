@@ -7,9 +7,12 @@
   emissions; :mod:`.kinds` — the name -> class table;
 * :mod:`.covariance` — hmmlearn's four covariance types, one class each;
 * :mod:`.packing` — ``(X, lengths)`` to the chain layout and back;
-* :mod:`.causal` — unrolling, do-queries and exact counterfactuals (twin chain);
-* :mod:`.mechanism` — the Gaussian observation mechanism and the CDF overlaps
-  of the inverse-CDF SCM.
+* :mod:`.causal` — unrolling; ``HMM.query`` / ``HMM.counterfactual`` as
+  requests of the front door;
+* :mod:`.engine` — the chain engines the front door asks first (forward-backward,
+  twin chain), registered in :mod:`causalnet.inference.dispatch`'s registries;
+* :mod:`.mechanism` — the Gaussian and inverse-CDF emission mechanisms and the
+  CDF overlaps of the inverse-CDF SCM.
 
 >>> from causalnet.models.hmm import HMM
 >>> HMM(2).n_states

@@ -38,7 +38,7 @@ from ...errors import EvidenceError, ModelError, ShapeError
 from ...inference.counterfactual import SCM_DISCRETE
 from ...mechanisms.tabular import CPT
 from .covariance import COVARIANCES
-from .mechanism import SCM_GAUSS_EMISSION, GaussianEmissionMechanism, cdf_overlap
+from .mechanism import SCM_GAUSS_EMISSION, EmissionMechanism, GaussianEmissionMechanism, cdf_overlap
 from .packing import gather
 
 __all__ = ["Emission", "CategoricalEmission", "VectorEmission", "GaussianEmission", "check_simplex", "real_array",
@@ -441,8 +441,17 @@ class VectorEmission(Emission):
         """ModelError: this emission kind has no ``feature`` (a causal-side answer)."""
         raise ModelError(f"{feature} is not available for {self.kind} emissions (supported: categorical, gaussian)")
 
+    def noise_width(self, params):
+        """Uniforms per observation that :meth:`from_noise` turns into one draw."""
+        raise NotImplementedError
+
+    def from_noise(self, params, Z, u):
+        """Observations ``(N, d)`` drawn by inverse CDF from uniforms ``u`` ``(N, noise_width)`` given states ``Z``."""
+        raise NotImplementedError
+
     def mechanism(self, parent, params):
-        self.unsupported("to_model (the unrolled causal model)")
+        """The unrolled node ``X[t]``: an :class:`EmissionMechanism` over this kind's inverse-CDF draw."""
+        return EmissionMechanism(parent, self, params, len(params["startprob_"]))
 
     def predictive(self, name, params, w, batched, **kw):
         self.unsupported(f"the distribution of an unobserved {name!r}")

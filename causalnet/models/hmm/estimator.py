@@ -82,7 +82,7 @@ from .conventions import (
 )
 from .emissions import CategoricalEmission, check_simplex, normalize_rows
 from .kinds import COVARIANCE_TYPES, KINDS, make_emission
-from .packing import flatten_input, pack, unpack
+from .packing import flatten_input, full_length_batch, pack, unpack
 
 __all__ = ["HMM", "ConvergenceMonitor"]
 
@@ -446,6 +446,31 @@ class HMM(Conventions):
         X, lengths, _ = self._flatten(X, lengths, y_allowed=True)
         _, ch = self._prepare(X, lengths)
         return float(chain_log_partition(ch).sum())
+
+    def log_likelihood(self, X, lengths=None):
+        """One log-likelihood ``log p(x_i)`` per sequence (:meth:`score` is their sum).
+
+        Parameters
+        ----------
+        X : array_like
+            A batch ``(n, T)`` (symbols) or ``(n, T, d)`` of full-length
+            sequences; or, with `lengths`, concatenated sequences as in
+            :meth:`score` (also a padded batch with one length per row, or a
+            list of arrays without `lengths`).
+        lengths : array_like of int, optional
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            In the caller's order; ``-inf`` for an impossible sequence.
+        """
+        X, lengths = full_length_batch(X, lengths, self.emission_model.obs_ndim)
+        X, lengths, _ = self._flatten(X, lengths)
+        pk, ch = self._prepare(X, lengths)
+        log_z = chain_log_partition(ch)                                   # (n,), internal order
+        out = np.empty_like(log_z)
+        out[pk.order if pk.order is not None else slice(None)] = log_z
+        return out
 
     def score_samples(self, X, lengths=None):
         """Log-likelihood and per-observation state posteriors.

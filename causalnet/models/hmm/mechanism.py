@@ -22,7 +22,7 @@ from scipy import linalg
 from ...errors import ModelError, ShapeError
 from ...mechanisms.base import REAL, TENSOR, Mechanism, Spec
 
-__all__ = ["GaussianEmissionMechanism", "cdf_overlap", "SCM_GAUSS_EMISSION"]
+__all__ = ["GaussianEmissionMechanism", "EmissionMechanism", "cdf_overlap", "SCM_GAUSS_EMISSION"]
 
 SCM_GAUSS_EMISSION = "Gaussian emission x = mu_z + L_z eps (eps shared between worlds)"
 
@@ -87,6 +87,55 @@ class GaussianEmissionMechanism(Mechanism):
         logdet = np.log(np.abs(np.diagonal(self.chol, axis1=1, axis2=2))).sum(axis=1)   # (K,)
         d = self._d()
         return -0.5 * np.sum(eps ** 2, axis=1) - logdet[z] - 0.5 * d * np.log(2 * np.pi)
+
+
+class EmissionMechanism(Mechanism):
+    """``X = g_z(u)``, ``u ~ U(0, 1)^m``: an emission kind's inverse-CDF draw given a discrete parent.
+
+    The unrolled node of an emission kind with no mechanism of its own
+    (Poisson counts, Gaussian mixtures): the emission gives the draw from
+    uniforms (``from_noise``) and the density (``logpdf``), so the unrolled
+    model samples, runs forward and answers queries like any other.
+
+    Parameters
+    ----------
+    parent : node name (discrete, K states)
+    emission : Emission
+        With ``width``, ``noise_width``, ``from_noise`` and ``logpdf``.
+    params : dict
+        The HMM's validated parameters.
+    n_states : int
+    """
+
+    kind = REAL
+
+    def __init__(self, parent, emission, params, n_states) -> None:
+        super().__init__([parent])
+        self.emission = emission
+        self.params = dict(params)
+        self.n_states = int(n_states)
+        self.width = int(emission.width(params))
+
+    def spec(self, node, parent_specs) -> Spec:
+        ps = parent_specs[self.parents[0]]
+        if ps.kind != "discrete" or ps.card != self.n_states:
+            raise ModelError(f"{self.emission.kind} emission {node!r}: parent needs {self.n_states} discrete states, "
+                             f"got {ps.describe()}")
+        return Spec(TENSOR, shape=(self.width,)) if self.width > 1 else Spec(REAL)
+
+    def sample_noise(self, n, rng, spec):
+        return rng.random((n, self.emission.noise_width(self.params)))
+
+    def evaluate(self, node, parents, noise, spec, *, n=None):
+        z = np.asarray(parents[self.parents[0]])
+        u = np.full((len(z), self.emission.noise_width(self.params)), 0.5) if noise is None else np.asarray(noise)
+        x = self.emission.from_noise(self.params, z, u.reshape(len(z), -1))     # (n, d)
+        return x if spec.shape else x[:, 0]
+
+    def log_prob(self, node, value, parents, spec):
+        z = np.asarray(parents[self.parents[0]])
+        x = np.asarray(value, dtype=np.float64).reshape(len(z), -1)
+        return self.emission.logpdf(self.params, x)[np.arange(len(z)), z]
 
 
 def cdf_overlap(P: np.ndarray) -> np.ndarray:

@@ -205,6 +205,20 @@ class GMMEmission(VectorEmission):
         eps = rng.standard_normal((len(Z), d))
         return mu.reshape(K * M, d)[j] + np.einsum("nij,nj->ni", L[j], eps)
 
+    def noise_width(self, params):
+        return 1 + np.shape(params["means_"])[2]
+
+    def from_noise(self, params, Z, u):
+        """Component by inverse CDF of ``u[:, 0]``, then ``mu + L eps`` with ``eps = Phi^-1(u[:, 1:])``."""
+        w, mu = params["weights_"], params["means_"]
+        K, M, d = mu.shape
+        cdf = np.cumsum(w, axis=1)[Z]                                               # (N, M)
+        m = np.minimum((cdf <= u[:, :1] * cdf[:, -1:]).sum(axis=1), M - 1)
+        j = Z * M + m
+        L = self.cov.cholesky(self._flat(params["_covars_"], K, d), K * M, d)      # (K*M, d, d)
+        eps = special.ndtri(np.clip(u[:, 1:], 1e-300, 1.0 - 1e-16))                 # (N, d)
+        return mu.reshape(K * M, d)[j] + np.einsum("nij,nj->ni", L[j], eps)
+
     def n_parameters(self, params, K):
         M, d = self.n_mix, np.shape(params["means_"])[2]
         cov = K * d * (d + 1) // 2 if self.covariance_type == "tied" else self.cov.n_parameters(K * M, d)

@@ -28,7 +28,7 @@ import numpy as np
 from ...errors import EvidenceError, ShapeError
 from ...inference.chain.layout import Layout
 
-__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "InputForm", "flatten_input"]
+__all__ = ["Packed", "pack", "gather", "unpack", "check_lengths", "InputForm", "flatten_input", "full_length_batch"]
 
 
 @dataclass
@@ -214,3 +214,25 @@ def flatten_input(X, lengths, obs_ndim):
     lens = check_lengths(lengths, None, rows=n, width=T)
     mask = np.arange(T)[None, :] < lens[:, None]  # (n, T)
     return a[mask], lens, InputForm("padded", lens, T)
+
+
+def full_length_batch(X, lengths, obs_ndim):
+    """A batch ``(n, T[, d])`` of full-length sequences as concatenated ``(X, lengths)``; other input unchanged.
+
+    Without `lengths`, an array with one more dimension than a concatenated
+    ``X`` is read as ``n`` sequences of length ``T`` (so a 2-D symbol array is
+    ``(n, T)``, not hmmlearn's ``(N, 1)`` column: pass `lengths` for that).
+
+    >>> X, lengths = full_length_batch(np.array([[0, 1, 2], [2, 1, 0]]), None, 1)
+    >>> X.tolist(), lengths.tolist()
+    ([0, 1, 2, 2, 1, 0], [3, 3])
+    """
+    if lengths is not None or isinstance(X, (list, tuple)):
+        return X, lengths
+    a = np.asarray(X)
+    if a.ndim != obs_ndim + 1:
+        return X, lengths
+    n, T = a.shape[:2]
+    if n == 0 or T == 0:
+        raise ShapeError(f"a batch of sequences needs at least one sequence of at least one step; got shape {a.shape}")
+    return a.reshape(n * T, *a.shape[2:]), np.full(n, T, dtype=np.intp)

@@ -111,6 +111,14 @@ class PoissonEmission(VectorEmission):
     def sample(self, params, Z, rng):
         return rng.poisson(params["lambdas_"][Z]).astype(np.float64)
 
+    def noise_width(self, params):
+        return np.shape(params["lambdas_"])[1]
+
+    def from_noise(self, params, Z, u):
+        from scipy import stats  # heavy import, on use
+
+        return stats.poisson.ppf(u, params["lambdas_"][Z]).astype(np.float64)       # (N, d)
+
     def n_parameters(self, params, K):
         return K * np.shape(params["lambdas_"])[1]
 

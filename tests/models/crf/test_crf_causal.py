@@ -5,9 +5,14 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from causalnet import EvidenceError
+from causalnet.inference.dispatch import QUERY_ENGINES
+from causalnet.inference.engine import Registry
+from causalnet.inference.request import query_request
 from causalnet.models.crf import CRF
 from causalnet.models.crf import causal as cc
 
@@ -77,7 +82,7 @@ def test_structure_and_errors(crf, rng):
     X = seq(rng, 3)
     with pytest.raises(EvidenceError, match="beyond the sequence"):
         crf.query("y[5]", X)
-    with pytest.raises(EvidenceError, match="no label 'Z'"):
+    with pytest.raises(EvidenceError, match="no state 'Z'"):
         crf.query("y[1]", X, evidence={"y[0]": "Z"})
     with pytest.raises(EvidenceError, match="do applies to tokens"):
         crf.query("y[1]", X, do={"y[0]": "A"})
@@ -98,3 +103,49 @@ def test_given_potentials(crf, rng):
         assert_allclose(marg[0], np.stack(brute_marginals(U[i, :T], W)), atol=1e-12)
     with pytest.raises(ShapeError, match="shape \\(n, T, 3\\)"):
         crf.decode_potentials(np.zeros((2, 4, 5)))
+
+
+# -- the CRF chain engine in the query registry ----------------------------------------------
+
+
+@st.composite
+def factor_network_queries(draw):
+    K, T = draw(st.integers(2, 3)), draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    crf = CRF.from_weights(rng.normal(size=(2, K)), rng.normal(size=(K, K)), [f"L{k}" for k in range(K)])
+    m = crf.to_model(X=rng.normal(size=(T, 2)))
+    n = draw(st.sampled_from([None, 3]))
+    ev = {}
+    for node in cc.factor_evidence(m):                  # each factor observed true, false or not at all
+        v = draw(st.sampled_from(["true", "false", None]))
+        if v is not None:
+            ev[node] = v if n is None or draw(st.booleans()) else rng.choice(["true", "false"], size=n)
+    t = draw(st.integers(0, T - 1))
+    others = [s for s in range(T) if s != t]
+    if others and draw(st.booleans()):
+        ev[f"y[{draw(st.sampled_from(others))}]"] = f"L{int(rng.integers(K))}"
+    return m, f"y[{t}]", ev
+
+
+@settings(max_examples=50, deadline=None)
+@given(factor_network_queries())
+def test_crf_chain_engine_equals_the_generic_engine_through_the_registry(case):
+    m, target, ev = case
+    generic = Registry([e for e in QUERY_ENGINES if e.name != "CRF chain"])
+    try:
+        want = generic.answer(query_request(m, target, ev))
+    except EvidenceError:                               # probability-zero evidence: both refuse
+        with pytest.raises(EvidenceError, match="probability zero"):
+            QUERY_ENGINES.answer(query_request(m, target, ev))
+        return
+    got = QUERY_ENGINES.answer(query_request(m, target, ev))
+    assert got.method == "exact (CRF chain forward-backward)" and "variable elimination" in want.method
+    assert_allclose(got.probs, want.probs, rtol=0, atol=1e-12)
+    assert got.batched == want.batched
+
+
+def test_crf_query_goes_through_the_front_door(crf, rng):
+    X = seq(rng, 3)
+    d = crf.query("y[2]", X, evidence={"y[0]": "B"})
+    assert d.method == "exact (CRF chain forward-backward)"
+    assert d.query.startswith("P(y[2] | f[0]=true, ") and d.query.endswith("y[0]=B)")

@@ -198,10 +198,14 @@ def test_unknown_labels_at_prediction(fitted):
     # an unknown label in y counts as an error in score (sklearn-crfsuite's metrics do the same) ...
     assert fitted.score(X, [["D", "N", "Z"], ["D", "N"]]) == pytest.approx(4 / 5)
     # ... and cannot be observed as evidence
-    with pytest.raises(EvidenceError, match="'y\\[0\\]' has no label 'Z'; labels: \\['D', 'N', 'V'\\]"):
+    with pytest.raises(EvidenceError, match="'y\\[0\\]' has no state 'Z'; states: \\['D', 'N', 'V'\\]"):
         fitted.query("y[1]", X[0], evidence={"y[0]": "Z"})
-    with pytest.raises(EvidenceError, match="has no label"):
-        fitted.query("y[1]", X[0], evidence={"y[0]": np.array(["D", "N"])})
+    # an array of labels is a batch of queries, one per row (the front door's rule)
+    both = fitted.query("y[1]", X[0], evidence={"y[0]": np.array(["D", "N"])})
+    assert both.batched and both.probs.shape == (2, 3)
+    for i, lab in enumerate(["D", "N"]):
+        np.testing.assert_allclose(both.probs[i], fitted.query("y[1]", X[0], evidence={"y[0]": lab}).probs,
+                                   rtol=0, atol=1e-14)
 
 
 def test_overflowing_potentials_are_a_numerical_error():

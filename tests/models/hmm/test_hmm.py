@@ -7,6 +7,7 @@ import pytest
 from hmmlearn import hmm as hl
 from numpy.testing import assert_allclose, assert_array_equal
 
+import causalnet as cn
 from causalnet.errors import EvidenceError, ModelError, ShapeError
 from causalnet.inference.chain import forward_backward, log_partition
 from causalnet.models.hmm import HMM
@@ -430,3 +431,44 @@ def test_impossible_observation(cat_params):
         m.predict([0, 5, 1, 2, 3], lengths=[3, 2])
     with pytest.raises(EvidenceError, match="probability zero"):
         m.predict_proba([0, 5, 1])
+
+
+# -- per-sequence log-likelihoods -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["categorical", "gaussian"])
+def test_log_likelihood_per_sequence_matches_hmmlearn(kind, rng, lengths, cat_params):
+    if kind == "categorical":
+        ours = cn.HMM(K, "categorical", **cat_params)
+        ref = hl.CategoricalHMM(K)
+        ref.startprob_, ref.transmat_, ref.emissionprob_ = (cat_params[k] for k in ("startprob", "transmat",
+                                                                                    "emissionprob"))
+        X = rng.integers(0, S, size=int(lengths.sum()))
+        col = X[:, None]
+    else:
+        p = _gauss_params(rng, "full")
+        ours = cn.HMM(K, "gaussian", covariance_type="full", **p)
+        ref = hl.GaussianHMM(K, covariance_type="full")
+        ref.startprob_, ref.transmat_, ref.means_, ref.covars_ = p["startprob"], p["transmat"], p["means"], p["covars"]
+        X = rng.normal(size=(int(lengths.sum()), D)) * 2
+        col = X
+    got = ours.log_likelihood(X, lengths)
+    bounds = np.cumsum(lengths)[:-1]
+    want = [ref.score(x) for x in np.split(col, bounds)]            # hmmlearn's score, one sequence at a time
+    assert got.shape == (len(lengths),)
+    assert_allclose(got, want, rtol=1e-10, atol=1e-9)
+    assert_allclose(got.sum(), ours.score(X, lengths), rtol=1e-12)
+    # a (n, T[, d]) batch of full-length sequences, without lengths
+    T = 7
+    batch = X[: 3 * T].reshape(3, T, *X.shape[1:])
+    want = [ref.score(x if kind == "gaussian" else x[:, None]) for x in batch]
+    assert_allclose(ours.log_likelihood(batch), want, rtol=1e-10, atol=1e-9)
+    # one sequence: one value
+    assert ours.log_likelihood(batch[0]).shape == (1,)
+
+
+def test_log_likelihood_of_an_impossible_sequence_is_minus_inf():
+    m = cn.HMM(2, "categorical", startprob=[1.0, 0.0], transmat=[[1.0, 0.0], [0.0, 1.0]],
+               emissionprob=[[1.0, 0.0], [0.0, 1.0]])
+    got = m.log_likelihood(np.array([[0, 0, 0], [0, 1, 0]]))
+    assert got[0] == 0.0 and got[1] == -np.inf

@@ -5,13 +5,14 @@
 :class:`EmpiricalDistribution` (weighted samples with standard errors) and
 :class:`GaussianMixture`. Every result says which engine produced it in
 ``.method``; counterfactual results also name the SCM in ``.scm``. (The Cauchy
-result lives with its engine in :mod:`causalnet.inference.cauchy`.)
+result lives beside these in :mod:`.cauchy`.)
 
-Every result prints its query (``.query``, e.g. ``P(Wet | do(Sprinkler=on))``,
-set by the engine that answers it; ``P(Wet)`` when none was given); a joint or
-batched result prints as a table, rows = evidence rows, columns = states; and
-``to_pandas()`` gives the same table as a pandas object (pandas is imported
-only then). A result never holds NaN: an engine that would produce one gets a
+Every result prints its query (``.query``, e.g. ``P(Wet | do(Sprinkler=on), Rain=yes)``,
+set by the front door, :func:`causalnet.inference.dispatch.answer`, from the
+validated request; ``P(Wet)`` when none was given); a joint or batched result
+prints as a table, rows = evidence rows, columns = states; and ``to_pandas()``
+gives the same table as a pandas object (pandas is imported only then) whose
+``.attrs["query"]`` holds the question (a Series is also named by it). A result never holds NaN: an engine that would produce one gets a
 :class:`~causalnet.errors.NumericalError` from the constructor instead.
 
 >>> d = DiscreteDistribution(("Wet",), [[0.3, 0.7], [0.9, 0.1]], (("dry", "wet"),), batched=True,
@@ -36,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EvidenceError, ModelError, NumericalError
+from ..errors import EvidenceError, ModelError, NumericalError
 
-__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture", "table_text"]
+__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture", "table_text", "result_label"]
 
 
 # -- shared by every result: its label, the finite check, the table text ---------------------
@@ -49,7 +50,8 @@ MAX_COLS = 12
 """Columns shown when a result prints."""
 
 
-def _label(query: str | None, variables: tuple) -> str:
+def result_label(query: str | None, variables: tuple) -> str:
+    """What a result prints as its question: `query`, or ``P(v1, v2, ...)`` when the engine gave none."""
     return query if query else f"P({', '.join(map(str, variables))})"
 
 
@@ -231,7 +233,7 @@ class DiscreteDistribution:
     @property
     def label(self) -> str:
         """The query this result answers (``P(vars)`` when the engine gave none)."""
-        return _label(self.query, self.variables)
+        return result_label(self.query, self.variables)
 
     def _columns(self) -> list:
         """Column labels: the states, or the joint states ``a,b`` of a joint."""
@@ -266,9 +268,12 @@ class DiscreteDistribution:
         else:
             index = pd.MultiIndex.from_product([list(s) for s in self._states], names=list(self.variables))
         if not self.batched:
-            return pd.Series(self.probs.reshape(-1), index=index, name=self.label)
+            series = pd.Series(self.probs.reshape(-1), index=index, name=self.label)
+            series.attrs["query"] = self.label
+            return series
         frame = pd.DataFrame(self.probs.reshape(self.probs.shape[0], -1), columns=index)
         frame.index.name = "row"
+        frame.attrs["query"] = self.label
         return frame
 
 
@@ -356,7 +361,7 @@ class Gaussian:
     @property
     def label(self) -> str:
         """The query this result answers (``P(vars)`` when the engine gave none)."""
-        return _label(self.query, self.variables)
+        return result_label(self.query, self.variables)
 
     def __str__(self) -> str:
         if len(self.variables) == 1 and not self.batched:
@@ -371,8 +376,7 @@ class Gaussian:
 
     def __repr__(self) -> str:
         if len(self.variables) == 1 and not self.batched:
-            name = self.label if self.query else self.variables[0]
-            return (f"<Gaussian {name}: mean {float(self.mean[0]):.4g}, "
+            return (f"<Gaussian {self.label}: mean {float(self.mean[0]):.4g}, "
                     f"sd {float(self.std[0]):.4g}, method={self.method!r}>")
         return str(self)
 
@@ -382,12 +386,14 @@ class Gaussian:
         import pandas as pd  # optional heavy dependency, imported on use
 
         if not self.batched:
-            return pd.DataFrame({"mean": self.mean, "sd": self.std}, index=pd.Index(self.variables, name="variable"))
-        n = self.mean.shape[0]
-        cols = pd.MultiIndex.from_product([["mean", "sd"], list(self.variables)])
-        frame = pd.DataFrame(np.hstack([self.mean, np.broadcast_to(self.std, (n, len(self.variables)))]),
-                             columns=cols)
-        frame.index.name = "row"
+            frame = pd.DataFrame({"mean": self.mean, "sd": self.std}, index=pd.Index(self.variables, name="variable"))
+        else:
+            n = self.mean.shape[0]
+            cols = pd.MultiIndex.from_product([["mean", "sd"], list(self.variables)])
+            frame = pd.DataFrame(np.hstack([self.mean, np.broadcast_to(self.std, (n, len(self.variables)))]),
+                                 columns=cols)
+            frame.index.name = "row"
+        frame.attrs["query"] = self.label
         return frame
 
 
@@ -470,7 +476,7 @@ class EmpiricalDistribution:
     @property
     def label(self) -> str:
         """The query this result answers (``P(vars)`` when the engine gave none)."""
-        return _label(self.query, self.variables)
+        return result_label(self.query, self.variables)
 
     def _scalars(self) -> list:
         axis = 2 if self.batched else 1
@@ -485,7 +491,7 @@ class EmpiricalDistribution:
                           list(range(means.shape[0])), means)
 
     def __repr__(self) -> str:
-        q = f" {self.query}" if self.query else ""
+        q = f" {self.label}"
         if self.batched and self._scalars():
             return str(self)
         return f"<EmpiricalDistribution{q} over {list(self.variables)}, method={self.method!r}>"
@@ -511,7 +517,9 @@ class EmpiricalDistribution:
             for j, idx in enumerate(np.ndindex(*x.shape[lead:])):
                 cols[f"{v}[{','.join(map(str, idx))}]"] = flat[:, j]
         cols["weight"] = self.weights.reshape(-1)
-        return pd.DataFrame(cols)
+        frame = pd.DataFrame(cols)
+        frame.attrs["query"] = self.label
+        return frame
 
 
 class GaussianMixture:
@@ -540,7 +548,7 @@ class GaussianMixture:
     @property
     def label(self) -> str:
         """The query this result answers (``P(vars)`` when the engine gave none)."""
-        return _label(self.query, self.variables)
+        return result_label(self.query, self.variables)
 
     @property
     def mean(self) -> np.ndarray:
@@ -574,11 +582,13 @@ class GaussianMixture:
         if self.batched:
             frame = pd.DataFrame(self.weights, columns=pd.Index(range(self.weights.shape[-1]), name="component"))
             frame.index.name = "row"
-            return frame
-        cols = {"weight": self.weights, **{f"mean {v}": self.means[:, i] for i, v in enumerate(self.variables)}}
-        return pd.DataFrame(cols, index=pd.Index(range(len(self.weights)), name="component"))
+        else:
+            cols = {"weight": self.weights, **{f"mean {v}": self.means[:, i] for i, v in enumerate(self.variables)}}
+            frame = pd.DataFrame(cols, index=pd.Index(range(len(self.weights)), name="component"))
+        frame.attrs["query"] = self.label
+        return frame
 
     def __repr__(self) -> str:
-        q = f" {self.query}" if self.query else ""
+        q = f" {self.label}"
         return (f"<GaussianMixture{q} over {list(self.variables)} with {len(self.means)} components, "
                 f"method={self.method!r}>")

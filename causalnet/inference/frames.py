@@ -1,4 +1,10 @@
-"""Queries from a DataFrame: one posterior per row, batched by pattern of missing cells.
+"""The table front door: queries from a pandas or Dask DataFrame, one posterior per row.
+
+``m.query(targets, evidence=df)``, ``m.predict(df)`` and ``m.predict_proba(df, node)``
+come here (:func:`query` also takes plain evidence and passes it to
+:func:`causalnet.inference.dispatch.run_query`). Every batch below is one
+request of that front door, validated once; nothing here calls back up into
+the model.
 
 A row's observed cells are its evidence; a missing cell (NaN/None/pd.NA) means
 that node is unobserved in that row. Rows that share the same observed columns
@@ -11,6 +17,13 @@ the patterns scattered back to the rows, as one batched result.
 :func:`predict_proba` gives ``P(node | row)`` per row; :func:`predict` fills
 the missing cells (or whole named columns) with the most probable state of each
 node's posterior marginal (the posterior mean for a continuous node).
+
+A Dask DataFrame gives a lazy Dask DataFrame: :func:`query_partitions` and
+:func:`predict_partitions` answer each partition as above, one at a time.
+
+A merged result names its question with the frame's columns given per row:
+``P(Wet | Rain=<per-row>, Sprinkler=<per-row>)`` (a missing cell leaves that
+node unobserved in that row).
 
 Symbols: ``n`` rows, ``r`` rows of one pattern, ``K`` states.
 
@@ -26,6 +39,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -33,8 +48,23 @@ import numpy as np
 
 from ..distributions import DiscreteDistribution, Gaussian
 from ..errors import EvidenceError, ModelError
+from ..learning.data import is_dask_collection, is_pandas_frame
+from ..learning.partitions import check_dask_frame
+from .dispatch import run_query
+from .request import PER_ROW, question_text
 
-__all__ = ["query_frame", "row_answers", "predict_proba", "predict", "frame_groups", "predict_targets"]
+__all__ = ["query", "query_frame", "row_answers", "predict_proba", "predict", "frame_groups", "predict_targets",
+           "query_partitions", "predict_partitions"]
+
+
+def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, method: str = "auto",
+          n_samples: int = 100_000, seed: Any = None):
+    """``model.query(...)``: a Dask or pandas DataFrame of evidence rows here, anything else to the front door."""
+    if is_dask_collection(evidence):
+        return query_partitions(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
+    if is_pandas_frame(evidence):
+        return query_frame(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
+    return run_query(model, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
 
 
 def _target_list(targets) -> list:
@@ -124,7 +154,7 @@ def row_answers(model: Any, targets, df, *, do: Mapping | None = None, exclude: 
     n = len(df)
     if n == 0:
         raise EvidenceError("the evidence data frame has no rows; a batch needs at least one row")
-    return [(rows, model.query(targets, evidence=ev or None, do=_rows_of_do(model, do, rows, n), **options))
+    return [(rows, run_query(model, targets, evidence=ev or None, do=_rows_of_do(model, do, rows, n), **options))
             for rows, ev in frame_groups(model, df, exclude=[c for c in df.columns if c in skip])]
 
 
@@ -161,7 +191,21 @@ def query_frame(model: Any, targets, df, *, do: Mapping | None = None, exclude: 
         Real targets whose rows have different missing patterns (their
         Gaussians have different covariances): query each pattern apart.
     """
-    return _merge(row_answers(model, targets, df, do=do, exclude=exclude, **options), len(df))
+    answers = row_answers(model, targets, df, do=do, exclude=exclude, **options)
+    result = _merge(answers, len(df))
+    if len(answers) > 1 or not result.batched or result is not answers[0][1]:
+        used = [c for c in df.columns if c not in exclude and c not in _target_list(targets)]
+        result.query = _frame_question(model, targets, used, do)
+    return result
+
+
+def _frame_question(model: Any, targets, columns: list, do: Mapping | None) -> str:
+    """``P(targets | do(...), col=<per-row>, ...)``: the question a merged frame result answers."""
+    base = question_text(model, [str(t) for t in _target_list(targets)], [], list((do or {}).items()))
+    if not columns:
+        return base
+    rows = ", ".join(f"{c}={PER_ROW}" for c in columns)
+    return f"{base[:-1]}{', ' if ' | ' in base else ' | '}{rows})"
 
 
 def _batched(d: Any, r: int, what: str) -> np.ndarray:
@@ -195,7 +239,7 @@ def _merge(answers: list, n: int) -> Any:
         return Gaussian(first.variables, mean, first.cov, batched=True, method=methods, scm=first.scm)
     raise ModelError(f"rows of the evidence data frame with different missing cells give {type(first).__name__} "
                      f"answers that do not merge into one batched result; query each missing pattern apart "
-                     f"(see causalnet.learning.predict.frame_groups)")
+                     f"(see causalnet.inference.frames.frame_groups)")
 
 
 def _states(d: DiscreteDistribution) -> tuple:
@@ -225,7 +269,7 @@ def _fill_values(model: Any, df, node: Hashable) -> np.ndarray:
         raise ModelError(f"predict fills discrete and scalar real nodes; {node!r} holds shape {model.spec(node).shape}")
     out = np.empty(len(df))
     for rows, ev in frame_groups(model, df, exclude=(node,)):
-        out[rows] = _batched(model.query(node, evidence=ev or None), len(rows), "mean")[:, 0]
+        out[rows] = _batched(run_query(model, node, evidence=ev or None), len(rows), "mean")[:, 0]
     return out
 
 
@@ -284,3 +328,72 @@ def predict(model: Any, df, columns: Sequence[Hashable] | None = None):
         else:
             out[c] = values
     return out
+
+
+# -- Dask DataFrames: one partition at a time --------------------------------------------------------------------------------
+
+
+def _answer_columns(model: Any, targets: list) -> list:
+    kinds = {model.spec(t).is_discrete for t in targets}
+    if kinds == {True}:
+        combos = itertools.product(*(model.states(t) for t in targets))
+        return [c[0] if len(targets) == 1 else ",".join(map(str, c)) for c in combos]
+    if kinds == {False} and all(model.spec(t).shape == () for t in targets):
+        return [f"{a}({t})" for a in ("mean", "sd") for t in targets]
+    raise ModelError(f"a query over a Dask DataFrame needs all-discrete or all-scalar-real targets, got {targets}")
+
+
+def _answer_part(part, model: Any, targets: list, do, options: dict, columns: list):
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    out = np.empty((len(part), len(columns)))                                   # (n, columns)
+    if len(part):
+        for rows, d in row_answers(model, targets, part, do=do, **options):
+            if hasattr(d, "probs"):
+                p = d.probs if d.batched else np.broadcast_to(d.probs, (len(rows), *d.probs.shape))
+                out[rows] = p.reshape(len(rows), -1)
+            else:
+                mean = d.mean if d.batched else np.broadcast_to(d.mean, (len(rows), d.mean.shape[-1]))
+                out[rows] = np.hstack([mean, np.broadcast_to(d.std, mean.shape)])
+    return pd.DataFrame(out, columns=columns, index=part.index)
+
+
+def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **options):
+    """``model.query(targets, evidence=ddf)``: a lazy Dask DataFrame of the answers, one row per row.
+
+    Columns: the states of one discrete target (``"a,b"`` joint states for
+    several), or ``mean(X)`` and ``sd(X)`` per real target; the index of
+    `ddf`. Each partition is answered as :func:`query_frame`
+    answers a pandas DataFrame. Per-row ``do`` arrays are refused (their rows
+    would not follow the partitions).
+    """
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    check_dask_frame(ddf, EvidenceError)
+    tl = [targets] if isinstance(targets, (str, bytes)) or not isinstance(targets, (list, tuple)) else list(targets)
+    for t in tl:
+        model.check_node(t, "target")
+    for k, v in (do or {}).items():
+        if not callable(v) and k in model.nodes and np.ndim(v) == len(model.spec(k).shape) + 1:
+            raise ModelError(f"do on {k!r} has one value per row; with a Dask DataFrame give a constant (per-row "
+                             f"interventions do not follow the partitions)")
+    columns = _answer_columns(model, tl)
+    meta = pd.DataFrame(np.empty((0, len(columns))), columns=columns)
+    fn = functools.partial(_answer_part, model=model, targets=tl, do=do, options=options, columns=columns)
+    return ddf.map_partitions(fn, meta=meta)
+
+
+def _predict_part(part, model: Any, columns, meta):
+    return meta if len(part) == 0 else predict(model, part, columns)
+
+
+def predict_partitions(model: Any, ddf, columns=None):
+    """``model.predict(ddf)``: a lazy Dask DataFrame, each partition filled by :func:`predict`."""
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    check_dask_frame(ddf, EvidenceError)
+    meta = pd.DataFrame({c: pd.Series(dtype=dt) for c, dt in ddf.dtypes.items()})
+    for c in predict_targets(model, columns):
+        meta[c] = pd.Categorical([], categories=list(model.states(c))) if model.spec(c).is_discrete else \
+            pd.Series(dtype=np.float64)
+    return ddf.map_partitions(functools.partial(_predict_part, model=model, columns=columns, meta=meta), meta=meta)
