@@ -12,10 +12,16 @@ An engine is a class with two methods over a validated
     :class:`NoExactAnswer`; the registry then moves on.
 
 A :class:`Registry` holds engines in order of preference. ``method="auto"``
-asks the exact engines in turn and falls back to the sampling ones, saying
-why in the result; ``"exact"`` refuses to fall back; ``"sampling"`` goes
-straight to sampling. A new engine plugs in with :meth:`Registry.register`
-without touching the others.
+asks the exact engines in turn and falls back to the approximate ones whose
+``auto`` flag is set (loopy belief propagation for discrete models, then
+sampling), saying why in the result: when an exact engine accepted the request
+but its tables exceed ``cn.limits`` (:class:`~causalnet.errors.ResourceError`),
+``result.method`` names that limit. ``"exact"`` refuses to fall back (the
+``ResourceError`` reaches the caller); ``"sampling"`` goes straight to
+sampling; a method named by an engine's ``method`` attribute (``"loopy"``,
+``"gibbs"``, ``"importance"``) runs that engine. Soft evidence goes only to
+engines whose ``soft_evidence`` flag is set. A new engine plugs in with
+:meth:`Registry.register` without touching the others.
 
 Examples
 --------
@@ -34,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..errors import ModelError
+from ..errors import ModelError, ResourceError
 
 __all__ = ["Engine", "Registry", "NoExactAnswer"]
 
@@ -53,10 +59,20 @@ class Engine:
     exact : bool
         False for engines that estimate (sampling); they run last and only
         when ``method`` is ``"auto"`` or ``"sampling"``.
+    method : str or None
+        The ``method=`` value that selects this engine alone (``"loopy"``, ...);
+        None for the engines of ``"exact"``/``"sampling"``.
+    auto : bool
+        Whether ``method="auto"`` may fall back to this (non-exact) engine.
+    soft_evidence : bool
+        Whether the engine honours soft (virtual) evidence.
     """
 
     name: str = "engine"
     exact: bool = True
+    method: str | None = None
+    auto: bool = True
+    soft_evidence: bool = False
 
     def accepts(self, request) -> bool:
         """Whether this engine can answer `request` (exactly, when `exact`)."""
@@ -116,22 +132,47 @@ class Registry:
         Raises
         ------
         ModelError
-            ``method="exact"`` and no exact engine answers (with the reasons).
+            ``method="exact"`` and no exact engine answers (with the reasons),
+            or no engine of the chosen method applies.
+        ResourceError
+            ``method="exact"`` and the exact engine's tables exceed ``cn.limits``.
         """
-        reasons = []
+        soft = bool(getattr(request, "soft", None))
+        usable = [e for e in self._engines if e.soft_evidence or not soft]
+        if request.method not in ("auto", "exact", "sampling"):
+            for engine in usable:
+                if engine.method == request.method and engine.accepts(request):
+                    return engine.answer(request)
+            raise ModelError(f"method={request.method!r} does not apply to this {self.what} (it answers plain "
+                             f"queries on discrete models)")
+        reasons, excluded = [], None
         if request.method != "sampling":
-            for engine in self._engines:
+            for engine in usable:
                 if not engine.exact or not engine.accepts(request):
                     continue
                 try:
                     return engine.answer(request)
                 except NoExactAnswer as e:
                     reasons.append(f"{engine.name}: {e}")
+                except ResourceError as e:
+                    if request.method == "exact":
+                        raise
+                    excluded = excluded or f"{engine.name}: {e}"
             if request.method == "exact":
                 why = f" ({'; '.join(reasons)})" if reasons else ""
                 raise ModelError(f"no exact engine answers this {self.what}{why} (exact engines: "
                                  f"{', '.join(self.exact_names())}); use method='sampling' or 'auto'")
-        for engine in self._engines:
-            if not engine.exact and engine.accepts(request):
-                return engine.answer(request)
+        for engine in usable:
+            if engine.exact or (engine.method is not None and not engine.auto):
+                continue
+            if request.method == "sampling" and engine.method is not None:
+                continue
+            if engine.accepts(request):
+                result = engine.answer(request)
+                if excluded is not None and isinstance(getattr(result, "method", None), str):
+                    result.method = f"{result.method}; the exact engine was excluded by a limit ({excluded})"
+                return result
+        if soft and not any(e.soft_evidence for e in self._engines if e.accepts(request)):
+            raise ModelError(f"no engine takes soft evidence for this {self.what}; soft evidence needs a "
+                             f"discrete node and a discrete or sampled model")
         raise ModelError(f"no engine answers this {self.what}")
