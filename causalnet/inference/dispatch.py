@@ -4,8 +4,8 @@
 :class:`~causalnet.inference.request.Request` (validated once, whatever engine
 runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 
-* :data:`QUERY_ENGINES` — discrete with soft evidence (an extra factor per
-  soft-evidence node), discrete (variable elimination), linear-Gaussian
+* :data:`QUERY_ENGINES` — discrete (variable elimination), discrete with soft
+  evidence (a virtual child per soft-evidence node), linear-Gaussian
   (joint Gaussian), linear-Cauchy (affine forms), then the approximate ones:
   loopy belief propagation (also ``"auto"``'s fallback for discrete models
   too large for the exact engine), Gibbs sampling, importance sampling, and
@@ -36,7 +36,7 @@ from .soft import SoftEvidenceEngine
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "shift_map"]
 
-QUERY_ENGINES = Registry([SoftEvidenceEngine(), DiscreteEngine(), GaussianEngine(), CauchyEngine(), LoopyEngine(),
+QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(), LoopyEngine(),
                           GibbsEngine(), ImportanceEngine(), SamplingEngine()], what="query")
 COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
                                    SampledCounterfactualEngine()], what="counterfactual")

@@ -131,7 +131,7 @@ class FactorGraph:
         self.var_start = np.searchsorted(self.edge_var, np.arange(self.cards.size)).astype(np.int64)
         self.K = int(self.cards.max()) if self.cards.size else 1
         by_sig: dict = {}
-        for f, (vs, t) in enumerate(self.factors):
+        for f, (_, t) in enumerate(self.factors):
             by_sig.setdefault(t.shape, []).append(f)
         self.groups = []
         for sig, fs in by_sig.items():

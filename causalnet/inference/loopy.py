@@ -207,7 +207,8 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     converged = np.zeros(n, dtype=bool)
     impossible = np.zeros(n, dtype=bool)
     it = 0
-    for it in range(1, max_iter + 1):
+    while it < max_iter:
+        it += 1
         new, impossible = _sweep(fg, log_unary, msg, mode)
         if damping:
             new = (1.0 - damping) * new + damping * msg

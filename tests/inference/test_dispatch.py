@@ -13,7 +13,9 @@ from causalnet.inference.request import query_request
 
 
 def test_engine_order():
-    assert [e.name for e in QUERY_ENGINES] == ["discrete", "linear-Gaussian", "linear-Cauchy", "likelihood weighting"]
+    assert [e.name for e in QUERY_ENGINES] == ["discrete", "discrete (soft evidence)", "linear-Gaussian",
+                                               "linear-Cauchy", "loopy belief propagation", "gibbs sampling",
+                                               "importance sampling", "likelihood weighting"]
     assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["discrete twin network", "Gaussian twin",
                                                          "additive-noise abduction", "sampled counterfactual"]
 
