@@ -63,7 +63,7 @@ def local_evidence(request, fg: FactorGraph) -> np.ndarray:
     n = request.n_rows or 1
     V, K = fg.cards.size, fg.K
     limits.check_bytes(8.0 * n * V * K, what="the local evidence of the approximate engine",
-                       cause=f"{n} rows x {V} nodes x {K} states")
+                       cause=f"{n} rows x {V} nodes x {K} states", knob="batch_bytes")
     index = {v: i for i, v in enumerate(fg.names)}
     unary = np.ones((n, V, K))
     rows = np.arange(n)

@@ -96,15 +96,16 @@ class GibbsPlan:
     def blocks(self, fixed: set) -> list:
         """The update units of a sweep given the `fixed` (observed) variables.
 
-        A node whose CPT has a zero is sampled jointly with its free parents
-        (when their joint table has at most :data:`MAX_BLOCK` states), so a
-        deterministic relation such as an OR does not freeze the chain; every
-        other free node is its own unit. Units are ordered by their first node
+        The free members of the family of a node whose CPT has a zero (the
+        node, if free, and its free parents) are sampled jointly when their
+        joint table has at most :data:`MAX_BLOCK` states, so a deterministic
+        relation such as an OR, observed or not, does not freeze the chain;
+        every other free node is its own unit. Units are ordered by their first node
         in topological order.
         """
         free = [i for i in self.order if i not in fixed]
         units, covered = [], set()
-        for i in free:
+        for i in self.order:
             if self.zeros[i]:
                 members = [int(u) for u in self.families[i] if int(u) not in fixed]
                 if len(members) > 1 and np.prod(self.cards[members]) <= MAX_BLOCK:
@@ -295,7 +296,7 @@ class GibbsEngine(Engine):
         burn_in = int(request.options.get("burn_in", max(100, sweeps // 10)))
         R, V = n * chains, plan.cards.size
         limits.check_bytes(8.0 * R * (sweeps + 4 * V), what=f"Gibbs sampling with {sweeps} sweeps of {R} chains",
-                           cause=f"{n} rows x {chains} chains")
+                           cause=f"{n} rows x {chains} chains", knob="batch_bytes")
         index = {v: i for i, v in enumerate(plan.names)}
         x = np.zeros((R, V), dtype=np.int64)
         fixed = np.zeros((R, V), dtype=bool)

@@ -56,11 +56,12 @@ def child_messages(fg, messages: np.ndarray, own: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (n, V, K), each row scaled to a maximum of 1.
     """
-    log_m = np.log(messages)                                                    # (n, E, K)
+    with np.errstate(divide="ignore"):
+        log_m = np.log(messages)                                                # (n, E, K)
     log_m[:, own, :] = 0.0
     lam = np.add.reduceat(log_m, fg.var_start, axis=1)                          # (n, V, K)
-    lam -= lam.max(axis=-1, keepdims=True)
-    return np.exp(lam)
+    top = lam.max(axis=-1, keepdims=True)
+    return np.exp(lam - np.where(np.isfinite(top), top, 0.0))
 
 
 class ImportanceEngine(Engine):
@@ -83,7 +84,7 @@ class ImportanceEngine(Engine):
         per_row = samples_per_row(request.n_samples, request.n_rows)
         N = n * per_row
         limits.check_bytes(8.0 * N * (fg.cards.size + 2 * fg.K), what=f"importance sampling with {N} samples",
-                           cause=f"{n} rows x {per_row} samples")
+                           cause=f"{n} rows x {per_row} samples", knob="batch_bytes")
         unary = local_evidence(request, fg)                                     # (n, V, K)
         o = request.options
         run = propagate(fg, unary, max_iter=o.get("max_iter", 50), tol=o.get("tol", 1e-6),

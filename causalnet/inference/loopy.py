@@ -14,9 +14,13 @@ settled within ``tol``.
 Everything is vectorised: over the ``n`` rows of a batch of evidence (axis 0 of
 every array), over all edges of the graph, and over the factors of one shape
 signature (one ``einsum`` per group and axis). Messages are normalised and
-floored at 1e-300, so a message is never zero and no ``0/0`` arises; a factor
-whose incoming messages leave it no consistent state (evidence of probability
-zero) is reported, never turned into a number.
+may hold exact zeros (deterministic tables, hard evidence); a variable's
+message to a factor is computed as "all incoming messages but one" from a
+finite log sum and a count of zeros, so no ``0/0`` arises. A factor whose
+incoming messages leave it no consistent state, or a variable left with no
+state, means the evidence has probability zero: reported, never turned into a
+number. (Along the support of any assignment of positive probability, every
+message stays positive, so consistent evidence is never reported.)
 
 Schedules
 ---------
@@ -56,10 +60,9 @@ from .discrete import discrete_network
 from .engine import Engine
 from .factor_graph import FactorGraph
 
-__all__ = ["propagate", "Propagation", "SCHEDULES", "FLOOR", "LoopyEngine", "loopy_map", "loopy_marginals"]
+__all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "loopy_marginals"]
 
 SCHEDULES = ("flooding", "residual")
-FLOOR = 1e-300
 
 
 class Propagation:
@@ -133,14 +136,30 @@ def _group_messages(group, incoming: list, mode: str) -> list:
     return out
 
 
+def _leave_one_out(log_unary, msg, fg):
+    """Each variable's local evidence times all its incoming messages but one, per edge, in logs.
+
+    Exact zeros are allowed: logs are split into a finite sum and a count of
+    zeros, so ``(-inf) - (-inf)`` never arises. Returns ``(v2f (n, E, K),
+    log beliefs (n, V, K))``.
+    """
+    zero = msg == 0                                                         # (n, E, K)
+    with np.errstate(divide="ignore"):
+        fin = np.where(zero, 0.0, np.log(msg))
+    S = np.add.reduceat(fin, fg.var_start, axis=1)                          # (n, V, K)
+    Z = np.add.reduceat(zero.astype(np.int64), fg.var_start, axis=1)        # (n, V, K)
+    belief = log_unary + S + np.where(Z > 0, -np.inf, 0.0)
+    others_zero = (Z[:, fg.edge_var] - zero) > 0
+    v2f = log_unary[:, fg.edge_var] + S[:, fg.edge_var] - fin + np.where(others_zero, -np.inf, 0.0)
+    return v2f, belief
+
+
 def _sweep(fg: FactorGraph, log_unary, msg, mode):
     """One flooding sweep: the new factor-to-variable messages (normalised) and the impossible rows."""
     n = msg.shape[0]
-    log_msg = np.log(msg)                                                   # (n, E, K)
-    belief = log_unary + np.add.reduceat(log_msg, fg.var_start, axis=1)     # (n, V, K)
-    v2f = belief[:, fg.edge_var] - log_msg                                  # (n, E, K)
+    v2f, _ = _leave_one_out(log_unary, msg, fg)                             # (n, E, K)
     top = v2f.max(axis=-1, keepdims=True)
-    v2f = np.exp(v2f - top)                                                 # (n, E, K), max 1 per message
+    v2f = np.exp(v2f - np.where(np.isfinite(top), top, 0.0))                # (n, E, K), max 1 (or all 0)
     new = np.ones_like(msg)
     impossible = np.zeros(n, dtype=bool)
     for g in fg.groups:
@@ -152,7 +171,7 @@ def _sweep(fg: FactorGraph, log_unary, msg, mode):
                 impossible |= bad.any(axis=(1, 2))
                 out = np.where(bad, 1.0, out)
                 s = np.where(bad, float(g.cards[j]), s)
-            new[:, g.edges[:, j], :g.cards[j]] = np.maximum(out / s, FLOOR)
+            new[:, g.edges[:, j], :g.cards[j]] = out / s
     return new, impossible
 
 
@@ -197,7 +216,7 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
         raise ShapeError(f"unary evidence must have shape (n, {V}, {K}), got {unary.shape}")
     n = unary.shape[0]
     limits.check_bytes(8.0 * 4 * n * max(E, 1) * K, what="the messages of loopy belief propagation",
-                       cause=f"{n} rows x {E} edges x {K} states")
+                       cause=f"{n} rows x {E} edges x {K} states", knob="batch_bytes")
     valid = np.arange(K) < fg.cards[:, None]                                # (V, K)
     with np.errstate(divide="ignore"):
         log_unary = np.where(valid, np.log(np.where(valid, unary, 1.0)), -np.inf)   # (n, V, K)
@@ -222,10 +241,11 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
         msg = new
         if converged.all():
             break
-    log_b = log_unary + np.add.reduceat(np.log(msg), fg.var_start, axis=1)  # (n, V, K)
-    log_b -= log_b.max(axis=-1, keepdims=True)
-    b = np.exp(log_b)
-    b /= b.sum(axis=-1, keepdims=True)
+    _, log_b = _leave_one_out(log_unary, msg, fg)                           # (n, V, K)
+    top = log_b.max(axis=-1, keepdims=True)
+    impossible = impossible | ~np.isfinite(top).all(axis=(1, 2))
+    b = np.exp(log_b - np.where(np.isfinite(top), top, 0.0))
+    b /= np.where(b.sum(axis=-1, keepdims=True) > 0, b.sum(axis=-1, keepdims=True), 1.0)
     return Propagation(b, msg, converged, it, impossible)
 
 
@@ -268,7 +288,7 @@ def loopy_marginals(fg: FactorGraph, unary: np.ndarray, targets: list, mode: str
     n = unary.shape[0]
     cards = [int(fg.cards[t]) for t in targets]
     limits.check_bytes(8.0 * n * float(np.prod(cards)) * fg.cards.size * fg.K,
-                       what=f"the clamped runs for a joint of {len(targets)} targets", cause=f"cards {cards}")
+                       what=f"the clamped runs for a joint of {len(targets)} targets", cause=f"cards {cards}", knob="batch_bytes")
     out = propagate(fg, unary, mode=mode, **options)
     joint = out.beliefs[:, targets[0], :cards[0]]                          # (n, c1)
     converged, iterations, impossible = out.converged, out.iterations, out.impossible
