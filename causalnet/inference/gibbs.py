@@ -39,6 +39,7 @@ import numpy as np
 from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
+from . import gibbs_kernel
 from .approximate import hard_evidence, is_discrete_request, rows_text
 from .discrete import discrete_network
 from .engine import Engine
@@ -48,6 +49,8 @@ __all__ = ["GibbsEngine", "GibbsPlan", "gibbs_run", "chain_diagnostics", "integr
 
 INIT_ROUNDS = 20
 INIT_CANDIDATES = 16
+#: Uniforms drawn at once (chunks of sweeps x blocks x chains).
+CHUNK_VALUES = 2**20
 #: Largest joint table of a block (a node with a zero in its CPT and its free parents).
 MAX_BLOCK = 4096
 
@@ -182,8 +185,13 @@ def _initial_state(plan: GibbsPlan, x: np.ndarray, fixed: np.ndarray, soft_log: 
 
 
 def gibbs_run(plan: GibbsPlan, x: np.ndarray, blocks: list, soft_log: dict, targets: list, sweeps: int,
-              burn_in: int, rng) -> tuple[np.ndarray, np.ndarray]:
+              burn_in: int, rng, backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Run `burn_in` + `sweeps` sweeps over the update `blocks` from `x` (R, V) in place.
+
+    Uniforms are drawn in chunks of sweeps, ``(chunk, blocks, R)`` at a time,
+    and both backends consume them the same way (``"numba"``: the compiled
+    sweep of :mod:`causalnet.inference.gibbs_kernel`; ``"numpy"``: this
+    module's; ``"auto"``: numba when available).
 
     Returns
     -------
@@ -197,8 +205,30 @@ def gibbs_run(plan: GibbsPlan, x: np.ndarray, blocks: list, soft_log: dict, targ
     tstrides = np.array([int(np.prod(tcards[j + 1:])) for j in range(len(targets))], dtype=np.int64)
     draws = np.empty((sweeps, R), dtype=np.int64)
     moved = np.zeros(x.shape, dtype=bool)
-    for s in range(burn_in + sweeps):
-        u = rng.random((len(blocks), R))
+    compiled = backend == "numba" or (backend == "auto" and gibbs_kernel.available())
+    if compiled:
+        soft_vars = sorted(soft_log)
+        flat = gibbs_kernel.FlatPlan(plan, blocks, soft_vars)
+        soft = np.zeros((len(soft_vars), R, int(plan.cards.max())))
+        for j, i in enumerate(soft_vars):
+            soft[j, :, :soft_log[i].shape[1]] = soft_log[i]
+    total = burn_in + sweeps
+    chunk = max(1, min(total, CHUNK_VALUES // max(1, len(blocks) * R)))
+    for a in range(0, total, chunk):
+        U = rng.random((min(chunk, total - a), len(blocks), R))                     # (S, blocks, R)
+        keep_from = min(max(burn_in - a, 0), U.shape[0])
+        out = draws[max(a - burn_in, 0):max(a + U.shape[0] - burn_in, 0)]
+        if compiled:
+            gibbs_kernel.compiled_sweeps(flat, x, U, keep_from, soft, np.asarray(targets, dtype=np.int64),
+                                         tstrides, out, moved)
+        else:
+            _numpy_sweeps(plan, x, blocks, soft_log, U, keep_from, targets, tstrides, out, moved)
+    return draws, moved
+
+
+def _numpy_sweeps(plan, x, blocks, soft_log, U, keep_from, targets, tstrides, draws, moved) -> None:
+    """The numpy sweep (vectorised over chains) of the uniforms `U` (S, blocks, R); see :func:`gibbs_run`."""
+    for s in range(U.shape[0]):
         for j, block in enumerate(blocks):
             members, states, _ = block
             logits = plan.conditional(x, block)                                      # (R, J)
@@ -207,14 +237,13 @@ def gibbs_run(plan: GibbsPlan, x: np.ndarray, blocks: list, soft_log: dict, targ
                     logits += soft_log[i][:, states[:, k]]
             p = np.exp(logits - logits.max(axis=1, keepdims=True))
             cum = np.cumsum(p, axis=1)
-            pick = np.minimum((cum < (u[j] * cum[:, -1])[:, None]).sum(axis=1), states.shape[0] - 1)
+            pick = np.minimum((cum < (U[s, j] * cum[:, -1])[:, None]).sum(axis=1), states.shape[0] - 1)
             new = states[pick]                                                       # (R, k)
-            if s >= burn_in:
+            if s >= keep_from:
                 moved[:, members] |= new != x[:, members]
             x[:, members] = new
-        if s >= burn_in:
-            draws[s - burn_in] = x[:, targets] @ tstrides
-    return draws, moved
+        if s >= keep_from:
+            draws[s - keep_from] = x[:, targets] @ tstrides
 
 
 def integrated_time(z: np.ndarray) -> np.ndarray:
