@@ -3,9 +3,9 @@
 Loopy belief propagation (:mod:`causalnet.inference.loopy`), importance
 sampling (:mod:`causalnet.inference.importance`) and Gibbs sampling
 (:mod:`causalnet.inference.gibbs`) all work on the tables of an all-discrete
-model (:func:`causalnet.inference.discrete.discrete_network`, which already
-holds ``do``: one-hot roots for constant interventions, observed uniform roots
-for per-row ones). A request's hard evidence, per-row interventions and soft
+model (:func:`causalnet.inference.discrete.node_table`, which already holds
+``do``: one-hot roots for constant interventions, observed uniform roots for
+per-row ones); loopy propagation keeps noisy-OR nodes in closed form. A request's hard evidence, per-row interventions and soft
 evidence become one array of *local evidence* ``(n, V, K)``: a one-hot row for
 an observed node, the likelihood vector for soft evidence, ones otherwise.
 
@@ -18,33 +18,62 @@ import numpy as np
 
 from .. import limits
 from ..errors import EvidenceError
-from .discrete import discrete_network
+from ..mechanisms.base import DISCRETE
+from ..mechanisms.compact import NoisyOR
+from .discrete import node_table
 from .factor_graph import FactorGraph, network_factor_graph
 
 __all__ = ["model_factor_graph", "local_evidence", "hard_evidence", "is_discrete_request", "rows_text"]
 
 
-def model_factor_graph(model) -> FactorGraph | None:
-    """The factor graph of an all-discrete model (one factor per CPT), cached on the model; None otherwise."""
-    cached = model.cache.get("factor_graph", False)
+def model_factor_graph(model, *, expand: bool = False) -> FactorGraph | None:
+    """The factor graph of an all-discrete model, cached on the model; None when a node is not tabulable.
+
+    One factor per node: its table (:func:`causalnet.inference.discrete.node_table`,
+    which applies ``do``), except that a :class:`~causalnet.mechanisms.compact.NoisyOR`
+    node stays a closed-form noisy-OR factor unless `expand`. The graph's
+    ``row_evidence`` holds the per-row ``do`` states.
+
+    Raises
+    ------
+    ResourceError
+        If a table to expand exceeds ``cn.limits``.
+    """
+    key = "factor_graph_expanded" if expand else "factor_graph"
+    cached = model.cache.get(key, False)
     if cached is not False:
         return cached
-    net = discrete_network(model)
-    fg = None if net is None else network_factor_graph(net.cpts, net.cards, model.dag)
-    model.cache["factor_graph"] = fg
+    specs = model.specs
+    fg = None
+    if all(s.kind == DISCRETE for s in specs.values()):
+        cards = {v: specs[v].card for v in model.nodes}
+        cpts, noisy, row_ev = {}, {}, {}
+        for v in model.nodes:
+            mech = model.mechanisms[v]
+            if not expand and isinstance(mech, NoisyOR) and mech.parents:
+                noisy[v] = (list(mech.parents), mech.probs, mech.leak, mech.on_index)
+                continue
+            table = node_table(model, v, cards, row_ev)
+            if table is None:
+                break
+            cpts[v] = table
+        else:
+            fg = network_factor_graph(cpts, cards, model.dag, noisy)
+            fg.row_evidence = row_ev
+    model.cache[key] = fg
     return fg
 
 
 def is_discrete_request(request) -> bool:
     """A plain (not counterfactual) query on an all-discrete model."""
-    return not request.is_counterfactual and discrete_network(request.model) is not None
+    return not request.is_counterfactual and model_factor_graph(request.model) is not None
 
 
 def hard_evidence(request) -> dict:
     """Observed states plus per-row ``do`` states (observed uniform roots): node -> int or ``(n,)`` ints."""
-    net = discrete_network(request.model)
+    row_evidence = model_factor_graph(request.model).row_evidence
     ev = {k: (int(v) if np.ndim(v) == 0 else np.asarray(v, dtype=np.int64)) for k, v in request.observed.items()}
-    for k, arr in net.row_evidence.items():
+    for k, arr in row_evidence.items():
         if k in ev:
             raise EvidenceError(f"{k!r} is both intervened on per row and observed")
         ev[k] = np.asarray(arr, dtype=np.int64)

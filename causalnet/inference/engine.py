@@ -148,9 +148,11 @@ class Registry:
         reasons, excluded = [], None
         if request.method != "sampling":
             for engine in usable:
-                if not engine.exact or not engine.accepts(request):
+                if not engine.exact:
                     continue
                 try:
+                    if not engine.accepts(request):
+                        continue
                     return engine.answer(request)
                 except NoExactAnswer as e:
                     reasons.append(f"{engine.name}: {e}")

@@ -33,7 +33,32 @@ import numpy as np
 from .. import limits
 from ..errors import ModelError, ShapeError
 
-__all__ = ["FactorGraph", "FactorGroup", "network_factor_graph"]
+__all__ = ["FactorGraph", "FactorGroup", "NoisyOrFactors", "network_factor_graph"]
+
+
+class NoisyOrFactors:
+    """Noisy-OR factors kept in closed form (never expanded to their 2^k tables), as flat slot arrays.
+
+    Factor f ties a child variable (two states, absent first) to k ≥ 1 parent
+    variables: ``P(child = absent | x) = (1 − leak_f) Π_{i: x_i = on_i} q_i``.
+    Its parents are "slots" ``factor_start[f] .. factor_start[f+1]-1``.
+
+    Attributes
+    ----------
+    child_edge, leak : ndarray of shape (N,)
+    factor_start : ndarray of int, shape (N + 1,)
+    slot_edge, slot_q, slot_on : ndarray of shape (S,)
+        The parent's edge, ``q_i = 1 − p_i`` and its "on" state.
+    """
+
+    def __init__(self, child_edge, leak, factor_start, slot_edge, slot_q, slot_on) -> None:
+        self.child_edge = np.asarray(child_edge, dtype=np.int64)
+        self.leak = np.asarray(leak, dtype=np.float64)
+        self.factor_start = np.asarray(factor_start, dtype=np.int64)
+        self.slot_edge = np.asarray(slot_edge, dtype=np.int64)
+        self.slot_q = np.asarray(slot_q, dtype=np.float64)
+        self.slot_on = np.asarray(slot_on, dtype=np.int64)
+        self.slot_factor = np.repeat(np.arange(self.leak.size), np.diff(self.factor_start))
 
 
 class FactorGroup:
@@ -72,6 +97,10 @@ class FactorGraph:
         ``tuple(cards[v] for v in variables)``; nonnegative, finite, not all zero.
     names : sequence, optional
         Variable names (for messages); defaults to the ints.
+    noisy_or : sequence of (int, tuple of int, array_like, float, array_like), optional
+        Noisy-OR factors in closed form: ``(child, parents, probs, leak, on)``
+        with a two-state child (absent first), ``probs[i]`` the activation
+        probability of parent i and ``on[i]`` its "on" state.
 
     Attributes
     ----------
@@ -91,16 +120,20 @@ class FactorGraph:
         wrong shape, or a negative, non-finite or all-zero table.
     """
 
-    def __init__(self, cards: Sequence[int], factors: Sequence, names: Sequence | None = None) -> None:
+    def __init__(self, cards: Sequence[int], factors: Sequence, names: Sequence | None = None,
+                 noisy_or: Sequence = ()) -> None:
         self.cards = np.asarray(cards, dtype=np.int64)
         V = self.cards.size
         self.names = list(range(V)) if names is None else list(names)
         if self.cards.ndim != 1 or (V and self.cards.min() < 1):
             raise ModelError(f"cards must be positive integers, got {list(cards)}")
         self.factors = [self._checked(i, f) for i, f in enumerate(factors)]
+        self.noisy_specs = [self._checked_noisy(f) for f in noisy_or]
         covered = np.zeros(V, dtype=bool)
         for vs, _ in self.factors:
             covered[list(vs)] = True
+        for child, parents, *_ in self.noisy_specs:
+            covered[[child, *parents]] = True
         for v in np.flatnonzero(~covered):
             self.factors.append(((int(v),), np.ones(int(self.cards[v]))))
         self._compile()
@@ -122,8 +155,25 @@ class FactorGraph:
                              f"all zero")
         return vs, t
 
+    def _checked_noisy(self, spec) -> tuple:
+        child, parents, probs, leak, on = spec
+        child, parents = int(child), tuple(int(v) for v in parents)
+        probs, on = np.asarray(probs, dtype=np.float64), np.asarray(on, dtype=np.int64)
+        vs = (child, *parents)
+        if len(set(vs)) != len(vs) or not parents or any(v < 0 or v >= self.cards.size for v in vs):
+            raise ModelError(f"a noisy-OR factor needs a child and at least one distinct parent, got {vs}")
+        if self.cards[child] != 2 or probs.shape != (len(parents),) or on.shape != (len(parents),):
+            raise ModelError(f"the noisy-OR factor of {self.names[child]!r} needs a two-state child and one "
+                             f"probability and on-state per parent")
+        if np.any((probs < 0) | (probs > 1)) or not 0 <= leak < 1 or np.any((on < 0) | (on >= self.cards[list(parents)])):
+            raise ModelError(f"the noisy-OR factor of {self.names[child]!r} has a probability outside [0, 1], a "
+                             f"leak outside [0, 1) or an on-state out of range")
+        return child, parents, probs, float(leak), on
+
     def _compile(self) -> None:
+        T = len(self.factors)
         pairs = [(v, f, j) for f, (vs, _) in enumerate(self.factors) for j, v in enumerate(vs)]
+        pairs += [(v, T + f, j) for f, (c, ps, *_) in enumerate(self.noisy_specs) for j, v in enumerate((c, *ps))]
         pairs.sort()
         self.n_edges = E = len(pairs)
         self.edge_var = np.array([p[0] for p in pairs], dtype=np.int64)
@@ -143,6 +193,14 @@ class FactorGraph:
                              dtype=np.int64).reshape(len(fs), len(sig))
             self.groups.append(FactorGroup(tuple(sig), tables, variables, edges, np.array(fs, dtype=np.int64)))
         self.edge_card = self.cards[self.edge_var] if E else np.zeros(0, dtype=np.int64)
+        self.noisy = None
+        if self.noisy_specs:
+            ns = self.noisy_specs
+            starts = np.cumsum([0] + [len(ps) for _, ps, *_ in ns])
+            self.noisy = NoisyOrFactors(
+                [edge_of[(T + f, 0)] for f in range(len(ns))], [leak for *_, leak, _ in ns], starts,
+                [edge_of[(T + f, j + 1)] for f, (_, ps, *_) in enumerate(ns) for j in range(len(ps))],
+                np.concatenate([1.0 - p for _, _, p, _, _ in ns]), np.concatenate([on for *_, on in ns]))
 
     def __repr__(self) -> str:
         return f"<FactorGraph {self.cards.size} variables, {len(self.factors)} factors, {self.n_edges} edges>"
@@ -154,10 +212,12 @@ class FactorGraph:
         g.add_nodes_from(("v", v) for v in range(self.cards.size))
         for f, (vs, _) in enumerate(self.factors):
             g.add_edges_from((("f", f), ("v", v)) for v in vs)
+        for f, (c, ps, *_) in enumerate(self.noisy_specs):
+            g.add_edges_from((("n", f), ("v", v)) for v in (c, *ps))
         return nx.is_forest(g)
 
 
-def network_factor_graph(cpts: dict, cards: dict, dag) -> FactorGraph:
+def network_factor_graph(cpts: dict, cards: dict, dag, noisy_or: dict | None = None) -> FactorGraph:
     """The factor graph of a discrete Bayesian network: one factor per node over its family.
 
     Parameters
@@ -166,8 +226,12 @@ def network_factor_graph(cpts: dict, cards: dict, dag) -> FactorGraph:
     cards : dict node -> int
     dag : DAG
         Its node order numbers the variables.
+    noisy_or : dict node -> (parents, probs, leak, on), optional
+        Nodes kept as closed-form noisy-OR factors instead of tables.
     """
     names = list(dag.nodes)
     index = {v: i for i, v in enumerate(names)}
-    factors = [(tuple(index[p] for p in dag.parents(v)) + (index[v],), cpts[v]) for v in names]
-    return FactorGraph([cards[v] for v in names], factors, names)
+    noisy_or = noisy_or or {}
+    factors = [(tuple(index[p] for p in dag.parents(v)) + (index[v],), cpts[v]) for v in names if v not in noisy_or]
+    noisy = [(index[v], tuple(index[p] for p in ps), probs, leak, on) for v, (ps, probs, leak, on) in noisy_or.items()]
+    return FactorGraph([cards[v] for v in names], factors, names, noisy)

@@ -79,7 +79,7 @@ class ImportanceEngine(Engine):
     def answer(self, request) -> DiscreteDistribution:
         m = request.model
         net = discrete_network(m)
-        fg = model_factor_graph(m)
+        fg = model_factor_graph(m, expand=True)
         n = request.n_rows or 1
         per_row = samples_per_row(request.n_samples, request.n_rows)
         N = n * per_row

@@ -56,7 +56,6 @@ from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError, ShapeError
 from .approximate import hard_evidence, is_discrete_request, local_evidence, model_factor_graph, rows_text
-from .discrete import discrete_network
 from .engine import Engine
 from .factor_graph import FactorGraph
 
@@ -172,7 +171,54 @@ def _sweep(fg: FactorGraph, log_unary, msg, mode):
                 out = np.where(bad, 1.0, out)
                 s = np.where(bad, float(g.cards[j]), s)
             new[:, g.edges[:, j], :g.cards[j]] = out / s
+    if fg.noisy is not None:
+        impossible |= _noisy_or_messages(fg, v2f, new)
     return new, impossible
+
+
+def _noisy_or_messages(fg: FactorGraph, v2f: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Write the closed-form messages of the noisy-OR factors into `new`; return the impossible rows.
+
+    With ``t_i = E[q_i^{[x_i on]}]`` under parent i's incoming message and
+    ``μ_y`` the child's, the message to the child is ``(P0, 1 − P0)`` with
+    ``P0 = (1 − leak) Π_i t_i``, and to parent j in state s
+    ``μ_y(0) A_j(s) + μ_y(1) (1 − A_j(s))`` with
+    ``A_j(s) = (1 − leak) Π_{i≠j} t_i · q_j^{[s = on_j]}`` — O(k) per factor,
+    never the 2^k table. The products leave one factor out by finite log
+    sums and zero counts (as :func:`_leave_one_out`).
+    """
+    no = fg.noisy
+    S, K = no.slot_edge.size, v2f.shape[2]
+    mu = v2f[:, no.slot_edge, :]                                            # (n, S, K)
+    tot = mu.sum(axis=-1)                                                   # (n, S)
+    on = mu[:, np.arange(S), no.slot_on]                                    # (n, S)
+    impossible = ~(tot > 0).all(axis=1)
+    t = (tot - on + on * no.slot_q) / np.where(tot > 0, tot, 1.0)           # (n, S)
+    zero = t <= 0
+    fin = np.log(np.where(zero, 1.0, t))
+    starts = no.factor_start[:-1]
+    Sf = np.add.reduceat(fin, starts, axis=1)                               # (n, N)
+    Zf = np.add.reduceat(zero.astype(np.int64), starts, axis=1)             # (n, N)
+    base = 1.0 - no.leak                                                    # (N,)
+    p0 = base * np.exp(Sf) * (Zf == 0)                                      # (n, N)
+    new[:, no.child_edge, 0] = p0
+    new[:, no.child_edge, 1] = 1.0 - p0
+    f = no.slot_factor
+    rest = base[f] * np.exp(Sf[:, f] - fin) * ((Zf[:, f] - zero) == 0)      # (n, S)
+    muy = v2f[:, no.child_edge, :2]                                         # (n, N, 2)
+    muy = muy / np.where(muy.sum(axis=-1, keepdims=True) > 0, muy.sum(axis=-1, keepdims=True), 1.0)
+    y0, y1 = muy[:, f, 0], muy[:, f, 1]                                     # (n, S)
+    m_off = y0 * rest + y1 * (1.0 - rest)
+    a_on = rest * no.slot_q
+    m_on = y0 * a_on + y1 * (1.0 - a_on)
+    valid = np.arange(K) < fg.edge_card[no.slot_edge][:, None]              # (S, K)
+    msg = np.where(valid, m_off[..., None], 0.0)                            # (n, S, K)
+    msg[:, np.arange(S), no.slot_on] = m_on
+    s = msg.sum(axis=-1, keepdims=True)
+    impossible |= ~(s > 0).all(axis=(1, 2))
+    msg = np.where(valid, msg / np.where(s > 0, s, 1.0), 1.0)
+    new[:, no.slot_edge, :] = msg
+    return impossible
 
 
 def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter: int = 100, tol: float = 1e-8,
@@ -210,6 +256,9 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     _check_options(max_iter, tol, damping, schedule)
     if mode not in ("sum", "max"):
         raise ModelError(f"mode must be 'sum' or 'max', got {mode!r}")
+    if mode == "max" and fg.noisy is not None:
+        raise ModelError("max-product needs the noisy-OR factors as tables; build the factor graph with them "
+                         "expanded")
     V, K, E = fg.cards.size, fg.K, fg.n_edges
     unary = np.asarray(unary, dtype=np.float64)
     if unary.ndim != 3 or unary.shape[1:] != (V, K):
@@ -353,23 +402,21 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     if request.nodes:
         raise ModelError("map(method='loopy') gives the most probable assignment of all unobserved nodes "
                          "(targets=None); a marginal MAP over some targets needs method='exact'")
-    fg = model_factor_graph(m)
+    fg = model_factor_graph(m, expand=True)
     unary = local_evidence(request, fg)
     out = propagate(fg, unary, mode="max", **_options(request))
     if out.impossible.any():
         raise EvidenceError(f"the evidence has probability zero{rows_text(out.impossible, request.batched)}")
     x = out.beliefs.argmax(axis=-1)                                         # (n, V)
-    net = discrete_network(m)
-    index = {v: i for i, v in enumerate(fg.names)}
     logp = np.zeros(x.shape[0])
     with np.errstate(divide="ignore"):
-        for v in fg.names:
-            fam = [index[p] for p in m.dag.parents(v)] + [index[v]]
-            logp += np.log(net.cpts[v][tuple(x[:, j] for j in fam)])
+        for vs, table in fg.factors:
+            logp += np.log(table[tuple(x[:, j] for j in vs)])
     ev = hard_evidence(request)
     named = {}
+    index = {v: i for i, v in enumerate(fg.names)}
     for v in fg.names:
-        if v in ev and v not in net.row_evidence:
+        if v in ev and v not in fg.row_evidence:
             continue
         states = np.asarray(m.specs[v].states, dtype=object)
         named[v] = states[x[:, index[v]]] if request.batched else states[int(x[0, index[v]])]
