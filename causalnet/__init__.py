@@ -37,6 +37,7 @@ from .learning import learn_structure, score
 from .mechanisms import tensor
 from .mechanisms.base import Mechanism, Spec
 from .mechanisms.cauchy import CauchyLinear
+from .mechanisms.compact import Logistic, NoisyMax, NoisyOR
 from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import affine, shift
@@ -61,6 +62,9 @@ __all__ = [
     "Spec",
     "Categorical",
     "CPT",
+    "NoisyOR",
+    "NoisyMax",
+    "Logistic",
     "LinearGaussian",
     "Function",
     "Deterministic",
