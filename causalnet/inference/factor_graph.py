@@ -8,9 +8,10 @@ factor per node (its CPT over its family); a Markov network gives its factors.
 :class:`FactorGraph` validates the tables once and compiles them for
 :mod:`causalnet.inference.loopy`: every (factor, variable) pair is an *edge*;
 edges are numbered in variable order (so a variable's incoming messages are one
-contiguous run, summed by one ``np.add.reduceat``), and factors with the same
-shape signature (the cards of their variables) are stacked into one
-:class:`FactorGroup` whose messages are computed in one ``einsum``.
+contiguous run, summed by one ``np.add.reduceat``), and factors of one arity
+are stacked into one :class:`FactorGroup` (zero-padded to the largest card on
+each axis, when that padding is cheap) whose messages are computed in one
+``einsum`` per axis.
 
 Symbols: ``V`` variables, ``E`` edges, ``F`` factors of a group, ``a`` their
 arity, ``K`` the largest card.
@@ -61,14 +62,19 @@ class NoisyOrFactors:
         self.slot_factor = np.repeat(np.arange(self.leak.size), np.diff(self.factor_start))
 
 
+#: Padding allowed when stacking the factors of one arity in a single group (entries, padded / own).
+PAD_FACTOR = 4
+
+
 class FactorGroup:
     """Factors of one shape signature, stacked.
 
     Attributes
     ----------
     cards : tuple of int
-        The cards of the factors' axes (length ``a``).
+        The (padded) cards of the factors' axes (length ``a``).
     tables : ndarray of shape (F, *cards)
+        Zero beyond each factor's own cards.
     variables : ndarray of int, shape (F, a)
     edges : ndarray of int, shape (F, a)
         The edge number of each (factor, axis) pair.
@@ -180,14 +186,14 @@ class FactorGraph:
         edge_of = {(f, j): e for e, (_, f, j) in enumerate(pairs)}
         self.var_start = np.searchsorted(self.edge_var, np.arange(self.cards.size)).astype(np.int64)
         self.K = int(self.cards.max()) if self.cards.size else 1
-        by_sig: dict = {}
-        for f, (_, t) in enumerate(self.factors):
-            by_sig.setdefault(t.shape, []).append(f)
         self.groups = []
-        for sig, fs in by_sig.items():
+        for sig, fs in self._grouping().items():
             limits.check_bytes(8.0 * len(fs) * int(np.prod(sig)), what=f"the stacked factors of shape {sig}",
                                cause=f"{len(fs)} factors")
-            tables = np.stack([self.factors[f][1] for f in fs])                        # (F, *sig)
+            tables = np.zeros((len(fs),) + sig)                                        # (F, *sig), zero-padded
+            for r, f in enumerate(fs):
+                t = self.factors[f][1]
+                tables[(r,) + tuple(slice(0, c) for c in t.shape)] = t
             variables = np.array([self.factors[f][0] for f in fs], dtype=np.int64).reshape(len(fs), len(sig))
             edges = np.array([[edge_of[(f, j)] for j in range(len(sig))] for f in fs],
                              dtype=np.int64).reshape(len(fs), len(sig))
@@ -201,6 +207,34 @@ class FactorGraph:
                 [edge_of[(T + f, 0)] for f in range(len(ns))], [leak for *_, leak, _ in ns], starts,
                 [edge_of[(T + f, j + 1)] for f, (_, ps, *_) in enumerate(ns) for j in range(len(ps))],
                 np.concatenate([1.0 - p for _, _, p, _, _ in ns]), np.concatenate([on for *_, on in ns]))
+
+    def _grouping(self) -> dict:
+        """Factors stacked by padded shape, to run fewer ``einsum`` calls per sweep.
+
+        The factors of one arity, in order of size, fill groups greedily: a
+        factor joins the current group while the group's padded shape (the
+        largest card on each axis) has at most ``PAD_FACTOR`` times the entries
+        of the group's smallest factor.
+        """
+        by_arity: dict = {}
+        for f, (_, t) in enumerate(self.factors):
+            by_arity.setdefault(t.ndim, []).append(f)
+        out: dict = {}
+        for fs in by_arity.values():
+            fs = sorted(fs, key=lambda f: (self.factors[f][1].size, self.factors[f][1].shape))
+            caps, smallest, members = None, 0, []
+            for f in fs:
+                shape = self.factors[f][1].shape
+                new = shape if caps is None else tuple(max(a, b) for a, b in zip(caps, shape))
+                if caps is not None and int(np.prod(new)) > PAD_FACTOR * smallest:
+                    out.setdefault(caps, []).extend(members)
+                    new, members = shape, []
+                if not members:
+                    smallest = int(np.prod(shape))
+                caps = new
+                members.append(f)
+            out.setdefault(caps, []).extend(members)
+        return out
 
     def __repr__(self) -> str:
         return f"<FactorGraph {self.cards.size} variables, {len(self.factors)} factors, {self.n_edges} edges>"
