@@ -32,11 +32,12 @@ import numpy as np
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(__file__))
 
+from discrete_common import limit_blas, median_time  # noqa: E402
+
 import causalnet as cn  # noqa: E402
 from causalnet.inference.approximate import model_factor_graph  # noqa: E402
 from causalnet.inference.discrete import discrete_network  # noqa: E402
 from causalnet.inference.loopy import propagate  # noqa: E402
-from discrete_common import limit_blas, median_time  # noqa: E402
 
 
 def to_agrum(model):
@@ -205,7 +206,7 @@ def qmr_loopy(diseases, findings, positives):
     small, ev_small = qmr(100, 400, 20)
     closed, expanded = model_factor_graph(small), model_factor_graph(small, expand=True)
     u = np.ones((1, closed.cards.size, 2))
-    for f, v in ev_small.items():
+    for f in ev_small:
         u[0, closed.names.index(f)] = [0.0, 1.0]
     a, b = propagate(closed, u, damping=0.3), propagate(expanded, u, damping=0.3)
     if np.abs(a.beliefs - b.beliefs).max() > 1e-10:
