@@ -77,7 +77,7 @@ class Compact(Mechanism):
         cards = [s.card for s in parent_specs]
         K = len(self.states_for(node))
         limits.check_bytes(8.0 * float(np.prod(cards)) * K, what=f"the expanded table of {type(self).__name__} "
-                           f"node {node!r}", cause=f"{len(cards)} parents with cards {cards}")
+                           f"node {node!r}", cause=f"{len(cards)} parents: {float(np.prod(cards)):.3g} rows of {K}")
         grid = np.indices(cards).reshape(len(cards), -1) if cards else np.zeros((0, 1), dtype=np.int64)
         p = self.probabilities(node, {q: grid[i] for i, q in enumerate(self.parents)},
                                Spec(DISCRETE, states=self.states_for(node), dtype=np.int64))
