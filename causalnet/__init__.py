@@ -29,6 +29,8 @@ from .graph.separation import Independence
 from .inference.cauchy import Cauchy
 from .inference.counterfactual import probability_of_necessity, probability_of_sufficiency, tian_pearl_bounds
 from .inference.effects import CausalEffects
+from .inference.markov import MarkovNetwork
+from .inference.markov import Potential as Factor
 from .io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .io.dot import render, to_dot
 from .io.json import from_json, load_json, save_json, to_json
@@ -63,6 +65,8 @@ __all__ = [
     "Categorical",
     "CPT",
     "NoisyOR",
+    "Factor",
+    "MarkovNetwork",
     "NoisyMax",
     "Logistic",
     "LinearGaussian",

@@ -38,6 +38,7 @@ from .graph.dag import DAG
 from .graph.drawing import to_dot as _dot_text
 from .inference.dispatch import run_counterfactual, run_map, run_query
 from .inference.effects import CausalEffects, effects
+from .inference.markov import markov_network_of
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -592,6 +593,10 @@ class CausalModel:
         ``schedule``); exact on a tree with a unique maximum.
         """
         return run_map(self, targets, evidence=evidence, do=do, method=method, **options)
+
+    def to_markov_network(self):
+        """The moral Markov network (one factor per node: its CPT); :func:`~causalnet.inference.markov.markov_network_of`."""
+        return markov_network_of(self)
 
     def counterfactual(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
                        method: str = "auto", n_samples: int = 100_000, seed: Any = None):

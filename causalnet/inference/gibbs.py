@@ -45,7 +45,7 @@ from .discrete import discrete_network
 from .engine import Engine
 from .sampling import samples_per_row
 
-__all__ = ["GibbsEngine", "GibbsPlan", "gibbs_run", "chain_diagnostics", "integrated_time"]
+__all__ = ["GibbsEngine", "GibbsPlan", "gibbs_run", "chain_diagnostics", "integrated_time", "check_moving"]
 
 INIT_ROUNDS = 20
 INIT_CANDIDATES = 16
@@ -66,9 +66,10 @@ class GibbsPlan:
     order : list of int
         Topological order.
     families : list of ndarray of int
-        Parents, then the node.
+        The variables of each factor (for a network: factor i is node i's
+        CPT over its parents, then the node).
     log_tables : list of ndarray
-        Flattened log CPTs (``-inf`` for zeros).
+        Flattened log tables (``-inf`` for zeros).
     strides : list of ndarray of int
         The flat stride of each family member.
     zeros : list of bool
@@ -77,18 +78,31 @@ class GibbsPlan:
 
     def __init__(self, model) -> None:
         net = discrete_network(model)
-        self.names = list(model.dag.nodes)
-        index = {v: i for i, v in enumerate(self.names)}
-        self.cards = np.array([net.cards[v] for v in self.names], dtype=np.int64)
-        self.order = [index[v] for v in model.dag.topological_order()]
-        self.families, self.log_tables, self.strides, self.cum, self.zeros = [], [], [], [], []
-        for v in self.names:
-            fam = np.array([index[p] for p in model.dag.parents(v)] + [index[v]], dtype=np.int64)
-            t = net.cpts[v]
+        names = list(model.dag.nodes)
+        index = {v: i for i, v in enumerate(names)}
+        factors = [([index[p] for p in model.dag.parents(v)] + [index[v]], net.cpts[v]) for v in names]
+        self._setup(names, [net.cards[v] for v in names], [index[v] for v in model.dag.topological_order()],
+                    factors)
+        self.cum = [np.cumsum(net.cpts[v], axis=-1).reshape(-1, net.cards[v]) for v in names]   # (configs, K)
+
+    @classmethod
+    def from_factors(cls, names: list, cards, factors: list) -> GibbsPlan:
+        """A plan over an undirected model: `factors` are ``(variable ints, table)`` (no ancestral sampling)."""
+        plan = cls.__new__(cls)
+        plan._setup(list(names), list(cards), list(range(len(names))), factors)
+        plan.cum = None
+        return plan
+
+    def _setup(self, names: list, cards: list, order: list, factors: list) -> None:
+        self.names = names
+        self.cards = np.array(cards, dtype=np.int64)
+        self.order = order
+        self.families, self.log_tables, self.strides, self.zeros = [], [], [], []
+        for fam, t in factors:
+            t = np.asarray(t, dtype=np.float64)
             with np.errstate(divide="ignore"):
                 self.log_tables.append(np.log(t).reshape(-1))
-            self.cum.append(np.cumsum(t, axis=-1).reshape(-1, t.shape[-1]))          # (configs, K)
-            self.families.append(fam)
+            self.families.append(np.asarray(fam, dtype=np.int64))
             self.zeros.append(bool((t == 0).any()))
             self.strides.append(np.array([int(np.prod(t.shape[j + 1:])) for j in range(t.ndim)], dtype=np.int64))
         self.touching = [[] for _ in self.names]
@@ -99,7 +113,7 @@ class GibbsPlan:
     def blocks(self, fixed: set) -> list:
         """The update units of a sweep given the `fixed` (observed) variables.
 
-        The free members of the family of a node whose CPT has a zero (the
+        The free variables of a factor with a zero entry (for a network: the
         node, if free, and its free parents) are sampled jointly when their
         joint table has at most :data:`MAX_BLOCK` states, so a deterministic
         relation such as an OR, observed or not, does not freeze the chain;
@@ -108,9 +122,9 @@ class GibbsPlan:
         """
         free = [i for i in self.order if i not in fixed]
         units, covered = [], set()
-        for i in self.order:
-            if self.zeros[i]:
-                members = [int(u) for u in self.families[i] if int(u) not in fixed]
+        for f in range(len(self.families)):
+            if self.zeros[f]:
+                members = [int(u) for u in self.families[f] if int(u) not in fixed]
                 if len(members) > 1 and np.prod(self.cards[members]) <= MAX_BLOCK:
                     units.append(members)
                     covered.update(members)
@@ -342,7 +356,7 @@ class GibbsEngine(Engine):
         targets = [index[t] for t in names]
         blocks = plan.blocks(set(np.flatnonzero(fixed[0]).tolist()))
         draws, moved = gibbs_run(plan, x, blocks, soft_log, targets, sweeps, burn_in, rng)
-        _check_moving(plan, x, moved, free, n, chains, request.batched)
+        check_moving(plan, x, moved, free, n, chains, request.batched)
         cards = [int(plan.cards[t]) for t in targets]
         C = int(np.prod(cards))
         d = chain_diagnostics(draws.T.reshape(n, chains, sweeps), C)
@@ -357,7 +371,7 @@ class GibbsEngine(Engine):
                                                  "chains": chains, "sweeps": sweeps, "burn_in": burn_in})
 
 
-def _check_moving(plan: GibbsPlan, x: np.ndarray, moved: np.ndarray, free: list, n: int, chains: int,
+def check_moving(plan: GibbsPlan, x: np.ndarray, moved: np.ndarray, free: list, n: int, chains: int,
                   batched: bool) -> None:
     """ModelError when a node never moves in any chain of a row but the chains hold different values."""
     if chains < 2:

@@ -59,7 +59,7 @@ from .approximate import hard_evidence, is_discrete_request, local_evidence, mod
 from .engine import Engine
 from .factor_graph import FactorGraph
 
-__all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "loopy_marginals"]
+__all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "loopy_marginals", "bethe_log_partition"]
 
 SCHEDULES = ("flooding", "residual")
 
@@ -421,3 +421,44 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
         states = np.asarray(m.specs[v].states, dtype=object)
         named[v] = states[x[:, index[v]]] if request.batched else states[int(x[0, index[v]])]
     return named, (logp if request.batched else float(logp[0]))
+
+
+def bethe_log_partition(fg: FactorGraph, unary: np.ndarray, out: Propagation) -> np.ndarray:
+    """The Bethe approximation of ``log Z`` at the fixed point `out` (exact on a tree).
+
+    ``log Z ≈ Σ_f (E_{b_f}[log ψ_f] + H(b_f)) + Σ_v (E_{b_v}[log u_v] − (d_v − 1) H(b_v))``
+    with the factor beliefs ``b_f ∝ ψ_f Π_j m_{j→f}``, the variable beliefs
+    ``b_v``, ``d_v`` the number of factors of v and ``u_v`` the local evidence
+    (Yedidia, Freeman & Weiss 2005).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    if fg.noisy is not None:
+        raise ModelError("the Bethe free energy needs the noisy-OR factors as tables")
+    with np.errstate(divide="ignore"):
+        log_unary = np.log(unary)
+    v2f, _ = _leave_one_out(np.where(np.isnan(log_unary), -np.inf, log_unary), out.messages, fg)   # (n, E, K)
+    top = v2f.max(axis=-1, keepdims=True)
+    v2f = np.exp(v2f - np.where(np.isfinite(top), top, 0.0))
+    n = unary.shape[0]
+    total = np.zeros(n)
+    for g in fg.groups:
+        a = len(g.cards)
+        b = np.broadcast_to(g.tables, (n,) + g.tables.shape).copy()                # (n, F, *cards)
+        for j, c in enumerate(g.cards):
+            shape = [n, g.tables.shape[0]] + [1] * a
+            shape[2 + j] = c
+            b = b * v2f[:, g.edges[:, j], :c].reshape(shape)
+        axes = tuple(range(2, 2 + a))
+        b = b / b.sum(axis=axes, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(b > 0, b * (np.log(g.tables)[None] - np.log(b)), 0.0)
+        total += terms.sum(axis=(1,) + axes)
+    bv = out.beliefs                                                               # (n, V, K)
+    degree = np.diff(np.append(fg.var_start, fg.n_edges))                           # (V,)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.where(bv > 0, bv * np.log(bv), 0.0).sum(axis=-1)                  # (n, V)
+        energy = np.where(bv > 0, bv * log_unary, 0.0).sum(axis=-1)                 # (n, V)
+    return total + (energy - (degree - 1) * ent).sum(axis=1)
