@@ -256,7 +256,7 @@ _register("linear-gaussian", "gaussian", _linear_gaussian_model,
           "Ability -> Education -> Income <- Ability, Income -> Savings (linear-Gaussian SCM)")
 
 
-def _ising(side: int = 10, coupling: float = 0.4, seed: int = 0):
+def _ising(side: int = 10, coupling: float = 0.25, seed: int = 0):
     """A side x side Ising model: spins -1/+1, ``exp(J s_i s_j)`` per grid edge, small random fields."""
     rng = np.random.default_rng(seed)
     pair = np.exp(coupling * np.array([[1.0, -1.0], [-1.0, 1.0]]))
@@ -287,7 +287,7 @@ def _noisy_or_diagnosis(diseases: int = 8, findings: int = 24, seed: int = 0):
     return CausalModel(mechs)
 
 
-_register("ising-10x10", "markov", _ising, "a 10 x 10 Ising model (coupling 0.4, small random fields): a MarkovNetwork")
+_register("ising-10x10", "markov", _ising, "a 10 x 10 Ising model (coupling 0.25, small random fields): a MarkovNetwork")
 _register("diagnosis-noisy-or", "discrete", _noisy_or_diagnosis,
           "QMR-style diagnosis: 8 rare diseases, 24 noisy-OR findings of 1 to 4 causes")
 

@@ -189,7 +189,7 @@ class FactorGraph:
         self.groups = []
         for sig, fs in self._grouping().items():
             limits.check_bytes(8.0 * len(fs) * int(np.prod(sig)), what=f"the stacked factors of shape {sig}",
-                               cause=f"{len(fs)} factors")
+                               cause=f"{len(fs)} factors", knob="batch_bytes")
             tables = np.zeros((len(fs),) + sig)                                        # (F, *sig), zero-padded
             for r, f in enumerate(fs):
                 t = self.factors[f][1]
