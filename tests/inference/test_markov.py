@@ -43,7 +43,6 @@ def brute_query(mn, targets, evidence):
     joint = brute(mn)
     V = mn.variables
     for k, s in evidence.items():
-        idx = [slice(None)] * len(V)
         mask = np.zeros(mn.cards[k])
         mask[s] = 1
         joint = joint * mask.reshape([-1 if v == k else 1 for v in V])
