@@ -37,7 +37,8 @@ __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINE
            "discrete_network", "shift_map"]
 
 QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(), LoopyEngine(),
-                          GibbsEngine(), ImportanceEngine(), SamplingEngine()], what="query")
+                          GibbsEngine(), ImportanceEngine(), SamplingEngine()], what="query",
+                         fallback_on_limits=True)
 COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
                                    SampledCounterfactualEngine()], what="counterfactual")
 

@@ -14,9 +14,10 @@ An engine is a class with two methods over a validated
 A :class:`Registry` holds engines in order of preference. ``method="auto"``
 asks the exact engines in turn and falls back to the approximate ones whose
 ``auto`` flag is set (loopy belief propagation for discrete models, then
-sampling), saying why in the result: when an exact engine accepted the request
-but its tables exceed ``cn.limits`` (:class:`~causalnet.errors.ResourceError`),
-``result.method`` names that limit. ``"exact"`` refuses to fall back (the
+sampling), saying why in the result: in a registry built with
+``fallback_on_limits`` (the query registry), when an exact engine's tables
+exceed ``cn.limits`` (:class:`~causalnet.errors.ResourceError`), the fallback
+runs and ``result.method`` names that limit. ``"exact"`` refuses to fall back (the
 ``ResourceError`` reaches the caller); ``"sampling"`` goes straight to
 sampling; a method named by an engine's ``method`` attribute (``"loopy"``,
 ``"gibbs"``, ``"importance"``) runs that engine. Soft evidence goes only to
@@ -94,11 +95,17 @@ class Registry:
     engines : iterable of Engine
     what : str
         What the registry answers ("query", "counterfactual"), for messages.
+    fallback_on_limits : bool
+        Whether ``method="auto"`` moves on to the approximate engines when an
+        exact engine raises :class:`~causalnet.errors.ResourceError` (else the
+        error reaches the caller).
     """
 
-    def __init__(self, engines: Iterable[Engine] = (), what: str = "query") -> None:
+    def __init__(self, engines: Iterable[Engine] = (), what: str = "query", *,
+                 fallback_on_limits: bool = False) -> None:
         self._engines: list[Engine] = []
         self.what = what
+        self.fallback_on_limits = fallback_on_limits
         for e in engines:
             self.register(e)
 
@@ -157,7 +164,7 @@ class Registry:
                 except NoExactAnswer as e:
                     reasons.append(f"{engine.name}: {e}")
                 except ResourceError as e:
-                    if request.method == "exact":
+                    if request.method == "exact" or not self.fallback_on_limits:
                         raise
                     excluded = excluded or f"{engine.name}: {e}"
             if request.method == "exact":
