@@ -85,6 +85,11 @@ __all__ = [
     "Refutation",
     "Sensitivity",
     "test_graph",
+    "MarkovNetwork",
+    "Factor",
+    "NoisyOR",
+    "NoisyMax",
+    "Logistic",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -158,6 +163,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "CRF": ".models.crf:CRF",
     "HMM": ".models.hmm:HMM",
     "cf": ".queries:cf",
+    "MarkovNetwork": ".inference.markov:MarkovNetwork",
+    "Factor": ".inference.markov:Potential",
+    "NoisyOR": ".mechanisms.compact:NoisyOR",
+    "NoisyMax": ".mechanisms.compact:NoisyMax",
+    "Logistic": ".mechanisms.compact:Logistic",
     "estimate": ".estimation:estimate",
     "refute": ".estimation:refute",
     "Effect": ".estimation:Effect",

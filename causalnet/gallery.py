@@ -23,6 +23,13 @@ Graphs
     The "chest clinic" network of Lauritzen & Spiegelhalter (1988), with
     the lowercase names used by bnlearn and pgmpy.
 
+Approximate inference
+---------------------
+``ising-10x10``
+    A 10 x 10 Ising model (a :class:`~causalnet.inference.markov.MarkovNetwork`).
+``diagnosis-noisy-or``
+    A QMR-style diagnosis network of noisy-OR findings.
+
 Networks
 --------
 The bnlearn repository's networks (``alarm``, ``insurance``, ``child``, ``sachs``, ...)
@@ -61,10 +68,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .errors import GraphError
 from .graph.dag import DAG
+from .inference.markov import MarkovNetwork
 from .io import bnlearn
 from .io.bif import read_bif
+from .mechanisms.compact import NoisyOR
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel
@@ -243,6 +254,42 @@ _register("sprinkler", "discrete", _sprinkler_model,
 _register("asia", "discrete", _asia_model, "Lauritzen & Spiegelhalter's chest clinic (8 binary nodes)")
 _register("linear-gaussian", "gaussian", _linear_gaussian_model,
           "Ability -> Education -> Income <- Ability, Income -> Savings (linear-Gaussian SCM)")
+
+
+def _ising(side: int = 10, coupling: float = 0.25, seed: int = 0):
+    """A side x side Ising model: spins -1/+1, ``exp(J s_i s_j)`` per grid edge, small random fields."""
+    rng = np.random.default_rng(seed)
+    pair = np.exp(coupling * np.array([[1.0, -1.0], [-1.0, 1.0]]))
+    spins = ("-1", "+1")
+    edges = {}
+    for i in range(side):
+        for j in range(side):
+            if i + 1 < side:
+                edges[(f"S[{i},{j}]", f"S[{i + 1},{j}]")] = pair
+            if j + 1 < side:
+                edges[(f"S[{i},{j}]", f"S[{i},{j + 1}]")] = pair
+    fields = {f"S[{i},{j}]": np.exp(h * np.array([-1.0, 1.0]))
+              for (i, j), h in zip(np.ndindex(side, side), rng.normal(0, 0.1, side * side))}
+    states = {v: spins for v in fields}
+    return MarkovNetwork.from_edges(edges, unary=fields, states=states)
+
+
+def _noisy_or_diagnosis(diseases: int = 8, findings: int = 24, seed: int = 0):
+    """A QMR-style two-layer diagnosis network: rare diseases, noisy-OR findings of 1 to 4 causes each."""
+    rng = np.random.default_rng(seed)
+    yes_no = ["absent", "present"]
+    mechs = {f"disease{i}": Categorical([0.97, 0.03], states=yes_no) for i in range(diseases)}
+    for j in range(findings):
+        k = int(rng.integers(1, 5))
+        causes = [f"disease{i}" for i in sorted(rng.choice(diseases, size=k, replace=False))]
+        mechs[f"finding{j}"] = NoisyOR(causes, rng.uniform(0.3, 0.9, size=k).round(2), leak=0.02,
+                                       on="present", states=yes_no)
+    return CausalModel(mechs)
+
+
+_register("ising-10x10", "markov", _ising, "a 10 x 10 Ising model (coupling 0.25, small random fields): a MarkovNetwork")
+_register("diagnosis-noisy-or", "discrete", _noisy_or_diagnosis,
+          "QMR-style diagnosis: 8 rare diseases, 24 noisy-OR findings of 1 to 4 causes")
 
 
 def _register_bnlearn() -> None:

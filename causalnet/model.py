@@ -40,6 +40,7 @@ from .graph.drawing import to_dot as _dot_text
 from .inference import frames
 from .inference.dispatch import run_counterfactual, run_map
 from .inference.effects import CausalEffects, effects
+from .inference.markov import markov_network_of
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -516,7 +517,8 @@ class CausalModel:
     # -- queries ------------------------------------------------------------------------
 
     def query(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
-              method: str = "auto", n_samples: int = 100_000, seed: Any = None):
+              method: str = "auto", n_samples: int = 100_000, seed: Any = None,
+              soft_evidence: Mapping | None = None, **options):
         """The distribution of `targets` given `evidence`, under ``do``.
 
         Parameters
@@ -534,14 +536,29 @@ class CausalModel:
             (``result.to_pandas()`` columns).
         do : mapping node -> value, optional
             As in :meth:`do` (per-row arrays join the batch).
-        method : {"auto", "exact", "sampling"}
+        method : {"auto", "exact", "sampling", "loopy", "gibbs", "importance"}
             ``"auto"`` uses an exact engine where the model allows (discrete:
             variable elimination; linear-Gaussian: joint Gaussian;
-            linear-Cauchy: affine forms) and falls back to likelihood
-            weighting otherwise; ``result.method`` says which ran.
+            linear-Cauchy: affine forms) and falls back otherwise: to loopy
+            belief propagation for a discrete model whose exact tables exceed
+            ``cn.limits``, to likelihood weighting for the rest;
+            ``result.method`` says which ran and which limit excluded the
+            exact engine. ``"loopy"`` (``result.converged``,
+            ``.iterations``), ``"gibbs"`` (``.std_err``, ``.diagnostics``
+            with ESS and R-hat) and ``"importance"`` (a proposal informed by
+            loopy propagation) are the approximate engines of discrete
+            models (see ``docs/approximate.md``).
         n_samples : int
-            Samples for the sampling engine.
+            Samples for the sampling engines.
         seed : int or Generator, optional
+        soft_evidence : mapping node -> array_like, optional
+            Virtual evidence: a likelihood over the node's states, shape
+            ``(K,)`` or ``(n, K)`` (batched); not necessarily normalised, never
+            all zero. Discrete nodes only.
+        **options
+            Options of the approximate engines: ``max_iter``, ``tol``,
+            ``damping``, ``schedule`` (``"flooding"`` or ``"residual"``) for
+            loopy (and auto, importance); ``burn_in``, ``chains`` for Gibbs.
 
         Returns
         -------
@@ -553,16 +570,25 @@ class CausalModel:
             Bad targets, evidence, interventions or options, checked before
             any engine runs (:mod:`causalnet.inference.request`).
         """
-        return frames.query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
+        return frames.query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
+                            soft_evidence=soft_evidence, **options)
 
-    def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None):
+    def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None,
+            method: str = "exact", **options):
         """Most probable assignment of `targets` (MPE over all unobserved nodes when None).
 
         Discrete models only. Returns ``(assignment, log_prob)``: a dict node ->
         state name (or array of names when the evidence is batched) and the log
         joint probability of the assignment with the evidence.
+        ``method="loopy"`` answers the MPE (``targets=None``) by max-product
+        loopy belief propagation (options ``max_iter``, ``tol``, ``damping``,
+        ``schedule``); exact on a tree with a unique maximum.
         """
-        return run_map(self, targets, evidence=evidence, do=do)
+        return run_map(self, targets, evidence=evidence, do=do, method=method, **options)
+
+    def to_markov_network(self):
+        """The moral Markov network (one factor per node: its CPT); :func:`~causalnet.inference.markov.markov_network_of`."""
+        return markov_network_of(self)
 
     def counterfactual(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
                        method: str = "auto", n_samples: int = 100_000, seed: Any = None):

@@ -123,6 +123,14 @@ class DiscreteDistribution:
     query : str or None
         The question answered, e.g. ``"P(Wet | do(Sprinkler=on), Rain=yes)"``;
         printed by ``repr`` (``P(Wet)`` when None).
+    converged : bool or None
+        Iterative engines (loopy belief propagation): whether every row
+        reached the tolerance.
+    iterations : int or None
+        Iterative engines: the sweeps run.
+    diagnostics : dict or None
+        Engine diagnostics, e.g. Gibbs sampling's ``"ess"`` and ``"r_hat"``
+        (arrays shaped like `probs`), importance sampling's ``"ess"`` per row.
 
     Raises
     ------
@@ -142,7 +150,11 @@ class DiscreteDistribution:
 
     def __init__(self, variables: Sequence[Hashable], probs, states: Sequence[Sequence], *, batched: bool = False,
                  method: str = "exact", std_err=None, scm: str | None = None, log_evidence=None,
-                 query: str | None = None) -> None:
+                 query: str | None = None, converged: bool | None = None, iterations: int | None = None,
+                 diagnostics: dict | None = None) -> None:
+        self.converged = converged
+        self.iterations = iterations
+        self.diagnostics = diagnostics
         self.variables = tuple(variables)
         self.probs = np.asarray(probs, dtype=np.float64)
         self._states = tuple(tuple(s) for s in states)

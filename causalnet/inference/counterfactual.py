@@ -283,6 +283,10 @@ class DiscreteTwinEngine(Engine):
     name = "discrete twin network"
 
     def accepts(self, request) -> bool:
+        # compact mechanisms (noisy-OR, logistic) carry their own noise: their counterfactuals are not the
+        # inverse-CDF SCM of their tables, so the sampled engine answers them
+        if any(getattr(m, "structural_noise", False) for m in request.model.mechanisms.values()):
+            return False
         return request.is_counterfactual and all(model_tables(w.model) is not None
                                                  for w in request.worlds.values())
 

@@ -4,8 +4,12 @@
 :class:`~causalnet.inference.request.Request` (validated once, whatever engine
 runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 
-* :data:`QUERY_ENGINES` — discrete (variable elimination), linear-Gaussian
-  (joint Gaussian), linear-Cauchy (affine forms), then likelihood weighting;
+* :data:`QUERY_ENGINES` — discrete (variable elimination), discrete with soft
+  evidence (a virtual child per soft-evidence node), linear-Gaussian
+  (joint Gaussian), linear-Cauchy (affine forms), then the approximate ones:
+  loopy belief propagation (also ``"auto"``'s fallback for discrete models
+  too large for the exact engine), Gibbs sampling, importance sampling, and
+  likelihood weighting;
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
   additive-noise abduction, then sampling over the noise posterior.
 
@@ -22,19 +26,24 @@ and only here. A new engine plugs in with
 from __future__ import annotations
 
 from ..distributions import DiscreteDistribution
-from ..errors import EvidenceError
+from ..errors import EvidenceError, ModelError
 from .cauchy import CauchyEngine
 from .counterfactual import AdditiveNoiseEngine, DiscreteTwinEngine, GaussianTwinEngine, SampledCounterfactualEngine
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import Registry
 from .gaussian import GaussianEngine
-from .request import counterfactual_request, map_request, query_request
+from .gibbs import GibbsEngine
+from .importance import ImportanceEngine
+from .loopy import LoopyEngine, loopy_map
+from .request import check_approximate_options, counterfactual_request, map_request, query_request
 from .sampling import SamplingEngine
+from .soft import SoftEvidenceEngine
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
 
-QUERY_ENGINES = Registry([DiscreteEngine(), GaussianEngine(), CauchyEngine(), SamplingEngine()], what="query")
+QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(), LoopyEngine(),
+                          GibbsEngine(), ImportanceEngine(), SamplingEngine()], what="query")
 COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
                                    SampledCounterfactualEngine()], what="counterfactual")
 
@@ -59,9 +68,11 @@ def answer(request):
     return dist[tuple(values) if len(values) > 1 else values[0]]
 
 
-def run_query(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None):
+def run_query(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None,
+              soft_evidence=None, **options):
     """``model.query(...)``: see :meth:`causalnet.CausalModel.query`."""
-    return answer(query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed))
+    return answer(query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
+                                soft_evidence=soft_evidence, **options))
 
 
 def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None):
@@ -70,6 +81,13 @@ def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto",
                                          seed=seed))
 
 
-def run_map(model, targets=None, *, evidence=None, do=None):
+def run_map(model, targets=None, *, evidence=None, do=None, method="exact", **options):
     """``model.map(...)``: see :meth:`causalnet.CausalModel.map`."""
-    return DiscreteEngine().map(map_request(model, targets, evidence, do))
+    if method not in ("exact", "loopy"):
+        raise ModelError(f"map's method must be 'exact' or 'loopy', got {method!r}")
+    request = map_request(model, targets, evidence, do)
+    if method == "loopy":
+        request.options = check_approximate_options("loopy", options)
+        return loopy_map(request)
+    check_approximate_options("exact", options)
+    return DiscreteEngine().map(request)

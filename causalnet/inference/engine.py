@@ -12,15 +12,20 @@ An engine is a class with two methods over a validated
     :class:`NoExactAnswer`; the registry then moves on.
 
 A :class:`Registry` holds engines in order of preference. ``method="auto"``
-asks the exact engines in turn and falls back to the sampling ones, saying
-why in the result: every exact engine that accepted the request but passed
-(its :class:`NoExactAnswer`, or the :class:`~causalnet.errors.ResourceError`
-of a table past ``cn.limits``) is named with its reason in the ``method`` of
-the answer that follows (exact or sampled), e.g. ``likelihood weighting (100000 samples); exact engines passed: linear-Cauchy:
-evidence on 'U' ...``. ``"exact"`` refuses to fall back (it raises the
-ResourceError, or a ModelError listing the reasons); ``"sampling"`` goes
-straight to sampling. A new engine plugs in with :meth:`Registry.register`
-without touching the others.
+asks the exact engines in turn and falls back to the approximate ones whose
+``auto`` flag is set (loopy belief propagation for discrete models, then
+sampling), saying why in the result: every exact engine that accepted the
+request but passed (its :class:`NoExactAnswer`, or the
+:class:`~causalnet.errors.ResourceError` of a table past ``cn.limits``) is
+named with its reason in the ``method`` of the answer that follows (exact or
+approximate), e.g. ``likelihood weighting (100000 samples); exact engines
+passed: discrete: ResourceError: ...``. ``"exact"`` refuses to fall back (it
+raises the ResourceError, or a ModelError listing the reasons);
+``"sampling"`` goes straight to sampling; a method named by an engine's
+``method`` attribute (``"loopy"``, ``"gibbs"``, ``"importance"``) runs that
+engine. Soft evidence goes only to engines whose ``soft_evidence`` flag is
+set. A new engine plugs in with :meth:`Registry.register` without touching
+the others.
 
 Examples
 --------
@@ -58,10 +63,20 @@ class Engine:
     exact : bool
         False for engines that estimate (sampling); they run last and only
         when ``method`` is ``"auto"`` or ``"sampling"``.
+    method : str or None
+        The ``method=`` value that selects this engine alone (``"loopy"``, ...);
+        None for the engines of ``"exact"``/``"sampling"``.
+    auto : bool
+        Whether ``method="auto"`` may fall back to this (non-exact) engine.
+    soft_evidence : bool
+        Whether the engine honours soft (virtual) evidence.
     """
 
     name: str = "engine"
     exact: bool = True
+    method: str | None = None
+    auto: bool = True
+    soft_evidence: bool = False
 
     def accepts(self, request) -> bool:
         """Whether this engine can answer `request` (exactly, when `exact`)."""
@@ -122,22 +137,33 @@ class Registry:
     def answer(self, request):
         """Answer `request` by its ``method``; the result's ``method`` names the engine.
 
-        Under ``method="auto"``, a sampled answer's ``method`` also names every exact
-        engine that passed, with its reason.
+        Under ``method="auto"``, an answer's ``method`` also names every exact
+        engine that passed before it, with its reason (a limit, or no closed form).
 
         Raises
         ------
         ResourceError
             ``method="exact"`` and an exact engine's tables would pass ``cn.limits``.
         ModelError
-            ``method="exact"`` and no exact engine answers (with the reasons).
+            ``method="exact"`` and no exact engine answers (with the reasons),
+            or no engine of the chosen method applies.
         """
         reasons, too_big = [], None
+        soft = bool(getattr(request, "soft", None))
+        usable = [e for e in self._engines if e.soft_evidence or not soft]
+        if request.method not in ("auto", "exact", "sampling"):
+            for engine in usable:
+                if engine.method == request.method and engine.accepts(request):
+                    return engine.answer(request)
+            raise ModelError(f"method={request.method!r} does not apply to this {self.what} (it answers plain "
+                             f"queries on discrete models)")
         if request.method != "sampling":
-            for engine in self._engines:
-                if not engine.exact or not engine.accepts(request):
+            for engine in usable:
+                if not engine.exact:
                     continue
                 try:
+                    if not engine.accepts(request):
+                        continue
                     return _passed(engine.answer(request), reasons)
                 except NoExactAnswer as e:
                     reasons.append(f"{engine.name}: {e}")
@@ -150,9 +176,16 @@ class Registry:
                 why = f" ({'; '.join(reasons)})" if reasons else ""
                 raise ModelError(f"no exact engine answers this {self.what}{why} (exact engines: "
                                  f"{', '.join(self.exact_names())}); use method='sampling' or 'auto'")
-        for engine in self._engines:
-            if not engine.exact and engine.accepts(request):
+        for engine in usable:
+            if engine.exact or (engine.method is not None and not engine.auto):
+                continue
+            if request.method == "sampling" and engine.method is not None:
+                continue
+            if engine.accepts(request):
                 return _passed(engine.answer(request), reasons)
+        if soft and not any(e.soft_evidence for e in self._engines if e.accepts(request)):
+            raise ModelError(f"no engine takes soft evidence for this {self.what}; soft evidence needs a "
+                             f"discrete node and a discrete or sampled model")
         raise ModelError(f"no engine answers this {self.what}")
 
 

@@ -58,13 +58,21 @@ __all__ = ["query", "query_frame", "row_answers", "predict_proba", "predict", "f
 
 
 def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, method: str = "auto",
-          n_samples: int = 100_000, seed: Any = None):
-    """``model.query(...)``: a Dask or pandas DataFrame of evidence rows here, anything else to the front door."""
+          n_samples: int = 100_000, seed: Any = None, soft_evidence: Mapping | None = None, **options):
+    """``model.query(...)``: a Dask or pandas DataFrame of evidence rows here, anything else to the front door.
+
+    Soft evidence and the approximate engines' options take evidence as arrays.
+    """
+    frame = is_dask_collection(evidence) or is_pandas_frame(evidence)
+    if frame and (soft_evidence is not None or options):
+        raise ModelError("soft evidence and engine options take evidence as arrays, not a DataFrame; pass "
+                         "{column: frame[column].to_numpy()} instead")
+    if not frame:
+        return run_query(model, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
+                         soft_evidence=soft_evidence, **options)
     if is_dask_collection(evidence):
         return query_partitions(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
-    if is_pandas_frame(evidence):
-        return query_frame(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
-    return run_query(model, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed)
+    return query_frame(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
 
 
 def _target_list(targets) -> list:

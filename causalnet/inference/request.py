@@ -56,11 +56,15 @@ from ..mechanisms.intervened import Affine, Intervened
 from ..queries import Query, Term, parse_query
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
-           "COUNTERFACTUAL", "METHODS", "PER_ROW", "label", "question_text", "show_value"]
+           "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",
+           "check_approximate_options", "decode_soft_evidence"]
 
 FACTUAL = "f"
 COUNTERFACTUAL = "c"
-METHODS = ("auto", "exact", "sampling")
+METHODS = ("auto", "exact", "sampling", "loopy", "gibbs", "importance")
+#: Options of the approximate engines, by method (``"auto"`` may run loopy belief propagation).
+OPTIONS = {"loopy": ("max_iter", "tol", "damping", "schedule"), "gibbs": ("burn_in", "chains"),
+           "importance": ("max_iter", "tol", "damping", "schedule"), "auto": ("max_iter", "tol", "damping", "schedule")}
 QUESTION_TERMS = 12
 """At most this many evidence (or do) terms are written out in a question; a longer list shows its first
 and last few around ``... (N observed)``."""
@@ -136,17 +140,25 @@ class Request:
         Per-row intervention values (batch-first) of the world the targets live in.
     n_rows : int or None
         The batch size (None: one unbatched query).
-    method : {"auto", "exact", "sampling"}
+    method : {"auto", "exact", "sampling", "loopy", "gibbs", "importance"}
     n_samples : int
     seed : int, Generator or None
     text : str or None
         The question in its canonical text, e.g. ``P(Wet | do(Sprinkler=on), Rain=yes)`` or
         ``P(Wet_{Sprinkler=off} | Sprinkler=on, Wet=wet)`` (see :func:`question_text`); the front
         door sets it on every answer as ``result.query``.
+    soft : dict node -> ndarray
+        Soft (virtual) evidence: a likelihood over the node's states, shape
+        ``(K,)`` or batch-first ``(n, K)``, nonnegative, no row all zero.
+    options : dict
+        Options of the approximate engines (:data:`OPTIONS`), checked.
     """
 
     def __init__(self, *, model, cf_model, world, targets, target_values, evidence, row_do, n_rows, method,
-                 n_samples, seed, worlds=None, text=None) -> None:
+                 n_samples, seed, worlds=None, text=None, soft=None,
+                 options=None) -> None:
+        self.soft = dict(soft or {})
+        self.options = dict(options or {})
         self.model = model
         self.cf_model = cf_model
         self.world = dict(world)
@@ -381,8 +393,13 @@ def _counterfactual_text(model, worlds: Mapping, targets, values, ev: Mapping) -
 # -- building requests --------------------------------------------------------------------------
 
 
-def query_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000, seed=None) -> Request:
+def query_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000, seed=None,
+                  soft_evidence=None, **options) -> Request:
     """The request of ``model.query(targets, evidence=..., do=...)`` (a query string allowed).
+
+    `soft_evidence` maps discrete nodes to likelihood vectors (``(K,)`` or
+    ``(n, K)``); `options` are the approximate engines' options
+    (:data:`OPTIONS`).
 
     A query string with counterfactual terms (``Y_{X=0}``), or targets and
     evidence keys written with :func:`causalnet.queries.cf`, give a
@@ -394,6 +411,8 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
         See the module docstring; raised before anything is computed.
     """
     _check_options(method, n_samples, seed)
+    options = check_approximate_options(method, options)
+    soft_raw = _mapping(soft_evidence, "soft_evidence", EvidenceError)
     evidence = _mapping(evidence, "evidence", EvidenceError)
     do = _mapping(do, "do", ModelError)
     if _is_query_string(targets) or _has_terms(targets, evidence):
@@ -411,6 +430,9 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
             if do:
                 raise EvidenceError("a counterfactual query cannot also contain do(...) outside the subscripts; "
                                     "put the intervention in the subscript, e.g. P(Y_{X=0} | X=1)")
+            if soft_raw or options or method in OPTIONS and method != "auto":
+                raise EvidenceError("soft evidence and the approximate methods answer plain queries, not "
+                                    "counterfactual ones")
             return _counterfactual(model, q, method, n_samples, seed)
         names = [t.name for t in q.targets]
         values = [t.value for t in q.targets]
@@ -426,10 +448,76 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
         raise EvidenceError(f"{sorted(map(str, both))} are both targets and evidence")
     m = model.do(do) if do else model
     ev, row_do, n_rows = _decode(m, ev_raw, do)
+    soft = decode_soft_evidence(m, soft_raw, {v for _, v in ev_raw})
+    n_rows = _one_size({"evidence and do": n_rows, **{f"soft evidence on {k!r}": a.shape[0]
+                                                      for k, a in soft.items() if a.ndim == 2}})
     return Request(model=m, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names],
                    target_values=None if values[0] is None else tuple(values), evidence=ev, row_do=row_do,
-                   n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed,
+                   n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed, soft=soft, options=options,
                    text=_query_text(model, names, values, ev, do))
+
+
+def check_approximate_options(method: str, options: Mapping) -> dict:
+    """The approximate engines' options, checked against `method` (:data:`OPTIONS`).
+
+    Raises
+    ------
+    ModelError
+        On an option the method does not take, or a bad value.
+    """
+    allowed = OPTIONS.get(method, ())
+    for k, v in options.items():
+        if k not in allowed:
+            takes = f"takes {list(allowed)}" if allowed else "takes no options"
+            raise ModelError(f"unknown option {k!r} for method={method!r}; {method!r} {takes}")
+        if k in ("max_iter", "burn_in", "chains"):
+            low = 0 if k == "burn_in" else 1
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ModelError(f"{k} must be an integer >= {low}, got {v!r}")
+        elif k == "tol" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+            raise ModelError(f"tol must be a positive number, got {v!r}")
+        elif k == "damping" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1):
+            raise ModelError(f"damping must be a number in [0, 1), got {v!r}")
+        elif k == "schedule" and v not in ("flooding", "residual"):
+            raise ModelError(f"schedule must be 'flooding' or 'residual', got {v!r}")
+    return dict(options)
+
+
+def decode_soft_evidence(m, soft: Mapping, hard: set) -> dict:
+    """Soft evidence as float arrays ``(K,)`` or ``(n, K)``, checked (node, shape, values).
+
+    Raises
+    ------
+    EvidenceError
+        On an unknown or non-discrete node, a node also observed, a wrong
+        length, a negative or non-finite entry, or a likelihood of all zeros.
+    """
+    out = {}
+    for k, v in soft.items():
+        m.check_node(k, "soft evidence node", EvidenceError)
+        spec = m.specs[k]
+        if spec.kind != DISCRETE:
+            raise EvidenceError(f"soft evidence needs a discrete node; {k!r} is {spec.kind}")
+        if k in hard:
+            raise EvidenceError(f"{k!r} has both hard and soft evidence; give one")
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise EvidenceError(f"soft evidence on {k!r} must be numbers, got {type(v).__name__}") from None
+        K = spec.card
+        if a.ndim not in (1, 2) or a.shape[-1] != K:
+            raise EvidenceError(f"soft evidence on {k!r} must have shape ({K},) or (n, {K}) for its states "
+                                f"{list(spec.states)}, got {a.shape}")
+        if not np.isfinite(a).all() or a.min() < 0:
+            raise EvidenceError(f"soft evidence on {k!r} must be finite and nonnegative")
+        if a.ndim == 2 and a.shape[0] == 0:
+            raise EvidenceError(f"soft evidence on {k!r} is an empty batch")
+        zero = ~(a.reshape(-1, K).max(axis=1) > 0)
+        if zero.any():
+            where = f" (row {int(np.argmax(zero))})" if a.ndim == 2 else ""
+            raise EvidenceError(f"soft evidence on {k!r} is all zeros{where}: no state is possible")
+        out[k] = a / a.max(axis=-1, keepdims=True)
+    return out
 
 
 def counterfactual_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000,

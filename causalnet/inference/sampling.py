@@ -201,6 +201,7 @@ class SamplingEngine(Engine):
 
     name = "likelihood weighting"
     exact = False
+    soft_evidence = True
 
     def accepts(self, request) -> bool:
         return not request.is_counterfactual
@@ -214,6 +215,10 @@ class SamplingEngine(Engine):
         batched_nodes = {k for k, a in ev.items() if np.ndim(a) == len(m.specs[k].shape) + 1}
         values, log_w, _ = likelihood_weighting(m, ev, rows, per_row, request.rng(), batched_nodes=batched_nodes,
                                                 clamped=request.row_do)
+        for k, lik in getattr(request, "soft", {}).items():              # virtual evidence: weight by L(x)
+            lik = np.broadcast_to(lik, (rows, lik.shape[-1]))
+            with np.errstate(divide="ignore"):
+                log_w = log_w + np.log(lik[np.repeat(np.arange(rows), per_row), values[k]])
         w = normalise(log_w, rows, per_row)                       # (rows, m)
         method = f"likelihood weighting ({per_row} samples{' per row' if request.n_rows else ''})"
         opaque = opaque_shifts(m)

@@ -54,6 +54,7 @@ from .engine import (
     embed_point_masses,
     engine_evidence,
     model_tables,
+    node_table,
     shift_map,
 )
 from .factors import Factor, factor_product
@@ -71,6 +72,7 @@ __all__ = [
     "engine_evidence",
     "embed_point_masses",
     "shift_map",
+    "node_table",
     # networks and their exact methods
     "DiscreteNetwork",
     "DiscreteBN",

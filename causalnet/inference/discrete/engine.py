@@ -29,12 +29,13 @@ import numpy as np
 from ...distributions import DiscreteDistribution
 from ...errors import EvidenceError, ModelError
 from ...mechanisms.base import DISCRETE
+from ...mechanisms.compact import Compact
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tabular import Tabular
 from ..engine import Engine
 from .elimination import DiscreteBN
 
-__all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map",
+__all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map", "node_table",
            "embed_point_masses", "METHOD"]
 
 METHOD = "exact (variable elimination)"
@@ -67,15 +68,10 @@ def model_tables(model) -> tuple[dict, dict, dict] | None:
     if all(s.kind == DISCRETE for s in specs.values()):
         cpts, cards, row_ev = {}, {v: specs[v].card for v in model.nodes}, {}
         for v in model.nodes:
-            mech = model.mechanisms[v]
-            table = _table(model, v, mech, cards, row_ev)
+            table = node_table(model, v, cards, row_ev)
             if table is None:
                 break
-            order = list(mech.parents)
-            dag_order = list(model.dag.parents(v))
-            if order != dag_order:
-                table = np.transpose(table, [order.index(p) for p in dag_order] + [len(order)])
-            cpts[v] = np.ascontiguousarray(table)
+            cpts[v] = table
         else:
             result = (cpts, cards, row_ev)
     model.cache["discrete_tables"] = result
@@ -99,10 +95,29 @@ def discrete_network(model) -> DiscreteBN | None:
     return bn
 
 
+def node_table(model, v, cards: dict, row_evidence: dict) -> np.ndarray | None:
+    """The table of node `v` of an all-discrete model, axes in DAG parent order then `v`; None if not tabulable.
+
+    `cards` maps every node to its number of states; a per-row ``do`` on `v`
+    adds its states to `row_evidence` (and gives a uniform root).
+    """
+    mech = model.mechanisms[v]
+    table = _table(model, v, mech, cards, row_evidence)
+    if table is None:
+        return None
+    order = list(mech.parents)
+    dag_order = list(model.dag.parents(v))
+    if order != dag_order:
+        table = np.transpose(table, [order.index(p) for p in dag_order] + [len(order)])
+    return np.ascontiguousarray(table)
+
+
 def _table(model, v, mech, cards, row_ev):
     K = cards[v]
     if isinstance(mech, Tabular):
         return mech.table
+    if isinstance(mech, Compact):                   # noisy-OR, noisy-MAX, logistic: expanded (ResourceError past limits)
+        return mech.table_for(v, [model.specs[p] for p in mech.parents])
     if isinstance(mech, Intervened) and not mech.is_shift:
         val = np.asarray(mech.value)
         if val.ndim == 1:
