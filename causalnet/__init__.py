@@ -21,6 +21,7 @@ from .errors import (
     ResourceError,
     ShapeError,
 )
+from .explorer import explore
 from .graph.comparison import compare as compare_graphs
 from .graph.dag import DAG
 from .graph.equivalence import PDAG
@@ -116,4 +117,5 @@ __all__ = [
     "learn_structure",
     "PDAG",
     "compare_graphs",
+    "explore",
 ]

@@ -8,7 +8,7 @@ Layers, lowest first (a module may import from its own layer or lower ones)::
     2  mechanisms/, values
     3  inference/, learning/       engines behind one contract; fitting (a fit builds the model class it is given)
     4  model, models/              CausalModel and the model families
-    5  io/, gallery, cli/          files, diagrams, the command line
+    5  io/, gallery, cli/, explorer/   files, diagrams, the command line, the explorer page
 
 Inside the package, imports sit at the top of a module (optional heavy
 dependencies excepted: they are not causalnet modules), never import another
@@ -30,7 +30,7 @@ LAYERS = {
     "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3,
     "model": 4, "models": 4,
-    "io": 5, "gallery": 5, "cli": 5,
+    "io": 5, "gallery": 5, "cli": 5, "explorer": 5,
 }
 MODULES = sorted(p for p in ROOT.rglob("*.py") if p.name != "__main__.py" and p.parent != ROOT or
                  p.name not in ("__init__.py", "__main__.py"))
