@@ -212,7 +212,7 @@ class Session:
             out[v] = value
         return out
 
-    def _questions(self, payload: Any) -> tuple[dict, dict]:
+    def _questions(self, payload: Any, *, counterfactual: bool = False) -> tuple[dict, dict]:
         if self.model is None:
             raise ModelError("this is a graph without mechanisms: it answers graph questions (adjustment sets, "
                              "d-separation), not probabilities")
@@ -220,7 +220,7 @@ class Session:
         ev = self._assignment(p.get("evidence"), "evidence")
         do = self._assignment(p.get("do"), "do")
         both = [str(v) for v in ev if v in do]
-        if both:
+        if both and not counterfactual:            # a counterfactual may observe X and ask "had X been x"
             raise EvidenceError(f"{both} are both observed and intervened on; clear one first")
         order = {v: i for i, v in enumerate(self.dag.nodes)}
         return (dict(sorted(ev.items(), key=lambda kv: order[kv[0]])),
@@ -289,6 +289,8 @@ class Session:
         m = self._intervened(do)
         targets = [v for v in self.dag.nodes if v not in ev and v not in do and self.kind(v) != "tensor"]
         methods: list = []
+        if not targets:
+            self._check_possible(m, {**ev, **do})
         try:
             joint = self._joint(m, targets, ev, lambda mm, ts: mm.query(ts, evidence=ev, seed=0))
             if joint is not None:
@@ -304,6 +306,15 @@ class Session:
                        f"(approximate: the exact engine refused: {e})"]
         post.update({v: self._point(v, x) for v, x in {**ev, **do}.items()})
         return post, "; ".join(dict.fromkeys(methods)) or "none (every node observed or intervened on)"
+
+    def _check_possible(self, m: CausalModel, values: dict) -> None:
+        """With every node given, the evidence must still have positive probability (EvidenceError if not)."""
+        if any(self.kind(v) != "discrete" for v in values):
+            return
+        lp = float(m.log_prob({v: np.asarray([self.model.coerce(v, x)]) for v, x in values.items()})[0])
+        if lp == -np.inf:
+            given = ", ".join(f"{k}={x}" for k, x in values.items())
+            raise EvidenceError(f"the evidence has probability zero: P({given}) = 0")
 
     def _named(self, post: dict) -> dict:
         return {str(v): post[v] for v in self.dag.nodes if v in post}
@@ -334,7 +345,7 @@ class Session:
             ``factual`` (the posteriors given the evidence alone), ``method``, ``scm``, ``seconds``.
         """
         start = time.monotonic()
-        ev, do = self._questions(payload)
+        ev, do = self._questions(payload, counterfactual=True)
         deadline = start + self.timeout
         factual, _ = self._posteriors(ev, {}, deadline)
         targets = [v for v in self.dag.nodes if self.kind(v) != "tensor"]
@@ -345,8 +356,10 @@ class Session:
             scms.append(getattr(d, "scm", None))
             return d
 
-        joint = self._joint(m, targets, ev, lambda mm, ts: ask(ts))
-        if joint is not None:
+        joint = self._joint(m, targets, ev, lambda mm, ts: ask(ts)) if do else None
+        if not do:                                  # no intervention: the counterfactual world is the factual one
+            post, methods = factual, ["no intervention: the factual posteriors"]
+        elif joint is not None:
             post, methods = joint[0], [joint[1]]
         else:
             post, methods = self._each(targets, ask, deadline)

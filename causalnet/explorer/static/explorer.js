@@ -124,8 +124,11 @@ function setView(v) {
 }
 
 function fit() {
+  // the whole drawing, at most 1.5 screen pixels per point (a small graph is not blown up)
   const f = app.full;
-  setView({ x: f.x - 10, y: f.y - 10, w: f.w + 20, h: f.h + 20 });
+  const r = $("diagram").getBoundingClientRect();
+  const w = Math.max(f.w + 20, r.width / 1.5), h = Math.max(f.h + 20, r.height / 1.5);
+  setView({ x: f.x + f.w / 2 - w / 2, y: f.y + f.h / 2 - h / 2, w, h });
 }
 
 function zoom(factor, cx, cy) {
