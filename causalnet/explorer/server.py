@@ -110,6 +110,7 @@ def _handler_class(app: Explorer):
                 self._check_host()
                 fn()
             except _BadRequest as e:
+                self.close_connection = True          # a refused body may be left unread
                 self._json(e.status, {"error": str(e), "type": "BadRequest"})
             except Exception as e:  # noqa: BLE001 - one JSON line per failure, never a traceback
                 self._json(*_error(e))
