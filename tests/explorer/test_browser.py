@@ -225,3 +225,46 @@ def test_zoom_and_pan(browser):
         assert view() == pytest.approx(start)
     finally:
         page.stop()
+
+
+def test_continuous_nodes_show_mean_and_sd(browser, shots):
+    m = gallery.load("linear-gaussian")
+    page = open_page(browser, m)
+    try:
+        by_css(browser, 'g.node[data-node="Income"]')[0].click()
+        wait_for(lambda: by_css(browser, "#node-menu")[0].is_displayed(), what="the menu of Income")
+        by_css(browser, "#node-menu input.menu-observe-value")[0].send_keys("40")
+        by_css(browser, "#node-menu button.menu-observe")[0].click()
+        wait_for(lambda: query_text(browser) == "P(· | Income=40)", what="the query text")
+        want = m.query("Education", evidence={"Income": 40.0})
+        text = by_css(browser, 'g.cn-row[data-node="Education"] text.cn-value')[0].text
+        mean, sd = (float(t) for t in text.split("±"))
+        assert mean == pytest.approx(float(np.ravel(want.mean)[0]), rel=1e-4)     # shown to 5 significant digits
+        assert sd == pytest.approx(float(np.ravel(want.std)[0]), rel=1e-2)
+        browser.save_screenshot(str(shots / "09-linear-gaussian.png"))
+    finally:
+        page.stop()
+
+
+def test_slow_requests_show_progress(browser):
+    m = gallery.load("sprinkler")
+    page = cn.explore(m, browser=False)
+    try:
+        browser.get(page.url)
+        wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "1", what="the page")
+        answer = page.session.answer
+
+        def slow(name, payload=None):
+            import time
+
+            time.sleep(1.5)
+            return answer(name, payload)
+
+        page.session.answer = slow
+        click_menu(browser, "Rain", "menu-observe", "yes")
+        wait_for(lambda: "computing" in by_css(browser, "#status")[0].text, what="the progress text")
+        assert "busy" in by_css(browser, "#status")[0].get_attribute("class")
+        wait_for(lambda: query_text(browser) == "P(· | Rain=yes)", what="the slow answer")
+        assert "busy" not in by_css(browser, "#status")[0].get_attribute("class")
+    finally:
+        page.stop()
