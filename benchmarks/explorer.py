@@ -19,8 +19,10 @@ Peer: pyAgrum's ``LazyPropagation`` on the same BIF file and the same evidence
 (evidence-only updates; pyAgrum's ``do`` lives in another module), timed as
 ``setEvidence`` + ``makeInference`` + ``posterior`` of every node, with no HTTP
 or JSON. Before any ratio is printed the posteriors of both are checked to agree
-to 1e-8 on every node of every update; the script exits with status 1 if they
-do not. This is a report, not a test: nothing is asserted about time.
+to 1e-6 on every node of every update (the BIF numbers carry a few digits and the
+two libraries renormalize the rows differently, so differences of about 1e-7 are
+expected, as in ``real_networks.py``); the script exits with status 1 if they do
+not. This is a report, not a test: nothing is asserted about time.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def pyagrum_update(bn, names: list, evidence: dict) -> tuple[float, dict]:
     return time.perf_counter() - t0, post
 
 
-def run(name: str, n_updates: int, seed: int) -> int:
+def run(name: str, n_updates: int, seed: int, verbose: bool = False) -> int:
     model = cn.read_bif(bif_path(name))
     bn = load_pyagrum(name)
     names = list(model.nodes)
@@ -90,17 +92,23 @@ def run(name: str, n_updates: int, seed: int) -> int:
         for ev, do in updates(model, n_updates, seed):
             t, body = post(page.url, {"evidence": ev, "do": do})
             rows.append((ev, do, t, body))
-    bad = 0
+            if verbose:
+                print(f"  {name}: {len(ev)} observed, {len(do)} intervened: {t * 1e3:.1f} ms", file=sys.stderr,
+                      flush=True)
+    bad, worst = 0, 0.0
     peer_times, ours_ev = [], []
     for ev, do, t, body in rows:
         if do:
             continue
         tp, theirs = pyagrum_update(bn, names, ev)
+        if verbose:
+            print(f"  {name}: pyAgrum {len(ev)} observed: {tp * 1e3:.1f} ms", file=sys.stderr, flush=True)
         peer_times.append(tp)
         ours_ev.append(t)
         for v in names:
             ours = np.array([body["posteriors"][v][s] for s in model.states(v)])
-            if not np.allclose(ours, theirs[v], atol=1e-8, rtol=0):
+            worst = max(worst, float(np.max(np.abs(ours - theirs[v]))))
+            if not np.allclose(ours, theirs[v], atol=1e-6, rtol=0):
                 print(f"DISAGREE {name} {v} given {ev}: causalnet {ours} pyAgrum {theirs[v]}", file=sys.stderr)
                 bad += 1
     if bad:
@@ -112,7 +120,7 @@ def run(name: str, n_updates: int, seed: int) -> int:
     ratio = statistics.median(ours_ev) / statistics.median(peer_times)
     print(f"{'':<11} evidence-only updates: causalnet over HTTP {statistics.median(ours_ev) * 1e3:7.1f} ms, "
           f"pyAgrum LazyPropagation in-process {statistics.median(peer_times) * 1e3:7.1f} ms "
-          f"(causalnet/pyAgrum {ratio:.2f}x); posteriors agree to 1e-8 on {len(ours_ev)} updates")
+          f"(causalnet/pyAgrum {ratio:.2f}x); posteriors agree on {len(ours_ev)} updates, max |diff| {worst:.1e}")
     return 0
 
 
@@ -121,12 +129,13 @@ def main(argv=None) -> int:
     p.add_argument("--networks", nargs="+", default=["munin1", "pathfinder"])
     p.add_argument("--updates", type=int, default=12)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true", help="print each update's time as it is measured")
     args = p.parse_args(argv)
     with open("/proc/loadavg") as f:
-        print(f"load average: {f.read().split()[:3]} (the machine is shared; figures are wall times)")
+        print(f"load average: {f.read().split()[:3]} (the machine is shared; figures are wall times)", flush=True)
     status = 0
     for name in args.networks:
-        status |= run(name, args.updates, args.seed)
+        status |= run(name, args.updates, args.seed, args.verbose)
     return status
 
 
