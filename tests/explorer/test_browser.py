@@ -6,16 +6,51 @@ of each step is saved (to ``$CAUSALNET_EXPLORER_SCREENSHOTS``; ``docs/img/explor
 """
 
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_renderer, wait_for
+from browser_support import CHROMEDRIVER, CHROMIUM, FLAGS, needs_renderer, wait_for
 
 import causalnet as cn
 from causalnet import gallery
 from causalnet.graph.paths import is_open_path
 
 pytestmark = [needs_renderer, pytest.mark.filterwarnings("ignore::ResourceWarning")]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (Debian's chromium + chromium-driver, installed by .ci/run); skipped when absent."""
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip(f"browser tests need {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="browser tests need selenium (the dev extra)")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="causalnet-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in [*FLAGS, f"--user-data-dir={profile}"]:
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory):
+    """Where screenshots go: $CAUSALNET_EXPLORER_SCREENSHOTS (docs/img/explorer for the docs), else a temp dir."""
+    target = os.environ.get("CAUSALNET_EXPLORER_SCREENSHOTS")
+    path = Path(target) if target else tmp_path_factory.mktemp("explorer-shots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def by_css(driver, css):

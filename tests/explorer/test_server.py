@@ -10,14 +10,13 @@ import urllib.request
 from xml.etree import ElementTree
 
 import pytest
+from browser_support import needs_renderer
 
 import causalnet as cn
 from causalnet import gallery
 from causalnet.cli.app import build_parser
 from causalnet.cli.explore import load_explorable
 from causalnet.explorer import Explorer, server
-
-pytestmark = pytest.mark.needs_graphviz_pure
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +38,7 @@ def call(page, path, payload=None, *, raw=None, headers=None):
     return status, json.loads(body) if ctype.startswith("application/json") else body.decode()
 
 
+@needs_renderer
 def test_static_files_and_model(page):
     assert page.url.startswith("http://127.0.0.1:")
     status, body = call(page, "/")
