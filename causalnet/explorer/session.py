@@ -58,16 +58,20 @@ from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussia
 from ..errors import CausalNetError, EvidenceError, GraphError, ModelError, NotIdentifiable, ResourceError
 from ..graph.core import DAGCore
 from ..graph.paths import open_path
+from ..inference.discrete import discrete_bn
 from ..mechanisms.base import DISCRETE, TENSOR
 from ..model import CausalModel
 
-__all__ = ["Session", "query_text", "MAX_SETS", "SAMPLES"]
+__all__ = ["Session", "query_text", "MAX_SETS", "SAMPLES", "JT_MAX_CLIQUE"]
 
 #: At most this many adjustment sets of each kind are listed.
 MAX_SETS = 50
 #: Samples drawn when an exact engine refuses a model as too large.
 SAMPLES = 20_000
 _CACHE = 8                                     # mutilated models kept for the next updates
+#: Largest clique (entries) for which one junction-tree calibration gives all posteriors; past it, one query per
+#: node (answered from the network's calibrated prior tree, which only recomputes what the evidence changes).
+JT_MAX_CLIQUE = 10**6
 _NAME = re.compile(r"[A-Za-z_][\w.]*(?:\[\d+\])*\Z")
 
 
@@ -262,6 +266,18 @@ class Session:
             return {t: self._summary(t, dist) for t in targets}, dist.method
         return None
 
+    def _calibrated(self, m: CausalModel, targets: list, ev: dict) -> tuple[dict, str] | None:
+        """All discrete posteriors from one junction-tree calibration, when the tree is small (else None)."""
+        bn = discrete_bn(m)
+        if bn is None or not targets:
+            return None
+        jt = bn.junction_tree()
+        if jt.max_clique_size > JT_MAX_CLIQUE:
+            return None
+        marg = jt.marginals({v: int(m.coerce(v, x)) for v, x in ev.items()})
+        return ({t: {str(s): _float(p) for s, p in zip(m.states(t), np.ravel(marg[t]))} for t in targets},
+                "exact (junction tree)")
+
     def _each(self, targets: list, ask, deadline: float) -> tuple[dict, list]:
         """One query per target, stopping at the deadline."""
         out, methods = {}, []
@@ -292,7 +308,8 @@ class Session:
         if not targets:
             self._check_possible(m, {**ev, **do})
         try:
-            joint = self._joint(m, targets, ev, lambda mm, ts: mm.query(ts, evidence=ev, seed=0))
+            joint = self._joint(m, targets, ev, lambda mm, ts: mm.query(ts, evidence=ev, seed=0)) or \
+                self._calibrated(m, targets, ev)
             if joint is not None:
                 post, methods = joint[0], [joint[1]]
             else:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ResourceError, gallery
 from causalnet.explorer import Session, query_text
+from causalnet.explorer import session as session_module
 from causalnet.graph.paths import is_open_path
 
 # -- oracles --------------------------------------------------------------------------
@@ -79,12 +80,15 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("route", ["junction tree", "one query per node"])
 @pytest.mark.parametrize("name, evidence, do", CASES)
-def test_query_matches_enumeration(name, evidence, do):
+def test_query_matches_enumeration(name, evidence, do, route, monkeypatch):
+    if route != "junction tree":
+        monkeypatch.setattr(session_module, "JT_MAX_CLIQUE", 0)
     m = gallery.load(name)
     out = Session(m).query({"evidence": evidence, "do": do})
     assert_posteriors(out["posteriors"], enumerate_posteriors(m, evidence, do))
-    assert out["method"].startswith("exact")
+    assert out["method"].startswith("exact") and ("junction tree" in out["method"]) == (route == "junction tree")
     assert list(out["posteriors"]) == [str(v) for v in m.nodes]
 
 
@@ -299,13 +303,15 @@ def test_graphs_answer_graph_questions_only():
         Session(gallery.graph("frontdoor"), timeout=0)
 
 
-def test_a_request_past_its_time_stops_with_a_resource_error():
+def test_a_request_past_its_time_stops_with_a_resource_error(monkeypatch):
+    monkeypatch.setattr(session_module, "JT_MAX_CLIQUE", 0)            # the per-node loop checks the clock
     s = Session(gallery.load("alarm"), timeout=1e-9)
     with pytest.raises(ResourceError, match="took longer than"):
         s.query({"evidence": {}, "do": {}})
 
 
 def test_an_exact_engine_refusal_falls_back_to_sampling_and_says_so(monkeypatch):
+    monkeypatch.setattr(session_module, "JT_MAX_CLIQUE", 0)
     m = gallery.load("asia")
     want = enumerate_posteriors(m, {"dysp": "yes"}, {})
     query = cn.CausalModel.query
