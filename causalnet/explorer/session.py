@@ -20,12 +20,16 @@ request              payload                                     answer
 
 Posteriors are ``{state: probability}`` for a discrete node and ``{"mean", "sd"}``
 for a continuous one; an observed or intervened node gets its value (a point
-mass, or sd 0). All posteriors of one update come from one request: every
-node's marginal is asked of the model (``m.query(node, evidence=...)`` on the
-mutilated model ``m.do(do)``, which is cached for the next update; a
-continuous model answers all nodes in one joint query). A request is bounded
-in time: the loop over nodes stops at the session's `timeout` with a
-:class:`~causalnet.errors.ResourceError`, and an exact engine that refuses a
+mass, or sd 0). All posteriors of one update come from one request, asked of
+the mutilated model ``m.do(do)`` (cached for the next updates): a discrete
+model whose junction tree has no clique over :data:`JT_MAX_CLIQUE` entries
+gives every marginal from one calibration of that tree; a larger one is asked
+``m.query(node, evidence=...)`` node by node (answered from its calibrated
+prior tree, which recomputes only what the evidence changes); a linear-Gaussian
+model answers all nodes in one joint query. A request is bounded in time: the
+loop over nodes stops at the session's `timeout` with a
+:class:`~causalnet.errors.ResourceError` (the server also stops waiting for any
+request then), and an exact engine that refuses a
 model as too large (``ResourceError``) is replaced by likelihood weighting,
 which ``method`` then says. Bad input raises the library's typed errors
 (:class:`~causalnet.errors.EvidenceError`, :class:`~causalnet.errors.GraphError`,
