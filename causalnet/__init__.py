@@ -90,6 +90,7 @@ __all__ = [
     "NoisyOR",
     "NoisyMax",
     "Logistic",
+    "explore",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -163,6 +164,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "CRF": ".models.crf:CRF",
     "HMM": ".models.hmm:HMM",
     "cf": ".queries:cf",
+    "explore": ".explorer:explore",
     "MarkovNetwork": ".inference.markov:MarkovNetwork",
     "Factor": ".inference.markov:Potential",
     "NoisyOR": ".mechanisms.compact:NoisyOR",

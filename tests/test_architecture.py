@@ -8,7 +8,7 @@ Layers, lowest first (a module may import from its own layer or lower ones)::
     2  mechanisms/, values
     3  inference/, learning/, estimation/   engines behind one contract; fitting; effects from data
     4  model, models/              CausalModel and the model families
-    5  io/, gallery, cli/          files, diagrams, the command line
+    5  io/, gallery, cli/, explorer/   files, diagrams, the command line, the explorer page
     6  testing                     the public conformance checks: they use everything
 
 docs/architecture.md's layer table is this same map (a test parses it).
@@ -37,7 +37,7 @@ LAYERS = {
     "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3, "estimation": 3,
     "model": 4, "models": 4,
-    "io": 5, "gallery": 5, "cli": 5,
+    "io": 5, "gallery": 5, "cli": 5, "explorer": 5,
     "testing": 6,
 }
 MAX_MODULE_LINES = 800

@@ -8,6 +8,7 @@ Sub-commands::
     causalnet draw GRAPH [-o FILE] [--highlight A,B,C] [--do X] ...
     causalnet gallery [--json]                             # list the gallery
     causalnet tour [--out DIR] [--no-progress]             # a guided report over the gallery
+    causalnet explore MODEL [--port N] [--no-browser]       # the explorer page (click to observe / intervene)
     causalnet completion bash|zsh                          # a shell completion script
 
 MODEL is ``gallery:NAME`` or a model file: BIF (``.bif``, ``.bif.gz``),
@@ -24,7 +25,8 @@ prints one line ``causalnet: error: ...`` on stderr and exits with status 2.
 The package: :mod:`~causalnet.cli.app` (parser, :func:`main`, error handling),
 :mod:`~causalnet.cli.sources` (GRAPH, MODEL and node-list arguments),
 :mod:`~causalnet.cli.graphs` (dsep, adjust, draw, gallery), :mod:`~causalnet.cli.query`
-(query, ``--json``), :mod:`~causalnet.cli.completion` (shell completion), and the tour: :mod:`~causalnet.cli.tour` (:data:`TOUR_SECTIONS`,
+(query, ``--json``), :mod:`~causalnet.cli.explore` (the explorer page),
+:mod:`~causalnet.cli.completion` (shell completion), and the tour: :mod:`~causalnet.cli.tour` (:data:`TOUR_SECTIONS`,
 :func:`run_tour`), :mod:`~causalnet.cli.tour_context` (:class:`TourContext`),
 :mod:`~causalnet.cli.tour_graphs` and :mod:`~causalnet.cli.tour_models` (the sections).
 """

@@ -29,6 +29,7 @@ import sys
 
 from ..errors import CausalNetError
 from .completion import add_completion
+from .explore import add_explore
 from .graphs import add_adjust, add_draw, add_dsep, add_gallery
 from .query import add_query
 from .tour import add_tour
@@ -45,11 +46,12 @@ COMMANDS = (
     ("draw", "causalnet draw gallery:m-bias --highlight X,U1,M,U2,Y -o m-bias.svg"),
     ("gallery", "causalnet gallery"),
     ("tour", "causalnet tour --out causalnet-tour"),
+    ("explore", "causalnet explore gallery:sprinkler [--port 8765] [--no-browser]"),
     ("completion", 'eval "$(causalnet completion bash)"'),
 )
 
 _DECLARE = {"query": add_query, "dsep": add_dsep, "adjust": add_adjust, "draw": add_draw, "gallery": add_gallery,
-            "tour": add_tour}
+            "tour": add_tour, "explore": add_explore}
 
 _EPILOG = (
     "commands, with an example each:\n"

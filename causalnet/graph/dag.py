@@ -13,7 +13,8 @@ are deterministic.
 The structure itself lives in :mod:`causalnet.graph.core` (:class:`DAGCore`,
 which this class extends). The graph algorithms are functions over a graph in
 their own modules — d-separation in :mod:`causalnet.graph.separation`,
-the listing of every minimal separator in :mod:`causalnet.graph.separators`,
+open paths in :mod:`causalnet.graph.paths`, the listing of every minimal separator in
+:mod:`causalnet.graph.separators`,
 adjustment sets in :mod:`causalnet.graph.adjustment`, identification with
 hidden confounders in :mod:`causalnet.graph.identification`, instruments in
 :mod:`causalnet.graph.instruments`, Markov equivalence in
@@ -37,7 +38,7 @@ Examples
 from __future__ import annotations
 
 from ..errors import ModelError
-from . import adjustment, drawing, equivalence, identification, instruments, separation, separators
+from . import adjustment, drawing, equivalence, identification, instruments, paths, separation, separators
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 from .plain_text import parse_plain_indexed
@@ -122,6 +123,10 @@ class DAG(DAGCore):
     def minimal_d_separator(self, x, y, include=None, restrict=None):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""
         return separation.minimal_d_separator(self, x, y, include=include, restrict=restrict)
+
+    def open_path(self, x, y, given=None):
+        """An open (d-connecting) path between `x` and `y` given `given`, or None; see :func:`causalnet.graph.paths.open_path`."""
+        return paths.open_path(self, x, y, given)
 
     def is_d_separator(self, x, y, z) -> bool:
         """Whether `z` d-separates `x` and `y`; see :func:`causalnet.graph.separators.is_d_separator`."""
