@@ -51,8 +51,9 @@ def max_abs_diff(a, b) -> float:
         return math.inf
     if x.size == 0:
         return 0.0
-    d = np.abs(x - y)
-    both_inf = np.isinf(x) & np.isinf(y) & (np.sign(x) == np.sign(y))
+    with np.errstate(invalid="ignore"):
+        d = np.atleast_1d(np.abs(x - y))
+    both_inf = np.atleast_1d(np.isinf(x) & np.isinf(y) & (np.sign(x) == np.sign(y)))
     d[both_inf] = 0.0
     return float(np.nan_to_num(d, nan=math.inf).max())
 
