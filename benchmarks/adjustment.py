@@ -10,7 +10,8 @@ For each pair (Y a descendant of X) it lists every minimal adjustment set
 more than 10^5 of them), one default call of ``backdoor_adjustment_sets``
 (1,000 sets) and of ``frontdoor_adjustment_sets``, and prints times and
 counts. Where pgmpy is installed, its ``get_minimal_adjustment_set`` (one
-set) is timed on the same pair for scale.
+set) is timed on the same pair for scale, and (when our listing was not capped)
+its set must be one of ours: otherwise the script exits with status 1.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import time
 
 import numpy as np
+from agreement import require
 from dsep import random_dag  # the same generator as the d-separation benchmark (run from benchmarks/)
 
 import causalnet as cn
@@ -75,8 +77,12 @@ def main(argv=None) -> None:
                 P.add_nodes_from(g.nodes)
                 try:
                     P.latents = set(g.latent)
-                    t_pg, _ = timed(CausalInference(P).get_minimal_adjustment_set, x, y)
+                    t_pg, theirs = timed(CausalInference(P).get_minimal_adjustment_set, x, y)
                     pg = f"{t_pg:.4f}"
+                    if len(sets) < args.cap:                 # every minimal set listed: pgmpy's is one of them
+                        require((theirs is None) == (not sets) and
+                                (theirs is None or frozenset(theirs) in {frozenset(z) for z in sets}),
+                                f"n={n}, {x} -> {y}: pgmpy's minimal adjustment set {theirs} is not among ours")
                 except Exception as e:  # pgmpy may refuse some graphs
                     pg = type(e).__name__
             count = f"{len(sets)}" + ("+ (capped)" if len(sets) >= args.cap else "")

@@ -12,21 +12,31 @@ its peak RSS, from ``resource.getrusage``, is its own; the process's baseline
 after imports and loading the network is printed too):
 
 * **causalnet**: ``DiscreteBN.query([target], {node: (n,) array})`` on a
-  fresh ``DiscreteBN`` each repeat (compilation included): each distinct row
-  is answered once, in chunks under ``causalnet.limits.get("batch_bytes")``.
-* **pyAgrum**: one ``LazyPropagation``, looping over the *distinct* rows only
-  (``chgEvidence``, ``makeInference``, ``posterior``), engine creation
-  included. On networks where a row takes seconds, only the first
-  `--gum-rows` distinct rows are timed and the total is their median times
-  the number of distinct rows (printed as an extrapolation).
+  ``DiscreteBN`` built inside the timing each repeat (compilation included):
+  each distinct row is answered once, in chunks under
+  ``causalnet.limits.get("batch_bytes")``.
+* **pyAgrum**: a ``LazyPropagation`` built inside the timing, given the same
+  single target (``addTarget``: it computes that one posterior, not every
+  node's), looping over the *distinct* rows only (``chgEvidence``,
+  ``makeInference``, ``posterior``). On networks where a row takes seconds,
+  only the first `--gum-rows` distinct rows are timed and the total is their
+  median times the number of distinct rows (printed as an extrapolation; the
+  engine's construction is then the first row's).
 * **pgmpy**: ``VariableElimination.query`` looping over *all* rows; the median
   of `--pgmpy-rows` rows times n (an extrapolation, printed as such).
+* **all targets** (apart, unless ``--no-all-targets``): every node's
+  posterior for every row. causalnet: ``junction_tree().marginals`` of the
+  evidence arrays on a ``DiscreteBN`` built inside the timing; pyAgrum: the
+  same loop over distinct rows with no target (every node one) and
+  ``posterior(v)`` for every node.
 
 Times are CPU seconds (``time.process_time``, one BLAS thread), the median
 over `--repeats` repeats; the ratio is peer time / causalnet time. Answers
-are checked against pyAgrum (max absolute difference; BIF files give
-probabilities to a few digits, which the libraries renormalize differently,
-so differences of 1e-7 are expected).
+are checked against pyAgrum before the ratios are printed (max absolute
+difference at most ``--tol``, default 1e-6; BIF files give probabilities to a
+few digits, which the libraries renormalize differently, so differences of
+1e-7 are expected), pgmpy's on its timed rows; a disagreement exits with
+status 1.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from agreement import require_close  # noqa: E402
 from discrete_common import (  # noqa: E402
     bif_path,
     forward_sample,
@@ -74,7 +85,7 @@ def workload(name: str, rows: int, distinct: int, seed: int):
     return bn, target, ev_nodes, uniq, picks
 
 
-def run_causalnet(name, rows, distinct, seed, repeats):
+def run_causalnet(name, rows, distinct, seed, repeats, all_targets=False):
     from causalnet.inference.discrete import DiscreteBN
 
     bn, target, ev_nodes, uniq, picks = workload(name, rows, distinct, seed)
@@ -82,44 +93,66 @@ def run_causalnet(name, rows, distinct, seed, repeats):
     base = peak_rss_mib()
     times = []
     for _ in range(repeats):
-        fresh = DiscreteBN(bn.dag, bn.cpts, bn.cards)
         t0 = time.process_time()
+        fresh = DiscreteBN(bn.dag, bn.cpts, bn.cards)
         probs, _ = fresh.query([target], ev)
         times.append(time.process_time() - t0)
     first = [int(np.flatnonzero(picks == i)[0]) for i in range(len(uniq[ev_nodes[0]]))]
-    return {"time": statistics.median(times), "base_mib": base, "answers": probs[first].tolist(),
-            "target": target, "evidence": ev_nodes, "d": len(first)}
+    out = {"time": statistics.median(times), "base_mib": base, "answers": probs[first].tolist(),
+           "target": target, "evidence": ev_nodes, "d": len(first)}
+    if all_targets:
+        times = []
+        for _ in range(repeats):
+            t0 = time.process_time()
+            marg = DiscreteBN(bn.dag, bn.cpts, bn.cards).junction_tree().marginals(ev)
+            times.append(time.process_time() - t0)
+        out["all_time"] = statistics.median(times)
+        out["all_answers"] = {v: np.asarray(m)[first].tolist() for v, m in marg.items()}
+    return out
 
 
-def run_pyagrum(name, rows, distinct, seed, repeats, max_rows):
+def run_pyagrum(name, rows, distinct, seed, repeats, max_rows, all_targets=False):
     import pyagrum as gum
 
     _, target, ev_nodes, uniq, _ = workload(name, rows, distinct, seed)
     g = load_pyagrum(name)
+    names = [g.variable(i).name() for i in g.nodes()]
     d = len(uniq[ev_nodes[0]])
     k = min(d, max_rows)
     base = peak_rss_mib()
-    totals, per_row, answers = [], [], []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        ie = gum.LazyPropagation(g)
-        answers = []
-        for r in range(k):
-            t1 = time.process_time()
-            e = {v: int(uniq[v][r]) for v in ev_nodes}
-            if r == 0:
-                ie.setEvidence(e)
-            else:
-                for v, x in e.items():
-                    ie.chgEvidence(v, x)
-            ie.makeInference()
-            answers.append(ie.posterior(target).toarray().tolist())
-            per_row.append(time.process_time() - t1)
-        totals.append(time.process_time() - t0)
-        if k < d:
-            break                                              # extrapolated: one pass is enough
-    t = statistics.median(totals) if k == d else statistics.median(per_row) * d
-    return {"time": t, "base_mib": base, "answers": answers, "timed_rows": k, "d": d}
+
+    def loop(targets):
+        totals, per_row, answers = [], [], []
+        for _ in range(repeats):
+            t0 = time.process_time()
+            ie = gum.LazyPropagation(g)
+            for v in targets:
+                ie.addTarget(v)
+            answers = []
+            for r in range(k):
+                t1 = time.process_time()
+                e = {v: int(uniq[v][r]) for v in ev_nodes}
+                if r == 0:
+                    ie.setEvidence(e)
+                else:
+                    for v, x in e.items():
+                        ie.chgEvidence(v, x)
+                ie.makeInference()
+                answers.append({v: ie.posterior(v).toarray().tolist() for v in (targets or names)})
+                per_row.append(time.process_time() - (t0 if r == 0 else t1))   # row 0 carries the construction
+            totals.append(time.process_time() - t0)
+            if k < d:
+                break                                              # extrapolated: one pass is enough
+        t = statistics.median(totals) if k == d else statistics.median(per_row) * d
+        return t, answers
+
+    t, answers = loop([target])
+    out = {"time": t, "base_mib": base, "answers": [a[target] for a in answers], "timed_rows": k, "d": d}
+    if all_targets:
+        t, answers = loop([])
+        out["all_time"] = t
+        out["all_answers"] = {v: [a[v] for a in answers] for v in names}
+    return out
 
 
 def run_pgmpy(name, rows, distinct, seed, k):
@@ -135,13 +168,15 @@ def run_pgmpy(name, rows, distinct, seed, k):
         ve = VariableElimination(model)
         base = peak_rss_mib()
         states = {v: model.get_cpds(v).state_names[v] for v in ev_nodes}
-        per = []
+        per, answers = [], []
         for r in range(k):
             e = {v: states[v][int(uniq[v][picks[r]])] for v in ev_nodes}
             t0 = time.process_time()
-            ve.query([target], evidence=e, show_progress=False)
+            f = ve.query([target], evidence=e, show_progress=False)
             per.append(time.process_time() - t0)
-    return {"time": statistics.median(per) * rows, "base_mib": base, "timed_rows": k}
+            answers.append(np.asarray(f.values, dtype=float).tolist())
+    return {"time": statistics.median(per) * rows, "base_mib": base, "timed_rows": k, "answers": answers,
+            "picks": [int(x) for x in picks[:k]]}
 
 
 def main(argv=None) -> None:
@@ -154,26 +189,46 @@ def main(argv=None) -> None:
     ap.add_argument("--pgmpy-rows", type=int, default=5, help="rows pgmpy answers (times n: extrapolated)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-pgmpy", action="store_true")
+    ap.add_argument("--no-all-targets", action="store_true", help="skip the all-targets figures")
+    ap.add_argument("--tol", type=float, default=1e-6, help="largest absolute difference allowed between engines")
     args = ap.parse_args(argv)
+    alls = not args.no_all_targets
     print("command: python benchmarks/batched_evidence.py " + " ".join(sys.argv[1:] if argv is None else argv))
-    print("CPU s, median over repeats; ratio = peer / causalnet; RSS: peak of the engine's own process "
-          "(baseline after loading in brackets)")
+    print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
+    print("CPU s, median over repeats, engine construction inside every timing; ratio = peer / causalnet; "
+          "RSS: peak of the engine's own process (baseline after loading in brackets)")
     for name in args.networks.split(","):
         w = (name, args.rows, args.distinct, args.seed)
-        cn_r = in_subprocess("batched_evidence", "run_causalnet", *w, args.repeats)
-        gum_r = in_subprocess("batched_evidence", "run_pyagrum", *w, args.repeats, args.gum_rows)
-        diff = float(np.abs(np.array(cn_r["answers"][: len(gum_r["answers"])]) - np.array(gum_r["answers"])).max())
+        cn_r = in_subprocess("batched_evidence", "run_causalnet", *w, args.repeats, alls)
+        gum_r = in_subprocess("batched_evidence", "run_pyagrum", *w, args.repeats, args.gum_rows, alls)
+        k = len(gum_r["answers"])
+        diff = require_close(f"{name}: one target, causalnet vs pyAgrum", cn_r["answers"][:k], gum_r["answers"],
+                             args.tol)
+        if alls:
+            mine = {v: m[:k] for v, m in cn_r["all_answers"].items()}
+            diff_all = require_close(f"{name}: all targets, causalnet vs pyAgrum", mine, gum_r["all_answers"],
+                                     args.tol)
+        pg = None
+        if not args.no_pgmpy:
+            pg = in_subprocess("batched_evidence", "run_pgmpy", *w, args.pgmpy_rows)
+            order = [int(np.flatnonzero(np.array(pg["picks"]) == i)[0]) if i in pg["picks"] else None
+                     for i in range(cn_r["d"])]
+            pairs = [(cn_r["answers"][i], pg["answers"][j]) for i, j in enumerate(order) if j is not None]
+            require_close(f"{name}: causalnet vs pgmpy", [a for a, _ in pairs], [b for _, b in pairs], args.tol)
         print(f"\n{name}: {args.rows} rows, {cn_r['d']} distinct; P({cn_r['target']} | {', '.join(cn_r['evidence'])})")
         print(f"  causalnet DiscreteBN.query, all rows  {cn_r['time']:10.4f} s  RSS {cn_r['rss_mib']:7.0f} MiB "
               f"[{cn_r['base_mib']:.0f}]")
         note = "" if gum_r["timed_rows"] == gum_r["d"] else f"  (median of {gum_r['timed_rows']} rows x {gum_r['d']})"
         print(f"  pyAgrum LazyPropagation, distinct rows {gum_r['time']:10.4f} s  RSS {gum_r['rss_mib']:7.0f} MiB "
               f"[{gum_r['base_mib']:.0f}]  ratio {gum_r['time'] / cn_r['time']:8.1f}x  max diff {diff:.1e}{note}")
-        if not args.no_pgmpy:
-            pg = in_subprocess("batched_evidence", "run_pgmpy", *w, args.pgmpy_rows)
+        if pg is not None:
             print(f"  pgmpy VariableElimination, all rows   {pg['time']:10.4f} s  RSS {pg['rss_mib']:7.0f} MiB "
                   f"[{pg['base_mib']:.0f}]  ratio {pg['time'] / cn_r['time']:8.1f}x  "
                   f"(median of {pg['timed_rows']} rows x {args.rows})")
+        if alls:
+            print(f"  all targets: causalnet junction_tree().marginals {cn_r['all_time']:10.4f} s; pyAgrum, distinct "
+                  f"rows {gum_r['all_time']:10.4f} s  ratio {gum_r['all_time'] / cn_r['all_time']:8.1f}x  "
+                  f"max diff {diff_all:.1e}{note}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ CausalModel (``cauchy_marginals(..., ["S", "Y"])``) against the same reference.
 No loop over the vocabulary anywhere.
 
 The machine is shared and noisy: every figure is a median of repeats in one
-process, and ratios are taken between medians.
+process, and ratios are taken between medians. Answers are checked before any
+figure is printed (exit status 1 on a disagreement).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import statistics
 import time
 
 import numpy as np
+from agreement import require  # benchmarks/ is the script's directory
 
 from causalnet.inference.cauchy import cauchy_marginals
 from causalnet.mechanisms.cauchy import CauchyLinear
@@ -77,6 +79,8 @@ def part1(quick: bool, repeats: int) -> list[tuple]:
 
         t_mc, (q1, med, q3) = median_time(mc, max(1, repeats // 2))
         err = np.max(np.abs(med - res.loc[0]) / res.scale[0])
+        # the sampled median's sd is eps * scale by the choice of N: 5 sd over 16 coordinates
+        require(err <= 5 * eps, f"Monte Carlo median {err:.3g} scales from the analytic one (eps {eps:g})")
         rows.append((f"Monte Carlo, eps={eps:g} (N={N:,})", f"{1e3 * t_mc:.1f} ms", "1 context",
                      f"max |median err|/scale = {err:.2g}", f"MC/analytic = {t_mc / per_ctx:,.0f}x"))
     return rows
@@ -118,6 +122,9 @@ def part2(quick: bool, repeats: int) -> list[tuple]:
     t_eng, eng = median_time(run_engine, repeats)
     dev_h = max(float(np.max(np.abs(a - b))) for a, b in zip(got, ref))
     dev_e = max(float(np.max(np.abs(a - b))) for a, b in zip(eng, ref))
+    big = max(float(np.max(np.abs(b))) for b in ref)
+    require(dev_h <= 1e-10 * big, f"CausalHead.forward differs from the numpy formulas by {dev_h:.3g}")
+    require(dev_e <= 1e-10 * big, f"the affine engine differs from the numpy formulas by {dev_e:.3g}")
     shape = f"{n}x{T}, C=H={H}, V={V}"
     return [
         (f"plain numpy formulas ({shape})", f"{1e3 * t_ref:.0f} ms", "", "", "1.00x"),

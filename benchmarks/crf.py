@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from agreement import require  # benchmarks/ is the script's directory
+
 from causalnet.models.crf import CRF, synthetic_tagging
 
 
@@ -106,6 +108,11 @@ def main(argv=None) -> None:
         acc_ref, acc_us = token_accuracy(p_ref, yte), token_accuracy(p_us, yte)
         loss_ref = ref.training_log_.iterations[-1]["loss"]
         loss_us = ours.training_log_[-1]["loss"]
+        # two L-BFGS implementations stopped after the same iterations: the same model up to where each stops
+        require(abs(acc_ref - acc_us) <= 0.01, f"c1={c1:g} c2={c2:g}: held-out accuracy {acc_us:.4f} against "
+                f"crfsuite's {acc_ref:.4f} (at most 0.01 apart)")
+        require(abs(loss_us - loss_ref) <= 0.02 * abs(loss_ref), f"c1={c1:g} c2={c2:g}: final objective "
+                f"{loss_us:.1f} against crfsuite's {loss_ref:.1f} (at most 2% apart)")
         rows.append(("  held-out token accuracy", acc_ref, acc_us))
         rows.append(("  final training objective", loss_ref, loss_us))
 

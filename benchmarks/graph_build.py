@@ -33,6 +33,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import networkx as nx  # noqa: E402
+from agreement import require  # noqa: E402
 from dsep import random_dag  # noqa: E402
 
 import causalnet as cn  # noqa: E402
@@ -75,6 +76,22 @@ def timed(build, n: int, repeats: int, text: bool) -> float:
     return statistics.median(times)
 
 
+def check_same_graphs(n: int) -> None:
+    """The four builds of one input give the same graph (exit status 1 otherwise, before any ratio)."""
+    edges = random_dag(n, 2.5, seed=n)
+    nodes = [f"v{i}" for i in range(n)]
+    want = {(u, v) for u, v in edges}
+    ours = cn.DAG(edges, nodes=nodes)
+    require(len(ours.nodes) == n and set(ours.edges) == want, f"n={n}: cn.DAG from edges lost nodes or edges")
+    parsed = cn.DAG.parse(";".join(f"{u}->{v}" for u, v in edges))
+    require(set(parsed.edges) == want, f"n={n}: cn.DAG.parse differs from the edge list")
+    g = gum_from_edges(nodes, edges)
+    require({(nodes[a], nodes[b]) for a, b in g.arcs()} == want, f"n={n}: pyAgrum's DAG differs")
+    t = gum_from_text(";".join(f"{u}->{v}" for u, v in edges))
+    require({(t.nameFromId(a), t.nameFromId(b)) for a, b in t.arcs()} == want, f"n={n}: pyAgrum's fastDAG differs")
+    require(set(nx_from_edges(nodes, edges).edges) == want, f"n={n}: networkx's DiGraph differs")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000])
@@ -83,6 +100,7 @@ def main(argv=None) -> None:
     print(f"load: {os.getloadavg()[0]:.1f}")
     print(f"{'nodes':>7} {'input':>9} {'causalnet s':>12} {'pyAgrum s':>10} {'gum/cn':>7} {'networkx s':>11} {'nx/cn':>6}")
     for n in args.sizes:
+        check_same_graphs(n)
         cn_s = timed(lambda nodes, edges: cn.DAG(edges, nodes=nodes), n, args.repeats, False)
         gum_s = timed(gum_from_edges, n, args.repeats, False)
         nx_s = timed(nx_from_edges, n, args.repeats, False)

@@ -31,7 +31,13 @@ import time
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 import numpy as np  # noqa: E402  (after the thread settings)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's causalnet
+from agreement import require, require_close  # noqa: E402
 
 _CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
@@ -75,6 +81,7 @@ def main(argv=None):
     n, T = args.sequences or n, args.steps or T
     repeats = args.repeats or (3 if args.quick else 5)
     rng = np.random.default_rng(0)
+    print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     print(f"{n} sequences x {T} steps, {S} symbols, median of {repeats} ({args.clock} time); "
           f"ratio = hmmlearn / causalnet")
     print(f"{'K':>3} {'operation':<14} {'hmmlearn s':>11} {'causalnet s':>12} {'ratio':>7}")
@@ -105,14 +112,17 @@ def _bench(rng, K, S, n, T, repeats, clock):
                    emissionprob=emis, n_iter=n_iter, tol=-np.inf)
 
     h, c = theirs(), ours()
-    # same answers first
-    assert np.isclose(h.score(X2, lengths), c.score(X, lengths), rtol=1e-10, atol=0)
-    assert np.allclose(h.predict_proba(X2, lengths), c.predict_proba(X, lengths), rtol=0, atol=1e-10)
+    # same answers first; a disagreement exits with status 1 before any time is printed
+    require_close(f"K={K} score", c.score(X, lengths), h.score(X2, lengths), atol=0, rtol=1e-10)
+    require_close(f"K={K} predict_proba", c.predict_proba(X, lengths), h.predict_proba(X2, lengths), atol=1e-10)
     lp_h, z_h = h.decode(X2, lengths)
     lp_c, z_c = c.decode(X, lengths)
-    assert np.isclose(lp_h, lp_c, rtol=1e-10, atol=0) and (z_h == z_c).mean() > 0.99  # exact ties may differ
+    require_close(f"K={K} decode log-probability", lp_c, lp_h, atol=0, rtol=1e-10)
+    require((z_h == z_c).mean() > 0.99, f"K={K} decode: paths agree on {(z_h == z_c).mean():.4f} of steps "
+            "(exact ties may differ; at least 0.99 required)")
     hf, cf = theirs(3).fit(X2, lengths), ours(3).fit(X, lengths)
-    assert np.allclose(hf.transmat_, cf.transmat_, rtol=0, atol=1e-9)
+    require_close(f"K={K} fit (3 iterations) transmat", cf.transmat_, hf.transmat_, atol=1e-9)
+    require_close(f"K={K} fit (3 iterations) emissionprob", cf.emissionprob_, hf.emissionprob_, atol=1e-9)
 
     ops = [
         ("score", lambda: h.score(X2, lengths), lambda: c.score(X, lengths)),

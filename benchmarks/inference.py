@@ -67,6 +67,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+from agreement import require  # benchmarks/ is the script's directory
 
 import causalnet as cn
 from causalnet.inference.discrete import DiscreteBN
@@ -162,7 +163,15 @@ def clear_query_caches(bn: DiscreteBN) -> None:
         pt._roots.clear()
 
 
+#: largest absolute difference from pgmpy's posteriors allowed (both read the same BIF numbers, renormalized
+#: differently: about 1e-7 is expected)
+TOL = 1e-6
+
+
 def row(net, task, pg_ms, cn_ms, diff, mem=None, note=""):
+    """One line of the table; exits with status 1 first when the answers behind its ratio differ beyond TOL."""
+    if diff is not None:
+        require(diff <= TOL, f"{net}, {task}: max difference from pgmpy {diff:.3g} exceeds {TOL:g}")
     ratio = f"{pg_ms / cn_ms:9.1f}x" if pg_ms is not None else f"{'':>10}"
     pg = f"{pg_ms:10.3f}" if pg_ms is not None else f"{'':>10}"
     mem_s = f"{mem:9.1f}" if mem is not None else f"{'':>9}"

@@ -106,7 +106,11 @@ def numpy_layer(weights: dict, heads: int, eps: float = 1e-5):
 
 
 def bench_ops(dtype: str, rounds: int) -> None:
-    """The fused kernels alone against numpy's ops (the same op's compiled function, both backends)."""
+    """The fused kernels alone against numpy's ops (the same op's compiled function, both backends).
+
+    Each op's answers under the two backends are compared first (1e-5 of the
+    largest value in float32, 1e-12 in float64); a difference exits with status 1.
+    """
     from causalnet.mechanisms import tensor as T
 
     fused.compile_kernels((dtype,))
@@ -122,16 +126,30 @@ def bench_ops(dtype: str, rounds: int) -> None:
                 ts.append(time.perf_counter() - t0)
         return statistics.median(ts)
 
+    tol = 1e-5 if dtype == "float32" else 1e-12
+
+    def check(name, op, args):
+        """The kernel's answer equals numpy's op's (reassociated sums: float round-off) before any time is printed."""
+        with fused.backend("numba"):
+            k = np.array(op(*args), dtype=np.float64)
+        with fused.backend("numpy"):
+            n = np.array(op(*args), dtype=np.float64)
+        err = float(np.abs(k - n).max())
+        if not err <= tol * max(1.0, float(np.abs(n).max())):
+            raise SystemExit(f"{name}: the fused kernel differs from numpy's op by {err:g}")
+
     print(f"fused kernels vs numpy's ops, {dtype}, median of {rounds} calls each (numpy time / kernel time)")
     for rows, d in [(16, 64), (64, 128), (128, 256), (512, 256), (1024, 768)]:
         op = T.LayerNorm(["a", "b"], rng.random(d), rng.random(d), dtype=dtype).compiled("n")
         a, b = (rng.standard_normal((1, rows, d)).astype(dtype) for _ in range(2))
+        check(f"add & LayerNorm {rows} x {d}", op, (a, b))
         k, n = med(op, (a, b), "numba"), med(op, (a, b), "numpy")
         print(f"  add & LayerNorm {rows:>5} x {d:<4} kernel {k * 1e6:8.1f} us  numpy {n * 1e6:8.1f} us  {n / k:5.2f}x")
     for t, dd, h in [(16, 64, 4), (32, 64, 4), (32, 128, 8), (64, 256, 16)]:
         op = T.AttentionWeights(["q", "k"], heads=h, dtype=dtype).compiled("n")
         q, kk = (rng.standard_normal((1, t, dd)).astype(dtype) for _ in range(2))
         used = t * t * dd <= fused.SMALL_ATTENTION_WORK
+        check(f"attention weights T={t} D={dd}", op, (q, kk))
         k, n = med(op, (q, kk), "numba"), med(op, (q, kk), "numpy")
         print(f"  attention weights T={t:<3} D={dd:<4} kernel {k * 1e6:8.1f} us  numpy {n * 1e6:8.1f} us  {n / k:5.2f}x"
               f"{'' if used else '  (above SMALL_ATTENTION_WORK: numpy both times)'}")

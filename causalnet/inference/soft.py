@@ -14,7 +14,7 @@ child ``V`` of ``Y`` and observing it:
   row gets its own likelihood in one batched pass.
 
 The augmented network goes to the same variable-elimination engine
-(:class:`~causalnet.inference.elimination.DiscreteBN`); ``do`` has already
+(:class:`~causalnet.inference.discrete.elimination.DiscreteBN`); ``do`` has already
 been applied to the request's model (soft evidence on the mutilated model).
 """
 

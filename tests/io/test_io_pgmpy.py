@@ -91,7 +91,6 @@ def test_pgmpy_inference_on_converted_model_matches_enumeration(model):
         assert_allclose(got.values, num / num.sum(), rtol=0, atol=1e-12)
 
 
-@pytest.mark.slow
 def test_from_pgmpy_equals_our_bif_reader():
     path = bnlearn_path("asia")
     if path is None:

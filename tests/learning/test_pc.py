@@ -79,7 +79,6 @@ def _marks_shd(directed, undirected, true: PDAG) -> int:
     return sum(1 for k in set(marks) | set(ref) if marks.get(k, 0) != ref.get(k, 0))
 
 
-@pytest.mark.slow
 def test_pc_on_alarm_no_worse_than_causal_learn():   # pgmpy: benchmarks/learning.py (too slow here)
     cl = pytest.importorskip("causallearn.search.ConstraintBased.PC")
     m = cn.gallery.load("alarm")

@@ -41,7 +41,6 @@ def test_hill_climb_recovers_a_small_network():
     assert structural_hamming_distance(cpdag(g), cpdag(m.dag)) <= 1
 
 
-@pytest.mark.slow
 def test_hill_climb_no_worse_than_pgmpy(asia_big):
     pytest.importorskip("pgmpy")
     from pgmpy.estimators import HillClimbSearch

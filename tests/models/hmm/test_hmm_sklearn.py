@@ -30,7 +30,6 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-@pytest.mark.slow
 def test_check_estimator_with_documented_exceptions():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
