@@ -85,7 +85,7 @@ __all__ = [
 
 #: causalnet's version (``causalnet.__version__``), part of the kernel cache's path
 VERSION = "0.1.0"
-FAMILIES = ("graph", "chain", "tensor")
+FAMILIES = ("graph", "chain", "tensor", "gibbs")
 BACKENDS = ("auto", "numba", "numpy")
 ENV_PREFIX = "CAUSALNET_"
 _FALSE = ("", "0", "false", "no", "off")

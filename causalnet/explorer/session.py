@@ -62,7 +62,7 @@ from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussia
 from ..errors import CausalNetError, EvidenceError, GraphError, ModelError, NotIdentifiable, ResourceError
 from ..graph.core import DAGCore
 from ..graph.paths import open_path
-from ..inference.discrete import discrete_bn
+from ..inference.discrete import discrete_network
 from ..mechanisms.base import DISCRETE, TENSOR
 from ..model import CausalModel
 
@@ -272,7 +272,7 @@ class Session:
 
     def _calibrated(self, m: CausalModel, targets: list, ev: dict) -> tuple[dict, str] | None:
         """All discrete posteriors from one junction-tree calibration, when the tree is small (else None)."""
-        bn = discrete_bn(m)
+        bn = discrete_network(m)
         if bn is None or not targets:
             return None
         jt = bn.junction_tree()

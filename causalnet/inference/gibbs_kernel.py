@@ -14,9 +14,9 @@ states from the same uniforms.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from .. import runtime
 
 __all__ = ["FlatPlan", "compiled_sweeps", "available", "ENV_VAR"]
 
@@ -25,14 +25,9 @@ _KERNEL: dict = {}
 
 
 def available() -> bool:
-    """Whether the compiled sweep may run: numba importable and ``CAUSALNET_GIBBS_BACKEND`` not ``numpy``."""
-    if os.environ.get(ENV_VAR, "auto") == "numpy":
-        return False
-    try:
-        import numba  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return False
-    return True
+    """Whether the compiled sweep may run: numba importable and the ``"gibbs"`` backend
+    (:func:`causalnet.runtime.get_backend`, ``CAUSALNET_GIBBS_BACKEND``) not ``"numpy"``."""
+    return runtime.get_backend("gibbs") != "numpy" and runtime.numba_available()
 
 
 class FlatPlan:
@@ -136,9 +131,7 @@ def compiled_sweeps(flat: FlatPlan, x: np.ndarray, U: np.ndarray, keep_from: int
     """Run the compiled kernel (compiling it on first use) over the sweeps of `U` (S, blocks, R)."""
     kernel = _KERNEL.get("sweeps")
     if kernel is None:
-        import numba
-
-        kernel = _KERNEL["sweeps"] = numba.njit(cache=True, nogil=True, error_model="numpy")(_sweeps)
+        kernel = _KERNEL["sweeps"] = runtime.compile_now(_sweeps, nogil=True, error_model="numpy")
     kernel(x, U, keep_from, flat.m_off, flat.members, flat.s_off, flat.states, flat.e_off, flat.owners,
            flat.o_off, flat.others, flat.strides, flat.f_off, flat.offsets, flat.tables, flat.table_off,
            flat.soft_of, soft, targets, tstrides, draws, moved, np.empty(flat.max_J))

@@ -52,7 +52,7 @@ from .. import limits
 from ..arguments import check_int
 from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE, as_generator
-from ..mechanisms.intervened import Affine, Intervened
+from ..mechanisms.intervened import AffineIntervention, Intervened
 from ..queries import Query, Term, parse_query
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
@@ -322,7 +322,7 @@ def show_value(model, node, value, *, decoded: bool = False) -> str:
     if isinstance(value, Term):
         return str(value)
     if callable(value):
-        return repr(value) if isinstance(value, Affine) else getattr(value, "__name__", None) or repr(value)
+        return repr(value) if isinstance(value, AffineIntervention) else getattr(value, "__name__", None) or repr(value)
     spec = model.specs[node]
     if np.ndim(value) == len(spec.shape) + 1:
         return PER_ROW

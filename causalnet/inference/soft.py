@@ -25,8 +25,7 @@ import numpy as np
 from .. import limits
 from ..distributions import DiscreteDistribution
 from ..graph.dag import DAG
-from .discrete import discrete_network, embed_point_masses, engine_evidence
-from .elimination import DiscreteBN
+from .discrete import DiscreteBN, discrete_network, embed_point_masses, engine_evidence
 from .engine import Engine
 
 __all__ = ["SoftEvidenceEngine", "virtual_child", "METHOD"]
@@ -78,7 +77,7 @@ class SoftEvidenceEngine(Engine):
         net = discrete_network(m)
         cpts, cards = dict(net.cpts), dict(net.cards)
         edges, nodes = list(m.dag.edges), list(m.dag.nodes)
-        ev = engine_evidence(request.observed, net)
+        ev, _, _ = engine_evidence(request, net)
         for k, lik in request.soft.items():
             v = (k, "soft evidence")
             while v in cards:
