@@ -5,7 +5,7 @@ The public surface, re-exported from the modules that define it. See
 """
 
 from . import gallery, limits
-from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
+from .distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian, GaussianMixture
 from .errors import (
     CausalNetError,
     CausalNetWarning,
@@ -37,6 +37,7 @@ from .learning import learn_structure, score
 from .mechanisms import tensor
 from .mechanisms.base import Mechanism, Spec
 from .mechanisms.cauchy import CauchyLinear
+from .mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from .mechanisms.function import Deterministic, Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import affine, shift
@@ -62,6 +63,8 @@ __all__ = [
     "Categorical",
     "CPT",
     "LinearGaussian",
+    "ConditionalLinearGaussian",
+    "GaussianMixture",
     "Function",
     "Deterministic",
     "DiscreteDistribution",
