@@ -91,7 +91,7 @@ def test_mixture_against_scipy(rng):
     assert_allclose(gm.log_prob(x), want, rtol=1e-12)
     assert_allclose(gm.mean, [2.1], rtol=1e-14)
     assert_allclose(gm.cov, [[0.3 * 1 + 0.7 * 0.25 + 0.3 * 0 + 0.7 * 9 - 2.1 ** 2]], rtol=1e-12)
-    assert gm.to_pandas().shape == (2, 2)
+    assert gm.to_pandas().shape == (2, 3)          # weight, mean X, var X
 
 
 def test_empirical_moments_against_numpy(rng):
