@@ -5,7 +5,8 @@
 runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 
 * :data:`QUERY_ENGINES` — discrete (variable elimination), linear-Gaussian
-  (joint Gaussian), linear-Cauchy (affine forms), then likelihood weighting;
+  (joint Gaussian), linear-Cauchy (affine forms), conditional Gaussian (mixed discrete/real networks:
+  enumerated discrete configurations, each Gaussian conditioned in closed form), then likelihood weighting;
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
   additive-noise abduction, then sampling over the noise posterior.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError
 from .cauchy import CauchyEngine
+from .conditional_gaussian import ConditionalGaussianEngine
 from .counterfactual import AdditiveNoiseEngine, DiscreteTwinEngine, GaussianTwinEngine, SampledCounterfactualEngine
 from .discrete import DiscreteEngine, discrete_network, shift_map
 from .engine import Registry
@@ -28,7 +30,8 @@ from .sampling import SamplingEngine
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "shift_map"]
 
-QUERY_ENGINES = Registry([DiscreteEngine(), GaussianEngine(), CauchyEngine(), SamplingEngine()], what="query")
+QUERY_ENGINES = Registry([DiscreteEngine(), GaussianEngine(), CauchyEngine(), ConditionalGaussianEngine(),
+                          SamplingEngine()], what="query")
 COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
                                    SampledCounterfactualEngine()], what="counterfactual")
 
