@@ -194,7 +194,10 @@ def _real_forms(model, reals: list, en: _Enumeration, r: int) -> tuple[np.ndarra
             continue
         if isinstance(natural, ConditionalLinearGaussian):
             k = tuple(en.cfg[:, en.pos[p]] for p in natural.discrete_parents)
-            b, W, sd = natural.intercept[k], natural.weights[k], natural.sd[k]      # (K,), (K, q), (K,)
+            q = len(natural.real_parents)
+            b = np.broadcast_to(natural.intercept[k], (K,))
+            W = np.broadcast_to(natural.weights[k], (K, q))
+            sd = np.broadcast_to(natural.sd[k], (K,))
             terms = [(p, W[:, j]) for j, p in enumerate(natural.real_parents)]
         else:
             b, sd = np.full(K, natural.bias), np.full(K, natural.sigma)
