@@ -10,9 +10,10 @@ discrete parents' states
 (the affine form of :mod:`causalnet.inference.gaussian`, built for every ``k``
 at once), so the posterior is exact:
 
-1. enumerate the configurations of the discrete nodes not fixed by unbatched
-   evidence or a constant ``do`` (the count is estimated first and checked
-   against :mod:`causalnet.limits`);
+1. keep the targets, the evidence and their ancestors (the other nodes are
+   barren), and enumerate the configurations of the kept discrete nodes not
+   fixed by unbatched evidence or a constant ``do`` (the count is estimated
+   first and checked against :mod:`causalnet.limits`);
 2. weight each by its prior probability (the product of the tables);
 3. condition its Gaussian on the real evidence in closed form
    (:func:`~causalnet.inference.gaussian.condition`), multiplying the weight
@@ -103,12 +104,26 @@ def is_conditional_gaussian(model) -> bool:
     return cg_reason(model) is None
 
 
+def _ancestral(model, nodes: list) -> list:
+    """`nodes` and their ancestors through the (possibly intervened) mechanisms, in topological order.
+
+    The other nodes are barren: summing them out leaves the query unchanged, so they are not enumerated.
+    """
+    keep, stack = set(), list(nodes)
+    while stack:
+        v = stack.pop()
+        if v not in keep:
+            keep.add(v)
+            stack.extend(model.mechanisms[v].parents)
+    return [v for v in model.dag.topological_order() if v in keep]
+
+
 class _Enumeration:
     """The discrete configurations of a request: ``cfg`` (K, nD), their log prior (K,) and the
     per-row log masks (n, K) of batched discrete evidence and per-row ``do``."""
 
-    def __init__(self, model, observed: Mapping, n_rows: int | None) -> None:
-        self.disc = [v for v in model.dag.topological_order() if model.specs[v].kind == DISCRETE]
+    def __init__(self, model, observed: Mapping, n_rows: int | None, relevant: list) -> None:
+        self.disc = [v for v in relevant if model.specs[v].kind == DISCRETE]
         self.pos = {v: i for i, v in enumerate(self.disc)}
         fixed, rows = {}, {}
         for v in self.disc:
@@ -313,8 +328,9 @@ class ConditionalGaussianEngine(Engine):
         if len(kinds) > 1:
             raise NoExactAnswer(f"a joint of discrete and real targets {names} is not answered exactly yet; "
                                 f"ask for the discrete and the real targets separately")
-        reals = [v for v in model.dag.topological_order() if model.specs[v].kind == REAL]
-        en = _Enumeration(model, request.observed, request.n_rows)
+        relevant = _ancestral(model, [*names, *request.observed])
+        reals = [v for v in relevant if model.specs[v].kind == REAL]
+        en = _Enumeration(model, request.observed, request.n_rows, relevant)
         en.check(len(reals))
         en.build(model)
         batched = request.batched

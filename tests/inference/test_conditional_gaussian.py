@@ -382,3 +382,17 @@ def test_shift_interventions_equal_the_rewritten_model():
     c = m.query("Y", do={"T": lambda t: 1 - t}, evidence={"A": -0.4}, method="exact")
     d = cn.CausalModel(swapped).query("Y", evidence={"A": -0.4}, method="exact")
     assert_allclose([c.mean[0], c.var[0]], [d.mean[0], d.var[0]], rtol=1e-12)
+
+
+def test_barren_nodes_are_not_enumerated():
+    """30 unrelated binary nodes would be 2^30 configurations; they are summed out unseen."""
+    extra = {f"N{i}": cn.CPT(["T"], [[0.5, 0.5], [0.2, 0.8]]) for i in range(30)}
+    small = cn.CausalModel(_small())
+    big = cn.CausalModel({**_small(), **extra})
+    with cn.limits.override(max_table_bytes=2**20):
+        a = big.query("Y", evidence={"Z": 1, "A": 0.2}, method="exact")
+    b = small.query("Y", evidence={"Z": 1, "A": 0.2}, method="exact")
+    assert_allclose([a.mean[0], a.var[0]], [b.mean[0], b.var[0]], rtol=1e-12)
+    with pytest.raises(ResourceError):                       # evidence on all of them: enumerated, refused
+        with cn.limits.override(max_table_bytes=2**20):
+            big.query("Y", evidence={f"N{i}": [0, 1] for i in range(30)}, method="exact")
