@@ -13,7 +13,8 @@ from causalnet.inference.request import query_request
 
 
 def test_engine_order():
-    assert [e.name for e in QUERY_ENGINES] == ["discrete", "linear-Gaussian", "linear-Cauchy", "likelihood weighting"]
+    assert [e.name for e in QUERY_ENGINES] == ["discrete", "linear-Gaussian", "linear-Cauchy", "conditional Gaussian",
+                                                "likelihood weighting"]
     assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["discrete twin network", "Gaussian twin",
                                                          "additive-noise abduction", "sampled counterfactual"]
 
