@@ -91,6 +91,8 @@ __all__ = [
     "NoisyMax",
     "Logistic",
     "explore",
+    "ConditionalLinearGaussian",
+    "GaussianMixture",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -164,6 +166,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "CRF": ".models.crf:CRF",
     "HMM": ".models.hmm:HMM",
     "cf": ".queries:cf",
+    "ConditionalLinearGaussian": ".mechanisms.conditional_gaussian:ConditionalLinearGaussian",
+    "GaussianMixture": ".distributions:GaussianMixture",
     "explore": ".explorer:explore",
     "MarkovNetwork": ".inference.markov:MarkovNetwork",
     "Factor": ".inference.markov:Potential",

@@ -22,6 +22,11 @@ Graphs
 ``asia``
     The "chest clinic" network of Lauritzen & Spiegelhalter (1988), with
     the lowercase names used by bnlearn and pgmpy.
+``waste-incinerator`` (kind ``"mixed"``)
+    A conditional Gaussian network in the style of Lauritzen's (1992) waste
+    incinerator: discrete Burning, Filter and Waste; real Efficiency, CO2,
+    Dust, Metal, Emission and Light, linear-Gaussian given the discrete
+    states (the numbers are illustrative, not the original ones).
 
 Approximate inference
 ---------------------
@@ -76,6 +81,7 @@ from .inference.markov import MarkovNetwork
 from .io import bnlearn
 from .io.bif import read_bif
 from .mechanisms.compact import NoisyOR
+from .mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel
@@ -238,6 +244,26 @@ def _linear_gaussian_model():
     })
 
 
+def _waste_incinerator_model():
+    """A conditional Gaussian network shaped like Lauritzen's (1992) waste incinerator (illustrative numbers)."""
+    clg = ConditionalLinearGaussian
+    return CausalModel({
+        "Burning": Categorical([0.85, 0.15], states=["stable", "unstable"]),
+        "Filter": Categorical([0.95, 0.05], states=["intact", "defect"]),
+        "Waste": Categorical([2 / 7, 5 / 7], states=["industrial", "household"]),
+        # filter efficiency (log scale) by Waste x Filter
+        "Efficiency": clg(["Waste", "Filter"], [[-3.2, -0.5], [-3.9, -0.4]], [[[]] * 2] * 2,
+                          [[0.05, 0.05], [0.05, 0.05]]),
+        "CO2": clg(["Burning"], [-2.0, -1.0], [[], []], [0.1, 0.3]),
+        # dust emission: a base level by Burning x Waste, plus the efficiency
+        "Dust": clg(["Burning", "Waste", "Efficiency"], [[6.5, 6.0], [7.5, 7.0]], [[[1.0], [1.0]], [[1.0], [1.0]]],
+                    [[0.03, 0.04], [0.1, 0.1]]),
+        "Metal": clg(["Waste"], [0.5, -0.5], [[], []], [0.01, 0.01]),
+        "Emission": LinearGaussian(["Dust", "Metal"], [1.0, 1.0], bias=0.0, sigma=0.045),
+        "Light": LinearGaussian(["Dust"], [-0.5], bias=3.0, sigma=0.5),
+    })
+
+
 def _bnlearn_builder(name: str):
     def build():
         path = bnlearn.path(name)
@@ -254,6 +280,8 @@ _register("sprinkler", "discrete", _sprinkler_model,
 _register("asia", "discrete", _asia_model, "Lauritzen & Spiegelhalter's chest clinic (8 binary nodes)")
 _register("linear-gaussian", "gaussian", _linear_gaussian_model,
           "Ability -> Education -> Income <- Ability, Income -> Savings (linear-Gaussian SCM)")
+_register("waste-incinerator", "mixed", _waste_incinerator_model,
+          "discrete Burning, Filter, Waste and six real nodes: a conditional Gaussian network (Lauritzen 1992 style)")
 
 
 def _ising(side: int = 10, coupling: float = 0.25, seed: int = 0):

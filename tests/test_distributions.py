@@ -91,7 +91,7 @@ def test_mixture_against_scipy(rng):
     assert_allclose(gm.log_prob(x), want, rtol=1e-12)
     assert_allclose(gm.mean, [2.1], rtol=1e-14)
     assert_allclose(gm.cov, [[0.3 * 1 + 0.7 * 0.25 + 0.3 * 0 + 0.7 * 9 - 2.1 ** 2]], rtol=1e-12)
-    assert gm.to_pandas().shape == (2, 2)
+    assert gm.to_pandas().shape == (2, 3)          # weight, mean X, var X
 
 
 def test_empirical_moments_against_numpy(rng):
@@ -136,3 +136,25 @@ def test_query_results_have_no_nan_on_a_degenerate_model():
     m = cn.CausalModel({"A": cn.Categorical([1.0, 0.0]), "B": cn.CPT(["A"], [[0.0, 1.0], [1.0, 0.0]])})
     d = m.query("B", evidence={"A": 0})
     assert np.all(np.isfinite(d.probs)) and d[1] == 1.0
+
+
+def test_mixture_cdf_sample_and_per_row_means_against_scipy(rng):
+    w, means = np.array([0.2, 0.5, 0.3]), np.array([[-1.0], [0.5], [4.0]])
+    sds = np.array([0.5, 1.0, 2.0])
+    gm = GaussianMixture(("X",), w, means, (sds ** 2)[:, None, None])
+    x = np.linspace(-3, 8, 7)
+    assert_allclose(gm.cdf(x), sum(wk * st.norm(m, s).cdf(x) for wk, m, s in zip(w, means[:, 0], sds)), rtol=1e-12)
+    assert_allclose(gm.pdf(x), sum(wk * st.norm(m, s).pdf(x) for wk, m, s in zip(w, means[:, 0], sds)), rtol=1e-12)
+    assert_allclose(gm.variances[:, 0], sds ** 2)
+    draws = gm.sample(200_000, seed=1)[:, 0]
+    assert abs(draws.mean() - gm.mean[0]) < 5 * np.sqrt(gm.var[0] / draws.size)
+    assert abs(draws.var() - gm.var[0]) < 0.05 * gm.var[0]
+    # batched, one set of component means per row
+    rows = rng.normal(size=(4, 3, 1))
+    wb = rng.dirichlet(np.ones(3), size=4)
+    gb = GaussianMixture(("X",), wb, rows, (sds ** 2)[:, None, None], batched=True)
+    for i in range(4):
+        one = GaussianMixture(("X",), wb[i], rows[i], (sds ** 2)[:, None, None])
+        assert_allclose([gb.mean[i, 0], gb.var[i, 0], gb.cdf(np.full(4, 0.3))[i]],
+                        [one.mean[0], one.var[0], one.cdf(0.3)], rtol=1e-12)
+    assert gb.sample(5, seed=0).shape == (5, 4, 1)

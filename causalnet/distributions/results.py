@@ -535,18 +535,35 @@ class EmpiricalDistribution:
 
 
 class GaussianMixture:
-    """A finite mixture of Gaussians (e.g. an HMM's predictive law of an unobserved X[t]).
+    """A finite mixture of Gaussians: an HMM's predictive law of an unobserved ``X[t]``, or the
+    exact posterior of real targets in a conditional Gaussian (mixed) network.
 
     Attributes
     ----------
+    variables : tuple
     weights : ndarray of shape (K,) or (n, K)
-    means : ndarray of shape (K, d)
+        Component weights, summing to 1 (per row when batched).
+    means : ndarray of shape (K, d) or, when batched, (K, d) or (n, K, d)
+        Component means (per row when the evidence moves them).
     covs : ndarray of shape (K, d, d)
-    method : str
+        Component covariances (shared by every row).
+    method, scm, query : str or None
+        As for the other results.
+
+    Raises
+    ------
+    NumericalError
+        If an array holds NaN or inf.
+
+    Examples
+    --------
+    >>> gm = GaussianMixture(("X",), [0.25, 0.75], [[0.0], [2.0]], [[[1.0]], [[1.0]]])
+    >>> float(gm.mean[0]), float(gm.var[0]), round(float(gm.cdf(1.0)), 4)
+    (1.5, 1.75, 0.3293)
     """
 
     def __init__(self, variables, weights, means, covs, *, batched: bool = False, method: str = "exact",
-                 scm: str | None = None, query: str | None = None) -> None:
+                 scm: str | None = None, query: str | None = None, log_evidence=None) -> None:
         self.variables = tuple(variables)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.means = np.asarray(means, dtype=np.float64)
@@ -555,7 +572,12 @@ class GaussianMixture:
         self.method = method
         self.scm = scm
         self.query = query
+        self.log_evidence = log_evidence
         _finite("GaussianMixture", self.variables, weights=self.weights, means=self.means, covs=self.covs)
+        d, K = len(self.variables), self.covs.shape[0]
+        if self.covs.shape != (K, d, d) or self.means.shape[-2:] != (K, d) or self.weights.shape[-1] != K:
+            raise ModelError(f"internal: mixture of {K} components over {d} variables with weights "
+                             f"{self.weights.shape}, means {self.means.shape}, covs {self.covs.shape}")
 
     @property
     def label(self) -> str:
@@ -563,44 +585,122 @@ class GaussianMixture:
         return result_label(self.query, self.variables)
 
     @property
+    def n_components(self) -> int:
+        return self.covs.shape[0]
+
+    @property
+    def variances(self) -> np.ndarray:
+        """Component variances (the diagonals of `covs`), shape (K, d)."""
+        return np.diagonal(self.covs, axis1=1, axis2=2).copy()
+
+    @property
     def mean(self) -> np.ndarray:
         """Mixture mean, shape (d,) or (n, d)."""
-        return self.weights @ self.means
+        return np.einsum("...k,...kd->...d", self.weights, self.means)
 
     @property
     def cov(self) -> np.ndarray:
         """Mixture covariance (law of total variance), shape (d, d) or (n, d, d)."""
         mu = self.mean
-        second = np.einsum("...k,kij->...ij", self.weights, self.covs + np.einsum("ki,kj->kij", self.means,
-                                                                                   self.means))
+        outer = np.einsum("...ki,...kj->...kij", self.means, self.means)
+        second = np.einsum("...k,...kij->...ij", self.weights, self.covs + outer)
         return second - np.einsum("...i,...j->...ij", mu, mu)
 
-    def log_prob(self, x) -> np.ndarray:
-        """Log density at `x` of shape (d,) or (m, d) (unbatched)."""
-        from scipy import stats
-        from scipy.special import logsumexp
+    @property
+    def var(self) -> np.ndarray:
+        """Mixture variance of each variable, shape (d,) or (n, d)."""
+        return np.clip(np.diagonal(self.cov, axis1=-2, axis2=-1), 0.0, None)
 
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.var)
+
+    def _points(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
-        comps = np.stack([stats.multivariate_normal.logpdf(x, self.means[k], self.covs[k], allow_singular=True)
-                          for k in range(len(self.means))], axis=-1)
+        if len(self.variables) == 1 and (x.ndim == 0 or x.shape[-1] != 1):
+            x = x[..., None]
+        return x
+
+    def log_prob(self, x) -> np.ndarray:
+        """Log density at `x` of shape (d,) or (m, d); batched: (n, d), one point per row."""
+        x = self._points(x)
         with np.errstate(divide="ignore"):
-            return logsumexp(comps + np.log(self.weights), axis=-1)
+            logw = np.log(self.weights)
+        comps = []
+        for k in range(self.n_components):
+            law = stats.multivariate_normal(np.zeros(len(self.variables)), self.covs[k], allow_singular=True)
+            comps.append(law.logpdf(x - self.means[..., k, :]))
+        return logsumexp(np.stack(comps, axis=-1) + logw, axis=-1)
+
+    def pdf(self, x) -> np.ndarray:
+        """Density at `x` (see :meth:`log_prob` for shapes)."""
+        return np.exp(self.log_prob(x))
+
+    def cdf(self, x) -> np.ndarray | float:
+        """``P(X <= x)`` of a one-variable mixture; `x` of shape (m,) or, batched, (n,) one per row.
+
+        Raises
+        ------
+        EvidenceError
+            For a joint of several variables.
+        """
+        if len(self.variables) != 1:
+            raise EvidenceError(f"cdf needs one variable, this mixture is over {list(self.variables)}")
+        x = np.asarray(x, dtype=np.float64)
+        mu, sd = self.means[..., 0], np.sqrt(self.covs[:, 0, 0])          # (..., K), (K,)
+        xe = x[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sd > 0, (xe - mu) / np.where(sd > 0, sd, 1.0), np.where(xe >= mu, np.inf, -np.inf))
+        out = np.sum(self.weights * stats.norm.cdf(z), axis=-1)
+        return float(out) if out.ndim == 0 else out
+
+    def sample(self, size: int, seed=None) -> np.ndarray:
+        """``(size, d)`` draws (``(size, n, d)`` when batched)."""
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        d, K = len(self.variables), self.n_components
+        roots = []
+        for k in range(K):
+            w, v = np.linalg.eigh((self.covs[k] + self.covs[k].T) / 2)
+            roots.append(v * np.sqrt(np.clip(w, 0, None)))
+        roots = np.stack(roots)                                             # (K, d, d)
+        lead = (size, self.weights.shape[0]) if self.batched else (size,)
+        cum = np.cumsum(self.weights, axis=-1)
+        comp = np.minimum((rng.random(lead)[..., None] > cum / cum[..., -1:]).sum(axis=-1), K - 1)
+        z = rng.standard_normal((*lead, d))
+        if self.batched and self.means.ndim == 3:
+            mu = self.means[np.arange(lead[1])[None, :], comp]
+        else:
+            mu = self.means[comp]
+        return mu + np.einsum("...ij,...j->...i", roots[comp], z)
+
+    def __str__(self) -> str:
+        scm = f"  scm={self.scm!r}" if self.scm else ""
+        header = f"{self.label}  method={self.method!r}{scm}"
+        if self.batched:
+            return table_text(f"{header}  (mixture means)", self.variables, list(range(self.weights.shape[0])),
+                              self.mean)
+        cols = ["weight", *[f"mean {v}" for v in self.variables], *[f"var {v}" for v in self.variables]]
+        cells = np.column_stack([self.weights, self.means, self.variances])
+        return table_text(f"{header}  mean {[_fmt(m) for m in self.mean]}, var {[_fmt(v) for v in self.var]}",
+                          cols, list(range(self.n_components)), cells)
 
     def to_pandas(self):
-        """A DataFrame of the components (``weight`` and one ``mean`` column per variable);
+        """A DataFrame of the components (``weight`` and one ``mean`` and ``var`` column per variable);
         when batched, the weights only: one row per evidence row, one column per component."""
         import pandas as pd  # optional heavy dependency, imported on use
 
         if self.batched:
             frame = pd.DataFrame(self.weights, columns=pd.Index(range(self.weights.shape[-1]), name="component"))
             frame.index.name = "row"
-        else:
-            cols = {"weight": self.weights, **{f"mean {v}": self.means[:, i] for i, v in enumerate(self.variables)}}
-            frame = pd.DataFrame(cols, index=pd.Index(range(len(self.weights)), name="component"))
+            frame.attrs["query"] = self.label
+            return frame
+        cols = {"weight": self.weights, **{f"mean {v}": self.means[:, i] for i, v in enumerate(self.variables)},
+                **{f"var {v}": self.variances[:, i] for i, v in enumerate(self.variables)}}
+        frame = pd.DataFrame(cols, index=pd.Index(range(len(self.weights)), name="component"))
         frame.attrs["query"] = self.label
         return frame
 
     def __repr__(self) -> str:
         q = f" {self.label}"
-        return (f"<GaussianMixture{q} over {list(self.variables)} with {len(self.means)} components, "
+        return (f"<GaussianMixture{q} over {list(self.variables)} with {self.n_components} components, "
                 f"method={self.method!r}>")

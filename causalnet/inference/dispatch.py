@@ -6,10 +6,12 @@ runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
 
 * :data:`QUERY_ENGINES` — discrete (variable elimination), discrete with soft
   evidence (a virtual child per soft-evidence node), linear-Gaussian
-  (joint Gaussian), linear-Cauchy (affine forms), then the approximate ones:
-  loopy belief propagation (also ``"auto"``'s fallback for discrete models
-  too large for the exact engine), Gibbs sampling, importance sampling, and
-  likelihood weighting;
+  (joint Gaussian), linear-Cauchy (affine forms), conditional Gaussian (mixed
+  discrete/real networks: enumerated discrete configurations, each Gaussian
+  conditioned in closed form), then the approximate ones: loopy belief
+  propagation (also ``"auto"``'s fallback for discrete models too large for
+  the exact engine), Gibbs sampling, importance sampling, and likelihood
+  weighting;
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
   additive-noise abduction, then sampling over the noise posterior.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
 from .cauchy import CauchyEngine
+from .conditional_gaussian import ConditionalGaussianEngine
 from .counterfactual import AdditiveNoiseEngine, DiscreteTwinEngine, GaussianTwinEngine, SampledCounterfactualEngine
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import Registry
@@ -42,8 +45,9 @@ from .soft import SoftEvidenceEngine
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
 
-QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(), LoopyEngine(),
-                          GibbsEngine(), ImportanceEngine(), SamplingEngine()], what="query")
+QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(),
+                          ConditionalGaussianEngine(), LoopyEngine(), GibbsEngine(), ImportanceEngine(),
+                          SamplingEngine()], what="query")
 COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
                                    SampledCounterfactualEngine()], what="counterfactual")
 

@@ -16,7 +16,8 @@ def test_engine_order():
     cn.CRF, cn.HMM      # noqa: B018 (the families register their chain engines when first loaded)
     # the families' chain engines register themselves ahead of the generic ones (causalnet.models.hmm/crf)
     assert [e.name for e in QUERY_ENGINES] == ["CRF chain", "HMM chain", "discrete", "discrete (soft evidence)",
-                                               "linear-Gaussian", "linear-Cauchy", "loopy belief propagation",
+                                               "linear-Gaussian", "linear-Cauchy", "conditional Gaussian",
+                                               "loopy belief propagation",
                                                "gibbs sampling", "importance sampling", "likelihood weighting"]
     assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["HMM twin chain", "discrete twin network", "Gaussian twin",
                                                          "additive-noise abduction", "sampled counterfactual"]

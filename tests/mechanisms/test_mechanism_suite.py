@@ -18,8 +18,8 @@ from numpy.testing import assert_allclose
 
 import causalnet as cn
 from causalnet.errors import CausalNetError, ModelError
-from causalnet.mechanisms import cauchy, function, gaussian, tabular
-from causalnet.mechanisms.base import DISCRETE, Mechanism
+from causalnet.mechanisms import cauchy, conditional_gaussian, function, gaussian, tabular
+from causalnet.mechanisms.base import DISCRETE, Mechanism, as_generator
 from causalnet.mechanisms.intervened import Intervened
 from causalnet.models.hmm.mechanism import GaussianEmissionMechanism
 from causalnet.testing import check_mechanism
@@ -40,6 +40,10 @@ def _cases():
                                                    [[0.2, 0.8], [0.3, 0.7], [1.0, 0.0]]]), states=["n", "y"])),
         ("LinearGaussian", real, cn.LinearGaussian(["X", "Z"], [1.5, -0.5], bias=2.0, sigma=0.7)),
         ("LinearGaussian-deterministic", real, cn.LinearGaussian(["X"], [2.0], bias=1.0, sigma=0.0)),
+        ("ConditionalLinearGaussian", {**disc, **real},
+         cn.ConditionalLinearGaussian(["X", "A", "B", "Z"], [[0.0, 1.0, -1.0], [2.0, 0.5, 0.0]],
+                                      np.arange(12.0).reshape(2, 3, 2) / 4, [[1.0, 0.5, 2.0], [0.1, 1.0, 3.0]])),
+        ("ConditionalLinearGaussian-no-discrete", real, cn.ConditionalLinearGaussian(["X"], 1.0, [2.0], 0.5)),
         ("Function", real, cn.Function(["X", "Z"], lambda x, z: np.sin(x) + z ** 2, noise=st.norm(0.5, 0.3))),
         ("Function-laplace", real, cn.Function(["X"], lambda x: 2 * x, noise=st.laplace(0, 1))),
         ("Function-deterministic", real, cn.Function(["X"], np.tanh)),
@@ -75,7 +79,7 @@ def _parent_values(model, n, seed):
 
 
 def test_every_mechanism_class_is_in_the_suite():
-    mine = {cls for mod in (tabular, gaussian, function, cauchy)
+    mine = {cls for mod in (tabular, gaussian, function, cauchy, conditional_gaussian)
             for cls in vars(mod).values() if isinstance(cls, type) and issubclass(cls, Mechanism)}
     mine.add(Intervened)
     covered = {type(m) for _, _, m in CASES}
