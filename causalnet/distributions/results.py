@@ -623,6 +623,9 @@ class GaussianMixture:
 
     def log_prob(self, x) -> np.ndarray:
         """Log density at `x` of shape (d,) or (m, d); batched: (n, d), one point per row."""
+        from scipy import stats  # loaded on first use, not by ``import causalnet``
+        from scipy.special import logsumexp
+
         x = self._points(x)
         with np.errstate(divide="ignore"):
             logw = np.log(self.weights)
@@ -646,6 +649,8 @@ class GaussianMixture:
         """
         if len(self.variables) != 1:
             raise EvidenceError(f"cdf needs one variable, this mixture is over {list(self.variables)}")
+        from scipy import stats  # loaded on first use, not by ``import causalnet``
+
         x = np.asarray(x, dtype=np.float64)
         mu, sd = self.means[..., 0], np.sqrt(self.covs[:, 0, 0])          # (..., K), (K,)
         xe = x[..., None]

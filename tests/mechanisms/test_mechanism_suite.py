@@ -19,7 +19,7 @@ from numpy.testing import assert_allclose
 import causalnet as cn
 from causalnet.errors import CausalNetError, ModelError
 from causalnet.mechanisms import cauchy, conditional_gaussian, function, gaussian, tabular
-from causalnet.mechanisms.base import DISCRETE, Mechanism, as_generator
+from causalnet.mechanisms.base import DISCRETE, Mechanism
 from causalnet.mechanisms.intervened import Intervened
 from causalnet.models.hmm.mechanism import GaussianEmissionMechanism
 from causalnet.testing import check_mechanism

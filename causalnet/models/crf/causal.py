@@ -49,7 +49,7 @@ import numpy as np
 
 from ... import limits
 from ...arguments import check_int
-from ...errors import EvidenceError, ModelError, NotFittedError
+from ...errors import EvidenceError, NotFittedError
 from ...inference.dispatch import run_query
 from ...mechanisms.tabular import CPT, Categorical
 from ...model import CausalModel
