@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .. import limits
 from ..distributions import DiscreteDistribution, GaussianMixture
@@ -291,6 +290,8 @@ def _posterior(model, request, en: _Enumeration, reals: list):
 
 
 def _normalise(logw: np.ndarray, batched: bool) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.special import logsumexp  # loaded on first use, not by ``import causalnet``
+
     total = logsumexp(logw, axis=-1, keepdims=True)
     if np.any(np.isneginf(total)):
         where = f" (row {int(np.flatnonzero(np.isneginf(total[:, 0]))[0])})" if batched else ""

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import networkx as nx
 import numpy as np
 
 from .. import limits
@@ -242,6 +241,8 @@ class FactorGraph:
     @property
     def is_tree(self) -> bool:
         """Whether the factor graph has no cycle (then belief propagation is exact)."""
+        import networkx as nx  # loaded on first use, not by ``import causalnet``
+
         g = nx.Graph()
         g.add_nodes_from(("v", v) for v in range(self.cards.size))
         for f, (vs, _) in enumerate(self.factors):

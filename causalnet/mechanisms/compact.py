@@ -38,7 +38,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy.special import log_softmax, logsumexp
 
 from .. import limits
 from ..errors import ModelError
@@ -322,6 +321,8 @@ class Logistic(Compact):
         return z                                                              # (n, K)
 
     def probabilities(self, node, parents, spec):
+        from scipy.special import log_softmax  # loaded on first use, not by ``import causalnet``
+
         return np.exp(log_softmax(self._logits(parents), axis=1))
 
     def sample_noise(self, n, rng, spec):
@@ -333,6 +334,8 @@ class Logistic(Compact):
 
     def abduct_sample(self, node, value, parents, spec, rng):
         """Gumbel noise given the argmax: the top one at logsumexp, the others truncated below it."""
+        from scipy.special import logsumexp  # loaded on first use
+
         z = np.broadcast_to(self._logits(parents), (np.shape(value)[0], self.weights.shape[0]))
         y = np.asarray(value)
         rows = np.arange(z.shape[0])
