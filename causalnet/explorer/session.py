@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian
+from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian, GaussianMixture
 from ..errors import CausalNetError, EvidenceError, GraphError, ModelError, NotIdentifiable, ResourceError
 from ..graph.core import DAGCore
 from ..graph.paths import open_path
@@ -245,7 +245,7 @@ class Session:
     def _summary(self, node: Hashable, dist: Any) -> dict:
         if isinstance(dist, DiscreteDistribution):
             return {str(s): _float(p) for s, p in zip(self.model.states(node), np.ravel(dist.probs))}
-        if isinstance(dist, Gaussian):
+        if isinstance(dist, (Gaussian, GaussianMixture)):          # a mixture (mixed models): its moments
             return {"mean": _float(np.ravel(dist.mean)[0]), "sd": _float(np.ravel(dist.std)[0])}
         if isinstance(dist, EmpiricalDistribution):
             if self.kind(node) == "discrete":

@@ -329,7 +329,7 @@ def test_an_exact_engine_refusal_falls_back_to_sampling_and_says_so(monkeypatch)
             assert abs(out["posteriors"][v][k] - p) <= 5 * np.sqrt(p * (1 - p) / 2000) + 1e-12, (v, k)
 
 
-def test_mixed_models_fall_back_to_sampling_and_say_so():
+def test_mixed_models_are_answered_exactly():
     m = cn.CausalModel({"A": cn.Categorical([0.3, 0.7], states=["a0", "a1"]),
                         "X": cn.LinearGaussian(["A"], [2.0], bias=1.0, sigma=1.0),
                         "B": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]], states=["b0", "b1"])})
@@ -337,7 +337,12 @@ def test_mixed_models_fall_back_to_sampling_and_say_so():
     # exact: P(A=a1 | X=2.5) = 0.7 N(2.5; 3, 1) / (0.7 N(2.5; 3, 1) + 0.3 N(2.5; 1, 1))
     w1, w0 = 0.7 * np.exp(-0.5 * 0.5 ** 2), 0.3 * np.exp(-0.5 * 1.5 ** 2)
     pa1 = w1 / (w1 + w0)
-    assert "likelihood weighting" in out["method"]
-    assert out["posteriors"]["A"]["a1"] == pytest.approx(pa1, abs=0.01)          # ~6 standard errors at ESS 5e4
-    assert out["posteriors"]["B"]["b1"] == pytest.approx(0.1 * (1 - pa1) + 0.8 * pa1, abs=0.01)
+    assert "conditional Gaussian" in out["method"]
+    assert out["posteriors"]["A"]["a1"] == pytest.approx(pa1, abs=1e-9)
+    assert out["posteriors"]["B"]["b1"] == pytest.approx(0.1 * (1 - pa1) + 0.8 * pa1, abs=1e-9)
     assert out["posteriors"]["X"] == {"mean": 2.5, "sd": 0.0}
+    # a real node's posterior is a mixture: the page shows its mean and sd (law of total variance)
+    out = Session(m).query({"evidence": {"B": "b1"}})
+    p = 0.7 * 0.8 / (0.7 * 0.8 + 0.3 * 0.1)                 # P(A=a1 | B=b1)
+    assert out["posteriors"]["X"]["mean"] == pytest.approx(1 + 2 * p, abs=1e-9)
+    assert out["posteriors"]["X"]["sd"] == pytest.approx(np.sqrt(1 + 4 * p * (1 - p)), abs=1e-9)
