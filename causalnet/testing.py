@@ -16,7 +16,7 @@ Examples
 >>> import causalnet as cn
 >>> check_mechanism(cn.LinearGaussian(["X"], [2.0], sigma=0.5), {"X": cn.LinearGaussian()})
 >>> from causalnet.inference.dispatch import QUERY_ENGINES
->>> check_engine(next(iter(QUERY_ENGINES)))            # the discrete engine
+>>> check_engine(next(e for e in QUERY_ENGINES if e.name == "discrete"))
 """
 
 from __future__ import annotations
@@ -38,7 +38,11 @@ from .mechanisms.cauchy import CauchyLinear
 from .mechanisms.function import Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import Intervened
+from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel
+from .models.crf import CRF
+from .models.crf.causal import factor_evidence
+from .models.hmm import HMM
 
 __all__ = ["check_mechanism", "check_engine", "ConformanceError", "Case", "default_cases", "shipped_engines"]
 
@@ -186,11 +190,20 @@ class Case(NamedTuple):
     targets: Any
     evidence: Mapping | None = None
     do: Mapping | None = None
+    soft_evidence: Mapping | None = None
 
 
 def default_cases() -> list[Case]:
-    """The battery :func:`check_engine` asks by default: discrete, linear-Gaussian and linear-Cauchy models."""
+    """The battery :func:`check_engine` asks by default: discrete (with soft evidence, a tree, an unrolled
+    HMM and a linear-chain CRF), linear-Gaussian and linear-Cauchy models."""
     spr = gallery.load("sprinkler")
+    tree = CausalModel({"A": Categorical([0.3, 0.7]), "B": CPT(["A"], [[0.9, 0.1], [0.2, 0.8]]),
+                        "C": CPT(["B"], [[0.6, 0.4], [0.1, 0.9]]), "D": CPT(["B"], [[0.5, 0.5], [0.7, 0.3]])})
+    hmm = HMM(2, "categorical", n_symbols=3, startprob=[0.6, 0.4], transmat=[[0.7, 0.3], [0.2, 0.8]],
+              emissionprob=[[0.5, 0.4, 0.1], [0.1, 0.3, 0.6]]).to_model(4)
+    rng = np.random.default_rng(0)
+    crf = CRF.from_weights(rng.normal(size=(3, 2)), rng.normal(size=(2, 2)), ["A", "B"], ["a0", "a1", "a2"])
+    crf_model = crf.to_model(X=[{"a0": 1.0}, {"a1": 1.0, "a2": 1.0}, {"a2": 1.0}])
     lg = CausalModel({"X": LinearGaussian(bias=0.5, sigma=1.0), "Y": LinearGaussian(["X"], [2.0], sigma=0.5),
                       "Z": LinearGaussian(["X", "Y"], [1.0, -1.0], bias=0.2, sigma=1.0)})
     import scipy.stats as st  # scipy.stats is slow to import: only when the battery is built
@@ -205,6 +218,11 @@ def default_cases() -> list[Case]:
         Case("discrete batched evidence", spr, "query", "Rain", {"Wet": np.array(["wet", "dry", "wet"])}),
         Case("discrete counterfactual", spr, "counterfactual", "Rain", {"Sprinkler": "on", "Wet": "wet"},
              {"Sprinkler": "on"}),
+        Case("discrete soft evidence", spr, "query", "Rain", None, None, {"Wet": [0.2, 0.9]}),
+        Case("discrete tree", tree, "query", "A", {"C": 1, "D": 0}),
+        Case("unrolled HMM", hmm, "query", "Z[2]", {"X[0]": 0, "X[1]": 2, "X[3]": 1}),
+        Case("unrolled HMM counterfactual", hmm, "counterfactual", "X[3]", {"X[0]": 0, "X[2]": 2}, {"Z[1]": 1}),
+        Case("linear-chain CRF", crf_model, "query", "y[1]", factor_evidence(crf_model)),
         Case("gaussian prior", lg, "query", "Z"),
         Case("gaussian do", lg, "query", "Z", None, {"Y": 1.0}),
         Case("gaussian counterfactual", lg, "counterfactual", "Z", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
@@ -222,12 +240,18 @@ def check_engine(engine: Engine, cases: Sequence[Case] | None = None, *, n_sampl
     raising; when it accepts, ``answer`` returns a result whose ``.method`` is
     a str (or, for an exact engine, declines with ``NoExactAnswer``), and the
     result agrees with an independent answer: brute-force enumeration of the
-    joint table for discrete queries (to 1e-9 for an exact engine, 6 standard
-    errors for a sampling one), Monte Carlo on ``model.do(do)`` for continuous
-    queries without evidence (mean within 6 standard errors, spread within
-    5%; median and interquartile range for Cauchy results), and the factual
-    query for a counterfactual whose intervention repeats the evidence. The
-    engine must accept at least one case.
+    joint table for discrete queries, soft evidence weighting it (to 1e-9 for
+    an exact engine and for loopy belief propagation on a tree, 6 standard
+    errors for a sampling one; loopy belief propagation off a tree, which has
+    no error bound, must give a distribution of the right shape), Monte Carlo
+    on ``model.do(do)`` for continuous queries without evidence (mean within 6
+    standard errors, spread within 5%; median and interquartile range for
+    Cauchy results), the factual query for a counterfactual whose
+    intervention repeats the evidence, and the generic discrete twin network
+    for one that does not. An engine selected by name (``engine.method``,
+    e.g. ``"loopy"``) is asked with that method; a case with soft evidence
+    goes only to engines that declare ``soft_evidence`` (as the registry
+    does). The engine must accept at least one case.
 
     Parameters
     ----------
@@ -250,6 +274,8 @@ def check_engine(engine: Engine, cases: Sequence[Case] | None = None, *, n_sampl
         _fail("exact", engine, f"has exact={engine.exact!r}, expected True or False")
     answered = 0
     for case in default_cases() if cases is None else cases:
+        if case.soft_evidence and not engine.soft_evidence:
+            continue                    # the registry gives soft evidence only to engines that declare it
         request = _request(case, engine, n_samples, seed)
         try:
             ok = [engine.accepts(request) for _ in range(2)]
@@ -274,18 +300,24 @@ def check_engine(engine: Engine, cases: Sequence[Case] | None = None, *, n_sampl
 
 
 def _request(case: Case, engine: Engine, n_samples: int, seed: int):
-    method = "auto" if engine.exact else "sampling"
-    build = counterfactual_request if case.kind == "counterfactual" else query_request
-    return build(case.model, case.targets, case.evidence, case.do, method=method, n_samples=n_samples, seed=seed)
+    method = engine.method or ("auto" if engine.exact else "sampling")      # "loopy", "gibbs", ... by name
+    if case.kind == "counterfactual":
+        return counterfactual_request(case.model, case.targets, case.evidence, case.do, method=method,
+                                      n_samples=n_samples, seed=seed)
+    return query_request(case.model, case.targets, case.evidence, case.do, method=method, n_samples=n_samples,
+                         seed=seed, soft_evidence=case.soft_evidence)
 
 
 def _compare(engine: Engine, case: Case, result: Any, n_samples: int, seed: int) -> None:
     if case.kind == "counterfactual":
-        # consistency: the intervention repeats the evidence, so the answer is the factual one
         ev = dict(case.evidence or {})
-        if isinstance(case.targets, str) and case.targets in ev:      # observed: a point mass at its value
+        if any(k not in ev or ev[k] != v for k, v in (case.do or {}).items()):
+            # a real intervention: the generic twin network (itself held to the consistency rule below)
+            twin = next(e for e in COUNTERFACTUAL_ENGINES if e.name == "discrete twin network")
+            ref = twin.answer(counterfactual_request(case.model, case.targets, ev, case.do, method="exact"))
+        elif isinstance(case.targets, str) and case.targets in ev:    # observed: a point mass at its value
             ref = _PointMass(float(ev[case.targets]))
-        else:
+        else:    # consistency: the intervention repeats the evidence, so the answer is the factual one
             ref = QUERY_ENGINES.answer(query_request(case.model, case.targets, ev, None, method="exact"))
         _agree(engine, case, result, ref)
     elif isinstance(result, DiscreteDistribution):
@@ -298,7 +330,17 @@ def _agree(engine: Engine, case: Case, result: Any, ref: Any) -> None:
     if isinstance(ref, DiscreteDistribution):
         got = np.asarray(getattr(result, "probs", np.nan), dtype=float)
         se = getattr(result, "std_err", None)
-        tol = 1e-9 if engine.exact else 6 * np.asarray(se if se is not None else 0.0) + 2e-3
+        tree = (getattr(result, "diagnostics", None) or {}).get("tree")
+        if engine.exact or tree:                            # loopy BP is exact on a tree
+            tol = 1e-9
+        elif tree is False:         # off a tree its fixed point has no error bound: a distribution of the right shape
+            sums = got.reshape(got.shape[0] if case.evidence and getattr(result, "batched", False) else 1, -1).sum(-1)
+            if got.shape != ref.probs.shape or np.any(got < 0) or np.any(got > 1) or not np.allclose(sums, 1.0):
+                _fail("answer", engine, f"answered case {case.name!r} with {got.round(6).tolist()}, not a "
+                      f"distribution of shape {ref.probs.shape}")
+            return
+        else:
+            tol = 6 * np.asarray(se if se is not None else 0.0) + 2e-3
         if got.shape != ref.probs.shape or not np.all(np.abs(got - ref.probs) <= tol):
             _fail("answer", engine, f"answered case {case.name!r} with {got.round(6).tolist()}, expected "
                   f"{ref.probs.round(6).tolist()}")
@@ -331,6 +373,10 @@ def _enumerate(case: Case) -> DiscreteDistribution:
     cards = [len(m.states(v)) for v in nodes]
     grid = np.array(list(itertools.product(*map(range, cards)))).T           # (nodes, prod(cards))
     joint = np.exp(m.log_prob({v: grid[i] for i, v in enumerate(nodes)})).reshape(cards)
+    for v, lik in (case.soft_evidence or {}).items():                       # virtual evidence: a likelihood
+        shape = [1] * len(nodes)
+        shape[nodes.index(v)] = cards[nodes.index(v)]
+        joint = joint * np.asarray(lik, dtype=float).reshape(shape)
     targets = [case.targets] if isinstance(case.targets, str) else list(case.targets)
     ev = dict(case.evidence or {})
     n = next((len(v) for v in ev.values() if np.ndim(v)), None)

@@ -34,8 +34,11 @@ def test_the_battery_covers_every_engine():
 
 
 def _request(engine, case):
-    build = counterfactual_request if case.kind == "counterfactual" else query_request
-    return build(case.model, case.targets, case.evidence, case.do, method="auto" if engine.exact else "sampling")
+    method = engine.method or ("auto" if engine.exact else "sampling")
+    if case.kind == "counterfactual":
+        return counterfactual_request(case.model, case.targets, case.evidence, case.do, method=method)
+    return query_request(case.model, case.targets, case.evidence, case.do, method=method,
+                         soft_evidence=case.soft_evidence)
 
 
 def test_conformance_error_is_an_assertion_error_of_ours():

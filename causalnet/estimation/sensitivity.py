@@ -175,7 +175,10 @@ def _benchmarks(benchmark, names, zs, d, z, y, fit, kd, ky):
     import pandas as pd
 
     est, se, dof, t_out = fit
-    bench = [benchmark] if isinstance(benchmark, str) else list(benchmark)
+    if isinstance(benchmark, str) or not isinstance(benchmark, (list, tuple, set, frozenset)):
+        bench = [benchmark]          # one column name (a str, or any other hashable column label)
+    else:
+        bench = list(benchmark)
     xd = np.column_stack([np.ones(len(d)), z])
     _, t_d, dof_d = _ols_t(xd, d)
     rows = []
