@@ -344,7 +344,7 @@ class MarkovNetwork:
             except ResourceError as e:
                 if method == "exact":
                     raise
-                excluded = f"; the exact engine was excluded by a limit ({e})"
+                excluded = f"; exact engines passed: variable elimination: ResourceError: {e}"
         if method == "gibbs":
             return self._gibbs_query(names, ev, n, soft_evidence, n_samples, seed, **options)
         fg = self.to_factor_graph()
