@@ -101,6 +101,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "limits": ".limits",
     "runtime": ".runtime",
     "testing": ".testing",
+    "estimation": ".estimation",
+    "explorer": ".explorer",
     "DiscreteDistribution": ".distributions:DiscreteDistribution",
     "EmpiricalDistribution": ".distributions:EmpiricalDistribution",
     "Gaussian": ".distributions:Gaussian",
