@@ -18,7 +18,7 @@ from numpy.testing import assert_allclose
 
 import causalnet as cn
 from causalnet.errors import CausalNetError, ModelError
-from causalnet.mechanisms import cauchy, conditional_gaussian, function, gaussian, tabular
+from causalnet.mechanisms import cauchy, compact, conditional_gaussian, function, gaussian, tabular
 from causalnet.mechanisms.base import DISCRETE, Mechanism
 from causalnet.mechanisms.intervened import Intervened
 from causalnet.models.hmm.mechanism import GaussianEmissionMechanism
@@ -57,6 +57,13 @@ def _cases():
         ("CauchyLinear-deterministic", real, cn.CauchyLinear(["X"], [3.0], scale=0.0)),
         ("Intervened-constant", real, Intervened(1.25, cn.LinearGaussian(["X"], [1.0]))),
         ("Intervened-shift", real, Intervened(lambda v: v + 1.0, cn.LinearGaussian(["X"], [1.0], sigma=0.5))),
+        ("NoisyOR", {"A": disc["A"], "C": cn.Categorical([0.6, 0.4])}, cn.NoisyOR(["A", "C"], [0.8, 0.3], leak=0.05)),
+        ("NoisyMax", {"A": disc["A"], "B": disc["B"]},
+         cn.NoisyMax(["A", "B"], [[[1.0, 0.0, 0.0], [0.2, 0.5, 0.3]], [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.1, 0.3, 0.6]]],
+                     leak=[0.9, 0.08, 0.02])),
+        ("Logistic", {"A": disc["A"], "X": real["X"]}, cn.Logistic(["A", "X"], [1.5, -0.7], 0.2)),
+        ("Logistic-softmax", {"B": disc["B"], "X": real["X"]},
+         cn.Logistic(["B", "X"], [[0.5, 1.0], [-0.5, 0.3], [0.0, 0.0]], [0.1, 0.0, -0.2])),
         ("HMM-GaussianEmission", {"A": disc["A"]},
          GaussianEmissionMechanism("A", [[0.0, 1.0], [2.0, -1.0]], [np.eye(2), [[2.0, 0.5], [0.5, 1.0]]])),
     ]
@@ -79,12 +86,12 @@ def _parent_values(model, n, seed):
 
 
 def test_every_mechanism_class_is_in_the_suite():
-    mine = {cls for mod in (tabular, gaussian, function, cauchy, conditional_gaussian)
+    mine = {cls for mod in (tabular, gaussian, function, cauchy, conditional_gaussian, compact)
             for cls in vars(mod).values() if isinstance(cls, type) and issubclass(cls, Mechanism)}
     mine.add(Intervened)
     covered = {type(m) for _, _, m in CASES}
     # Tabular is the shared base of Categorical and CPT, not a kind users build
-    assert mine - covered - {tabular.Tabular, Mechanism} == set()
+    assert mine - covered - {tabular.Tabular, compact.Compact, Mechanism} == set()   # shared bases
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -110,7 +117,7 @@ def test_spec_refuses_a_parent_of_the_wrong_kind(case):
     _, parents, mech = case
     if not mech.parents or isinstance(mech, (function.Function, function.Deterministic, Intervened)):
         pytest.skip("functions accept any parent kind; roots have none")
-    if isinstance(mech, gaussian.LinearGaussian):   # discrete parents count as numbers; vectors do not
+    if isinstance(mech, (gaussian.LinearGaussian, compact.Logistic)):   # discrete parents count as numbers; vectors do not
         wrong = {p: cn.CauchyLinear(shape=(2,)) for p in mech.parents}
     else:
         wrong = {p: (cn.LinearGaussian() if _model(parents, mech).specs[p].kind == DISCRETE
