@@ -229,6 +229,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     limit_blas()
+    import pyagrum as gum
+    gum.setNumberOfThreads(1)                    # pyAgrum's default is every core; the peers run one thread each
     print(f"load average: {open('/proc/loadavg').read().split()[:3]} (2 cores shared with other jobs)")
     munin = cn.gallery.load("munin1")
     loopy_vs_pyagrum("munin1", munin, observed(munin, 10, 3), 1e-8)
