@@ -9,7 +9,7 @@ Workloads (one thread each, same process, answers checked before any ratio):
   (pyAgrum's engine object, causalnet's factor graph) is timed apart.
 * Gibbs sampling on asia: samples per second against pgmpy's
   ``GibbsSampling.sample`` (causalnet's answer checked against the exact one
-  within 5 standard errors first); on alarm with evidence, the largest error of
+  within 5 standard errors first, pgmpy's within 0.05 before the ratio); on alarm with evidence, the largest error of
   five marginals against the exact answer, for causalnet's and pyAgrum's
   ``GibbsSampling`` given the same number of samples.
 * a QMR-style noisy-OR network (500 diseases x 4,000 findings, 1 to 12
@@ -161,10 +161,14 @@ def gibbs_asia(n):
     t0 = time.perf_counter()
     df = gs.sample(size=m_pg, seed=1)
     t_pg = time.perf_counter() - t0
-    p_pg = float(np.mean(df["lung"].astype(str) == str(m.specs["lung"].states[0])))
+    # pgmpy's sample holds state indices (to_pgmpy keeps causalnet's state order), not the state names
+    p_pg = float(np.mean(df["lung"].to_numpy() == 0))
     print(f"asia Gibbs (every CPT smoothed by 1e-3: pgmpy on the original asia {pg_original}): causalnet "
           f"{n / t_cn:,.0f} samples/s ({n} samples, P(lung) {r.probs.round(4)}, exact {exact.round(4)}); pgmpy "
           f"{m_pg / t_pg:,.0f} samples/s ({m_pg} samples, P(lung={m.specs['lung'].states[0]}) {p_pg:.4f})")
+    if abs(p_pg - exact[0]) > 0.05:                # pgmpy's single chain mixes slowly here; no ratio without agreement
+        print(f"  no ratio: pgmpy's P(lung={m.specs['lung'].states[0]}) is {abs(p_pg - exact[0]):.3f} from exact")
+        return
     print(f"  ratio causalnet / pgmpy samples per second: {(n / t_cn) / (m_pg / t_pg):.1f}")
 
 
