@@ -31,6 +31,7 @@ import numpy as np
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(__file__))
+os.environ.setdefault("TQDM_DISABLE", "1")        # pgmpy's Gibbs sampler draws a progress bar inside the timed call
 
 from discrete_common import limit_blas, median_time  # noqa: E402
 
