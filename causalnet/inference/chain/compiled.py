@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 AVAILABLE = runtime.numba_available()
-ENV_VAR = "CAUSALNET_CHAIN_BACKEND"
+ENV_VAR = f"{runtime.ENV_PREFIX}CHAIN_BACKEND"      # the variable runtime.get_backend("chain") reads
 BACKENDS = runtime.BACKENDS
 
 
