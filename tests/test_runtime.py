@@ -67,6 +67,22 @@ def test_every_public_name_is_listed_by_dir_and_unknown_names_raise():
         cn.no_such_name  # noqa: B018
 
 
+def _lazy_packages():
+    """Every package whose ``__init__.py`` re-exports through :func:`runtime.lazy_exports`."""
+    for init in sorted((ROOT / "causalnet").rglob("__init__.py")):
+        if "lazy_exports(" in init.read_text(encoding="utf-8"):
+            yield ".".join(init.parent.relative_to(ROOT).parts)
+
+
+@pytest.mark.parametrize("package", list(_lazy_packages()))
+def test_every_lazy_package_resolves_its_public_names(package):
+    import importlib
+
+    mod = importlib.import_module(package)
+    assert set(mod.__all__) <= set(dir(mod))
+    assert [n for n in mod.__all__ if getattr(mod, n, None) is None] == []
+
+
 def test_small_dsep_and_small_chain_never_load_numba():
     code = """
 import sys, numpy as np, causalnet as cn

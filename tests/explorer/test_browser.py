@@ -83,6 +83,12 @@ def click_menu(driver, node, button, state=None):
     by_css(driver, css)[0].click()
 
 
+def choose(driver, node, button, state, want):
+    """:func:`click_menu`, then wait until the page shows the query text `want`."""
+    click_menu(driver, node, button, state)
+    wait_for(lambda: query_text(driver) == want, what=f"the query text {want}")
+
+
 def assert_bars(driver, node, dist, states):
     shown = bars(driver, node)
     assert list(shown) == list(states)
@@ -97,16 +103,14 @@ def test_sprinkler_observe_do_undo_reset(browser, shots):
         assert_bars(browser, "Wet", m.query("Wet"), m.states("Wet"))
         browser.save_screenshot(str(shots / "01-sprinkler-prior.png"))
 
-        click_menu(browser, "Rain", "menu-observe", "yes")
-        wait_for(lambda: query_text(browser) == "P(· | Rain=yes)", what="the query text")
+        choose(browser, "Rain", "menu-observe", "yes", "P(· | Rain=yes)")
         assert_bars(browser, "Wet", m.query("Wet", evidence={"Rain": "yes"}), m.states("Wet"))
         assert "observed" in by_css(browser, 'g.node[data-node="Rain"]')[0].get_attribute("class")
         browser.save_screenshot(str(shots / "02-sprinkler-observe-rain.png"))
 
         edge = by_css(browser, "#cn-e-0-1")[0]                 # Rain -> Sprinkler
         assert edge.is_displayed()
-        click_menu(browser, "Sprinkler", "menu-do", "on")
-        wait_for(lambda: query_text(browser) == "P(· | do(Sprinkler=on), Rain=yes)", what="the do query text")
+        choose(browser, "Sprinkler", "menu-do", "on", "P(· | do(Sprinkler=on), Rain=yes)")
         assert not edge.is_displayed() and "cut" in edge.get_attribute("class")
         assert by_css(browser, "#cn-e-1-2")[0].is_displayed()      # Sprinkler -> Wet stays
         want = m.query("Wet", evidence={"Rain": "yes"}, do={"Sprinkler": "on"})
@@ -197,10 +201,8 @@ def test_bad_requests_show_the_error_text(browser, shots):
     m = gallery.load("sprinkler")
     page = open_page(browser, m)
     try:
-        click_menu(browser, "Rain", "menu-observe", "no")
-        wait_for(lambda: query_text(browser) == "P(· | Rain=no)", what="Rain=no")
-        click_menu(browser, "Sprinkler", "menu-observe", "off")
-        wait_for(lambda: query_text(browser) == "P(· | Rain=no, Sprinkler=off)", what="Sprinkler=off")
+        choose(browser, "Rain", "menu-observe", "no", "P(· | Rain=no)")
+        choose(browser, "Sprinkler", "menu-observe", "off", "P(· | Rain=no, Sprinkler=off)")
         click_menu(browser, "Wet", "menu-observe", "wet")                # impossible: wet without rain or sprinkler
         error = wait_for(lambda: by_css(browser, "#error")[0].text, what="the error box")
         assert error.startswith("EvidenceError: ") and "probability zero" in error and "Traceback" not in error
@@ -219,13 +221,9 @@ def test_counterfactual_mode_shows_counterfactual_beside_factual(browser, shots)
     page = open_page(browser, m)
     try:
         by_css(browser, "#cf-mode")[0].click()
-        click_menu(browser, "Sprinkler", "menu-observe", "on")
-        wait_for(lambda: query_text(browser) == "P(· | Sprinkler=on)", what="the factual evidence")
-        click_menu(browser, "Wet", "menu-observe", "wet")
-        wait_for(lambda: query_text(browser) == "P(· | Sprinkler=on, Wet=wet)", what="the factual evidence")
-        click_menu(browser, "Sprinkler", "menu-do", "off")
-        want = "P(·_{Sprinkler=off} | Sprinkler=on, Wet=wet)"
-        wait_for(lambda: query_text(browser) == want, what="the counterfactual query")
+        choose(browser, "Sprinkler", "menu-observe", "on", "P(· | Sprinkler=on)")
+        choose(browser, "Wet", "menu-observe", "wet", "P(· | Sprinkler=on, Wet=wet)")
+        choose(browser, "Sprinkler", "menu-do", "off", "P(·_{Sprinkler=off} | Sprinkler=on, Wet=wet)")
         ev, do = {"Sprinkler": "on", "Wet": "wet"}, {"Sprinkler": "off"}
         assert_bars(browser, "Wet", m.counterfactual("Wet", evidence=ev, do=do), m.states("Wet"))
         assert_bars(browser, "Rain", m.counterfactual("Rain", evidence=ev, do=do), m.states("Rain"))

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 AVAILABLE = runtime.numba_available()
-ENV_VAR = "CAUSALNET_CHAIN_BACKEND"
+ENV_VAR = f"{runtime.ENV_PREFIX}CHAIN_BACKEND"      # the variable runtime.get_backend("chain") reads
 BACKENDS = runtime.BACKENDS
 
 
@@ -413,8 +413,7 @@ def serves(ch):
     with at least ``AUTO_MIN_T`` steps; ``"numpy"``: none.
     """
     if ch.backend is None:                # decided once per chain, by the chain family's switch
-        name = runtime.get_backend("chain")
-        on = AVAILABLE and name != "numpy" and ch.shared and ch.n > 0 and (name == "numba" or ch.T >= AUTO_MIN_T)
+        on = enabled() and ch.shared and ch.n > 0 and (runtime.get_backend("chain") == "numba" or ch.T >= AUTO_MIN_T)
         ch.backend = "numba" if on else "numpy"
     return ch.backend == "numba"
 

@@ -54,7 +54,7 @@ __all__ = ["AVAILABLE", "BACKENDS", "ENV_VAR", "AUTO_BUDGET_S", "SMALL_ATTENTION
 
 AVAILABLE = runtime.numba_available()
 BACKENDS = runtime.BACKENDS
-ENV_VAR = "CAUSALNET_TENSOR_BACKEND"
+ENV_VAR = f"{runtime.ENV_PREFIX}TENSOR_BACKEND"    # the variable runtime.get_backend("tensor") reads
 #: seconds of plan-program time (numpy) after which "auto" compiles the kernels
 AUTO_BUDGET_S = 1.0
 #: largest ``n * T * S * D`` (multiply-adds) an attention sends to its kernel (BLAS is faster above)
