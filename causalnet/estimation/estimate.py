@@ -43,7 +43,7 @@ from .effect import Effect
 from .estimators import ESTIMATORS
 from .identify import check_adjustment_set, default_adjustment_set
 from .linear import bootstrap_counts, clear_cache
-from .prepare import as_frame, prepare
+from .prepare import as_dag, as_frame, prepare
 
 __all__ = ["estimate", "METHODS", "ESTIMANDS"]
 
@@ -52,17 +52,6 @@ ESTIMANDS = ("ate", "att", "atc", "cate")
 
 #: Bytes one (b, n) float64 matrix of a bootstrap chunk may take.
 _CHUNK_BYTES = 8_000_000
-
-
-def _graph(graph_or_model: Any) -> DAGCore:
-    if isinstance(graph_or_model, DAGCore):
-        return graph_or_model
-    if isinstance(graph_or_model, str):
-        return DAG.parse(graph_or_model)
-    dag = getattr(graph_or_model, "dag", None)
-    if isinstance(dag, DAGCore):
-        return dag
-    raise GraphError(f"estimate needs a DAG, a CausalModel or a graph string, got {type(graph_or_model).__name__}")
 
 
 def _adjustment_formula(dag: DAGCore, t: Hashable, y: Hashable, z: frozenset) -> Estimand:
@@ -213,7 +202,7 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         ``method="plugin"`` and the graph does not identify the effect.
     """
     _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers)
-    dag = _graph(graph_or_model)
+    dag = as_dag(graph_or_model, "estimate")
     for v, role in ((treatment, "treatment"), (outcome, "outcome")):
         if v not in dag:
             raise GraphError(f"the {role} {v!r} is not a node of the graph{dag.hint(v)}")

@@ -33,10 +33,10 @@ References
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Hashable
 
 from ..errors import GraphError
+from ..graph import paths
 from ..graph.adjustment import effect_graph, is_adjustment_set, minimal_adjustment_sets
 from ..graph.core import DAGCore
 
@@ -144,52 +144,19 @@ def open_path(dag: DAGCore, x: Hashable, y: Hashable, z) -> str | None:
     """
     ix = dag.index
     xi, yi = frozenset({ix.pos[x]}), frozenset({ix.pos[y]})
-    par, chi, forbidden = effect_graph(dag, xi, yi)
+    _, chi, forbidden = effect_graph(dag, xi, yi)
     zi = frozenset(ix.pos[v] for v in z)
     bad = sorted(zi & forbidden)
     if bad:
         v = ix.nodes[bad[0]]
         return f"{v!r} descends from a node on a causal path from {x!r} to {y!r} (adjusting for it biases the effect)"
-    path = _d_connecting_path(par, chi, ix.pos[x], ix.pos[y], zi)
+    kept = {(u, v) for u in range(len(chi)) for v in chi[u]}
+    dropped = [(u, v) for u, v in dag.edges if (ix.pos[u], ix.pos[v]) not in kept]
+    pbd = dag.remove_edges(dropped) if dropped else dag          # the proper back-door graph
+    path = paths.open_path(pbd, x, y, frozenset(z))
     if path is None:
         return None
-    out = [str(ix.nodes[path[0][0]])]
-    for (u, _), (v, _) in zip(path, path[1:]):
-        out.append(f"-> {ix.nodes[v]}" if v in chi[u] else f"<- {ix.nodes[v]}")
+    out = [str(path[0])]
+    for u, v in zip(path, path[1:]):
+        out.append(f"-> {v}" if pbd.has_edge(u, v) else f"<- {v}")
     return " ".join(out)
-
-
-def _d_connecting_path(par: list, chi: list, s: int, t: int, z: frozenset) -> list | None:
-    """A path from `s` to `t` open given `z` (breadth-first over (node, arrived-from-child?) states)."""
-    anc_z = set(z)
-    stack = list(z)
-    while stack:                                           # ancestors of z: colliders there are open
-        v = stack.pop()
-        for p in par[v]:
-            if p not in anc_z:
-                anc_z.add(p)
-                stack.append(p)
-    start = (s, True)                                      # leaving s as if arrived from a child: any edge
-    prev = {start: None}
-    queue = deque([start])
-    while queue:
-        v, up = queue.popleft()                            # up: we arrived at v from one of its children
-        if v == t:
-            path, st = [], (v, up)
-            while st is not None:
-                path.append(st)
-                st = prev[st]
-            return path[::-1]
-        nxt = []
-        if up and v not in z:                              # non-collider: continue to parents and children
-            nxt += [(p, True) for p in par[v]] + [(c, False) for c in chi[v]]
-        elif not up:                                       # arrived from a parent
-            if v not in z:
-                nxt += [(c, False) for c in chi[v]]        # chain
-            if v in anc_z:
-                nxt += [(p, True) for p in par[v]]         # open collider
-        for st in nxt:
-            if st not in prev:
-                prev[st] = (v, up)
-                queue.append(st)
-    return None

@@ -48,7 +48,7 @@ from ..graph.dag import DAG
 from ..graph.separation import implied_independencies
 from ..learning.citests import ChiSquare, FisherZ, GSquare
 from ..learning.data import as_table
-from .prepare import as_frame, encode
+from .prepare import as_dag, as_frame, encode
 
 __all__ = ["local_tests", "mixed_test", "adjust_pvalues", "TESTS", "CORRECTIONS", "permutation_baseline"]
 
@@ -185,7 +185,7 @@ def local_tests(graph: Any, data: Any, *, test: str = "auto", alpha: float = 0.0
     """
     import pandas as pd
 
-    dag = _dag(graph)
+    dag = as_dag(graph, "local_tests")
     if test not in TESTS:
         raise ModelError(f"test must be one of {list(TESTS)}, got {test!r}")
     if not 0 < alpha < 1:
@@ -209,17 +209,6 @@ def local_tests(graph: Any, data: Any, *, test: str = "auto", alpha: float = 0.0
                                                           alpha=alpha, correction=correction, seed=seed,
                                                           observed=int(table["rejected"].sum()))
     return table
-
-
-def _dag(graph: Any) -> DAGCore:
-    if isinstance(graph, DAGCore):
-        return graph
-    if isinstance(graph, str):
-        return DAG.parse(graph)
-    dag = getattr(graph, "dag", None)
-    if isinstance(dag, DAGCore):
-        return dag
-    raise GraphError(f"local_tests needs a DAG, a CausalModel or a graph string, got {type(graph).__name__}")
 
 
 def permutation_baseline(dag: DAGCore, data: Any, *, n_permutations: int = 20, test: str = "auto",

@@ -25,9 +25,23 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvidenceError, ModelError
+from ..errors import EvidenceError, GraphError, ModelError
+from ..graph.core import DAGCore
+from ..graph.dag import DAG
 
-__all__ = ["Prepared", "prepare", "as_frame"]
+__all__ = ["Prepared", "prepare", "as_frame", "as_dag"]
+
+
+def as_dag(graph: Any, who: str) -> DAGCore:
+    """`graph` as a DAG: a DAG itself, a graph string, or a model's ``.dag``; `who` names the caller in the error."""
+    if isinstance(graph, DAGCore):
+        return graph
+    if isinstance(graph, str):
+        return DAG.parse(graph)
+    dag = getattr(graph, "dag", None)
+    if isinstance(dag, DAGCore):
+        return dag
+    raise GraphError(f"{who} needs a DAG, a CausalModel or a graph string, got {type(graph).__name__}")
 
 
 def as_frame(data: Any):

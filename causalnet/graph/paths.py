@@ -47,25 +47,13 @@ from collections.abc import Hashable, Sequence
 
 from ..errors import GraphError
 from .core import DAGCore
+from .separation import check_sets
 
 __all__ = ["open_path", "is_open_path"]
 
 # arrival of the search at a node: entered from one of its parents (the edge points into it),
 # from one of its children (the edge points out of it), or the start of the path
 _FROM_PARENT, _FROM_CHILD, _START = 0, 1, 2
-
-
-def _sets(dag: DAGCore, x, y, given) -> tuple[frozenset, frozenset, frozenset]:
-    if not isinstance(dag, DAGCore):
-        raise GraphError(f"open_path expects a causalnet DAG, got {type(dag).__name__}")
-    xs = dag.node_set(x, "node", allow_empty=False)
-    ys = dag.node_set(y, "node", allow_empty=False)
-    zs = dag.node_set(given, "conditioning node")
-    if xs & ys:
-        raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}; an open path needs disjoint sets")
-    if (xs | ys) & zs:
-        raise GraphError(f"conditioning set overlaps X or Y on {sorted(map(str, (xs | ys) & zs))}")
-    return xs, ys, zs
 
 
 def _search(dag: DAGCore, xs: frozenset, ys: frozenset, zs: frozenset, anz: frozenset) -> list | None:
@@ -137,7 +125,7 @@ def open_path(dag: DAGCore, x, y, given=None) -> list | None:
     GraphError
         If a node is unknown, a set is empty, or the sets overlap.
     """
-    xs, ys, zs = _sets(dag, x, y, given)
+    xs, ys, zs = check_sets(dag, x, y, given, "open_path", "an open path")
     anz = dag.ancestors(zs, include_self=True) if zs else frozenset()
     walk = _search(dag, xs, ys, zs, frozenset(anz))
     return None if walk is None else _simple(walk, xs)

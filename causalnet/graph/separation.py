@@ -114,14 +114,16 @@ def _dedupe(c: np.ndarray, stamp: np.ndarray) -> np.ndarray:
     return c[stamp[c] == order]
 
 
-def _check_sets(dag: DAGCore, x, y, given) -> tuple[frozenset, frozenset, frozenset]:
+def check_sets(dag: DAGCore, x, y, given, who: str = "d_separated",
+               purpose: str = "d-separation") -> tuple[frozenset, frozenset, frozenset]:
+    """`x`, `y`, `given` as node sets: X and Y non-empty, all three disjoint (`who`, `purpose` word the errors)."""
     if not isinstance(dag, DAGCore):
-        raise GraphError(f"d_separated expects a causalnet DAG, got {type(dag).__name__}")
+        raise GraphError(f"{who} expects a causalnet DAG, got {type(dag).__name__}")
     xs = dag.node_set(x, "node", allow_empty=False)
     ys = dag.node_set(y, "node", allow_empty=False)
     zs = dag.node_set(given, "conditioning node")
     if xs & ys:
-        raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}; d-separation needs disjoint sets")
+        raise GraphError(f"X and Y overlap on {sorted(map(str, xs & ys))}; {purpose} needs disjoint sets")
     both = (xs | ys) & zs
     if both:
         raise GraphError(f"conditioning set overlaps X or Y on {sorted(map(str, both))}")
@@ -162,7 +164,7 @@ def d_separated(dag: DAGCore, x, y, given=None) -> bool:
     answer = _fast(dag.index, x, y, given)
     if answer is not None:
         return answer
-    xs, ys, zs = _check_sets(dag, x, y, given)
+    xs, ys, zs = check_sets(dag, x, y, given)
     pos = dag.index.pos
     answer = _answer(dag.index, [pos[v] for v in xs], [pos[v] for v in ys], [pos[v] for v in zs], None)
     if answer is None:  # pragma: no cover - the sets were checked

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet.estimation.identify import causal_nodes, open_path, optimal_adjustment_set
+from causalnet.graph.paths import is_open_path
 
 
 def _random_dag(seed, n):
@@ -90,6 +91,7 @@ def test_open_path_is_none_exactly_for_valid_sets_and_is_a_real_open_path(seed, 
                 assert nodes[0] == x and nodes[-1] == y
                 for u, v in zip(nodes, nodes[1:]):
                     assert g.has_edge(u, v) or g.has_edge(v, u)
+                assert is_open_path(g, nodes, set(z))                     # open given z, as the name says
 
 
 def test_worked_example_o_set_and_error_messages():
