@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: notebook -> modules it needs beyond the core install (other notebooks guard their optional peers themselves)
-NOTEBOOK_EXTRAS = {"08-estimation.ipynb": ("causaldata",)}
+NOTEBOOK_EXTRAS = {"09-estimation.ipynb": ("causaldata",)}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
