@@ -27,13 +27,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402  (after the thread settings)
+from agreement import require, require_close  # noqa: E402  (benchmarks/ is the script's directory)
 
 import causalnet as cn  # noqa: E402
 from causalnet.inference.dispatch import COUNTERFACTUAL_ENGINES, QUERY_ENGINES  # noqa: E402
@@ -67,17 +67,14 @@ def _without(registry, name, what):
 
 
 def _agree(a, b, what):
-    if not np.allclose(a, b, rtol=0, atol=1e-10):
-        print(f"DISAGREEMENT on {what}: max |diff| = {np.max(np.abs(np.asarray(a) - np.asarray(b)))}")
-        sys.exit(1)
+    require_close(what, a, b, atol=1e-10)
 
 
 def _engines_ran(pairs):
     """Exit 1 unless each answer came from the engine it is timed as (e.g. an older causalnet on sys.path)."""
     for res, name in pairs:
-        if name not in res.method:
-            print(f"WRONG ENGINE: expected {name!r}, got {res.method!r} (causalnet from {cn.__file__})")
-            sys.exit(1)
+        require(name in res.method, f"wrong engine: expected {name!r}, got {res.method!r} "
+                                    f"(causalnet from {cn.__file__})")
 
 
 def _hmm_rows(T, repeats, rng):

@@ -24,12 +24,17 @@ figures leave out.
 
 from __future__ import annotations
 
-import argparse
-import time
+import os
 
-from agreement import require  # benchmarks/ is the script's directory
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")          # one thread, as CRFsuite (set before numpy is imported)
 
-from causalnet.models.crf import CRF, synthetic_tagging
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+from agreement import require  # noqa: E402  (benchmarks/ is the script's directory)
+
+from causalnet.models.crf import CRF, synthetic_tagging  # noqa: E402
 
 
 def best_of(fn, repeats):
