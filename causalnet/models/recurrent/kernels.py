@@ -54,7 +54,7 @@ import numpy as np
 
 from ... import runtime
 
-__all__ = ["AVAILABLE", "ACTIVATIONS", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "kernel", "swap_outer",
+__all__ = ["AVAILABLE", "ACTIVATIONS", "tanh_kernels", "TANH32_P", "TANH32_Q", "TANH32_CLAMP", "TANH64_CLAMP", "tanh32", "kernel", "swap_outer",
            "lstm_step_numpy", "gru_step_numpy"]
 
 AVAILABLE = runtime.numba_available()
@@ -147,7 +147,7 @@ _EXPM1_Q = tuple(1.0 / math.factorial(m) for m in range(2, 15))
 TANH64_CLAMP = 19.1
 
 
-def _tanh_kernels():
+def tanh_kernels():
     """The two scalar ``tanh`` (float32, float64) numba inlines into the update loops."""
     numba = runtime.load_numba()
     inline = numba.njit(cache=False, nogil=True, error_model="numpy", inline="always")
@@ -361,7 +361,7 @@ def _compile() -> dict:
     """dtype -> its loops, or ``{}`` without numba (each loop compiles on its first call)."""
     if not AVAILABLE:  # pragma: no cover
         return {}
-    t32, t64 = _tanh_kernels()
+    t32, t64 = tanh_kernels()
     return {np.dtype(np.float32): _loops(t32, _ONE, _HALF), np.dtype(np.float64): _loops(t64, 1.0, 0.5)}
 
 

@@ -26,7 +26,7 @@ def _grid():
 
 @pytest.fixture(scope="module")
 def compiled():
-    tanh_f32, tanh_f64 = kernels._tanh_kernels()          # the scalar functions numba inlines into the cells
+    tanh_f32, tanh_f64 = kernels.tanh_kernels()          # the scalar functions numba inlines into the cells
 
     @numba.njit
     def apply32(x, out):  # pragma: no cover - compiled
