@@ -114,6 +114,8 @@ def run_causalnet(name, rows, distinct, seed, repeats, all_targets=False):
 def run_pyagrum(name, rows, distinct, seed, repeats, max_rows, all_targets=False):
     import pyagrum as gum
 
+    gum.setNumberOfThreads(1)          # one thread, as causalnet (its CPU time is compared)
+
     _, target, ev_nodes, uniq, _ = workload(name, rows, distinct, seed)
     g = load_pyagrum(name)
     names = [g.variable(i).name() for i in g.nodes()]

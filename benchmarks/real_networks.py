@@ -136,6 +136,8 @@ def run_causalnet(name, k, seed, repeats, marginals):
 def run_pyagrum(name, k, seed, repeats, marginals):
     import pyagrum as gum
 
+    gum.setNumberOfThreads(1)          # one thread, as causalnet (its CPU time is compared)
+
     _, names, qs, rows = queries(name, k, seed)
     g = load_pyagrum(name)
     base = peak_rss_mib()
