@@ -57,7 +57,7 @@ from ..queries import Query, Term, parse_query
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
            "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",
-           "check_approximate_options", "decode_soft_evidence"]
+           "check_approximate_options", "decode_soft_evidence", "as_target_list"]
 
 FACTUAL = "f"
 COUNTERFACTUAL = "c"
@@ -241,10 +241,15 @@ def _mapping(arg: Any, what: str, exc: type) -> dict:
     return dict(arg)
 
 
-def _target_list(model, targets) -> list:
+def as_target_list(targets) -> list:
+    """`targets` as a list: one node (a string or any non-collection) becomes ``[node]``; not validated."""
     if isinstance(targets, (str, bytes)) or not isinstance(targets, (Sequence, set, frozenset)):
-        targets = [targets]
-    targets = list(targets)
+        return [targets]
+    return list(targets)
+
+
+def _target_list(model, targets) -> list:
+    targets = as_target_list(targets)
     if not targets:
         raise EvidenceError("a query needs at least one target")
     for t in targets:
