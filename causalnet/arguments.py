@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["check_int", "check_real", "check_bool"]
+__all__ = ["check_int", "check_real", "check_bool", "as_generator"]
 
 
 def check_int(value: Any, what: str, *, low: int | None = None, high: int | None = None,
@@ -108,3 +108,24 @@ def check_bool(value: Any, what: str, *, error: type[Exception] = ModelError) ->
     if not isinstance(value, (bool, np.bool_)):
         raise error(f"{what} must be True or False, got {value!r}")
     return bool(value)
+
+
+def as_generator(seed: Any) -> np.random.Generator:
+    """``np.random.default_rng`` that also accepts a Generator (returned as is).
+
+    Every stochastic call in causalnet turns its ``seed=`` into a Generator here.
+
+    Raises
+    ------
+    ModelError
+        If `seed` is neither None, an int, a sequence of ints, a SeedSequence nor a Generator
+        (e.g. ``seed="x"`` or ``seed=-1``).
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, (bool, np.bool_, str, bytes, float, np.floating)):
+        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}")
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as e:
+        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from e

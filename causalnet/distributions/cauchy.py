@@ -14,24 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import as_generator
 from ..errors import ModelError
 from .results import result_label
 
 __all__ = ["Cauchy", "CauchyMarginals"]
 
 _LOG_PI = float(np.log(np.pi))
-
-
-def _generator(seed: Any) -> np.random.Generator:
-    """``seed`` (None, an int or a Generator) as a Generator; ModelError for anything else."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, (bool, np.bool_, str, bytes, float, np.floating)):
-        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}")
-    try:
-        return np.random.default_rng(seed)
-    except (TypeError, ValueError) as e:
-        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from e
 
 
 class Cauchy:
@@ -179,7 +168,7 @@ class Cauchy:
     def sample(self, size: int | tuple = (), seed: Any = None) -> np.ndarray:
         """Draws of shape ``(*size, *self.shape)`` (draw axes first)."""
         size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        rng = _generator(seed)
+        rng = as_generator(seed)
         return self.loc + self.scale * rng.standard_cauchy(size + self.loc.shape)
 
     # -- containers, printing and pandas ------------------------------------------------

@@ -265,7 +265,7 @@ def _discrete_twin(request) -> DiscreteDistribution:
     try:
         bn = mw.twin.network()
         idx, n = bn.index_evidence(evidence)                             # validated by the request
-        pf, _ = bn.query_indices(tuple(bn.node_index(t, "target") for t in free), idx, n)   # checks P(e) > 0
+        pf, _ = bn.query_indices(bn.target_indices(free), idx, n)   # checks P(e) > 0
     except CausalNetError as e:
         raise mw.twin.readable(e) from None
     model = request.model

@@ -51,7 +51,7 @@ from ..errors import EvidenceError, ModelError
 from ..learning.data import is_dask_collection, is_pandas_frame
 from ..learning.partitions import check_dask_frame
 from .dispatch import run_query
-from .request import PER_ROW, question_text
+from .request import PER_ROW, as_target_list, question_text
 
 __all__ = ["query", "query_frame", "row_answers", "predict_proba", "predict", "frame_groups", "predict_targets",
            "query_partitions", "predict_partitions"]
@@ -73,12 +73,6 @@ def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, meth
     if is_dask_collection(evidence):
         return query_partitions(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
     return query_frame(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
-
-
-def _target_list(targets) -> list:
-    if isinstance(targets, (str, bytes)) or not isinstance(targets, (Sequence, set, frozenset)):
-        return [targets]
-    return list(targets)
 
 
 def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +147,7 @@ def _rows_of_do(model: Any, do: Mapping | None, rows: np.ndarray, n: int) -> Map
 def row_answers(model: Any, targets, df, *, do: Mapping | None = None, exclude: Sequence[Hashable] = (),
                 **options) -> list[tuple[np.ndarray, Any]]:
     """``[(rows, answer)]``: one batched ``model.query`` per missing pattern of `df` (see :func:`query_frame`)."""
-    tl = _target_list(targets)
+    tl = as_target_list(targets)
     for t in tl:
         if t in df.columns and t not in exclude and df[t].notna().any():
             raise EvidenceError(f"{t!r} is a target and a column of the evidence data frame with observed "
@@ -202,14 +196,14 @@ def query_frame(model: Any, targets, df, *, do: Mapping | None = None, exclude: 
     answers = row_answers(model, targets, df, do=do, exclude=exclude, **options)
     result = _merge(answers, len(df))
     if len(answers) > 1 or not result.batched or result is not answers[0][1]:
-        used = [c for c in df.columns if c not in exclude and c not in _target_list(targets)]
+        used = [c for c in df.columns if c not in exclude and c not in as_target_list(targets)]
         result.query = _frame_question(model, targets, used, do)
     return result
 
 
 def _frame_question(model: Any, targets, columns: list, do: Mapping | None) -> str:
     """``P(targets | do(...), col=<per-row>, ...)``: the question a merged frame result answers."""
-    base = question_text(model, [str(t) for t in _target_list(targets)], [], list((do or {}).items()))
+    base = question_text(model, [str(t) for t in as_target_list(targets)], [], list((do or {}).items()))
     if not columns:
         return base
     rows = ", ".join(f"{c}={PER_ROW}" for c in columns)
@@ -283,7 +277,7 @@ def _fill_values(model: Any, df, node: Hashable) -> np.ndarray:
 
 def predict_targets(model: Any, columns: Sequence[Hashable] | None) -> list:
     """The nodes :func:`predict` fills: every discrete node (`columns` None) or `columns`, checked."""
-    targets = [c for c in model.nodes if model.spec(c).is_discrete] if columns is None else _target_list(columns)
+    targets = [c for c in model.nodes if model.spec(c).is_discrete] if columns is None else as_target_list(columns)
     for c in targets:
         if c not in model.nodes:
             raise ModelError(f"predict: {c!r} is not a node of the model; nodes: {list(model.nodes)}")

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from .. import limits
-from ..arguments import check_int
+from ..arguments import check_int, check_real
 from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE, as_generator
 from ..mechanisms.intervened import AffineIntervention, Intervened
@@ -57,7 +57,7 @@ from ..queries import Query, Term, parse_query
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
            "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",
-           "check_approximate_options", "decode_soft_evidence"]
+           "check_approximate_options", "decode_soft_evidence", "as_target_list"]
 
 FACTUAL = "f"
 COUNTERFACTUAL = "c"
@@ -241,10 +241,15 @@ def _mapping(arg: Any, what: str, exc: type) -> dict:
     return dict(arg)
 
 
-def _target_list(model, targets) -> list:
+def as_target_list(targets) -> list:
+    """`targets` as a list: one node (a string or any non-collection) becomes ``[node]``; not validated."""
     if isinstance(targets, (str, bytes)) or not isinstance(targets, (Sequence, set, frozenset)):
-        targets = [targets]
-    targets = list(targets)
+        return [targets]
+    return list(targets)
+
+
+def _target_list(model, targets) -> list:
+    targets = as_target_list(targets)
     if not targets:
         raise EvidenceError("a query needs at least one target")
     for t in targets:
@@ -471,12 +476,10 @@ def check_approximate_options(method: str, options: Mapping) -> dict:
             takes = f"takes {list(allowed)}" if allowed else "takes no options"
             raise ModelError(f"unknown option {k!r} for method={method!r}; {method!r} {takes}")
         if k in ("max_iter", "burn_in", "chains"):
-            low = 0 if k == "burn_in" else 1
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ModelError(f"{k} must be an integer >= {low}, got {v!r}")
-        elif k == "tol" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
-            raise ModelError(f"tol must be a positive number, got {v!r}")
-        elif k == "damping" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1):
+            check_int(v, k, low=0 if k == "burn_in" else 1)
+        elif k == "tol":
+            check_real(v, "tol", positive=True, allow_inf=True)
+        elif k == "damping" and not check_real(v, "damping", nonnegative=True) < 1:
             raise ModelError(f"damping must be a number in [0, 1), got {v!r}")
         elif k == "schedule" and v not in ("flooding", "residual"):
             raise ModelError(f"schedule must be 'flooding' or 'residual', got {v!r}")

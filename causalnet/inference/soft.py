@@ -89,7 +89,8 @@ class SoftEvidenceEngine(Engine):
         bn = DiscreteBN(DAG(edges, nodes=nodes), cpts, cards)
         names = request.nodes
         free = [t for t in names if t not in ev]
-        probs, _ = bn.query(free, ev, joint=True)
+        idx, n = bn.index_evidence(ev)                                     # validated by the request
+        probs, _ = bn.query_indices(bn.target_indices(free), idx, n)
         if len(free) < len(names):
             probs = embed_point_masses(probs, free, names, ev, [net.cards[t] for t in names], request.n_rows)
         return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=request.batched,

@@ -69,6 +69,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import as_generator
 from ..errors import ModelError, NumericalError, ShapeError
 
 __all__ = ["Spec", "Mechanism", "DISCRETE", "REAL", "TENSOR", "as_generator", "as_real_array", "as_real_scalar",
@@ -255,27 +256,6 @@ class Mechanism:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(parents={list(self._parents)})"
-
-
-def as_generator(seed: Any) -> np.random.Generator:
-    """``np.random.default_rng`` that also accepts a Generator (returned as is).
-
-    Every stochastic call in causalnet turns its ``seed=`` into a Generator here.
-
-    Raises
-    ------
-    ModelError
-        If `seed` is neither None, an int, a sequence of ints, a SeedSequence nor a Generator
-        (e.g. ``seed="x"`` or ``seed=-1``).
-    """
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, (bool, np.bool_, str, bytes, float, np.floating)):
-        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}")
-    try:
-        return np.random.default_rng(seed)
-    except (TypeError, ValueError) as e:
-        raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from e
 
 
 # -- validating constructor inputs --------------------------------------------------------

@@ -901,6 +901,8 @@ def test_bad_query_input(cloudy_bn):
         cloudy_bn.query(["Rain"], {"Wet": np.array([0, 1]), "Cloudy": np.array([0, 1, 1])})
     with pytest.raises(EvidenceError, match="'Rain' is both a target and evidence"):
         cloudy_bn.query(["Rain"], {"Rain": 1})
+    with pytest.raises(EvidenceError, match="'Rain' is both a target and evidence"):
+        cloudy_bn.relevant_nodes(["Rain"], ["Rain"])
     with pytest.raises(GraphError, match="unknown target node 'Rian'; did you mean 'Rain'"):
         cloudy_bn.query(["Rian"])
     with pytest.raises(GraphError, match="target 'Rain' is listed twice"):

@@ -51,6 +51,14 @@ def test_options_chains_and_burn_in(asia, seed):
     assert r.diagnostics["chains"] == 3 and r.diagnostics["burn_in"] == 7 and r.diagnostics["sweeps"] == 1000
     with pytest.raises(ModelError, match="unknown option 'tol'"):
         asia.query("lung", method="gibbs", tol=1e-3)
+    with pytest.raises(ModelError, match="chains must be a positive integer, got 0"):
+        asia.query("lung", method="gibbs", chains=0)
+    with pytest.raises(ModelError, match="burn_in must be a non-negative integer, got -1"):
+        asia.query("lung", method="gibbs", burn_in=-1)
+    with pytest.raises(ModelError, match="damping must be a number in"):
+        asia.query("lung", method="loopy", damping=1.0)
+    with pytest.raises(ModelError, match="tol must be a positive number, got 0"):
+        asia.query("lung", method="loopy", tol=0)
 
 
 def test_zero_probability_evidence_is_an_error(sprinkler):

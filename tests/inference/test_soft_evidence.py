@@ -98,6 +98,10 @@ def test_bad_soft_evidence_is_an_evidence_error(asia):
         asia.query("lung", soft_evidence={"dysq": [0.1, 1.0]})
     with pytest.raises(EvidenceError, match="share one length"):
         asia.query("lung", evidence={"xray": ["yes", "no"]}, soft_evidence={"dysp": [[0.1, 1.0]] * 3})
+    with pytest.raises(EvidenceError, match="probability zero"):
+        asia.query("dysp", evidence={"lung": "yes"}, soft_evidence={"either": [0.0, 1.0]})
+    with pytest.raises(EvidenceError, match=r"probability zero in 1 of 2 rows \(rows \[0\]"):
+        asia.query("dysp", evidence={"lung": "yes"}, soft_evidence={"either": [[0.0, 1.0], [1.0, 1.0]]})
     g = cn.CausalModel({"X": cn.LinearGaussian()})
     with pytest.raises(EvidenceError, match="discrete node"):
         g.query("X", soft_evidence={"X": [0.1, 1.0]})

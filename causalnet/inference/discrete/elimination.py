@@ -299,9 +299,7 @@ class DiscreteBN(DiscreteNetwork):
         """
         tidx = self.target_indices(targets)
         ev = frozenset(self.node_index(e, "evidence node", EvidenceError) for e in evidence)
-        both = ev & set(tidx)
-        if both:
-            raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
+        self.check_disjoint(tidx, ev)
         nodes = self.ancestral(set(tidx) | ev)
         fam_free, adj = self.reduced(nodes, ev)
         comp = closure(adj, tidx)

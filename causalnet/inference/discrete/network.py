@@ -289,9 +289,9 @@ class DiscreteNetwork:
             ev[i] = x
         return ev, n
 
-    def check_disjoint(self, tidx: tuple[int, ...], ev: Mapping) -> None:
-        """EvidenceError if a target (node int) is also observed."""
-        both = set(tidx) & ev.keys()
+    def check_disjoint(self, tidx: tuple[int, ...], ev: Iterable[int]) -> None:
+        """EvidenceError if a target (node int) is also observed (`ev`: the evidence node ints, or a mapping on them)."""
+        both = set(tidx).intersection(ev)
         if both:
             raise EvidenceError(f"{self._names[min(both)]!r} is both a target and evidence")
 

@@ -137,9 +137,8 @@ class QueryPolicy:
             self._scalar_queries += 1
             if self._scalar_queries < PRIOR_TREE_FROM_QUERY or self._compiled_s < PRIOR_TREE_AFTER_S:
                 return COMPILED
-            self._tree = self._build() or False
-        pt = self._tree
-        if not pt:
+        pt = self.build_tree()
+        if pt is None:
             return COMPILED
         if pt.heavy:
             shape = (targets, frozenset(evidence))

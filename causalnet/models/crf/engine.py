@@ -126,7 +126,7 @@ class CRFChainEngine(Engine):
                 v = np.stack([ev[f"f[{t}]"] for t in ts], axis=1)                     # (n, m)
                 p = shape.f_given_y[ts][None, :, :, :] * np.eye(2)[v][:, :, None, :]   # (n, m, K, 2)
                 for j, t in enumerate(ts):                                            # an observed token: its row
-                    if f"x[{t}]" in model.mechanisms and f"x[{t}]" in ev:
+                    if f"x[{t}]" in ev:                                             # _detect: x[t] is a node
                         p[:, j] = model.mechanisms[f"f[{t}]"].table[ev[f"x[{t}]"]] * np.eye(2)[v[:, j]][:, None, :]
                 unary[:, ts] += np.log(p.sum(axis=-1))
             if steps["g"]:

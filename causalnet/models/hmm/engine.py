@@ -29,7 +29,6 @@ Symbols: ``n`` rows, ``T`` steps, ``K`` states.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,7 +49,6 @@ from .mechanism import EmissionMechanism, GaussianEmissionMechanism, cdf_overlap
 __all__ = ["ChainShape", "chain_shape", "HMMChainEngine", "HMMTwinChainEngine", "QUERY_METHOD", "check_chain_size"]
 
 QUERY_METHOD = "exact (HMM chain forward-backward)"
-_NAME = re.compile(r"^([ZX])\[(\d+)\]$")
 
 
 @dataclass
@@ -89,11 +87,6 @@ class ChainShape:
             with np.errstate(divide="ignore"):
                 self._log_trans = np.log(np.stack(self.trans)) if self.trans else np.zeros((0, self.K, self.K))
         return self._log_trans
-
-
-def _parse(node) -> tuple[str, int] | None:
-    m = _NAME.match(node) if isinstance(node, str) else None
-    return (m.group(1), int(m.group(2))) if m else None
 
 
 def _emission(mech) -> tuple | None:
@@ -244,7 +237,7 @@ class HMMChainEngine(Engine):
         post = forward_backward(unary, pairwise)
         _check_possible(post.log_z, "HMM")
         node = request.nodes[0]
-        kind, t = _parse(node)
+        kind, t = shape.steps[node]
         batched = request.batched
         log_ev = post.log_z if batched else float(post.log_z[0])
         if kind == "Z":
@@ -278,14 +271,14 @@ class HMMTwinChainEngine(Engine):
         n, T, K = request.n_rows or 1, shape.T, shape.K
         check_chain_size(n, T, K * K, "the HMM counterfactual twin chain", f"{K}x{K} joint states")
         cf = request.cf_model
-        zc = {_parse(k)[1]: _set_states(cf, k, n) for k in request.world}
+        zc = {shape.steps[k][1]: _set_states(cf, k, n) for k in request.world}
         observed = {shape.steps[v][1]: a for (_, v), a in request.evidence.items()}
         unary, pairwise = _twin_potentials(shape, _emission_unary(shape, model, observed, n), zc)
         post = forward_backward(unary, pairwise)
         _check_possible(post.log_z, "HMM")
         marg = post.marginals.reshape(n, T, K, K)                                   # (n, T, a, b)
         node, name = request.nodes[0], request.labels[0]
-        kind, t = _parse(node)
+        kind, t = shape.steps[node]
         w, batched = marg[:, t], request.batched                                   # (n, a, b)
         method = f"exact (twin chain over {K}x{K} joint states)"
         if kind == "Z":
