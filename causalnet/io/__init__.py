@@ -19,4 +19,9 @@ dot
     DOT text and rendered diagrams.
 """
 
-__all__: list[str] = []
+from ..runtime import lazy_exports
+
+__all__ = ["bif", "bnlearn", "bundle", "dot", "files", "json", "pgmpy", "tables", "xmlbif"]
+
+# The sub-modules, loaded when first named (``cn.io.pgmpy.to_pgmpy``), as before issue 23 made imports lazy.
+__getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in __all__})
