@@ -33,7 +33,8 @@ import numpy as np
 from .. import limits
 from ..errors import ModelError, ShapeError
 
-__all__ = ["FactorGraph", "FactorGroup", "NoisyOrFactors", "network_factor_graph"]
+__all__ = ["FactorGraph", "FactorGroup", "NoisyOrFactors", "NoisyMaxFactors", "LogisticFactors",
+           "network_factor_graph"]
 
 
 class NoisyOrFactors:
@@ -59,6 +60,80 @@ class NoisyOrFactors:
         self.slot_q = np.asarray(slot_q, dtype=np.float64)
         self.slot_on = np.asarray(slot_on, dtype=np.int64)
         self.slot_factor = np.repeat(np.arange(self.leak.size), np.diff(self.factor_start))
+
+
+class NoisyMaxFactors:
+    """Noisy-MAX factors kept in closed form, as flat slot arrays padded to the graph's largest card ``K``.
+
+    Factor f ties a child variable to k ≥ 1 parents by
+    ``P(child ≤ y | x) = F_leak(y) Π_i F_i(y | x_i)`` (cumulative over the child's levels).
+
+    Attributes
+    ----------
+    child_edge, child_card : ndarray of int, shape (N,)
+    leak_cdf : ndarray of shape (N, K)
+        ``F_leak``, padded with 1 from the child's last level on.
+    factor_start : ndarray of int, shape (N + 1,)
+    slot_edge : ndarray of int, shape (S,)
+    slot_cdf : ndarray of shape (S, K, K)
+        ``F_i(y | s)`` indexed ``[slot, parent state s, child level y]``; 1 from
+        the child's last level on and on padded parent states.
+    """
+
+    def __init__(self, specs: list, edge_of, offset: int, K: int) -> None:
+        N = len(specs)
+        self.child_edge = np.array([edge_of[(offset + f, 0)] for f in range(N)], dtype=np.int64)
+        self.child_card = np.array([s[3].size for s in specs], dtype=np.int64)
+        self.leak_cdf = np.ones((N, K))
+        for f, (_, _, _, leak) in enumerate(specs):
+            self.leak_cdf[f, :leak.size - 1] = np.cumsum(leak)[:-1]
+        self.factor_start = np.cumsum([0] + [len(ps) for _, ps, _, _ in specs]).astype(np.int64)
+        self.slot_edge = np.array([edge_of[(offset + f, j + 1)] for f, (_, ps, _, _) in enumerate(specs)
+                                   for j in range(len(ps))], dtype=np.int64)
+        self.slot_cdf = np.ones((self.slot_edge.size, K, K))
+        r = 0
+        for _, _, tables, leak in specs:
+            for t in tables:
+                self.slot_cdf[r, :t.shape[0], :leak.size - 1] = np.cumsum(t, axis=1)[:, :-1]
+                r += 1
+        self.slot_factor = np.repeat(np.arange(N), np.diff(self.factor_start))
+
+
+class LogisticFactors:
+    """Logistic (softmax) factors kept in closed form, as flat slot arrays padded to ``K``.
+
+    Factor f: ``P(child = c | x) = softmax_c(bias_f + Σ_i w_i x_i)`` with
+    parent i entering as its state index and ``w_i`` its weights (one per child state).
+
+    Attributes
+    ----------
+    child_edge, child_card : ndarray of int, shape (N,)
+    bias : ndarray of shape (N, K)
+        ``-inf`` beyond the child's card.
+    factor_start : ndarray of int, shape (N + 1,)
+    slot_edge, slot_card : ndarray of int, shape (S,)
+    slot_w : ndarray of shape (S, K)
+        The weights of each parent, one per child state (0 beyond the child's card).
+    """
+
+    def __init__(self, specs: list, edge_of, offset: int, K: int) -> None:
+        N = len(specs)
+        self.child_edge = np.array([edge_of[(offset + f, 0)] for f in range(N)], dtype=np.int64)
+        self.child_card = np.array([b.size for *_, b in specs], dtype=np.int64)
+        self.bias = np.full((N, K), -np.inf)
+        for f, (*_, b) in enumerate(specs):
+            self.bias[f, :b.size] = b
+        self.factor_start = np.cumsum([0] + [len(ps) for _, ps, _, _ in specs]).astype(np.int64)
+        self.slot_edge = np.array([edge_of[(offset + f, j + 1)] for f, (_, ps, _, _) in enumerate(specs)
+                                   for j in range(len(ps))], dtype=np.int64)
+        self.slot_w = np.zeros((self.slot_edge.size, K))
+        r = 0
+        for _, ps, w, b in specs:
+            for j in range(len(ps)):
+                self.slot_w[r, :b.size] = w[:, j]
+                r += 1
+        self.slot_factor = np.repeat(np.arange(N), np.diff(self.factor_start))
+        self.slot_card = np.zeros(self.slot_edge.size, dtype=np.int64)
 
 
 #: Padding allowed when stacking the factors of one arity in a single group (entries, padded / own).
@@ -106,6 +181,12 @@ class FactorGraph:
         Noisy-OR factors in closed form: ``(child, parents, probs, leak, on)``
         with a two-state child (absent first), ``probs[i]`` the activation
         probability of parent i and ``on[i]`` its "on" state.
+    noisy_max : sequence of (int, tuple of int, sequence of array_like, array_like), optional
+        Noisy-MAX factors in closed form: ``(child, parents, tables, leak)``
+        with ``tables[i]`` of shape ``(cards[parent i], cards[child])`` (rows
+        summing to 1) and ``leak`` of shape ``(cards[child],)``.
+    logistic : sequence of (int, tuple of int, array_like, array_like), optional
+        Logistic factors in closed form: ``(child, parents, weights (K_child, k), bias (K_child,))``.
 
     Attributes
     ----------
@@ -126,7 +207,7 @@ class FactorGraph:
     """
 
     def __init__(self, cards: Sequence[int], factors: Sequence, names: Sequence | None = None,
-                 noisy_or: Sequence = ()) -> None:
+                 noisy_or: Sequence = (), noisy_max: Sequence = (), logistic: Sequence = ()) -> None:
         self.cards = np.asarray(cards, dtype=np.int64)
         V = self.cards.size
         self.names = list(range(V)) if names is None else list(names)
@@ -134,10 +215,12 @@ class FactorGraph:
             raise ModelError(f"cards must be positive integers, got {list(cards)}")
         self.factors = [self._checked(i, f) for i, f in enumerate(factors)]
         self.noisy_specs = [self._checked_noisy(f) for f in noisy_or]
+        self.max_specs = [self._checked_max(f) for f in noisy_max]
+        self.logit_specs = [self._checked_logit(f) for f in logistic]
         covered = np.zeros(V, dtype=bool)
         for vs, _ in self.factors:
             covered[list(vs)] = True
-        for child, parents, *_ in self.noisy_specs:
+        for child, parents, *_ in self.noisy_specs + self.max_specs + self.logit_specs:
             covered[[child, *parents]] = True
         for v in np.flatnonzero(~covered):
             self.factors.append(((int(v),), np.ones(int(self.cards[v]))))
@@ -175,14 +258,50 @@ class FactorGraph:
                              f"leak outside [0, 1) or an on-state out of range")
         return child, parents, probs, float(leak), on
 
+    def _structural_vars(self, spec, kind: str) -> tuple:
+        child, parents = int(spec[0]), tuple(int(v) for v in spec[1])
+        vs = (child, *parents)
+        if len(set(vs)) != len(vs) or not parents or any(v < 0 or v >= self.cards.size for v in vs):
+            raise ModelError(f"a {kind} factor needs a child and at least one distinct parent, got {vs}")
+        return child, parents
+
+    def _checked_max(self, spec) -> tuple:
+        child, parents = self._structural_vars(spec, "noisy-MAX")
+        tables, leak = [np.asarray(t, dtype=np.float64) for t in spec[2]], np.asarray(spec[3], dtype=np.float64)
+        K = int(self.cards[child])
+        if leak.shape != (K,) or len(tables) != len(parents) or any(
+                t.shape != (int(self.cards[p]), K) for t, p in zip(tables, parents)):
+            raise ShapeError(f"the noisy-MAX factor of {self.names[child]!r} needs a leak of shape ({K},) and one "
+                             f"table (parent states, {K}) per parent")
+        if any(not np.isfinite(t).all() or t.min() < 0 for t in [leak, *tables]):
+            raise ModelError(f"the noisy-MAX factor of {self.names[child]!r} must be finite and nonnegative")
+        return child, parents, tables, leak
+
+    def _checked_logit(self, spec) -> tuple:
+        child, parents = self._structural_vars(spec, "logistic")
+        w, b = np.asarray(spec[2], dtype=np.float64), np.asarray(spec[3], dtype=np.float64)
+        K = int(self.cards[child])
+        if w.shape != (K, len(parents)) or b.shape != (K,) or not (np.isfinite(w).all() and np.isfinite(b).all()):
+            raise ShapeError(f"the logistic factor of {self.names[child]!r} needs finite weights of shape "
+                             f"({K}, {len(parents)}) and a bias of shape ({K},)")
+        return child, parents, w, b
+
+    @property
+    def structural(self) -> bool:
+        """Whether some factor is kept in closed form (noisy-OR, noisy-MAX or logistic)."""
+        return bool(self.noisy_specs or self.max_specs or self.logit_specs)
+
     def _compile(self) -> None:
         T = len(self.factors)
         pairs = [(v, f, j) for f, (vs, _) in enumerate(self.factors) for j, v in enumerate(vs)]
-        pairs += [(v, T + f, j) for f, (c, ps, *_) in enumerate(self.noisy_specs) for j, v in enumerate((c, *ps))]
+        offset = T
+        for specs in (self.noisy_specs, self.max_specs, self.logit_specs):
+            pairs += [(v, offset + f, j) for f, (c, ps, *_) in enumerate(specs) for j, v in enumerate((c, *ps))]
+            offset += len(specs)
         pairs.sort()
         self.n_edges = E = len(pairs)
         self.edge_var = np.array([p[0] for p in pairs], dtype=np.int64)
-        edge_of = {(f, j): e for e, (_, f, j) in enumerate(pairs)}
+        self.edge_of = edge_of = {(f, j): e for e, (_, f, j) in enumerate(pairs)}
         self.var_start = np.searchsorted(self.edge_var, np.arange(self.cards.size)).astype(np.int64)
         self.K = int(self.cards.max()) if self.cards.size else 1
         self.groups = []
@@ -206,6 +325,12 @@ class FactorGraph:
                 [edge_of[(T + f, 0)] for f in range(len(ns))], [leak for *_, leak, _ in ns], starts,
                 [edge_of[(T + f, j + 1)] for f, (_, ps, *_) in enumerate(ns) for j in range(len(ps))],
                 np.concatenate([1.0 - p for _, _, p, _, _ in ns]), np.concatenate([on for *_, on in ns]))
+        offset = T + len(self.noisy_specs)
+        self.noisy_max = NoisyMaxFactors(self.max_specs, edge_of, offset, self.K) if self.max_specs else None
+        offset += len(self.max_specs)
+        self.logistic = LogisticFactors(self.logit_specs, edge_of, offset, self.K) if self.logit_specs else None
+        if self.logistic is not None:
+            self.logistic.slot_card = self.edge_card[self.logistic.slot_edge]
 
     def _grouping(self) -> dict:
         """Factors stacked by padded shape, to run fewer ``einsum`` calls per sweep.
@@ -247,12 +372,13 @@ class FactorGraph:
         g.add_nodes_from(("v", v) for v in range(self.cards.size))
         for f, (vs, _) in enumerate(self.factors):
             g.add_edges_from((("f", f), ("v", v)) for v in vs)
-        for f, (c, ps, *_) in enumerate(self.noisy_specs):
+        for f, (c, ps, *_) in enumerate(self.noisy_specs + self.max_specs + self.logit_specs):
             g.add_edges_from((("n", f), ("v", v)) for v in (c, *ps))
         return nx.is_forest(g)
 
 
-def network_factor_graph(cpts: dict, cards: dict, dag, noisy_or: dict | None = None) -> FactorGraph:
+def network_factor_graph(cpts: dict, cards: dict, dag, noisy_or: dict | None = None, noisy_max: dict | None = None,
+                         logistic: dict | None = None) -> FactorGraph:
     """The factor graph of a discrete Bayesian network: one factor per node over its family.
 
     Parameters
@@ -263,10 +389,30 @@ def network_factor_graph(cpts: dict, cards: dict, dag, noisy_or: dict | None = N
         Its node order numbers the variables.
     noisy_or : dict node -> (parents, probs, leak, on), optional
         Nodes kept as closed-form noisy-OR factors instead of tables.
+    noisy_max : dict node -> (parents, tables, leak), optional
+    logistic : dict node -> (parents, weights (K, k), bias (K,)), optional
+        Nodes kept as closed-form noisy-MAX and logistic factors.
+
+    Returns
+    -------
+    FactorGraph
+        With ``own_edge`` (ndarray of int, shape (V,)): the edge from each
+        node's own factor (its CPT or closed form) to the node.
     """
     names = list(dag.nodes)
     index = {v: i for i, v in enumerate(names)}
-    noisy_or = noisy_or or {}
-    factors = [(tuple(index[p] for p in dag.parents(v)) + (index[v],), cpts[v]) for v in names if v not in noisy_or]
-    noisy = [(index[v], tuple(index[p] for p in ps), probs, leak, on) for v, (ps, probs, leak, on) in noisy_or.items()]
-    return FactorGraph([cards[v] for v in names], factors, names, noisy)
+    closed = [dict(noisy_or or {}), dict(noisy_max or {}), dict(logistic or {})]
+    tabled = [v for v in names if not any(v in c for c in closed)]
+    factors = [(tuple(index[p] for p in dag.parents(v)) + (index[v],), cpts[v]) for v in tabled]
+    specs = [[(index[v], tuple(index[p] for p in spec[0]), *spec[1:]) for v, spec in c.items()] for c in closed]
+    fg = FactorGraph([cards[v] for v in names], factors, names, *specs)
+    own = np.empty(len(names), dtype=np.int64)
+    for f, v in enumerate(tabled):
+        own[index[v]] = fg.edge_of[(f, len(factors[f][0]) - 1)]
+    f = len(factors)
+    for c in closed:
+        for v in c:
+            own[index[v]] = fg.edge_of[(f, 0)]
+            f += 1
+    fg.own_edge = own
+    return fg

@@ -40,12 +40,11 @@ from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
 from . import gibbs_kernel
-from .approximate import hard_evidence, is_discrete_request, rows_text
-from .discrete import discrete_network
+from .approximate import hard_evidence, is_discrete_request, model_families, rows_text
 from .engine import Engine
 from .sampling import samples_per_row
 
-__all__ = ["GibbsEngine", "GibbsPlan", "gibbs_run", "chain_diagnostics", "integrated_time", "check_moving"]
+__all__ = ["GibbsEngine", "GibbsPlan", "CompactFamily", "gibbs_run", "chain_diagnostics", "integrated_time", "check_moving"]
 
 INIT_ROUNDS = 20
 INIT_CANDIDATES = 16
@@ -53,6 +52,33 @@ INIT_CANDIDATES = 16
 CHUNK_VALUES = 2**20
 #: Largest joint table of a block (a node with a zero in its CPT and its free parents).
 MAX_BLOCK = 4096
+
+
+class CompactFamily:
+    """A compact node's conditional (NoisyOR, NoisyMax, Logistic) evaluated from its structural form.
+
+    Parameters
+    ----------
+    node : node name
+    mech : Compact
+    spec : Spec
+        The node's spec.
+
+    Its family's columns are the mechanism's parents (in its own order), then the node.
+    """
+
+    def __init__(self, node, mech, spec) -> None:
+        self.node, self.mech, self.spec = node, mech, spec
+
+    def probs(self, xs: np.ndarray) -> np.ndarray:
+        """``P(node | parents)`` for rows `xs` (R, a) of family states: (R, K)."""
+        parents = {p: xs[:, j] for j, p in enumerate(self.mech.parents)}
+        return np.broadcast_to(self.mech.probabilities(self.node, parents, self.spec), (xs.shape[0], self.spec.card))
+
+    def log_prob(self, xs: np.ndarray) -> np.ndarray:
+        """``log P(x_node | x_parents)`` of rows `xs` (R, a): (R,)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.probs(xs)[np.arange(xs.shape[0]), xs[:, -1]])
 
 
 class GibbsPlan:
@@ -77,13 +103,22 @@ class GibbsPlan:
     """
 
     def __init__(self, model) -> None:
-        net = discrete_network(model)
+        tables, compact, _ = model_families(model)
         names = list(model.dag.nodes)
         index = {v: i for i, v in enumerate(names)}
-        factors = [([index[p] for p in model.dag.parents(v)] + [index[v]], net.cpts[v]) for v in names]
-        self._setup(names, [net.cards[v] for v in names], [index[v] for v in model.dag.topological_order()],
-                    factors)
-        self.cum = [np.cumsum(net.cpts[v], axis=-1).reshape(-1, net.cards[v]) for v in names]   # (configs, K)
+        cards = [model.specs[v].card for v in names]
+        factors = []
+        for v in names:
+            fam = [index[p] for p in model.dag.parents(v)] + [index[v]]
+            if v in compact:
+                mech = compact[v]
+                factors.append(([index[p] for p in mech.parents] + [index[v]],
+                                CompactFamily(v, mech, model.specs[v])))
+            else:
+                factors.append((fam, tables[v]))
+        self._setup(names, cards, [index[v] for v in model.dag.topological_order()], factors)
+        self.cum = [None if v in compact else np.cumsum(tables[v], axis=-1).reshape(-1, cards[i])
+                    for i, v in enumerate(names)]                                      # (configs, K)
 
     @classmethod
     def from_factors(cls, names: list, cards, factors: list) -> GibbsPlan:
@@ -98,7 +133,15 @@ class GibbsPlan:
         self.cards = np.array(cards, dtype=np.int64)
         self.order = order
         self.families, self.log_tables, self.strides, self.zeros = [], [], [], []
+        self.compact = {}
         for fam, t in factors:
+            if isinstance(t, CompactFamily):
+                self.compact[len(self.families)] = t
+                self.families.append(np.asarray(fam, dtype=np.int64))
+                self.log_tables.append(None)
+                self.zeros.append(False)
+                self.strides.append(None)
+                continue
             t = np.asarray(t, dtype=np.float64)
             with np.errstate(divide="ignore"):
                 self.log_tables.append(np.log(t).reshape(-1))
@@ -142,6 +185,11 @@ class GibbsPlan:
         for owner in sorted({o for i in members for o in self.touching[i]}):
             fam, st = self.families[owner], self.strides[owner]
             inside = np.isin(fam, members)
+            if owner in self.compact:                      # (owner, family positions, block positions, None)
+                at = np.flatnonzero(inside)
+                entries.append((owner, at, np.array([int(np.flatnonzero(members == u)[0]) for u in fam[at]],
+                                                    dtype=np.int64), None))
+                continue
             pos = [int(np.flatnonzero(members == u)[0]) for u in fam[inside]]
             offsets = states[:, pos] @ st[inside]                                        # (J,)
             entries.append((owner, fam[~inside], st[~inside], offsets))
@@ -151,6 +199,11 @@ class GibbsPlan:
         """Ancestral sampling into `x` (R, V) in place, keeping the columns where `fixed`; `u` (R, V) uniforms."""
         for i in self.order:
             fam = self.families[i]
+            if i in self.compact:
+                cum = np.cumsum(self.compact[i].probs(x[:, fam]), axis=1)                 # (R, K)
+                draw = (cum < u[:, i:i + 1] * cum[:, -1:]).sum(axis=1)
+                x[:, i] = np.where(fixed[:, i], x[:, i], np.minimum(draw, self.cards[i] - 1))
+                continue
             row = x[:, fam[:-1]] @ (self.strides[i][:-1] // self.cards[i]) if fam.size > 1 else 0
             cum = self.cum[i][row] if fam.size > 1 else np.broadcast_to(self.cum[i][0], (x.shape[0], self.cards[i]))
             draw = (cum < u[:, i:i + 1] * cum[:, -1:]).sum(axis=1)
@@ -160,14 +213,23 @@ class GibbsPlan:
         """``log P(x)`` of full assignments `x` (R, V)."""
         out = np.zeros(x.shape[0])
         for i, fam in enumerate(self.families):
-            out += self.log_tables[i][x[:, fam] @ self.strides[i]]
+            if i in self.compact:
+                out += self.compact[i].log_prob(x[:, fam])
+            else:
+                out += self.log_tables[i][x[:, fam] @ self.strides[i]]
         return out
 
     def conditional(self, x: np.ndarray, block: tuple) -> np.ndarray:
         """``log P(x_B = j | rest)`` up to a constant, for every joint state j of the block: (R, J)."""
         _, states, entries = block
-        logits = np.zeros((x.shape[0], states.shape[0]))
+        R, J = x.shape[0], states.shape[0]
+        logits = np.zeros((R, J))
         for owner, others, strides, offsets in entries:
+            if offsets is None:                            # a compact family: evaluate it at every block state
+                xs = np.repeat(x[:, self.families[owner]], J, axis=0)                  # (R * J, a)
+                xs[:, others] = np.tile(states[:, strides], (R, 1))
+                logits += self.compact[owner].log_prob(xs).reshape(R, J)
+                continue
             base = x[:, others] @ strides if others.size else np.zeros(x.shape[0], dtype=np.int64)
             logits += self.log_tables[owner][base[:, None] + offsets]                    # (R, J)
         return logits
@@ -219,7 +281,7 @@ def gibbs_run(plan: GibbsPlan, x: np.ndarray, blocks: list, soft_log: dict, targ
     tstrides = np.array([int(np.prod(tcards[j + 1:])) for j in range(len(targets))], dtype=np.int64)
     draws = np.empty((sweeps, R), dtype=np.int64)
     moved = np.zeros(x.shape, dtype=bool)
-    compiled = backend == "numba" or (backend == "auto" and gibbs_kernel.available())
+    compiled = not plan.compact and (backend == "numba" or (backend == "auto" and gibbs_kernel.available()))
     if compiled:
         soft_vars = sorted(soft_log)
         flat = gibbs_kernel.FlatPlan(plan, blocks, soft_vars)

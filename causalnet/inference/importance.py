@@ -30,8 +30,14 @@ import numpy as np
 from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError
-from .approximate import hard_evidence, is_discrete_request, local_evidence, model_factor_graph, rows_text
-from .discrete import discrete_network
+from .approximate import (
+    hard_evidence,
+    is_discrete_request,
+    local_evidence,
+    model_factor_graph,
+    model_families,
+    rows_text,
+)
 from .engine import Engine
 from .loopy import propagate
 from .sampling import normalise, samples_per_row, summarise
@@ -78,8 +84,8 @@ class ImportanceEngine(Engine):
 
     def answer(self, request) -> DiscreteDistribution:
         m = request.model
-        net = discrete_network(m)
-        fg = model_factor_graph(m, expand=True)
+        tables, compact, _ = model_families(m)
+        fg = model_factor_graph(m)
         n = request.n_rows or 1
         per_row = samples_per_row(request.n_samples, request.n_rows)
         N = n * per_row
@@ -93,18 +99,22 @@ class ImportanceEngine(Engine):
             raise EvidenceError(f"the evidence has probability zero{rows_text(run.impossible, request.batched)}: "
                                 f"loopy belief propagation found a factor with no consistent state")
         index = {v: i for i, v in enumerate(fg.names)}
-        lam = child_messages(fg, run.messages, _own_edges(fg)) * unary                     # (n, V, K)
+        lam = child_messages(fg, run.messages, fg.own_edge) * unary                         # (n, V, K)
         ev = hard_evidence(request)
         rng = request.rng()
         values, log_w = {}, np.zeros(N)
         rowsN = np.repeat(np.arange(n), per_row)                                # (N,)
         for v in m.dag.topological_order():
-            i, K = index[v], net.cards[v]
-            parents = list(m.dag.parents(v))
-            cpt = net.cpts[v].reshape(-1, K)                                    # (configs, K)
-            cfg = np.ravel_multi_index([values[p] for p in parents], [net.cards[p] for p in parents]) \
-                if parents else np.zeros(N, dtype=np.int64)
-            p = cpt[cfg]                                                        # (N, K)
+            i, K = index[v], m.specs[v].card
+            if v in compact:                                                    # from its structural form
+                mech = compact[v]
+                p = np.broadcast_to(mech.probabilities(v, {q: values[q] for q in mech.parents}, m.specs[v]), (N, K))
+            else:
+                parents = list(m.dag.parents(v))
+                cpt = tables[v].reshape(-1, K)                                  # (configs, K)
+                cfg = np.ravel_multi_index([values[q] for q in parents], [m.specs[q].card for q in parents]) \
+                    if parents else np.zeros(N, dtype=np.int64)
+                p = cpt[cfg]                                                    # (N, K)
             if v in ev:
                 x = np.broadcast_to(ev[v], (n,))[rowsN] if np.ndim(ev[v]) else np.full(N, ev[v])
                 with np.errstate(divide="ignore"):
@@ -135,12 +145,3 @@ class ImportanceEngine(Engine):
         ess = 1.0 / np.sum(w ** 2, axis=1)
         out.diagnostics = {"ess": ess if request.batched else float(ess[0]), "loopy_converged": run.converged}
         return out
-
-
-def _own_edges(fg) -> np.ndarray:
-    """The edge from each variable's own CPT factor (factor ``v`` of a network factor graph is v's CPT)."""
-    own = np.empty(fg.cards.size, dtype=np.int64)
-    for g in fg.groups:
-        mine = g.factors < fg.cards.size
-        own[g.variables[mine, -1]] = g.edges[mine, -1]
-    return own

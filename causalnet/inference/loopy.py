@@ -56,6 +56,7 @@ from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError, ShapeError
 from .approximate import hard_evidence, is_discrete_request, local_evidence, model_factor_graph, rows_text
+from .compact_messages import logistic_messages, noisy_max_messages
 from .engine import Engine
 from .factor_graph import FactorGraph
 
@@ -173,6 +174,10 @@ def _sweep(fg: FactorGraph, log_unary, msg, mode):
             new[:, g.edges[:, j], :g.cards[j]] = out / s
     if fg.noisy is not None:
         impossible |= _noisy_or_messages(fg, v2f, new)
+    if fg.noisy_max is not None:
+        impossible |= noisy_max_messages(fg, v2f, new)
+    if fg.logistic is not None:
+        impossible |= logistic_messages(fg, v2f, new)
     return new, impossible
 
 
@@ -256,9 +261,9 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     _check_options(max_iter, tol, damping, schedule)
     if mode not in ("sum", "max"):
         raise ModelError(f"mode must be 'sum' or 'max', got {mode!r}")
-    if mode == "max" and fg.noisy is not None:
-        raise ModelError("max-product needs the noisy-OR factors as tables; build the factor graph with them "
-                         "expanded")
+    if mode == "max" and fg.structural:
+        raise ModelError("max-product needs the noisy-OR, noisy-MAX and logistic factors as tables; build the "
+                         "factor graph with them expanded")
     V, K, E = fg.cards.size, fg.K, fg.n_edges
     unary = np.asarray(unary, dtype=np.float64)
     if unary.ndim != 3 or unary.shape[1:] != (V, K):
@@ -435,8 +440,8 @@ def bethe_log_partition(fg: FactorGraph, unary: np.ndarray, out: Propagation) ->
     -------
     ndarray of shape (n,)
     """
-    if fg.noisy is not None:
-        raise ModelError("the Bethe free energy needs the noisy-OR factors as tables")
+    if fg.structural:
+        raise ModelError("the Bethe free energy needs the noisy-OR, noisy-MAX and logistic factors as tables")
     with np.errstate(divide="ignore"):
         log_unary = np.log(unary)
     v2f, _ = _leave_one_out(np.where(np.isnan(log_unary), -np.inf, log_unary), out.messages, fg)   # (n, E, K)
