@@ -39,6 +39,7 @@ import numpy as np
 from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
+from ..mechanisms.compact import Logistic, NoisyMax, NoisyOR
 from . import gibbs_kernel
 from .approximate import hard_evidence, is_discrete_request, model_families, rows_text
 from .engine import Engine
@@ -63,17 +64,43 @@ class CompactFamily:
     mech : Compact
     spec : Spec
         The node's spec.
+    parent_cards : dict parent -> int
 
     Its family's columns are the mechanism's parents (in its own order), then the node.
     """
 
-    def __init__(self, node, mech, spec) -> None:
-        self.node, self.mech, self.spec = node, mech, spec
+    def __init__(self, node, mech, spec, parent_cards: dict) -> None:
+        self.node, self.mech, self.spec, self.parent_cards = node, mech, spec, parent_cards
 
     def probs(self, xs: np.ndarray) -> np.ndarray:
         """``P(node | parents)`` for rows `xs` (R, a) of family states: (R, K)."""
         parents = {p: xs[:, j] for j, p in enumerate(self.mech.parents)}
         return np.broadcast_to(self.mech.probabilities(self.node, parents, self.spec), (xs.shape[0], self.spec.card))
+
+    def flat(self) -> tuple[int, np.ndarray, list]:
+        """The form the compiled sweep evaluates: ``(kind, head (K,), one array per parent)``.
+
+        kind 0 (noisy-OR, noisy-MAX): ``P(Y ≤ y | x) = head[y] Π_i slot_i[x_i, y]``
+        (cumulative, last level exactly 1); kind 1 (logistic):
+        ``P(Y = y | x) = softmax(head + Σ_i slot_i x_i)_y`` with ``slot_i`` of shape (K,).
+        """
+        mech = self.mech
+        if isinstance(mech, Logistic):
+            return 1, mech.bias, [mech.weights[:, i] for i in range(len(mech.parents))]
+        if isinstance(mech, NoisyOR):
+            slots = []
+            for p, q, on in zip(mech.parents, 1.0 - mech.probs, mech.on_index):
+                t = np.ones((self.parent_cards[p], 2))
+                t[on, 0] = q
+                slots.append(t)
+            return 0, np.array([1.0 - mech.leak, 1.0]), slots
+        if isinstance(mech, NoisyMax):
+            def cdf(t):
+                c = np.cumsum(t, axis=-1)
+                c[..., -1] = 1.0
+                return c
+            return 0, cdf(mech.leak), [cdf(t) for t in mech.tables]
+        raise ModelError(f"the compiled Gibbs sweep has no form for {type(mech).__name__} node {self.node!r}")
 
     def log_prob(self, xs: np.ndarray) -> np.ndarray:
         """``log P(x_node | x_parents)`` of rows `xs` (R, a): (R,)."""
@@ -113,7 +140,8 @@ class GibbsPlan:
             if v in compact:
                 mech = compact[v]
                 factors.append(([index[p] for p in mech.parents] + [index[v]],
-                                CompactFamily(v, mech, model.specs[v])))
+                                CompactFamily(v, mech, model.specs[v],
+                                              {p: model.specs[p].card for p in mech.parents})))
             else:
                 factors.append((fam, tables[v]))
         self._setup(names, cards, [index[v] for v in model.dag.topological_order()], factors)
@@ -281,7 +309,7 @@ def gibbs_run(plan: GibbsPlan, x: np.ndarray, blocks: list, soft_log: dict, targ
     tstrides = np.array([int(np.prod(tcards[j + 1:])) for j in range(len(targets))], dtype=np.int64)
     draws = np.empty((sweeps, R), dtype=np.int64)
     moved = np.zeros(x.shape, dtype=bool)
-    compiled = not plan.compact and (backend == "numba" or (backend == "auto" and gibbs_kernel.available()))
+    compiled = backend == "numba" or (backend == "auto" and gibbs_kernel.available())
     if compiled:
         soft_vars = sorted(soft_log)
         flat = gibbs_kernel.FlatPlan(plan, blocks, soft_vars)

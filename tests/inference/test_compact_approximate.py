@@ -159,3 +159,27 @@ def test_thirty_parent_noisy_max_against_the_analytic_posterior(seed):
     for method, n in (("importance", 6000), ("gibbs", 2000)):
         r = m.query("D3", evidence={"Y": 2}, method=method, n_samples=n, seed=seed)
         assert np.all(np.abs(r.probs - want) <= 5 * np.maximum(r.std_err, 2e-3)), (method, r.probs, want)
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_compiled_sweep_on_compact_families_draws_what_the_numpy_sweep_draws(rng, block):
+    from causalnet.inference.gibbs import GibbsPlan, gibbs_run
+
+    mechs = dict(compact_network(rng).mechanisms)
+    if block:                                            # a deterministic table: A, C and AND sampled jointly
+        mechs["AND"] = cn.CPT(["A", "C"], [[[1, 0], [1, 0]], [[1, 0], [0, 1]]])
+    m = cn.CausalModel(mechs)
+    plan = GibbsPlan(m)
+    assert len(plan.compact) == 4
+    fixed = {list(m.dag.nodes).index("M2")}
+    blocks = plan.blocks(fixed)
+    assert any(len(b[0]) > 1 for b in blocks) == block
+    out = {}
+    for backend in ("numpy", "numba"):
+        g = np.random.default_rng(5)
+        x = np.zeros((6, plan.cards.size), dtype=np.int64)
+        x[:, list(fixed)] = 1
+        plan.forward(x, np.isin(np.arange(plan.cards.size), list(fixed))[None].repeat(6, 0), g.random(x.shape))
+        out[backend] = gibbs_run(plan, x, blocks, {}, [0, 1], 300, 20, g, backend=backend)
+    assert np.array_equal(out["numpy"][0], out["numba"][0])
+    assert np.array_equal(out["numpy"][1], out["numba"][1])
