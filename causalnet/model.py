@@ -574,24 +574,31 @@ class CausalModel:
                             soft_evidence=soft_evidence, **options)
 
     def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None,
-            method: str = "exact", **options):
+            method: str = "exact", soft_evidence: Mapping | None = None, **options):
         """Most probable assignment of `targets` (MPE over all unobserved nodes when None).
 
         Discrete models only. Returns ``(assignment, log_prob)``: a dict node ->
         state name (or array of names when the evidence is batched) and the log
-        joint probability of the assignment with the evidence.
+        joint probability of the assignment with the evidence. With `targets`
+        a subset of the nodes, this is marginal MAP: the other unobserved nodes
+        are summed out before maximising (exact variable elimination, sum before max).
+        `soft_evidence` (likelihood vectors ``(K,)`` or ``(n, K)``, as in
+        :meth:`query`) multiplies the joint by each likelihood scaled to a
+        maximum of 1 (so ``log_prob`` includes ``Σ log(L(y) / max L)``).
         ``method="loopy"`` answers the MPE (``targets=None``) by max-product
         loopy belief propagation (options ``max_iter``, ``tol``, ``damping``,
         ``schedule``); exact on a tree with a unique maximum.
         """
-        return run_map(self, targets, evidence=evidence, do=do, method=method, **options)
+        return run_map(self, targets, evidence=evidence, do=do, method=method, soft_evidence=soft_evidence,
+                       **options)
 
     def to_markov_network(self):
         """The moral Markov network (one factor per node: its CPT); :func:`~causalnet.inference.markov.markov_network_of`."""
         return markov_network_of(self)
 
     def counterfactual(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
-                       method: str = "auto", n_samples: int = 100_000, seed: Any = None):
+                       method: str = "auto", n_samples: int = 100_000, seed: Any = None,
+                       soft_evidence: Mapping | None = None):
         """``P(targets_{do} | evidence)``: abduction, action, prediction.
 
         `evidence` is observed in the factual world and `targets` are read in
@@ -602,10 +609,12 @@ class CausalModel:
         Gaussian over both worlds; models with additive noise whose noise is
         fully determined by the evidence abduct exactly; otherwise the answer
         is sampled (stated in ``result.method`` with a standard error). Every
-        result carries ``.scm`` naming the SCM used.
+        result carries ``.scm`` naming the SCM used. `soft_evidence` (likelihood
+        vectors on factual discrete nodes, ``(K,)`` or ``(n, K)``) is honoured
+        by the exact discrete twin network.
         """
         return run_counterfactual(self, targets, evidence=evidence, do=do, method=method,
-                                  n_samples=n_samples, seed=seed)
+                                  n_samples=n_samples, seed=seed, soft_evidence=soft_evidence)
 
     def effects(self, treatment: Hashable, outcome: Hashable, treated, control, mediators=None, *,
                 evidence: Mapping | None = None, outcome_state=None, method: str = "auto") -> CausalEffects:

@@ -57,6 +57,8 @@ from .engine import Engine, NoExactAnswer
 from .gaussian import affine_form, condition, is_linear_gaussian
 from .request import COUNTERFACTUAL, FACTUAL, label
 from .sampling import likelihood_weighting, normalise, samples_per_row, summarise
+from .soft import METHOD_JOINT as SOFT_JOINT
+from .soft import soft_query
 
 __all__ = [
     "DiscreteTwinEngine",
@@ -262,10 +264,16 @@ def _discrete_twin(request) -> DiscreteDistribution:
     tnames = [mw.name(w, v) for w, v in request.targets]
     evidence = mw.observe()
     free = [t for t in dict.fromkeys(tnames) if t not in evidence]
+    soft = {mw.name(FACTUAL, v): lik for v, lik in request.soft.items()}   # on the factual world's nodes
+    method = "variable elimination"
     try:
         bn = mw.twin.network()
         idx, n = bn.index_evidence(evidence)                             # validated by the request
-        pf, _ = bn.query_indices(bn.target_indices(free), idx, n)   # checks P(e) > 0
+        if soft:
+            pf, how = soft_query(bn, free, soft, idx, n)
+            method += ", soft evidence" + (" weighing the joint" if how == SOFT_JOINT else " as virtual children")
+        else:
+            pf, _ = bn.query_indices(bn.target_indices(free), idx, n)   # checks P(e) > 0
     except CausalNetError as e:
         raise mw.twin.readable(e) from None
     model = request.model
@@ -273,7 +281,7 @@ def _discrete_twin(request) -> DiscreteDistribution:
     probs = embed_point_masses(pf, free, tnames, evidence, cards, request.n_rows)
     kind = "multi-world network" if request.is_multiworld else "twin network"
     return DiscreteDistribution(request.labels, probs, [model.specs[v].states for _, v in request.targets],
-                                batched=request.batched, method=f"exact ({kind}, variable elimination)",
+                                batched=request.batched, method=f"exact ({kind}, {method})",
                                 scm=SCM_DISCRETE)
 
 
@@ -281,6 +289,7 @@ class DiscreteTwinEngine(Engine):
     """Exact counterfactuals on all-discrete models: the twin network under the monotone inverse-CDF SCM."""
 
     name = "discrete twin network"
+    soft_evidence = True
 
     def accepts(self, request) -> bool:
         # compact mechanisms (noisy-OR, logistic) carry their own noise: their counterfactuals are not the

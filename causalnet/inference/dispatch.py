@@ -40,7 +40,7 @@ from .importance import ImportanceEngine
 from .loopy import LoopyEngine, loopy_map
 from .request import check_approximate_options, counterfactual_request, map_request, query_request
 from .sampling import SamplingEngine
-from .soft import SoftEvidenceEngine
+from .soft import SoftEvidenceEngine, soft_map
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
@@ -79,19 +79,24 @@ def run_query(model, targets, *, evidence=None, do=None, method="auto", n_sample
                                 soft_evidence=soft_evidence, **options))
 
 
-def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None):
+def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None,
+                       soft_evidence=None):
     """``model.counterfactual(...)``: see :meth:`causalnet.CausalModel.counterfactual`."""
     return answer(counterfactual_request(model, targets, evidence, do, method=method, n_samples=n_samples,
-                                         seed=seed))
+                                         seed=seed, soft_evidence=soft_evidence))
 
 
-def run_map(model, targets=None, *, evidence=None, do=None, method="exact", **options):
+def run_map(model, targets=None, *, evidence=None, do=None, method="exact", soft_evidence=None, **options):
     """``model.map(...)``: see :meth:`causalnet.CausalModel.map`."""
     if method not in ("exact", "loopy"):
         raise ModelError(f"map's method must be 'exact' or 'loopy', got {method!r}")
-    request = map_request(model, targets, evidence, do)
+    request = map_request(model, targets, evidence, do, soft_evidence)
     if method == "loopy":
         request.options = check_approximate_options("loopy", options)
         return loopy_map(request)
     check_approximate_options("exact", options)
+    if request.soft:
+        if discrete_network(request.model) is None:
+            raise ModelError("map needs a discrete model (every node discrete and tabulable)")
+        return soft_map(request)
     return DiscreteEngine().map(request)

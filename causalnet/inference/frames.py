@@ -61,18 +61,19 @@ def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, meth
           n_samples: int = 100_000, seed: Any = None, soft_evidence: Mapping | None = None, **options):
     """``model.query(...)``: a Dask or pandas DataFrame of evidence rows here, anything else to the front door.
 
-    Soft evidence and the approximate engines' options take evidence as arrays.
+    With a DataFrame, `soft_evidence` likelihoods are ``(K,)`` (every row) or
+    ``(n, K)`` (one per row of the frame; pandas only), and the approximate
+    engines' options pass through to every pattern's batched query.
     """
     frame = is_dask_collection(evidence) or is_pandas_frame(evidence)
-    if frame and (soft_evidence is not None or options):
-        raise ModelError("soft evidence and engine options take evidence as arrays, not a DataFrame; pass "
-                         "{column: frame[column].to_numpy()} instead")
     if not frame:
         return run_query(model, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
                          soft_evidence=soft_evidence, **options)
     if is_dask_collection(evidence):
-        return query_partitions(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
-    return query_frame(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed)
+        return query_partitions(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed,
+                                soft_evidence=soft_evidence, **options)
+    return query_frame(model, targets, evidence, do=do, method=method, n_samples=n_samples, seed=seed,
+                       soft_evidence=soft_evidence, **options)
 
 
 def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.ndarray]:
@@ -144,8 +145,23 @@ def _rows_of_do(model: Any, do: Mapping | None, rows: np.ndarray, n: int) -> Map
     return out
 
 
+def _rows_of_soft(soft: Mapping | None, rows: np.ndarray, n: int) -> Mapping | None:
+    """Soft evidence with per-row likelihoods ``(n, K)`` restricted to `rows` (``(K,)`` ones kept)."""
+    if not soft:
+        return soft
+    out = {}
+    for k, v in soft.items():
+        a = np.asarray(v, dtype=object if isinstance(v, (str, bytes)) else None)
+        if a.ndim == 2:
+            if a.shape[0] != n:
+                raise EvidenceError(f"soft evidence on {k!r} has {a.shape[0]} rows; the evidence data frame has {n}")
+            v = a[rows]
+        out[k] = v
+    return out
+
+
 def row_answers(model: Any, targets, df, *, do: Mapping | None = None, exclude: Sequence[Hashable] = (),
-                **options) -> list[tuple[np.ndarray, Any]]:
+                soft_evidence: Mapping | None = None, **options) -> list[tuple[np.ndarray, Any]]:
     """``[(rows, answer)]``: one batched ``model.query`` per missing pattern of `df` (see :func:`query_frame`)."""
     tl = as_target_list(targets)
     for t in tl:
@@ -156,7 +172,8 @@ def row_answers(model: Any, targets, df, *, do: Mapping | None = None, exclude: 
     n = len(df)
     if n == 0:
         raise EvidenceError("the evidence data frame has no rows; a batch needs at least one row")
-    return [(rows, run_query(model, targets, evidence=ev or None, do=_rows_of_do(model, do, rows, n), **options))
+    return [(rows, run_query(model, targets, evidence=ev or None, do=_rows_of_do(model, do, rows, n),
+                             soft_evidence=_rows_of_soft(soft_evidence, rows, n), **options))
             for rows, ev in frame_groups(model, df, exclude=[c for c in df.columns if c in skip])]
 
 
@@ -175,7 +192,9 @@ def query_frame(model: Any, targets, df, *, do: Mapping | None = None, exclude: 
     exclude : sequence of nodes
         Columns to ignore (predict_proba ignores the target's own column).
     **options
-        ``method``, ``n_samples``, ``seed`` as in ``model.query``.
+        ``method``, ``n_samples``, ``seed``, ``soft_evidence`` (``(K,)`` or
+        ``(n, K)`` likelihoods, rows following `df`) and the approximate
+        engines' options, as in ``model.query``.
 
     Returns
     -------
@@ -379,6 +398,10 @@ def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **o
         if not callable(v) and k in model.nodes and np.ndim(v) == len(model.spec(k).shape) + 1:
             raise ModelError(f"do on {k!r} has one value per row; with a Dask DataFrame give a constant (per-row "
                              f"interventions do not follow the partitions)")
+    for k, v in (options.get("soft_evidence") or {}).items():
+        if np.ndim(v) != 1:
+            raise ModelError(f"soft evidence on {k!r} must be one likelihood (K,) with a Dask DataFrame (per-row "
+                             f"likelihoods do not follow the partitions)")
     columns = _answer_columns(model, tl)
     meta = pd.DataFrame(np.empty((0, len(columns))), columns=columns)
     fn = functools.partial(_answer_part, model=model, targets=tl, do=do, options=options, columns=columns)

@@ -435,10 +435,9 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
             if do:
                 raise EvidenceError("a counterfactual query cannot also contain do(...) outside the subscripts; "
                                     "put the intervention in the subscript, e.g. P(Y_{X=0} | X=1)")
-            if soft_raw or options or method in OPTIONS and method != "auto":
-                raise EvidenceError("soft evidence and the approximate methods answer plain queries, not "
-                                    "counterfactual ones")
-            return _counterfactual(model, q, method, n_samples, seed)
+            if options or method in OPTIONS and method != "auto":
+                raise EvidenceError("the approximate methods answer plain queries, not counterfactual ones")
+            return _counterfactual(model, q, method, n_samples, seed, soft_raw)
         names = [t.name for t in q.targets]
         values = [t.value for t in q.targets]
         ev_terms = q.evidence
@@ -454,8 +453,7 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
     m = model.do(do) if do else model
     ev, row_do, n_rows = _decode(m, ev_raw, do)
     soft = decode_soft_evidence(m, soft_raw, {v for _, v in ev_raw})
-    n_rows = _one_size({"evidence and do": n_rows, **{f"soft evidence on {k!r}": a.shape[0]
-                                                      for k, a in soft.items() if a.ndim == 2}})
+    n_rows = _soft_rows(n_rows, soft, "evidence and do")
     return Request(model=m, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names],
                    target_values=None if values[0] is None else tuple(values), evidence=ev, row_do=row_do,
                    n_rows=n_rows, method=method, n_samples=int(n_samples), seed=seed, soft=soft, options=options,
@@ -524,14 +522,15 @@ def decode_soft_evidence(m, soft: Mapping, hard: set) -> dict:
 
 
 def counterfactual_request(model, targets, evidence=None, do=None, *, method="auto", n_samples=100_000,
-                           seed=None) -> Request:
-    """The request of ``model.counterfactual(targets, evidence=..., do=...)``.
+                           seed=None, soft_evidence=None) -> Request:
+    """The request of ``model.counterfactual(targets, evidence=..., do=..., soft_evidence=...)``.
 
-    `targets` are read in the world ``do`` (counterfactual), `evidence` is
-    factual; a query string with subscripts, or ``cf(...)`` terms, may be
-    given instead.
+    `targets` are read in the world ``do`` (counterfactual), `evidence` and
+    `soft_evidence` are factual; a query string with subscripts, or
+    ``cf(...)`` terms, may be given instead.
     """
     _check_options(method, n_samples, seed)
+    soft_raw = _mapping(soft_evidence, "soft_evidence", EvidenceError)
     evidence = _mapping(evidence, "evidence", EvidenceError)
     do = _mapping(do, "do", ModelError)
     if _is_query_string(targets) or _has_terms(targets, evidence):
@@ -547,7 +546,7 @@ def counterfactual_request(model, targets, evidence=None, do=None, *, method="au
         if q.do:
             raise EvidenceError("a counterfactual query cannot also contain do(...) outside the subscripts; "
                                 "put the intervention in the subscript, e.g. P(Y_{X=0} | X=1)")
-        return _counterfactual(model, q, method, n_samples, seed)
+        return _counterfactual(model, q, method, n_samples, seed, soft_raw)
     if not do:
         raise EvidenceError("a counterfactual needs an intervention: do={node: value}")
     for k in do:
@@ -558,7 +557,7 @@ def counterfactual_request(model, targets, evidence=None, do=None, *, method="au
     targets = [(key, t) for t in names]
     _distinct(targets)
     ev_raw = _evidence_dict(model, [Term(k, None, v) for k, v in evidence.items()], worlds)
-    return _counterfactual_parts(model, worlds.worlds, targets, ev_raw, None, method, n_samples, seed)
+    return _counterfactual_parts(model, worlds.worlds, targets, ev_raw, None, method, n_samples, seed, soft_raw)
 
 
 class _Worlds:
@@ -613,17 +612,17 @@ def _show(v) -> str:
     return PER_ROW if not callable(v) else getattr(v, "__name__", None) or repr(v)
 
 
-def _counterfactual(model, q: Query, method, n_samples, seed) -> Request:
+def _counterfactual(model, q: Query, method, n_samples, seed, soft_raw=None) -> Request:
     worlds = _Worlds(model)
     targets = [(worlds.key(t.world), t.name) for t in q.targets]
     _distinct(targets)
     values = [t.value for t in q.targets]
     return _counterfactual_parts(model, worlds.worlds, targets, _evidence_dict(model, q.evidence, worlds),
-                                 None if values[0] is None else tuple(values), method, n_samples, seed)
+                                 None if values[0] is None else tuple(values), method, n_samples, seed, soft_raw)
 
 
 def _counterfactual_parts(model, worlds: dict, targets: list, ev_raw: dict, values, method, n_samples,
-                          seed) -> Request:
+                          seed, soft_raw=None) -> Request:
     both = set(targets) & set(ev_raw)
     if both:
         raise EvidenceError(f"{sorted(str(k[1]) for k in both)} are both targets and evidence in the same world")
@@ -634,19 +633,21 @@ def _counterfactual_parts(model, worlds: dict, targets: list, ev_raw: dict, valu
         sizes["factual evidence" if key == FACTUAL else f"evidence and do of world {{{w.text}}}"] = n
         if key == COUNTERFACTUAL:
             row_do = rows
-    n_rows = _one_size(sizes)
+    soft = decode_soft_evidence(model, soft_raw or {}, {v for k, v in ev_raw if k == FACTUAL})
+    n_rows = _soft_rows(_one_size(sizes), soft, "the evidence")
     if COUNTERFACTUAL not in worlds:            # only factual terms after all (e.g. cf(Y, {}))
         worlds = {**worlds, COUNTERFACTUAL: World(COUNTERFACTUAL, {}, {}, model, "")}
     cf = worlds[COUNTERFACTUAL]
     multi = len(worlds) > 2 or bool(cf.nested)
     return Request(model=model, cf_model=cf.model, world={} if multi else cf.do, targets=targets,
                    target_values=values, evidence=ev, row_do=row_do, n_rows=n_rows, method=method,
-                   n_samples=int(n_samples), seed=seed, worlds=worlds,
+                   n_samples=int(n_samples), seed=seed, worlds=worlds, soft=soft,
                    text=_counterfactual_text(model, worlds, targets, values, ev))
 
 
-def map_request(model, targets=None, evidence=None, do=None) -> Request:
-    """The request of ``model.map(targets, evidence=..., do=...)`` (``targets=None``: MPE)."""
+def map_request(model, targets=None, evidence=None, do=None, soft_evidence=None) -> Request:
+    """The request of ``model.map(targets, evidence=..., do=..., soft_evidence=...)`` (``targets=None``: MPE)."""
+    soft_raw = _mapping(soft_evidence, "soft_evidence", EvidenceError)
     evidence = _mapping(evidence, "evidence", EvidenceError)
     do = _mapping(do, "do", ModelError)
     names = [] if targets is None else _target_list(model, targets)
@@ -657,8 +658,15 @@ def map_request(model, targets=None, evidence=None, do=None) -> Request:
         raise EvidenceError(f"{sorted(map(str, both))} are both targets and evidence")
     m = model.do(do) if do else model
     ev, row_do, n_rows = _decode(m, ev_raw, do)
+    soft = decode_soft_evidence(m, soft_raw, {v for _, v in ev_raw})
+    n_rows = _soft_rows(n_rows, soft, "evidence and do")
     return Request(model=m, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names], target_values=None,
-                   evidence=ev, row_do=row_do, n_rows=n_rows, method="exact", n_samples=1, seed=None)
+                   evidence=ev, row_do=row_do, n_rows=n_rows, method="exact", n_samples=1, seed=None, soft=soft)
+
+
+def _soft_rows(n_rows, soft: dict, what: str) -> int | None:
+    return _one_size({what: n_rows, **{f"soft evidence on {k!r}": a.shape[0] for k, a in soft.items()
+                                       if a.ndim == 2}})
 
 
 def _distinct(names: list) -> None:
