@@ -70,7 +70,11 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import GraphError, RenderError
 from .core import DAGCore
 
-__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS", "legend_entries", "MARK_LEGEND"]
+__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS", "legend_entries", "MARK_LEGEND", "RENDER_HOOK"]
+
+#: ``{"render": causalnet.io.dot.render}`` once :mod:`causalnet.io.dot` is loaded: objects below the io layer
+#: (a Markov network) render themselves through it without importing upward.
+RENDER_HOOK: dict = {}
 
 #: Layout directions :func:`dot_text` accepts.
 RANKDIRS = ("TB", "LR", "BT", "RL")

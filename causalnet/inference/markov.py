@@ -9,11 +9,14 @@ factor per grid edge.
 
 :class:`MarkovNetwork` answers
 
-* ``query`` — exact variable elimination (greedy min-fill order, batched
-  evidence as one-hot factors with a batch axis) when its intermediate tables
-  fit ``cn.limits``; otherwise (``method="auto"``) loopy belief propagation;
+* ``query`` — exact variable elimination (the discrete engine's
+  :func:`~causalnet.inference.discrete.variable_elimination` on its
+  :class:`~causalnet.inference.discrete.Factor` objects: greedy weighted-min-fill
+  order, batched evidence reducing the factors row by row, no limit on the
+  number of variables of one step beyond ``cn.limits``) when its intermediate
+  tables fit ``cn.limits``; otherwise (``method="auto"``) loopy belief propagation;
   ``method="gibbs"`` samples;
-* ``map`` — exact (max-marginals decoded one variable at a time) or by
+* ``map`` — exact (max-product elimination with traceback) or by
   max-product loopy propagation;
 * ``partition_function`` / ``log_partition_function`` — exact, or the Bethe
   approximation at the loopy fixed point (``method="loopy"``, exact on trees);
@@ -34,18 +37,20 @@ Examples
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import importlib
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
 from .. import limits
 from ..distributions import DiscreteDistribution
-from ..errors import EvidenceError, ModelError, RenderError, ResourceError, ShapeError
+from ..errors import EvidenceError, ModelError, ResourceError, ShapeError
+from ..graph.drawing import RENDER_HOOK
 from ..mechanisms.base import as_generator
 from ..values import decode_states
-from .discrete import discrete_network
+from .discrete import Factor as DFactor
+from .discrete import discrete_network, factor_product, variable_elimination
+from .discrete.ordering import TableTooLarge, check_clique_bytes, greedy_order, table_entry_limit
 from .factor_graph import FactorGraph
 from .gibbs import GibbsPlan, chain_diagnostics, check_moving, gibbs_run
 from .loopy import bethe_log_partition, loopy_marginals, propagate
@@ -53,7 +58,6 @@ from .loopy import bethe_log_partition, loopy_marginals, propagate
 __all__ = ["Potential", "MarkovNetwork", "METHODS", "markov_network_of"]
 
 METHODS = ("auto", "exact", "loopy", "gibbs")
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY"
 
 
 class Potential:
@@ -133,6 +137,7 @@ class MarkovNetwork:
         self.variables = list(self.states)
         self.cards = {v: len(s) for v, s in self.states.items()}
         self._index = {v: i for i, v in enumerate(self.variables)}
+        self._dfactors = None
 
     @classmethod
     def from_edges(cls, pairwise: Mapping, unary: Mapping | None = None, states: Mapping | None = None):
@@ -171,24 +176,14 @@ class MarkovNetwork:
         lines += [f"  {q(a)} -- {q(b)};" for a, b in self.edges()]
         return "\n".join(lines + ["}"]) + "\n"
 
-    def render(self, path, format: str | None = None):
-        """Write the graph as DOT text (``.dot``/``.gv``) or, with Graphviz's ``dot`` program, SVG/PNG."""
-        from pathlib import Path
-
-        path = Path(path)
-        fmt = format or {".gv": "dot"}.get(path.suffix, path.suffix.lstrip("."))
-        if fmt == "dot":
-            path.write_text(self.to_dot())
-            return path
-        exe = shutil.which("dot")
-        if fmt not in ("svg", "png") or exe is None:
-            raise RenderError(f"cannot render a Markov network as {fmt!r}: use .dot, or install Graphviz's dot "
-                              f"program for svg/png")
-        out = subprocess.run([exe, f"-T{fmt}", "-o", str(path)], input=self.to_dot(), text=True,
-                             capture_output=True)
-        if out.returncode != 0:
-            raise RenderError(f"dot failed: {out.stderr.strip()}")
-        return path
+    def render(self, path, format: str | None = None, *, renderer: str = "auto"):
+        """Write the graph as DOT text, SVG or PNG: :func:`causalnet.render` (Graphviz's ``dot``, else the
+        ``graphviz-pure`` command; atomic writes; :class:`~causalnet.errors.RenderError` when neither is found)."""
+        fn = RENDER_HOOK.get("render")
+        if fn is None:            # ``import causalnet`` loads the io layer lazily: load it by name now
+            importlib.import_module(__name__.rsplit(".", 2)[0] + ".io.dot")
+            fn = RENDER_HOOK["render"]
+        return fn(self, path, format, renderer=renderer)
 
     # -- evidence ------------------------------------------------------------------------
 
@@ -222,85 +217,90 @@ class MarkovNetwork:
             u[:, i, :] = 0.0
             u[np.arange(rows), i, a] = 1.0
         for k, lik in (soft or {}).items():
-            self._check_var(k, "soft evidence variable")
-            lik = np.asarray(lik, dtype=np.float64)
-            if lik.shape[-1] != self.cards[k] or not np.isfinite(lik).all() or lik.min() < 0 \
-                    or not (lik.reshape(-1, self.cards[k]).max(axis=1) > 0).all():
-                raise EvidenceError(f"soft evidence on {k!r} must be a nonnegative likelihood of shape "
-                                    f"({self.cards[k]},) or (n, {self.cards[k]}), not all zero")
-            u[:, self._index[k], :self.cards[k]] *= lik
+            u[:, self._index[k], :self.cards[k]] *= self._likelihood(k, lik)
         return u
 
-    # -- exact variable elimination -----------------------------------------------------------
+    # -- exact variable elimination (the discrete engine's factor machinery) -----------------
 
-    def _eliminate(self, keep: list, ev: dict, n: int | None, soft: Mapping | None, op=np.sum):
-        """Sum (or max) out every variable but `keep`: ``(table over keep (n, *cards), batched)``."""
-        factors = [(list(f.variables), f.table, False) for f in self.factors]
-        u = self._unary(ev, n, soft)
-        batched = n is not None
-        for k in set(ev) | set(soft or {}):
-            i = self._index[k]
-            factors.append(([k], u[:, i, :self.cards[k]] if batched else u[0, i, :self.cards[k]], batched))
-        order = self._order([v for v in self.variables if v not in keep], factors)
-        for v in order:
-            touching = [f for f in factors if v in f[0]]
-            factors = [f for f in factors if v not in f[0]]
-            factors.append(self._combine(touching, [v], op))
-        out = self._combine(factors, [], op)
-        vs, t, b = out
-        perm = [vs.index(v) for v in keep]
-        t = np.transpose(t, ([0] if b else []) + [p + b for p in perm])
-        if batched and not b:
+    def _tables(self) -> list:
+        """The factors as :class:`~causalnet.inference.discrete.Factor` objects (built once)."""
+        if self._dfactors is None:
+            self._dfactors = [DFactor(f.variables, f.table) for f in self.factors]
+        return self._dfactors
+
+    def _with_evidence(self, ev: dict, soft: Mapping | None) -> tuple[list, dict]:
+        """The factors plus one per soft-evidence variable, and the evidence as ints or ``(n,)`` arrays."""
+        fs = list(self._tables())
+        for k, lik in (soft or {}).items():
+            lik = self._likelihood(k, lik)
+            fs.append(DFactor([k], lik, batched=lik.ndim == 2))
+        return fs, {k: (int(a) if np.ndim(a) == 0 else a) for k, a in ev.items()}
+
+    def _likelihood(self, k, lik) -> np.ndarray:
+        self._check_var(k, "soft evidence variable")
+        lik = np.asarray(lik, dtype=np.float64)
+        if lik.ndim not in (1, 2) or lik.shape[-1] != self.cards[k] or not np.isfinite(lik).all() or lik.min() < 0 \
+                or not (lik.reshape(-1, self.cards[k]).max(axis=1) > 0).all():
+            raise EvidenceError(f"soft evidence on {k!r} must be a nonnegative likelihood of shape "
+                                f"({self.cards[k]},) or (n, {self.cards[k]}), not all zero")
+        return lik
+
+    def _rows(self, n: int | None, soft: Mapping | None) -> int | None:
+        """The batch size of the evidence and the soft evidence together."""
+        for k, lik in (soft or {}).items():
+            m = self._likelihood(k, lik)
+            if m.ndim == 2:
+                if n is not None and m.shape[0] != n:
+                    raise EvidenceError(f"soft evidence on {k!r} has {m.shape[0]} rows; the evidence has {n}")
+                n = m.shape[0]
+        return n
+
+    def _eliminate(self, keep: list, ev: dict, n: int | None, soft: Mapping | None) -> np.ndarray:
+        """Sum out every variable but `keep` (:func:`~causalnet.inference.discrete.variable_elimination`):
+        the unnormalised table over `keep`, ``(n, *cards)`` when batched."""
+        fs, evidence = self._with_evidence(ev, soft)
+        out = variable_elimination(fs, keep, evidence=evidence)
+        t = out.values
+        if n is not None and not out.batched:
             t = np.broadcast_to(t, (n,) + t.shape)
         return t
 
-    def _order(self, elim: list, factors: list) -> list:
-        """Greedy min-fill (ties: smallest table) elimination order."""
-        adj = {v: set() for v in self.variables}
-        for vs, _, _ in factors:
-            for a in vs:
-                adj[a].update(u for u in vs if u != a)
-        order, left = [], set(elim)
-        while left:
-            def cost(v):
-                nb = adj[v]
-                fill = sum(1 for a in nb for b in nb if a < b and b not in adj[a]) if len(nb) < 30 else len(nb) ** 2
-                return fill, float(np.prod([self.cards[u] for u in nb]))
-            v = min(left, key=lambda v: (cost(v), self._index[v]))
-            for a in adj[v]:
-                adj[a].update(adj[v] - {a})
-                adj[a].discard(v)
-            order.append(v)
-            left.discard(v)
-        return order
+    def _max_product(self, ev: dict, n: int | None) -> dict:
+        """The most probable states of the unobserved variables by max-product elimination and traceback.
 
-    def _combine(self, fs: list, out_of: list, op) -> tuple:
-        """The product of factors `fs`, with the variables `out_of` summed (or maxed) out."""
-        scope = []
-        for vs, _, _ in fs:
-            scope += [v for v in vs if v not in scope]
-        keep = [v for v in scope if v not in out_of]
-        batched = any(b for _, _, b in fs)
-        n = next((t.shape[0] for _, t, b in fs if b), None)
-        size = float(np.prod([self.cards[v] for v in scope])) * (n or 1)
-        limits.check_bytes(8.0 * size, what=f"an elimination table over {len(scope)} variables",
-                           cause=f"{len(scope)} variables with cards {[self.cards[v] for v in scope][:8]}")
-        if len(scope) > len(_LETTERS):
-            raise ResourceError(f"an elimination step joins {len(scope)} variables; at most {len(_LETTERS)}")
-        letter = {v: _LETTERS[i] for i, v in enumerate(scope)}
-        if op is np.sum:
-            subs = ["".join((["Z"] if b else []) + [letter[v] for v in vs]) for vs, _, b in fs]
-            out = ("Z" if batched else "") + "".join(letter[v] for v in keep)
-            t = np.einsum(",".join(subs) + "->" + out, *[t for _, t, _ in fs], optimize=True) if fs else np.ones(())
-            return keep, t, batched
-        full = np.ones(((n,) if batched else ()) + tuple(self.cards[v] for v in scope))
-        for vs, t, b in fs:
-            shape = ([n] if batched else []) + [self.cards[v] if v in vs else 1 for v in scope]
-            perm = ([0] if b else []) + [vs.index(v) + b for v in scope if v in vs]
-            t = np.transpose(t, perm).reshape(shape if b or not batched else shape[1:])
-            full = full * t
-        axes = tuple(scope.index(v) + batched for v in out_of if v in scope)
-        return keep, (full.max(axis=axes) if axes else full), batched
+        One pass (the discrete engine's greedy weighted-min-fill order, its
+        :class:`Factor` product and max-marginalisation); each eliminated
+        variable's argmax table is read back in reverse order. Returns
+        variable -> int or ``(n,)`` ints.
+        """
+        fs, evidence = self._with_evidence(ev, None)
+        pool = [f.reduce(evidence) for f in fs]
+        free = [v for v in self.variables if v not in ev]
+        adj: dict = {v: set() for v in free}
+        for f in pool:
+            for v in f.vars:
+                adj[v].update(u for u in f.vars if u != v)
+        try:
+            order = greedy_order(adj, self.cards, free, "weighted-min-fill", self._index,
+                                 max_entries=table_entry_limit())
+        except TableTooLarge as big:
+            check_clique_bytes([big.clique], self.cards, {v: v for v in self.cards},
+                               what="an intermediate table of max-product elimination")
+            raise
+        trace = []
+        for z in order:
+            take = [f for f in pool if z in f.vars]
+            pool = [f for f in pool if z not in f.vars]
+            best, arg = factor_product(take).max_marginalize([z])
+            trace.append((z, best.vars, arg[z], best.batched))
+            pool.append(best)
+        rows = None if n is None else np.arange(n)
+        out: dict = {}
+        for z, vs, arg, batched in reversed(trace):
+            idx = tuple(out[u] for u in vs)
+            x = arg[(rows, *idx)] if batched else arg[idx]
+            out[z] = x if n is None else np.broadcast_to(x, (n,))
+        return out
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -330,6 +330,7 @@ class MarkovNetwork:
         if len(set(names)) != len(names) or set(names) & set(evidence or {}):
             raise EvidenceError(f"targets {names} must be distinct and not observed")
         ev, n = self._evidence(evidence)
+        n = self._rows(n, soft_evidence)
         states = [self.states[t] for t in names]
         excluded = ""
         if method in ("auto", "exact"):
@@ -412,7 +413,7 @@ class MarkovNetwork:
     def map(self, *, evidence: Mapping | None = None, method: str = "exact", **options) -> tuple[dict, np.ndarray]:
         """The most probable assignment of the unobserved variables: ``(variable -> state(s), log P(x, e))``.
 
-        ``"exact"`` decodes max-marginals one variable at a time (each a max-product elimination); ``"loopy"``
+        ``"exact"``: max-product variable elimination with traceback; ``"loopy"``
         takes each variable's largest max-product belief.
         """
         self._check_method(method, ("exact", "loopy"))
@@ -424,9 +425,7 @@ class MarkovNetwork:
             for v in free:
                 fixed[v] = out.beliefs[:, self._index[v], :self.cards[v]].argmax(axis=-1)
         else:
-            for v in free:
-                t = self._eliminate([v], fixed, n if n else None, None, op=np.max)
-                fixed[v] = np.asarray(t).reshape((n or 1), -1).argmax(axis=-1)
+            fixed.update(self._max_product(ev, n))
         x = {v: (np.asarray(fixed[v]).reshape(-1) if n else np.asarray(fixed[v]).reshape(-1)[:1]) for v in self.variables}
         logp = self.log_prob({v: np.broadcast_to(x[v], (n or 1,)) for v in self.variables})
         named = {v: (np.asarray(self.states[v], dtype=object)[x[v]] if n else self.states[v][int(x[v][0])])

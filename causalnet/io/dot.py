@@ -43,8 +43,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import RenderError
-from ..graph.drawing import Drawable, to_dot
+from ..errors import GraphError, RenderError
+from ..graph.dag import DAG
+from ..graph.drawing import RENDER_HOOK, Drawable, to_dot
 
 __all__ = ["to_dot", "render", "find_renderer", "Drawable", "FORMATS", "RENDERERS"]
 
@@ -198,7 +199,7 @@ def render(
 
     Parameters
     ----------
-    obj : DAG or Drawable
+    obj : DAG, Drawable, or an object with its own ``to_dot()`` (a MarkovNetwork)
     path : str or path-like
         The output file; its directory must exist.
     format : {"svg", "png", "dot"}, optional
@@ -226,7 +227,13 @@ def render(
     """
     path = _as_path(path)
     fmt = _format_of(path, format)
-    source = to_dot(obj, **to_dot_options)
+    if not isinstance(obj, DAG) and not hasattr(obj, "dag") and callable(getattr(obj, "to_dot", None)):
+        if to_dot_options:                       # an undirected model (MarkovNetwork): its own DOT text
+            raise GraphError(f"a {type(obj).__name__} diagram takes no drawing options, got "
+                             f"{sorted(to_dot_options)}")
+        source = obj.to_dot()
+    else:
+        source = to_dot(obj, **to_dot_options)
     if not path.parent.is_dir():
         raise RenderError(f"cannot write {str(path)!r}: directory {str(path.parent)!r} does not exist")
     if fmt == "dot":
@@ -237,3 +244,6 @@ def render(
         raise RenderError(_no_renderer_message(renderer))
     _write_atomically(path, fmt, lambda tmp: _run(exe, fmt, source, tmp, path.name))
     return path
+
+
+RENDER_HOOK["render"] = render
