@@ -14,7 +14,8 @@ A model file is plain JSON in a versioned schema::
 ``nodes`` keeps the model's node order; each mechanism is its own
 ``to_dict()``, read back by the loader registered for its ``"type"`` (see
 :func:`register_mechanism`; built in: ``Categorical``, ``CPT``,
-``LinearGaussian``). ``interventions`` (present only for an intervened model)
+``LinearGaussian``, ``CauchyLinear`` and the compact ``NoisyOR``, ``NoisyMax``
+and ``Logistic``, which keep their structural parameters, never a table). ``interventions`` (present only for an intervened model)
 maps a node to its constant ``do`` value — a state name for a discrete node,
 a number or nested list otherwise, or a list of those (one per row) — and
 the file stores the node's natural mechanism, so loading rebuilds the model
@@ -63,6 +64,7 @@ from .. import limits
 from ..errors import CausalNetError, GraphError, ModelError, ResourceError
 from ..mechanisms.base import DISCRETE, Mechanism
 from ..mechanisms.cauchy import CauchyLinear
+from ..mechanisms.compact import Logistic, NoisyMax, NoisyOR
 from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
@@ -285,11 +287,65 @@ def _load_cauchy_linear(d: dict) -> Mechanism:
                   scale_parent=d.get("scale_parent"), shape=None if shape is None else tuple(shape))
 
 
+# -- compact discrete mechanisms (noisy-OR, noisy-MAX, logistic) ------------------------------
+
+
+def _compact_states(d: dict, card: int) -> list:
+    return _states(_need(d, "states", ""), card, "states")
+
+
+def _on_value(v: Any, parents: list, path: str) -> Any:
+    """NoisyOR's ``on``: null, one state, a list of states (one per parent) or an object parent -> state."""
+    if v is None or _is_state(v):
+        return v
+    if isinstance(v, list) and all(_is_state(x) for x in v):
+        return v
+    if isinstance(v, dict) and all(_is_state(x) for x in v.values()):
+        unknown = [k for k in v if k not in parents]
+        if unknown:
+            raise _FieldError(f"{path}.{unknown[0]}", f"is not a parent; parents: {parents}")
+        return v
+    raise _FieldError(path, f"expected null, a state, a list of states or an object of states, got {_kind(v)}")
+
+
+def _load_noisy_or(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "probs", "leak", "on", "states"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+    probs = _array(_need(d, "probs", ""), "probs", 1, "probabilities")
+    leak = _number(_need(d, "leak", ""), "leak")
+    on = _on_value(d.get("on"), parents, "on")
+    return _build("", NoisyOR, parents, probs, leak=leak, on=on,
+                  states=_compact_states(d, 2))
+
+
+def _load_noisy_max(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "tables", "leak", "states"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+    raw = _need(d, "tables", "")
+    if not isinstance(raw, list) or len(raw) != len(parents):
+        raise _FieldError("tables", f"expected one table per parent ({len(parents)}), got {_kind(raw)}")
+    tables = [_array(t, f"tables[{i}]", 2, "probabilities") for i, t in enumerate(raw)]
+    leak = _array(_need(d, "leak", ""), "leak", 1, "probabilities")
+    return _build("", NoisyMax, parents, tables, leak, states=_compact_states(d, leak.size))
+
+
+def _load_logistic(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "weights", "bias", "states"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+    weights = _array(_need(d, "weights", ""), "weights", 2)
+    bias = _array(_need(d, "bias", ""), "bias", 1)
+    return _build("", Logistic, parents, weights, bias,
+                  states=_compact_states(d, bias.size))
+
+
 _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
     "Categorical": _load_categorical,
     "CPT": _load_cpt,
     "LinearGaussian": _load_linear_gaussian,
     "CauchyLinear": _load_cauchy_linear,
+    "NoisyOR": _load_noisy_or,
+    "NoisyMax": _load_noisy_max,
+    "Logistic": _load_logistic,
 }
 
 

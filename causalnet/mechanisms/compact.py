@@ -215,8 +215,24 @@ class NoisyOR(Compact):
         u = np.where(fired, r * cut, cut + r * (1.0 - cut))
         return np.where(active, u, r)
 
+    def to_dict(self) -> dict:
+        on = self.on
+        if isinstance(on, Mapping):
+            on = {str(k): _plain(v) for k, v in on.items()}
+        elif isinstance(on, (list, tuple)):
+            on = [_plain(v) for v in on]
+        else:
+            on = _plain(on)
+        return {"type": "NoisyOR", "parents": list(self.parents), "probs": self.probs.tolist(), "leak": self.leak,
+                "on": on, "states": [_plain(v) for v in self._states]}
+
     def __repr__(self) -> str:
         return f"NoisyOR(parents={list(self.parents)}, probs={self.probs.tolist()}, leak={self.leak})"
+
+
+def _plain(v):
+    """A numpy scalar as its Python value (JSON-ready); anything else unchanged."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 class NoisyMax(Compact):
@@ -261,6 +277,10 @@ class NoisyMax(Compact):
             F = F * np.cumsum(t, axis=1)[np.asarray(parents[p])]                # (n, K)
         F[:, -1] = 1.0
         return np.diff(F, axis=1, prepend=0.0)
+
+    def to_dict(self) -> dict:
+        return {"type": "NoisyMax", "parents": list(self.parents), "tables": [t.tolist() for t in self.tables],
+                "leak": self.leak.tolist(), "states": [_plain(v) for v in self._states]}
 
     def sample_noise(self, n, rng, spec):
         return rng.random((n, len(self.parents) + 1))
@@ -324,6 +344,11 @@ class Logistic(Compact):
         from scipy.special import log_softmax  # loaded on first use, not by ``import causalnet``
 
         return np.exp(log_softmax(self._logits(parents), axis=1))
+
+    def to_dict(self) -> dict:
+        """Weights as the ``(K, n_parents)`` matrix and the bias as a vector (a binary node's first row is 0)."""
+        return {"type": "Logistic", "parents": list(self.parents), "weights": self.weights.tolist(),
+                "bias": self.bias.tolist(), "states": [_plain(v) for v in self._states]}
 
     def sample_noise(self, n, rng, spec):
         return rng.gumbel(size=(n, self.weights.shape[0]))
