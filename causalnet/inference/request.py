@@ -479,8 +479,8 @@ def check_approximate_options(method: str, options: Mapping) -> dict:
             check_real(v, "tol", positive=True, allow_inf=True)
         elif k == "damping" and not check_real(v, "damping", nonnegative=True) < 1:
             raise ModelError(f"damping must be a number in [0, 1), got {v!r}")
-        elif k == "schedule" and v not in ("flooding", "residual"):
-            raise ModelError(f"schedule must be 'flooding' or 'residual', got {v!r}")
+        elif k == "schedule" and v not in ("flooding", "residual", "parallel-residual"):
+            raise ModelError(f"schedule must be 'flooding', 'residual' or 'parallel-residual', got {v!r}")
     return dict(options)
 
 

@@ -124,7 +124,8 @@ def test_do_on_the_mutilated_model_constant_and_per_row(rng):
         assert_allclose(got.probs, want.probs, atol=1e-9)
 
 
-@pytest.mark.parametrize("schedule, damping", [("flooding", 0.5), ("residual", 0.0), ("residual", 0.3)])
+@pytest.mark.parametrize("schedule, damping", [("flooding", 0.5), ("residual", 0.0), ("residual", 0.3),
+                                              ("parallel-residual", 0.0), ("parallel-residual", 0.3)])
 def test_schedules_and_damping_reach_the_same_fixed_point(schedule, damping):
     m = cn.gallery.load("alarm")
     ev = {"HRBP": 2, "CO": 0}
