@@ -13,6 +13,8 @@ tables
     What the discrete formats share: row tolerance, table-size checks, the writer's view.
 pgmpy
     Conversion to and from pgmpy's discrete networks.
+agrum
+    Conversion to pyAgrum's ``BayesNet`` (pyAgrum imported on use; for comparisons).
 bnlearn
     The bnlearn repository's networks shipped as package data (and pgmpy's copies).
 dot
@@ -21,7 +23,7 @@ dot
 
 from ..runtime import lazy_exports
 
-__all__ = ["bif", "bnlearn", "bundle", "dot", "files", "json", "pgmpy", "tables", "xmlbif"]
+__all__ = ["agrum", "bif", "bnlearn", "bundle", "dot", "files", "json", "pgmpy", "tables", "xmlbif"]
 
 # The sub-modules, loaded when first named (``cn.io.pgmpy.to_pgmpy``), as before issue 23 made imports lazy.
 __getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in __all__})
