@@ -585,9 +585,10 @@ class CausalModel:
         `soft_evidence` (likelihood vectors ``(K,)`` or ``(n, K)``, as in
         :meth:`query`) multiplies the joint by each likelihood scaled to a
         maximum of 1 (so ``log_prob`` includes ``Σ log(L(y) / max L)``).
-        ``method="loopy"`` answers the MPE (``targets=None``) by max-product
-        loopy belief propagation (options ``max_iter``, ``tol``, ``damping``,
-        ``schedule``); exact on a tree with a unique maximum.
+        ``method="loopy"``: the MPE by max-product loopy belief propagation
+        (exact on a tree with a unique maximum), marginal MAP by sum-product
+        propagation and decimation (options ``max_iter``, ``tol``, ``damping``,
+        ``schedule``).
         """
         return run_map(self, targets, evidence=evidence, do=do, method=method, soft_evidence=soft_evidence,
                        **options)

@@ -66,7 +66,8 @@ from .engine import Engine
 from .factor_graph import FactorGraph
 from .residual import ResidualPlan, residual_row
 
-__all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "loopy_marginals", "bethe_log_partition"]
+__all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "decimated_map", "loopy_marginals",
+           "bethe_log_partition"]
 
 SCHEDULES = ("flooding", "residual", "parallel-residual")
 
@@ -407,20 +408,21 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     joint of that assignment with the evidence is then evaluated exactly
     (on a tree with a unique maximum, the assignment is the exact MPE).
 
+    With targets (marginal MAP) see :func:`decimated_map`. Soft evidence
+    adds ``Σ log(L(y) / max L)`` to the log joint, as the exact engine does.
+
     Raises
     ------
     ModelError
-        If the model is not all-discrete, or targets are given (max-product
-        answers the MPE over all unobserved nodes, not a marginal MAP).
+        If the model is not all-discrete.
     """
     m = request.model
     if not is_discrete_request(request):
         raise ModelError("map needs a discrete model (every node discrete and tabulable)")
-    if request.nodes:
-        raise ModelError("map(method='loopy') gives the most probable assignment of all unobserved nodes "
-                         "(targets=None); a marginal MAP over some targets needs method='exact'")
     fg = model_factor_graph(m, expand=True)
     unary = local_evidence(request, fg)
+    if request.nodes:
+        return decimated_map(request, fg, unary)
     out = propagate(fg, unary, mode="max", **_options(request))
     if out.impossible.any():
         raise EvidenceError(f"the evidence has probability zero{rows_text(out.impossible, request.batched)}")
@@ -429,6 +431,10 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     with np.errstate(divide="ignore"):
         for vs, table in fg.factors:
             logp += np.log(table[tuple(x[:, j] for j in vs)])
+        index = {v: i for i, v in enumerate(fg.names)}
+        for k, lik in request.soft.items():
+            scaled = np.broadcast_to(lik / lik.max(axis=-1, keepdims=True), (x.shape[0], lik.shape[-1]))
+            logp += np.log(scaled[np.arange(x.shape[0]), x[:, index[k]]])
     ev = hard_evidence(request)
     named = {}
     index = {v: i for i, v in enumerate(fg.names)}
@@ -437,6 +443,54 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
             continue
         states = np.asarray(m.specs[v].states, dtype=object)
         named[v] = states[x[:, index[v]]] if request.batched else states[int(x[0, index[v]])]
+    return named, (logp if request.batched else float(logp[0]))
+
+
+def decimated_map(request, fg: FactorGraph, unary: np.ndarray) -> tuple[dict, np.ndarray | float]:
+    """Approximate marginal MAP of ``request.nodes`` by sum-product loopy propagation and decimation.
+
+    The non-target nodes are summed out by sum-product propagation; the
+    targets are then fixed one at a time, per row: the target whose belief is
+    most peaked takes its most probable state and is clamped, and propagation
+    runs again (one run per target). With one target on a tree this is the
+    exact marginal MAP; with several it is a greedy search (on a tree each
+    step is an exact conditional argmax, but the product of greedy choices
+    need not be the joint maximum). The log-probability returned is the Bethe
+    approximation of ``log P(targets, e)`` at the last run (exact on a tree,
+    soft likelihoods scaled to a maximum of 1).
+
+    Returns
+    -------
+    assignment : dict target -> state name or array of names
+    log_prob : float or ndarray of shape (n,)
+    """
+    m = request.model
+    opts = _options(request)
+    index = {v: i for i, v in enumerate(fg.names)}
+    targets = np.array([index[t] for t in request.nodes])
+    n = unary.shape[0]
+    u = unary / unary.max(axis=-1, keepdims=True)                           # soft rows to a maximum of 1
+    rows = np.arange(n)
+    left = np.ones((n, targets.size), dtype=bool)
+    for _ in range(targets.size):
+        out = propagate(fg, u, **opts)
+        if out.impossible.any():
+            raise EvidenceError(f"the evidence has probability zero{rows_text(out.impossible, request.batched)}")
+        b = out.beliefs[:, targets, :]                                      # (n, T, K)
+        peak = np.where(left, b.max(axis=-1), -1.0)                         # (n, T)
+        j = peak.argmax(axis=1)                                             # (n,)
+        state = b[rows, j].argmax(axis=-1)                                  # (n,)
+        v = targets[j]
+        u[rows, v, :] = 0.0
+        u[rows, v, state] = 1.0
+        left[rows, j] = False
+    out = propagate(fg, u, **opts)
+    logp = bethe_log_partition(fg, u, out)                                  # (n,)
+    named = {}
+    for t, i in zip(request.nodes, targets):
+        x = u[:, i, :].argmax(axis=-1)
+        states = np.asarray(m.specs[t].states, dtype=object)
+        named[t] = states[x] if request.batched else states[int(x[0])]
     return named, (logp if request.batched else float(logp[0]))
 
 

@@ -195,8 +195,25 @@ def test_max_product_map_batched_and_loopy_network(asia):
     for k in want:
         assert list(got[k]) == list(want[k])
     assert_allclose(logp, want_logp)
-    with pytest.raises(ModelError, match="targets=None"):
-        asia.map("lung", method="loopy")
+
+
+def test_loopy_marginal_map_by_decimation_on_trees(rng):
+    """One target: the exact marginal MAP and log P(target, e); several: a greedy answer whose Bethe log-probability
+    is the exact log P(assignment, e) (a tree) and no larger than the exact optimum."""
+    for _ in range(4):
+        m = random_tree(rng, 8)
+        ev = {"T7": ["s0", "s1"]}
+        got, lp = m.map(["T2"], evidence=ev, method="loopy")
+        want, want_lp = m.map(["T2"], evidence=ev)
+        assert list(got["T2"]) == list(want["T2"])
+        assert_allclose(lp, want_lp, atol=1e-9)
+        got, lp = m.map(["T1", "T4", "T5"], evidence={"T7": "s0"}, method="loopy")
+        _, best = m.map(["T1", "T4", "T5"], evidence={"T7": "s0"})
+        joint = m.query(["T1", "T4", "T5"], evidence={"T7": "s0"})
+        p_e = m.query("T7").probs[m.specs["T7"].states.index("s0")]
+        exact_lp = np.log(joint[tuple(got[t] for t in ("T1", "T4", "T5"))]) + np.log(p_e)
+        assert_allclose(lp, exact_lp, atol=1e-9)
+        assert lp <= best + 1e-9
 
 
 def test_factor_graph_checks_its_input():
