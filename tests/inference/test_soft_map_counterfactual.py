@@ -167,3 +167,13 @@ def test_brute_map_helper_sees_every_assignment():
     _, lp, vals = brute_map(m, ["A", "B"], {})
     assert_allclose(vals, sorted([0.18, 0.02, 0.24, 0.56]))
     assert lp == pytest.approx(np.log(0.56))
+
+
+def test_soft_evidence_with_a_dask_frame(asia):
+    dd = pytest.importorskip("dask.dataframe")
+    df = pd.DataFrame({"xray": ["yes", None, "no", "yes"], "smoke": [None, "no", "yes", "yes"]})
+    got = asia.query("lung", evidence=dd.from_pandas(df, npartitions=2), soft_evidence={"dysp": [0.2, 1.0]})
+    want = asia.query("lung", evidence=df, soft_evidence={"dysp": [0.2, 1.0]})
+    assert_allclose(got.compute().to_numpy(), want.probs, atol=1e-12)
+    with pytest.raises(cn.ModelError, match="per-row likelihoods do not follow the partitions"):
+        asia.query("lung", evidence=dd.from_pandas(df, npartitions=2), soft_evidence={"dysp": np.ones((4, 2))})
