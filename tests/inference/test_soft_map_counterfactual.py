@@ -169,6 +169,7 @@ def test_brute_map_helper_sees_every_assignment():
     assert lp == pytest.approx(np.log(0.56))
 
 
+@pytest.mark.slow
 def test_soft_evidence_with_a_dask_frame(asia):
     dd = pytest.importorskip("dask.dataframe")
     df = pd.DataFrame({"xray": ["yes", None, "no", "yes"], "smoke": [None, "no", "yes", "yes"]})
