@@ -38,9 +38,9 @@ from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import Tabular
+from .conditional import fit_conditional
 from .data import family_counts, is_dask_collection
 from .em import fit_em, record_fit_info
-from .conditional import fit_conditional
 from .parameters import Prior, fit_families, least_squares, make_prior
 from .partitions import fit_partitions
 from .problem import Problem, prepare
