@@ -59,7 +59,7 @@ from .data import Table
 from .parameters import Prior
 
 __all__ = ["Moments", "config_index", "family_moments", "fit_conditional", "conditional_mechanism",
-           "describe_config", "LOG_2PI"]
+           "describe_config", "check_configurations", "LOG_2PI"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -210,8 +210,10 @@ def conditional_mechanism(parents: Sequence[Hashable], disc: tuple, real: tuple,
                                      var.reshape(cards))
 
 
-def _check_rows(node, mo: Moments, var: np.ndarray, disc: tuple, states: Sequence[tuple], cards: tuple,
-                p: int, pseudo: bool) -> None:
+def check_configurations(node, mo: Moments, var: np.ndarray, disc: tuple, states: Sequence[tuple], cards: tuple,
+                         p: int, pseudo: bool, advice: str = "use method='bayes' (pseudo-rows pooled across "
+                                                             "configurations) or merge states") -> None:
+    """Raise ModelError naming the first configuration with too few rows (unless `pseudo`) or an exact fit."""
     bad = mo.degenerate(var, count_rows=not pseudo) | (mo.weight <= 0)
     if not bad.any():
         return
@@ -221,7 +223,7 @@ def _check_rows(node, mo: Moments, var: np.ndarray, disc: tuple, states: Sequenc
     what = ("an exact linear fit (variance 0)" if mo.weight[k] >= p + 2 else
             f"{mo.weight[k]:g} row(s); fitting an intercept, {p} weight(s) and a variance needs at least {p + 2}")
     raise ModelError(f"node {node!r}: the configuration {where} of its discrete parents {list(disc)} has "
-                     f"{what}{more}; use method='bayes' (pseudo-rows pooled across configurations) or merge states")
+                     f"{what}{more}; {advice}")
 
 
 def fit_conditional(node: Hashable, table: Table, parents: Sequence[Hashable], states: Sequence[tuple] | None,
@@ -259,6 +261,6 @@ def fit_conditional(node: Hashable, table: Table, parents: Sequence[Hashable], s
         raise ModelError(f"node {node!r}: {mo.weight[0]:g} complete rows cannot fit {len(real) + 1} "
                          f"linear-Gaussian parameters (intercept and {len(real)} weights)")
     if disc:
-        _check_rows(node, mo, var, disc, st, cards, len(real), pseudo)
+        check_configurations(node, mo, var, disc, st, cards, len(real), pseudo)
     return conditional_mechanism(parents, disc, real, cards, b, w, var)
 
