@@ -20,7 +20,7 @@ def _joint_gaussian(model, cfg: dict, reals: list):
     """Mean (d,) and covariance (d, d) of the real nodes given the discrete configuration `cfg`."""
     idx = {v: i for i, v in enumerate(reals)}
     d = len(reals)
-    mean, B, sd = np.zeros(d), np.zeros((d, d)), np.zeros(d)
+    mean, B = np.zeros(d), np.zeros((d, d))
     for v in reals:                                          # topological order
         mech = model.mechanisms[v]
         if isinstance(mech, cn.ConditionalLinearGaussian):
