@@ -88,18 +88,47 @@ class Moments:
     @classmethod
     def from_rows(cls, config: np.ndarray, q: int, values: np.ndarray, weights: np.ndarray | None = None) -> Moments:
         """Moments of `values` (n, m) grouped by `config` (n,) into `q` configurations, optionally weighted (n,)."""
-        n, m = values.shape
-        w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-        cnt = np.bincount(config, weights=w, minlength=q)                                  # (q,)
-        safe = np.where(cnt > 0, cnt, 1.0)
-        mean = np.stack([np.bincount(config, weights=w * values[:, j], minlength=q) for j in range(m)],
-                        axis=-1) / safe[:, None]                                           # (q, m)
-        cen = values - mean[config]                                                        # (n, m)
-        sc = np.empty((q, m, m))
-        for i in range(m):
-            for j in range(i, m):
-                sc[:, i, j] = sc[:, j, i] = np.bincount(config, weights=w * cen[:, i] * cen[:, j], minlength=q)
-        return cls(cnt, mean, sc)
+        return cls.from_columns(config, q, [np.ascontiguousarray(values[:, j]) for j in range(values.shape[1])],
+                                weights)
+
+    @classmethod
+    def from_columns(cls, config: np.ndarray, q: int, cols: Sequence[np.ndarray],
+                     weights: np.ndarray | None = None) -> Moments:
+        """:meth:`from_rows` from the m columns (each (n,)) kept apart, as a table holds them.
+
+        A column whose first rows sit more than 10 standard deviations from 0
+        is shifted by their mean first, so the raw sums (one ``np.bincount``
+        per entry) lose no more than a few digits to a common offset when they
+        are centred per configuration.
+        """
+        m = len(cols)
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        total = float(len(config)) if w is None else float(w.sum())
+        head = slice(0, 4096)                                  # any value near the data's centre will do
+        shift = np.array([(c[head].mean() if w is None else
+                           (w[head] @ c[head]) / max(float(w[head].sum()), 1e-300)) if len(c) else 0.0
+                          for c in cols])                                                  # (m,)
+        spread = np.array([c[head].std() if len(c) else 0.0 for c in cols])                # (m,)
+        shift = np.where(np.abs(shift) > 10.0 * spread, shift, 0.0)    # a small offset costs < 3 digits: no pass
+        xs = [c - s if s else c for c, s in zip(cols, shift)]                             # m x (n,)
+        xw = xs if w is None else [x * w for x in xs]
+        first, second = np.empty((q, m)), np.empty((q, m, m))
+        if q == 1:                                                                         # dot products, no temporaries
+            weight = np.array([total])
+            for i in range(m):
+                first[0, i] = xw[i].sum()
+                for j in range(i, m):
+                    second[0, i, j] = second[0, j, i] = xw[i] @ xs[j]
+        else:
+            weight = np.bincount(config, weights=w, minlength=q).astype(np.float64)        # (q,)
+            buf = np.empty(len(config))                                                    # one product buffer
+            for i in range(m):
+                first[:, i] = np.bincount(config, weights=xw[i], minlength=q)
+                for j in range(i, m):
+                    np.multiply(xw[i], xs[j], out=buf)
+                    second[:, i, j] = second[:, j, i] = np.bincount(config, weights=buf, minlength=q)
+        mo = cls.from_raw(weight, first, second)
+        return cls(mo.weight, np.where(weight[:, None] > 0, mo.mean + shift, 0.0), mo.scatter)
 
     @classmethod
     def from_raw(cls, weight: np.ndarray, first: np.ndarray, second: np.ndarray) -> Moments:
@@ -142,7 +171,14 @@ class Moments:
         p = self.mean.shape[1] - 1
         cxx = self.scatter[:, :p, :p]                                                      # (q, p, p)
         cxy = self.scatter[:, :p, p]                                                       # (q, p)
-        beta = np.einsum("kij,kj->ki", np.linalg.pinv(cxx, hermitian=True), cxy) if p else np.zeros((self.q, 0))
+        if p == 0:
+            beta = np.zeros((self.q, 0))
+        elif p == 1:                                                                       # closed form
+            sxx = cxx[:, 0, 0]
+            flat = sxx <= 1e-13 * np.maximum(np.abs(self.scatter[:, 1, 1]), 1e-300)       # a constant regressor
+            beta = np.where(flat, 0.0, cxy[:, 0] / np.where(flat, 1.0, sxx))[:, None]
+        else:
+            beta = np.einsum("kij,kj->ki", np.linalg.pinv(cxx, hermitian=True), cxy)
         rss = self.scatter[:, p, p] - np.einsum("ki,ki->k", cxy, beta)                     # (q,)
         safe = np.where(self.weight > 0, self.weight, 1.0)
         var = np.where(self.weight > 0, np.maximum(rss, 0.0) / safe, 0.0)
@@ -169,10 +205,14 @@ def config_index(table: Table, discrete: Sequence[Hashable], rows: np.ndarray | 
     """``(config (n,), cards)``: each row's configuration of the `discrete` columns (C order), and their cards."""
     cards = tuple(table.column(d).card for d in discrete)
     n = table.n if rows is None else len(rows)
-    flat = np.zeros(n, dtype=np.int64)
-    for d, k in zip(discrete, cards):
+    if not discrete:
+        return np.zeros(n, dtype=np.int64), cards
+    codes = table.column(discrete[0]).codes
+    flat = (codes if rows is None else codes[rows]).astype(np.int64, copy=True)           # (n,)
+    for d, k in zip(discrete[1:], cards[1:]):
         codes = table.column(d).codes
-        flat = flat * k + (codes if rows is None else codes[rows])
+        flat *= k
+        flat += codes if rows is None else codes[rows]
     return flat, cards
 
 
@@ -190,13 +230,15 @@ def family_moments(table: Table, node: Hashable, parents: Sequence[Hashable]) ->
     disc = tuple(u for u in parents if table.column(u).is_discrete)
     real = tuple(u for u in parents if not table.column(u).is_discrete)
     config, cards = config_index(table, disc)
-    values = np.column_stack([table.column(u).values for u in (*real, node)])             # (n, m)
-    ok = ~np.isnan(values).any(axis=1)
-    for d in disc:
-        ok &= table.column(d).codes >= 0
-    if not ok.all():
-        config, values = config[ok], values[ok]
-    return Moments.from_rows(config, int(np.prod(cards, dtype=np.int64)), values), disc, real, cards
+    cols = [table.column(u).values for u in (*real, node)]                                # m x (n,)
+    if not all(table.column(u).complete for u in (*parents, node)):
+        ok = np.ones(table.n, dtype=bool)
+        for c in cols:
+            ok &= ~np.isnan(c)
+        for d in disc:
+            ok &= table.column(d).codes >= 0
+        config, cols = config[ok], [c[ok] for c in cols]
+    return Moments.from_columns(config, int(np.prod(cards, dtype=np.int64)), cols), disc, real, cards
 
 
 def conditional_mechanism(parents: Sequence[Hashable], disc: tuple, real: tuple, cards: tuple, b: np.ndarray,

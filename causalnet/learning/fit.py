@@ -41,7 +41,7 @@ from ..mechanisms.tabular import Tabular
 from .conditional import fit_conditional
 from .data import family_counts, is_dask_collection
 from .em import fit_em, record_fit_info
-from .parameters import Prior, fit_families, least_squares, make_prior
+from .parameters import Prior, fit_families, make_prior
 from .partitions import fit_partitions
 from .problem import Problem, prepare
 
@@ -49,11 +49,9 @@ __all__ = ["fit", "fit_model", "fit_complete", "real_family"]
 
 
 def real_family(problem: Problem, prior: Prior, v: Hashable, ps: tuple):
-    """`v`'s real mechanism from complete data: least squares, per configuration of any discrete parents."""
-    t = problem.table
-    if any(problem.is_discrete(p) for p in ps):
-        return fit_conditional(v, t, ps, [problem.states[p] for p in ps if problem.is_discrete(p)], prior)
-    return least_squares(v, t.column(v).values, [t.column(p).values for p in ps], ps)
+    """`v`'s real mechanism from complete data: least squares (per configuration of any discrete parents) from
+    centred moments (:mod:`causalnet.learning.conditional`)."""
+    return fit_conditional(v, problem.table, ps, [problem.states[p] for p in ps if problem.is_discrete(p)], prior)
 
 
 def fit_complete(problem: Problem, prior: Prior) -> Any:
@@ -69,6 +67,8 @@ def _check_complete(problem: Problem, method: str) -> None:
         raise ModelError(f"latent nodes {sorted(map(str, problem.latent))} have no data; method={method!r} needs "
                          f"complete data: use method='em'")
     for v in problem.table.names:
+        if problem.table.column(v).complete:
+            continue
         miss = problem.table.column(v).missing
         if miss.any():
             raise ModelError(f"column {v!r} has {int(miss.sum())} missing cell(s) (first at row "
