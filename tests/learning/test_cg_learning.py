@@ -274,3 +274,12 @@ def test_structure_learning_errors_on_mixed_data():
         cn.learn_structure(df, method="hill_climb", fixed_edges=[("X", "T")], progress=False)
     with pytest.raises(cn.ModelError, match="restarts"):
         cn.learn_structure(df, method="hill_climb", restarts=-1, progress=False)
+
+
+def test_dask_frames_refuse_cg_families_by_name():
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(_tiny(), npartitions=2)
+    with pytest.raises(cn.ModelError, match=r"'Y' is real with discrete parents \['T'\].*compute"):
+        cn.fit("T -> Y; X -> Y", ddf)
+    with pytest.raises(cn.ModelError, match="bic-cg.*compute"):
+        cn.score("T -> Y; X -> Y", ddf, "bic-cg")
