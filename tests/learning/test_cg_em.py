@@ -85,6 +85,7 @@ def test_em_trace_is_the_observed_loglik_and_never_decreases(holes):
     assert isinstance(f.mechanisms["Dust"], cn.ConditionalLinearGaussian)
 
 
+@pytest.mark.slow
 def test_em_from_the_model_refits_and_keeps_parent_order(holes):
     m, df = holes
     f = m.fit(df, method="em", n_iter=3, progress=False)

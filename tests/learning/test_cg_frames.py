@@ -58,6 +58,7 @@ def test_discrete_target_and_predict_fill_each_kind(waste_frame):
     assert df["Dust"].isna().sum() == 3                       # input untouched
 
 
+@pytest.mark.slow
 def test_a_fitted_mixed_model_predicts_a_held_out_discrete_column():
     m = cn.gallery.load("waste-incinerator")
     train, test = m.sample(20_000, seed=1).to_pandas(), m.sample(2_000, seed=2).to_pandas()

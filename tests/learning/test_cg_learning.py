@@ -163,6 +163,7 @@ def test_cg_scores_equal_least_squares_by_hand(waste):
     assert_allclose(cn.score(m.dag, df, "aic-cg"), ll - k, rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_cg_loglik_equals_pgmpy_with_its_ddof_one_variances(waste):
     pytest.importorskip("pgmpy")
     warnings.simplefilter("ignore", FutureWarning)
@@ -276,6 +277,7 @@ def test_structure_learning_errors_on_mixed_data():
         cn.learn_structure(df, method="hill_climb", restarts=-1, progress=False)
 
 
+@pytest.mark.slow
 def test_dask_frames_refuse_cg_families_by_name():
     dd = pytest.importorskip("dask.dataframe")
     ddf = dd.from_pandas(_tiny(), npartitions=2)
