@@ -211,6 +211,11 @@ def _real_part(stats: Statistics, problem: Problem) -> dict:
     for v in problem.dag.nodes:
         if problem.is_discrete(v):
             continue
+        disc = [u for u in problem.parents(v) if problem.is_discrete(u)]
+        if disc:
+            raise ModelError(f"node {v!r} is real with discrete parents {disc} (a conditional linear-Gaussian "
+                             f"family): not fitted from a Dask DataFrame yet; fit ddf.compute() (a pandas "
+                             f"DataFrame) instead")
         if v in problem.latent or stats.missing.get(v):
             raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
                              f"nodes of discrete nodes only")

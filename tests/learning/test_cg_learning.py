@@ -285,3 +285,7 @@ def test_dask_frames_refuse_cg_families_by_name():
         cn.fit("T -> Y; X -> Y", ddf)
     with pytest.raises(cn.ModelError, match="bic-cg.*compute"):
         cn.score("T -> Y; X -> Y", ddf, "bic-cg")
+    rng = np.random.default_rng(0)
+    lat = dd.from_pandas(pd.DataFrame({"X": rng.normal(size=40)}), npartitions=2)
+    with pytest.raises(cn.ModelError, match=r"'X' is real with discrete parents \['Z'\]"):
+        cn.fit("Z -> X", lat, method="em", latent=["Z"], states={"Z": 2}, progress=False)
