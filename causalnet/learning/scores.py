@@ -308,7 +308,8 @@ def _check_columns(table: Table, discrete: bool | None, name: str) -> None:
 
 def make_score(name: str, table: Table, *, equivalent_sample_size: float | None = None,
                structure_prior: float | None = None) -> Score:
-    """The :class:`Score` named `name` over `table` (``"loglik"`` picks the Gaussian one for real columns).
+    """The :class:`Score` named `name` over `table` (``"loglik"`` picks the Gaussian one for real columns, the
+    conditional Gaussian one for mixed columns).
 
     `equivalent_sample_size` and `structure_prior` are BDeu settings (see :class:`BDeuScore`).
     """
@@ -316,8 +317,9 @@ def make_score(name: str, table: Table, *, equivalent_sample_size: float | None 
         return name
     if name not in SCORES:
         raise ModelError(f"score must be one of {sorted(SCORES)}, got {name!r}")
-    if name == "loglik" and table.names and not table.column(table.names[0]).is_discrete:
-        name = "loglik-g"
+    kinds = {table.column(v).is_discrete for v in table.names}
+    if name == "loglik" and kinds and kinds != {True}:
+        name = "loglik-g" if kinds == {False} else "loglik-cg"       # all real, or mixed
     cls = SCORES[name]
     _check_columns(table, cls.discrete, name)
     if cls is BDeuScore:
