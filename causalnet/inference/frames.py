@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ..distributions import DiscreteDistribution, Gaussian
+from ..distributions import DiscreteDistribution, Gaussian, GaussianMixture
 from ..errors import EvidenceError, ModelError
 from ..learning.data import is_dask_collection, is_pandas_frame
 from ..learning.partitions import check_dask_frame
@@ -198,10 +198,12 @@ def query_frame(model: Any, targets, df, *, do: Mapping | None = None, exclude: 
 
     Returns
     -------
-    DiscreteDistribution or Gaussian
+    DiscreteDistribution, Gaussian or GaussianMixture
         Batched: ``probs`` of shape ``(n, *cards)`` (``mean`` ``(n, d)``),
         row i answering row i of `df`; ``log_evidence`` ``(n,)`` when every
-        pattern's engine gives it.
+        pattern's engine gives it. Mixtures (real targets of a conditional
+        Gaussian model) from several patterns merge exactly: the components
+        of every pattern side by side, each row weighting only its own.
 
     Raises
     ------
@@ -253,6 +255,8 @@ def _merge(answers: list, n: int) -> Any:
                 extra[what] = arr
         return DiscreteDistribution(first.variables, probs, [tuple(s) for s in _states(first)], batched=True,
                                     method=methods, scm=first.scm, **extra)
+    if isinstance(first, GaussianMixture) and all(isinstance(d, GaussianMixture) for _, d in answers):
+        return _merge_mixtures(answers, n, methods)
     if isinstance(first, Gaussian) and all(np.array_equal(d.cov, first.cov) for _, d in answers):
         mean = np.empty((n, len(first.variables)))                                     # (n, d)
         for rows, d in answers:
@@ -261,6 +265,29 @@ def _merge(answers: list, n: int) -> Any:
     raise ModelError(f"rows of the evidence data frame with different missing cells give {type(first).__name__} "
                      f"answers that do not merge into one batched result; query each missing pattern apart "
                      f"(see causalnet.inference.frames.frame_groups)")
+
+
+def _merge_mixtures(answers: list, n: int, methods: str) -> GaussianMixture:
+    """One batched mixture: every pattern's components side by side, each row weighting only its own."""
+    first = answers[0][1]
+    d = len(first.variables)
+    sizes = [a.n_components for _, a in answers]
+    offsets = np.cumsum([0, *sizes])
+    weights = np.zeros((n, offsets[-1]))                                               # (n, K_total)
+    means = np.zeros((n, offsets[-1], d))                                              # (n, K_total, d)
+    for (rows, a), lo, hi in zip(answers, offsets[:-1], offsets[1:]):
+        weights[np.ix_(rows, np.arange(lo, hi))] = _batched(a, len(rows), "weights")
+        m = np.asarray(a.means)
+        means[rows, lo:hi] = m if (a.batched and m.ndim == 3) else np.broadcast_to(m, (len(rows), *m.shape[-2:]))
+    covs = np.concatenate([a.covs for _, a in answers], axis=0)                         # (K_total, d, d)
+    extra = {}
+    if all(a.log_evidence is not None for _, a in answers):
+        log_ev = np.empty(n)
+        for rows, a in answers:
+            log_ev[rows] = np.broadcast_to(a.log_evidence, (len(rows),))
+        extra["log_evidence"] = log_ev
+    return GaussianMixture(first.variables, weights, means, covs, batched=True, method=methods, scm=first.scm,
+                           **extra)
 
 
 def _states(d: DiscreteDistribution) -> tuple:
@@ -324,7 +351,8 @@ def predict(model: Any, df, columns: Sequence[Hashable] | None = None):
     A discrete cell gets the most probable state of that node's posterior
     given the row's observed cells (marginal MAP per node, not the joint MPE);
     a real cell gets the posterior mean. With `columns=None` every discrete
-    node of the model is filled where missing (added when absent); with
+    node of the model is filled where missing (added when absent), and so is
+    every scalar real node that is a column of `df`; with
     `columns`, those columns are predicted in every row (their own cells
     ignored). Predicted discrete columns come back as pandas Categoricals over
     the node's states (given cells decoded by the usual rule: names or indices).
@@ -340,7 +368,11 @@ def predict(model: Any, df, columns: Sequence[Hashable] | None = None):
     import pandas as pd  # optional heavy dependency, imported on use
 
     out = df.copy()
-    for c in predict_targets(model, columns):
+    targets = predict_targets(model, columns)
+    if columns is None:
+        targets += [c for c in df.columns if c in model.nodes and not model.spec(c).is_discrete
+                    and model.spec(c).shape == () and df[c].isna().any()]
+    for c in targets:
         fill = np.ones(len(df), dtype=bool) if (columns is not None or c not in df.columns) else \
             np.asarray(df[c].isna(), dtype=bool)
         values = _filled_column(model, df, c, fill)

@@ -80,6 +80,11 @@ class RealColumn:
     def missing(self) -> np.ndarray:
         return np.isnan(self.values)
 
+    @functools.cached_property
+    def complete(self) -> bool:
+        """True when no cell is missing (computed once)."""
+        return not bool(np.isnan(self.values).any())
+
     is_discrete = False
 
 
@@ -227,17 +232,20 @@ def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
         if str(raw.dtype) == "category":
             return _categorical_column(name, raw, states)
     arr = _to_numpy(raw)
+    if states is None and arr.dtype.kind in "fc":
+        if arr.dtype.kind == "c":
+            raise ModelError(f"column {name!r} is complex; learning needs real or discrete columns")
+        vals = np.array(arr, dtype=np.float64, copy=arr.dtype != np.float64)   # the frame's own values when float64
+        vals.setflags(write=False)                                             # read-only: never written through
+        with np.errstate(invalid="ignore"):
+            finite = bool(np.isfinite(vals.sum())) or bool(np.isfinite(vals).all())
+        if not finite and np.isinf(vals).any():
+            raise ModelError(f"column {name!r} has an infinite value at row {int(np.flatnonzero(np.isinf(vals))[0])}")
+        return RealColumn(vals)
     missing = _is_missing(arr)
     if states is not None:
         states = tuple(states)
         return DiscreteColumn(_codes_for(name, arr, missing, states), states)
-    if arr.dtype.kind == "f" or arr.dtype.kind == "c":
-        if arr.dtype.kind == "c":
-            raise ModelError(f"column {name!r} is complex; learning needs real or discrete columns")
-        vals = arr.astype(np.float64)
-        if np.isinf(vals).any():
-            raise ModelError(f"column {name!r} has an infinite value at row {int(np.flatnonzero(np.isinf(vals))[0])}")
-        return RealColumn(vals)
     if arr.dtype.kind == "b":
         return DiscreteColumn(arr.astype(np.int64), (False, True))
     present = arr[~missing]

@@ -1,4 +1,4 @@
-"""Expectation–maximisation for discrete models with missing cells and latent nodes.
+"""Expectation–maximisation for models with missing cells and latent nodes (discrete, and conditional Gaussian).
 
 With complete data each CPT is a normalised table of family counts. When some
 cells are missing (or a node is latent), the counts are unknown; EM replaces
@@ -15,6 +15,12 @@ them by their **expectation** under the current parameters and re-estimates:
   log-likelihood.
 - **M-step.** Each CPT is estimated from its expected counts, as in
   :mod:`causalnet.learning.parameters` (with a prior: MAP-EM).
+
+Real nodes (linear-Gaussian, or conditional linear-Gaussian under discrete
+parents) whose family has a hidden cell are re-estimated too: their expected
+per-configuration moments come from the same exact engine
+(:mod:`causalnet.learning.mixed_em`); the other real nodes are fitted once.
+Evidence then holds the observed real cells as well.
 
 Each iteration cannot decrease the objective — the observed-data
 log-likelihood, plus ``Σ α·log θ`` under a prior with pseudo-counts α —
@@ -35,13 +41,17 @@ import numpy as np
 from ..arguments import check_int, check_real
 from ..errors import ModelError
 from ..mechanisms.base import as_generator
+from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
+from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import Tabular
 from ..progress import progress_bar
+from .conditional import LOG_2PI, fit_conditional
 from .data import family_counts
-from .parameters import Prior, estimate_table, least_squares, tabular_mechanism
+from .mixed_em import RawSums, empty_sums, initial_real, real_expectation, real_m_step
+from .parameters import NoPrior, Prior, estimate_table, least_squares, tabular_mechanism
 from .problem import Problem
 
-__all__ = ["FitInfo", "fit_em", "fit_info", "record_fit_info", "expected_counts"]
+__all__ = ["FitInfo", "fit_em", "fit_info", "record_fit_info", "expected_counts", "em_reals"]
 
 
 @dataclass(frozen=True)
@@ -117,38 +127,88 @@ def _evidence_codes(states: tuple, codes: np.ndarray) -> np.ndarray:
     return np.asarray(states, dtype=object)[codes]
 
 
+def _pattern_evidence(problem: Problem, rows: np.ndarray, hidden: frozenset) -> dict:
+    """The observed cells of `rows` as batched evidence: state indices (or names) and real values."""
+    ev = {}
+    for u in problem.table.names:
+        if u in hidden:
+            continue
+        col = problem.table.column(u)
+        ev[u] = _evidence_codes(problem.states[u], col.codes[rows]) if col.is_discrete else col.values[rows]
+    return ev
+
+
+def _log_evidence(model: Any, problem: Problem, hidden: frozenset, evidence: dict, r: int) -> float:
+    """``Σ log p(observed cells)`` over the pattern's rows (`hidden` nonempty)."""
+    d = model.query(sorted(hidden, key=list(problem.dag.nodes).index)[:1], evidence=evidence or None)
+    if getattr(d, "log_evidence", None) is not None:
+        return float(np.sum(d.log_evidence)) if evidence else 0.0
+    obs = [u for u in evidence]                      # an all-real model: the Gaussian marginal of the observed
+    g = model.query(obs)
+    x = np.column_stack([evidence[u] for u in obs]) - np.asarray(g.mean).reshape(1, -1)       # (r, d)
+    sign, logdet = np.linalg.slogdet(g.cov)
+    if sign <= 0:
+        raise ModelError(f"the observed nodes {obs} have a singular Gaussian law under the current parameters")
+    maha = np.einsum("ri,ij,rj->r", x, np.linalg.inv(g.cov), x)
+    return float(np.sum(-0.5 * (maha + logdet + len(obs) * LOG_2PI)))
+
+
 def _pattern_counts(model: Any, problem: Problem, rows: np.ndarray, hidden: frozenset,
                     counts: dict) -> float:
-    """Add the expected counts of `rows` (one missingness pattern) into `counts`; return their log-likelihood."""
-    observed = [u for u in problem.table.names if u not in hidden and problem.is_discrete(u)]
-    evidence = {u: _evidence_codes(problem.states[u], problem.table.column(u).codes[rows]) for u in observed}
+    """Add the expected statistics of `rows` (one missingness pattern) into `counts` (family counts of discrete
+    nodes, :class:`RawSums` of real ones); return their log-likelihood."""
+    evidence = _pattern_evidence(problem, rows, hidden)
+    r = len(rows)
     ll = None
     posteriors: dict = {}                  # hidden members -> their posterior: families sharing them share a query
+
+    def posterior(hid: list) -> np.ndarray:
+        """P(hid | row), shape (r, *cards of hid)."""
+        nonlocal ll
+        d = posteriors.get(frozenset(hid))
+        if d is None:
+            d = posteriors[frozenset(hid)] = model.query(hid, evidence=evidence or None)
+            if ll is None:
+                ll = float(np.sum(d.log_evidence)) if evidence else 0.0
+        order = [list(d.variables).index(u) for u in hid]
+        probs = np.asarray(d.probs)
+        probs = probs.transpose([0, *(1 + i for i in order)]) if d.batched else probs.transpose(order)[None]
+        return np.broadcast_to(probs, (r, *probs.shape[1:]))
+
     for v in counts:
         fam = (*problem.parents(v), v)
+        if isinstance(counts[v], RawSums):
+            counts[v] = counts[v] + real_expectation(model, problem, v, rows, hidden, evidence, posterior)
+            continue
         hid = [u for u in fam if u in hidden]
         if not hid:
             counts[v] += family_counts(problem.table, v, problem.parents(v), rows=rows)
             continue
-        d = posteriors.get(frozenset(hid))
-        if d is None:
-            d = posteriors[frozenset(hid)] = model.query(hid, evidence=evidence or None)
-        order = [list(d.variables).index(u) for u in hid]
-        probs = np.asarray(d.probs)
-        probs = probs.transpose([0, *(1 + i for i in order)]) if evidence else probs.transpose(order)[None]
-        counts[v] += _family_expectation(problem, v, rows, hid, probs)
-        if ll is None:
-            ll = float(np.sum(d.log_evidence)) if evidence else 0.0
+        counts[v] += _family_expectation(problem, v, rows, hid, posterior(hid))
     if ll is None:
-        ll = float(np.sum(model.log_prob(evidence)))
+        ll = _log_evidence(model, problem, hidden, evidence, r) if hidden else float(np.sum(model.log_prob(evidence)))
     return ll
 
 
+def em_reals(problem: Problem) -> list:
+    """The real nodes EM re-estimates: those with a hidden cell (missing or latent) in their family."""
+    out = []
+    for v in problem.dag.topological_order():
+        if problem.is_discrete(v):
+            continue
+        fam = (*problem.parents(v), v)
+        if any(u in problem.latent or problem.table.column(u).missing.any() for u in fam):
+            out.append(v)
+    return out
+
+
 def expected_counts(model: Any, problem: Problem) -> tuple[dict, float]:
-    """``({node: expected family counts}, log-likelihood)`` of the discrete nodes under `model`."""
+    """``({node: expected statistics}, log-likelihood)`` under `model`: family counts of the discrete nodes,
+    :class:`~causalnet.learning.mixed_em.RawSums` of the real nodes EM re-estimates (:func:`em_reals`)."""
     discrete = [v for v in problem.dag.topological_order() if problem.is_discrete(v)]
-    counts = {v: np.zeros(tuple(problem.card(u) for u in (*problem.parents(v), v))) for v in discrete}
-    cols = [u for u in problem.table.names if problem.is_discrete(u)]
+    counts: dict = {v: np.zeros(tuple(problem.card(u) for u in (*problem.parents(v), v))) for v in discrete}
+    counts.update({v: empty_sums(problem, v) for v in em_reals(problem)})
+    cols = list(problem.table.names)
     miss = np.column_stack([problem.table.column(u).missing for u in cols]) if cols else \
         np.zeros((problem.table.n, 0), dtype=bool)                                  # (n, V)
     patterns, inverse = np.unique(miss, axis=0, return_inverse=True)
@@ -177,6 +237,9 @@ def _log_prior(model: Any, prior: Prior, nodes) -> float:
 def _m_step(problem: Problem, counts: Mapping, prior: Prior, fixed: Mapping) -> Any:
     mechs = dict(fixed)
     for v, c in counts.items():
+        if isinstance(c, RawSums):
+            mechs[v] = real_m_step(problem, v, c)
+            continue
         table, _ = estimate_table(c, prior, v)
         mechs[v] = tabular_mechanism(v, problem.parents(v), table, problem.states[v])
     return problem.model_class(mechs, latent=problem.latent)
@@ -187,6 +250,9 @@ def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) ->
     for v in problem.dag.topological_order():
         if v in fixed:
             continue
+        if not problem.is_discrete(v):
+            mechs[v] = initial_real(problem, v, rng)
+            continue
         shape = tuple(problem.card(p) for p in problem.parents(v))
         table = rng.dirichlet(np.ones(problem.card(v)), size=shape)                  # (*parent_cards, K)
         mechs[v] = tabular_mechanism(v, problem.parents(v), table, problem.states[v])
@@ -194,16 +260,20 @@ def _random_model(problem: Problem, rng: np.random.Generator, fixed: Mapping) ->
 
 
 def _continuous_part(problem: Problem) -> dict:
-    """LinearGaussian nodes, fitted once (EM handles discrete nodes only; mixed families are refused)."""
+    """The real nodes whose families are fully observed, fitted once (ML least squares, per configuration of
+    any discrete parents); :func:`em_reals` are re-estimated by EM."""
     out = {}
+    again = set(em_reals(problem))
     for v in problem.dag.topological_order():
-        if problem.is_discrete(v):
+        if problem.is_discrete(v) or v in again:
             continue
-        if v in problem.latent or problem.table.column(v).missing.any():
-            raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
-                             f"nodes of discrete nodes only")
         ps = problem.parents(v)
-        out[v] = least_squares(v, problem.table.column(v).values, [problem.table.column(p).values for p in ps], ps)
+        if any(problem.is_discrete(p) for p in ps):
+            out[v] = fit_conditional(v, problem.table, ps, [problem.states[p] for p in ps if problem.is_discrete(p)],
+                                     NoPrior())
+        else:
+            out[v] = least_squares(v, problem.table.column(v).values, [problem.table.column(p).values for p in ps],
+                                   ps)
     return out
 
 
@@ -254,8 +324,15 @@ def _init_model(problem: Problem, init: Any, fixed: Mapping) -> Any:
     mechs = dict(fixed)
     for v in problem.dag.nodes:
         mech = init.mechanisms[v]
-        if v not in fixed:
-            if not isinstance(mech, Tabular):
-                raise ModelError(f"node {v!r}: EM starts from CPTs, got {type(mech).__name__}")
-            mechs[v] = tabular_mechanism(v, problem.parents(v), mech.table, problem.states[v])
+        if v in fixed:
+            continue
+        if not problem.is_discrete(v):
+            if not isinstance(mech, (LinearGaussian, ConditionalLinearGaussian)):
+                raise ModelError(f"node {v!r}: EM starts a real node from a (conditional) linear Gaussian, got "
+                                 f"{type(mech).__name__}")
+            mechs[v] = mech
+            continue
+        if not isinstance(mech, Tabular):
+            raise ModelError(f"node {v!r}: EM starts from CPTs, got {type(mech).__name__}")
+        mechs[v] = tabular_mechanism(v, problem.parents(v), mech.table, problem.states[v])
     return problem.model_class(mechs, latent=problem.latent)

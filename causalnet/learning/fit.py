@@ -8,8 +8,11 @@ alone — that is what makes complete-data learning one pass of counting:
 - discrete node, discrete parents → CPT from family counts plus a prior
   (:mod:`causalnet.learning.parameters`);
 - continuous node, continuous parents → LinearGaussian by least squares;
-- a mixed family (continuous node with discrete parents, or the reverse) is a
-  :class:`~causalnet.errors.ModelError`: no silent cast.
+- continuous node with discrete parents → ConditionalLinearGaussian by least
+  squares in each configuration of the discrete parents
+  (:mod:`causalnet.learning.conditional`);
+- a discrete node with a continuous parent is a
+  :class:`~causalnet.errors.ModelError` (the conditional Gaussian restriction): no silent cast.
 
 Missing cells and latent nodes make the family counts unobservable; then
 ``method="em"`` (:mod:`causalnet.learning.em`) fills them in expectation.
@@ -32,23 +35,30 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
+from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.tabular import Tabular
+from .conditional import fit_conditional
 from .data import family_counts, is_dask_collection
 from .em import fit_em, record_fit_info
-from .parameters import Prior, fit_families, least_squares, make_prior
+from .parameters import Prior, fit_families, make_prior
 from .partitions import fit_partitions
 from .problem import Problem, prepare
 
-__all__ = ["fit", "fit_model", "fit_complete"]
+__all__ = ["fit", "fit_model", "fit_complete", "real_family"]
+
+
+def real_family(problem: Problem, prior: Prior, v: Hashable, ps: tuple):
+    """`v`'s real mechanism from complete data: least squares (per configuration of any discrete parents) from
+    centred moments (:mod:`causalnet.learning.conditional`)."""
+    return fit_conditional(v, problem.table, ps, [problem.states[p] for p in ps if problem.is_discrete(p)], prior)
 
 
 def fit_complete(problem: Problem, prior: Prior) -> Any:
     """Fit every family from complete data (no missing cells, no latent nodes)."""
     t = problem.table
     mechs = fit_families(problem.dag, problem.states, prior, lambda v, ps: family_counts(t, v, ps),
-                         lambda v, ps: least_squares(v, t.column(v).values, [t.column(p).values for p in ps], ps),
-                         problem.parents)
+                         lambda v, ps: real_family(problem, prior, v, ps), problem.parents)
     return problem.model_class(mechs, latent=problem.latent)
 
 
@@ -57,6 +67,8 @@ def _check_complete(problem: Problem, method: str) -> None:
         raise ModelError(f"latent nodes {sorted(map(str, problem.latent))} have no data; method={method!r} needs "
                          f"complete data: use method='em'")
     for v in problem.table.names:
+        if problem.table.column(v).complete:
+            continue
         miss = problem.table.column(v).missing
         if miss.any():
             raise ModelError(f"column {v!r} has {int(miss.sum())} missing cell(s) (first at row "
@@ -129,9 +141,9 @@ def _model_states(model: Any) -> dict:
     for v, mech in model.mechanisms.items():
         if isinstance(mech, Tabular):
             out[v] = model.states(v)
-        elif not isinstance(mech, LinearGaussian):
-            raise ModelError(f"node {v!r} has a {type(mech).__name__} mechanism; fit learns CPT, Categorical and "
-                             f"LinearGaussian nodes only")
+        elif not isinstance(mech, (LinearGaussian, ConditionalLinearGaussian)):
+            raise ModelError(f"node {v!r} has a {type(mech).__name__} mechanism; fit learns CPT, Categorical, "
+                             f"LinearGaussian and ConditionalLinearGaussian nodes only")
     return out
 
 

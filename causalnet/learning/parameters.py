@@ -19,7 +19,10 @@ Each prior is one small class with one method, ``pseudo_counts(node, shape)``:
 
 A continuous node gets a :class:`~causalnet.mechanisms.gaussian.LinearGaussian`
 by ordinary least squares with an intercept; ``sigma`` is the
-maximum-likelihood noise scale ``sqrt(mean(residual²))``.
+maximum-likelihood noise scale ``sqrt(mean(residual²))``. With discrete
+parents it gets a :class:`~causalnet.mechanisms.conditional_gaussian.ConditionalLinearGaussian`,
+the same fit in each configuration of them (:mod:`causalnet.learning.conditional`,
+where the priors act as pseudo-rows).
 
 Examples
 --------
@@ -244,7 +247,8 @@ def fit_families(dag, states: Mapping[Hashable, tuple | None], prior: Prior, cou
 
     A discrete node (``states[v]`` a tuple) gets its CPT from
     ``counts_of(v, parents)`` (shape ``(*parent_cards, card)``) and `prior`;
-    a continuous node gets ``real_of(v, parents)`` (a LinearGaussian). The
+    a continuous node gets ``real_of(v, parents)`` (a LinearGaussian, or a
+    ConditionalLinearGaussian under discrete parents). The
     statistics may come from one table or be summed over partitions.
     ``parents_of(v)`` orders the parents (default: the DAG's order).
     """

@@ -129,6 +129,10 @@ def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hash
             stats.families[v] = fam
             stats.counts[v] = family_counts(t, v, ps)                        # (*parent_cards, card)
             continue
+        if any(problem.is_discrete(u) for u in ps):
+            raise ModelError(f"node {v!r} is real with discrete parents {[u for u in ps if problem.is_discrete(u)]} "
+                             f"(a conditional linear-Gaussian family): not fitted from a Dask DataFrame yet; fit "
+                             f"ddf.compute() (a pandas DataFrame) instead")
         cols = [t.column(u).values for u in fam]
         ok = ~np.isnan(np.column_stack(cols)).any(axis=1)                      # (n,) rows complete in the family
         stats.qr[v] = qr_factor(cols[-1][ok], [c[ok] for c in cols[:-1]])   # (k, k)
@@ -207,6 +211,11 @@ def _real_part(stats: Statistics, problem: Problem) -> dict:
     for v in problem.dag.nodes:
         if problem.is_discrete(v):
             continue
+        disc = [u for u in problem.parents(v) if problem.is_discrete(u)]
+        if disc:
+            raise ModelError(f"node {v!r} is real with discrete parents {disc} (a conditional linear-Gaussian "
+                             f"family): not fitted from a Dask DataFrame yet; fit ddf.compute() (a pandas "
+                             f"DataFrame) instead")
         if v in problem.latent or stats.missing.get(v):
             raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
                              f"nodes of discrete nodes only")
@@ -266,6 +275,9 @@ def score_partitions(dag, ddf, score: str = "bic", *, equivalent_sample_size: fl
                      states: Mapping | None = None) -> float:
     """:func:`causalnet.learning.scores.score` on a Dask DataFrame: family statistics in one pass, then summed."""
     g = as_dag(dag)
+    if isinstance(score, str) and score.endswith("-cg"):
+        raise ModelError(f"score {score!r} (conditional Gaussian) is not computed from a Dask DataFrame yet; score "
+                         f"ddf.compute() (a pandas DataFrame) instead")
     stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=g, states=dict(states or {}),
                                                      latent=()), Statistics.merge)
     if stats is None:

@@ -3,7 +3,8 @@
 Every learner (parameters, EM, scores) starts from a :class:`Problem`, built by
 :func:`prepare`, which checks the structure against the data before anything is
 fitted: each observed node has a column, latent nodes have none and have
-states, and each family is all discrete or all continuous.
+states, and no discrete node has a real parent (the conditional Gaussian
+restriction; a real node may have discrete parents).
 """
 
 from __future__ import annotations
@@ -71,14 +72,16 @@ def latent_states(dag: DAG, latent: frozenset, states: Mapping) -> dict:
 
 
 def _check_families(dag: DAG, states: Mapping) -> None:
+    """The conditional Gaussian restriction: a discrete node has discrete parents only.
+
+    A real node may have discrete and real parents (a conditional linear-Gaussian family).
+    """
     for v in dag.topological_order():
         for p in dag.parents(v):
-            if (states[v] is None) != (states[p] is None):
-                kind = "continuous" if states[v] is None else "discrete"
-                pkind = "continuous" if states[p] is None else "discrete"
-                raise ModelError(f"node {v!r} is {kind} but its parent {p!r} is {pkind}; mixed families "
-                                 f"(conditional linear Gaussian, discretised parents) are not supported: "
-                                 f"discretise {p if states[p] is None else v!r} or make both continuous")
+            if states[v] is not None and states[p] is None:
+                raise ModelError(f"node {v!r} is discrete but its parent {p!r} is continuous; a discrete node "
+                                 f"with a real parent is outside conditional Gaussian models (the CG "
+                                 f"restriction): reverse the edge {p!r} -> {v!r}, or discretise {p!r}")
 
 
 def check_parent_order(dag: DAG, parents: Mapping | None) -> None:
@@ -100,7 +103,8 @@ def prepare(structure, data, *, states: Mapping | None = None, latent: Iterable[
     ------
     ModelError
         Naming the column: a node without a column, a latent node with a
-        column, ``states=`` for an unknown node, no rows, mixed families.
+        column, ``states=`` for an unknown node, no rows, a discrete node with a
+        real parent.
     GraphError
         If the structure is not a DAG or `latent` names an unknown node.
     """

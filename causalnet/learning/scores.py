@@ -24,6 +24,24 @@ Continuous scores fit the node on its parents by least squares (intercept
 included; ML noise variance σ̂² = RSS/n): loglik ``−n/2 (log(2π σ̂²) + 1)``;
 ``"bic-g"`` subtracts ``(p + 2)/2 · log(n)`` for p parents (pgmpy's BICGauss).
 
+Conditional Gaussian scores (``"loglik-cg"``, ``"bic-cg"``, ``"aic-cg"``) take
+mixed columns. A discrete node (discrete parents only) scores as ``"loglik"``
+with ``k = q(r − 1)`` parameters; a real node with discrete parents D (``q``
+configurations, counting every declared state) and p real parents is fitted by
+least squares in each configuration (:mod:`causalnet.learning.conditional`),
+loglik ``Σ_k −n_k/2 (log(2π σ̂²_k) + 1)`` with the **maximum-likelihood**
+variance ``σ̂²_k = RSS_k / n_k`` (the maximised likelihood), and
+``k = q(p + 2)`` parameters. The penalties are bnlearn's: ``"bic-cg"``
+subtracts ``k/2 · log(n)``, ``"aic-cg"`` subtracts ``k``. (bnlearn's own
+``loglik-cg`` plugs in the unbiased ``RSS_k / (n_k − p − 1)``; pgmpy's
+``LogLikelihoodCondGauss`` uses ddof-1 covariances, ``RSS_k / (n_k − 1)``, a
+1e-8 floor on the parents' density and counts only observed states: on the same
+data the three differ by these constants, see tests/learning/test_cg_learning.py.)
+A discrete node with a real parent is outside CG models: an error naming both.
+A configuration with rows but too few to fit (``n_k < p + 2``) or an exact fit
+makes the local score ``−inf`` in a search, and an error naming the node in
+:func:`score`.
+
 Examples
 --------
 >>> import pandas as pd
@@ -40,11 +58,13 @@ from math import lgamma, log, pi
 import numpy as np
 
 from ..errors import ModelError
+from .conditional import describe_config, family_moments
 from .data import Table, as_table, family_counts
 from .problem import as_dag
 
 __all__ = ["Score", "CountScore", "LogLikelihood", "BIC", "AIC", "BDeuScore", "K2Score", "GaussianLogLikelihood",
-           "BICGauss", "SCORES", "make_score", "score"]
+           "BICGauss", "ConditionalGaussianLogLikelihood", "BICCondGauss", "AICCondGauss", "SCORES", "make_score",
+           "score"]
 
 
 class Score:
@@ -209,17 +229,76 @@ class BICGauss(GaussianLogLikelihood):
         return self.loglik(child, parents) - 0.5 * (len(parents) + 2) * log(self.n)
 
 
+class ConditionalGaussianLogLikelihood(Score):
+    """The maximised conditional Gaussian log-likelihood of a family (mixed columns; see the module)."""
+
+    name = "loglik-cg"
+    discrete = None                      # either kind of column
+    strict = False                       # True: a degenerate family raises instead of scoring -inf
+
+    def parameters(self, child, parents) -> int:
+        """bnlearn's parameter count: q(r − 1) for a discrete node, q(p + 2) for a real one."""
+        col = self.table.column(child)
+        q = int(np.prod([self.table.column(p).card for p in parents if self.table.column(p).is_discrete]))
+        if col.is_discrete:
+            return q * (col.card - 1)
+        return q * (sum(not self.table.column(p).is_discrete for p in parents) + 2)
+
+    def loglik(self, child, parents) -> float:
+        col = self.table.column(child)
+        if col.is_discrete:
+            real = [p for p in parents if not self.table.column(p).is_discrete]
+            if real:
+                raise ModelError(f"node {child!r} is discrete but its parent {real[0]!r} is continuous: outside "
+                                 f"conditional Gaussian models (the CG restriction)")
+            counts = family_counts(self.table, child, parents)                      # (*parent_cards, r)
+            return _loglik(counts.reshape(-1, counts.shape[-1]).astype(np.float64))
+        mo, disc, real, cards = family_moments(self.table, child, parents)
+        _, _, var = mo.solve(child)
+        bad = mo.degenerate(var)
+        if bad.any():
+            if not self.strict:
+                return -np.inf
+            k = int(np.flatnonzero(bad)[0])
+            where = describe_config(disc, [self.table.column(d).states for d in disc], k, cards) or "all rows"
+            raise ModelError(f"node {child!r}: in the configuration {where} of its discrete parents it has "
+                             f"{mo.weight[k]:g} row(s) for {len(real) + 2} parameters, or is an exact linear "
+                             f"function of {list(real)}: its conditional Gaussian likelihood is unbounded")
+        return mo.loglik(var)
+
+    def penalty(self, child, parents) -> float:
+        return 0.0
+
+    def compute(self, child, parents):
+        return self.loglik(child, parents) - self.penalty(child, parents)
+
+
+class BICCondGauss(ConditionalGaussianLogLikelihood):
+    name = "bic-cg"
+
+    def penalty(self, child, parents):
+        return 0.5 * log(self.n) * self.parameters(child, parents)
+
+
+class AICCondGauss(ConditionalGaussianLogLikelihood):
+    name = "aic-cg"
+
+    def penalty(self, child, parents):
+        return float(self.parameters(child, parents))
+
+
 SCORES = {"loglik": LogLikelihood, "bic": BIC, "aic": AIC, "bdeu": BDeuScore, "k2": K2Score,
-          "bic-g": BICGauss, "loglik-g": GaussianLogLikelihood}
+          "bic-g": BICGauss, "loglik-g": GaussianLogLikelihood, "loglik-cg": ConditionalGaussianLogLikelihood,
+          "bic-cg": BICCondGauss, "aic-cg": AICCondGauss}
 
 
-def _check_columns(table: Table, discrete: bool, name: str) -> None:
+def _check_columns(table: Table, discrete: bool | None, name: str) -> None:
     for v in table.names:
         col = table.column(v)
         if col.missing.any():
             raise ModelError(f"column {v!r} has {int(col.missing.sum())} missing cell(s); scores need complete data "
                              f"(drop them with df.dropna())")
-        if col.is_discrete != discrete:
+        if discrete is not None and col.is_discrete != discrete:
             kind = "discrete" if col.is_discrete else "continuous"
             raise ModelError(f"score {name!r} needs {'discrete' if discrete else 'continuous'} columns, but column "
                              f"{v!r} is {kind}")
@@ -229,7 +308,8 @@ def _check_columns(table: Table, discrete: bool, name: str) -> None:
 
 def make_score(name: str, table: Table, *, equivalent_sample_size: float | None = None,
                structure_prior: float | None = None) -> Score:
-    """The :class:`Score` named `name` over `table` (``"loglik"`` picks the Gaussian one for real columns).
+    """The :class:`Score` named `name` over `table` (``"loglik"`` picks the Gaussian one for real columns, the
+    conditional Gaussian one for mixed columns).
 
     `equivalent_sample_size` and `structure_prior` are BDeu settings (see :class:`BDeuScore`).
     """
@@ -237,8 +317,9 @@ def make_score(name: str, table: Table, *, equivalent_sample_size: float | None 
         return name
     if name not in SCORES:
         raise ModelError(f"score must be one of {sorted(SCORES)}, got {name!r}")
-    if name == "loglik" and table.names and not table.column(table.names[0]).is_discrete:
-        name = "loglik-g"
+    kinds = {table.column(v).is_discrete for v in table.names}
+    if name == "loglik" and kinds and kinds != {True}:
+        name = "loglik-g" if kinds == {False} else "loglik-cg"       # all real, or mixed
     cls = SCORES[name]
     _check_columns(table, cls.discrete, name)
     if cls is BDeuScore:
@@ -258,9 +339,10 @@ def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None
     dag : DAG, edge list or graph string
     data : pandas.DataFrame or mapping column -> array
         One column per node of `dag`.
-    score : {"bic", "aic", "bdeu", "k2", "loglik", "bic-g"}
+    score : {"bic", "aic", "bdeu", "k2", "loglik", "bic-g", "loglik-g", "bic-cg", "aic-cg", "loglik-cg"}
         Discrete scores need discrete columns; ``"bic-g"`` continuous ones;
-        ``"loglik"`` takes either.
+        ``"loglik"`` takes either kind (all columns of one kind); the ``-cg``
+        scores take mixed columns (conditional Gaussian, see the module).
     equivalent_sample_size : float, optional
         For ``"bdeu"`` (default 10).
     structure_prior : float, optional
@@ -279,5 +361,6 @@ def score(dag, data, score: str = "bic", *, equivalent_sample_size: float | None
         if v not in table:
             raise ModelError(f"node {v!r} has no column in the data; columns: {list(table.names)}")
     table = Table({v: table.column(v) for v in g.nodes}, table.n)
-    return make_score(score, table, equivalent_sample_size=equivalent_sample_size,
-                      structure_prior=structure_prior).total(g)
+    sc = make_score(score, table, equivalent_sample_size=equivalent_sample_size, structure_prior=structure_prior)
+    sc.strict = True
+    return sc.total(g)

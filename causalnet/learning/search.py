@@ -9,7 +9,12 @@ so the gain of a change is a difference of one or two local scores, and the
 move only the changed families are ever rescored. Hill climbing stops at the
 first local optimum; tabu search keeps moving (never undoing one of its last
 ``tabu_length`` moves) for ``patience`` non-improving steps and returns the
-best DAG seen.
+best DAG seen. Either may **restart** (bnlearn's ``restart`` / ``perturb``):
+from the best DAG so far, apply ``perturb`` random legal moves and climb
+again, ``restarts`` times, keeping the best-scoring DAG — a way out of the
+local optima that greedy moves cannot leave (e.g. a real–real edge oriented
+the wrong way before the discrete parents that modify it were added, in a
+conditional Gaussian search).
 """
 
 from __future__ import annotations
@@ -135,6 +140,27 @@ class HillClimb:
             if total > best_total + self.epsilon or (gain > self.epsilon and best_total == total - gain):
                 best_dag, best_total, stale = search.dag(), total, 0
         return best_dag if self.patience else search.dag()
+
+    def climb(self, make_search, start: DAG, bar, *, restarts: int = 0, perturb: int = 1, rng=None) -> DAG:
+        """:meth:`run` from `start`, then `restarts` perturbed restarts; the best-scoring DAG.
+
+        ``make_search(dag)`` builds a :class:`DAGSearch` (with the constraints) starting at `dag`; each
+        restart applies `perturb` legal moves drawn by `rng` to the best DAG so far, then climbs.
+        """
+        best = self.run(make_search(start), bar)
+        best_total = self.score.total(best)
+        for _ in range(restarts):
+            search = make_search(best)
+            for _ in range(perturb):
+                moves = list(search.moves())
+                if not moves:
+                    break
+                search.apply(moves[int(rng.integers(len(moves)))])
+            dag = self.run(search, bar)
+            total = self.score.total(dag)
+            if total > best_total + self.epsilon:
+                best, best_total = dag, total
+        return best
 
     def score_move(self, search: DAGSearch, move) -> float:
         return search.gain(self.score, move)

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import GraphError, ModelError
 from ..graph.dag import DAG
 from ..graph.equivalence import PDAG
+from ..mechanisms.base import as_generator
 from ..progress import progress_bar
 from .citests import TESTS, ChiSquare, CITest, FisherZ, GSquare
 from .data import Table, as_table
@@ -26,10 +27,13 @@ from .problem import as_dag
 from .scores import make_score
 from .search import DAGSearch, HillClimb, Tabu
 
-__all__ = ["learn_structure", "METHODS", "HillClimb", "Tabu", "PC", "GES", "CITest", "ChiSquare", "GSquare",
+__all__ = ["learn_structure", "cg_black_list", "DEFAULT_SCORE", "DEFAULT_TEST", "METHODS", "HillClimb", "Tabu", "PC", "GES", "CITest", "ChiSquare", "GSquare",
            "FisherZ", "TESTS"]
 
 METHODS = ("hill_climb", "tabu", "pc", "ges")
+#: The default score and test for discrete, continuous and mixed columns.
+DEFAULT_SCORE = {"discrete": "bic", "continuous": "bic-g", "mixed": "bic-cg"}
+DEFAULT_TEST = {"discrete": "chi2", "continuous": "fisher_z", "mixed": "cg-lrt"}
 
 
 def _edge_set(edges, nodes, what: str) -> frozenset:
@@ -62,27 +66,43 @@ def _check_common(table: Table, max_indegree, alpha) -> None:
         raise ModelError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
+def cg_black_list(table: Table) -> frozenset:
+    """Every edge real -> discrete: forbidden in conditional Gaussian models (the CG restriction)."""
+    kinds = {v: table.column(v).is_discrete for v in table.names}
+    return frozenset((u, v) for u in table.names for v in table.names if kinds[v] and not kinds[u])
+
+
 def _score_search(table, method, score, equivalent_sample_size, start, constraints, bar, tabu_length,
-                  structure_prior=None) -> DAG:
+                  structure_prior=None, restarts: int = 0, perturb: int = 1, seed: Any = None) -> DAG:
     sc = make_score(score, table, equivalent_sample_size=equivalent_sample_size, structure_prior=structure_prior)
     nodes = list(table.names)
+    if sc.discrete is None:                                       # a CG score: no real -> discrete edge
+        cg = cg_black_list(table)
+        bad = sorted(constraints["fixed"] & cg)
+        if bad:
+            raise ModelError(f"fixed edge {bad[0]!r} makes the discrete node {bad[0][1]!r} a child of the real "
+                             f"node {bad[0][0]!r}: outside conditional Gaussian models (the CG restriction)")
+        constraints = {**constraints, "black": constraints["black"] | cg}
     start_dag = DAG(sorted(constraints["fixed"]), nodes=nodes) if start is None else as_dag(start)
     missing = constraints["fixed"] - set(start_dag.edges)
     if missing:
         start_dag = DAG([*start_dag.edges, *missing], nodes=nodes)
-    search = DAGSearch(nodes, start_dag, max_indegree=constraints["max_indegree"], black=constraints["black"],
-                       white=constraints["white"], fixed=constraints["fixed"])
+    def make_search(dag):
+        return DAGSearch(nodes, dag, max_indegree=constraints["max_indegree"], black=constraints["black"],
+                         white=constraints["white"], fixed=constraints["fixed"])
+
     algo = Tabu(sc, tabu_length=tabu_length) if method == "tabu" else HillClimb(sc)
-    return algo.run(search, bar)
+    return algo.climb(make_search, start_dag, bar, restarts=restarts, perturb=perturb, rng=as_generator(seed))
 
 
-def _pc(table: Table, test, alpha, max_cond_vars, constraints, discrete: bool, bar) -> PDAG:
-    name = test or ("chi2" if discrete else "fisher_z")
+def _pc(table: Table, test, alpha, max_cond_vars, constraints, kind: str, bar) -> PDAG:
+    name = test or DEFAULT_TEST[kind]
     if name not in TESTS:
         raise ModelError(f"test must be one of {sorted(TESTS)}, got {name!r}")
-    if TESTS[name].discrete != discrete:
-        raise ModelError(f"test {name!r} needs {'discrete' if TESTS[name].discrete else 'continuous'} "
-                         f"columns; the data are {'discrete' if discrete else 'not all discrete'}")
+    need = TESTS[name].discrete
+    if need is not None and (kind == "mixed" or need != (kind == "discrete")):
+        raise ModelError(f"test {name!r} needs {'discrete' if need else 'continuous'} columns; the data are "
+                         f"{kind} (use test='cg-lrt' for mixed columns)")
     if isinstance(max_cond_vars, bool) or not isinstance(max_cond_vars, int) or max_cond_vars < 0:
         raise ModelError(f"max_cond_vars must be an integer >= 0, got {max_cond_vars!r}")
     nodes = list(table.names)
@@ -97,7 +117,11 @@ def _pc(table: Table, test, alpha, max_cond_vars, constraints, discrete: bool, b
     return pc.orient(nodes, adj, sepsets, fixed)
 
 
-def _ges(table: Table, score, equivalent_sample_size, constraints, discrete: bool, bar, structure_prior=None) -> PDAG:
+def _ges(table: Table, score, equivalent_sample_size, constraints, kind: str, bar, structure_prior=None) -> PDAG:
+    if kind == "mixed":
+        raise ModelError("method 'ges' needs all-discrete or all-continuous columns; for mixed columns use "
+                         "method='hill_climb' (score 'bic-cg') or method='pc' (test 'cg-lrt')")
+    discrete = kind == "discrete"
     for what in ("white", "fixed"):
         if constraints[what]:
             raise ModelError(f"method 'ges' does not take {what}_list" if what == "white" else
@@ -113,7 +137,7 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
                     white_list: Iterable = (), fixed_edges: Iterable = (), start=None, max_cond_vars: int = 5,
                     equivalent_sample_size: float | None = None, tabu_length: int = 100, states=None,
                     seed: Any = None, progress: bool | None = None,
-                    structure_prior: float | None = None) -> DAG | PDAG:
+                    structure_prior: float | None = None, restarts: int = 0, perturb: int = 1) -> DAG | PDAG:
     """Learn a DAG (score-based search) or a CPDAG (PC, GES) from complete data.
 
     Parameters
@@ -123,9 +147,15 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
     method : {"hill_climb", "tabu", "pc", "ges"}
     score : str, optional
         For hill_climb, tabu and ges: ``"bic"`` (default for discrete data),
-        ``"bic-g"`` (default for continuous), ``"aic"``, ``"bdeu"``, ``"k2"``.
-    test : {"chi2", "g2", "fisher_z"}, optional
-        For PC (default ``"chi2"`` for discrete data, ``"fisher_z"`` for continuous).
+        ``"bic-g"`` (default for continuous), ``"bic-cg"`` (default for mixed
+        data; also ``"aic-cg"``, ``"loglik-cg"``), ``"aic"``, ``"bdeu"``,
+        ``"k2"``. With a conditional Gaussian score no edge real -> discrete
+        is ever added (the CG restriction).
+    test : {"chi2", "g2", "fisher_z", "cg-lrt"}, optional
+        For PC (default ``"chi2"`` for discrete data, ``"fisher_z"`` for
+        continuous, ``"cg-lrt"`` — the conditional Gaussian likelihood-ratio
+        test — for mixed). PC returns the equivalence class as it is, without
+        the CG restriction.
     alpha : float
         PC's significance level.
     max_indegree : int, optional
@@ -145,8 +175,12 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
         ``log((m − 1 − s)/s)`` nats for m columns). ``1`` reproduces
         causal-learn's ``local_score_BDeu``; default none (uniform over DAGs).
     seed : int or Generator, optional
-        Accepted for a uniform signature; every method is deterministic
-        (ties broken by column order).
+        Draws the perturbations of `restarts`; otherwise every method is
+        deterministic (ties broken by column order).
+    restarts, perturb : int
+        hill_climb and tabu: after the first climb, `restarts` times apply
+        `perturb` random legal moves to the best DAG so far and climb again,
+        keeping the best (bnlearn's ``restart`` / ``perturb``; default no restart).
     progress : bool, optional
         A tqdm bar (steps / PC levels); ``False`` silences it.
 
@@ -166,14 +200,18 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
     _check_common(table, max_indegree, alpha)
     if method not in METHODS:
         raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
+    for name, val, low in (("restarts", restarts, 0), ("perturb", perturb, 1)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < low:
+            raise ModelError(f"{name} must be an integer >= {low}, got {val!r}")
     nodes = list(table.names)
-    discrete = all(table.column(v).is_discrete for v in nodes)
+    kinds = {table.column(v).is_discrete for v in nodes}
+    kind = "mixed" if len(kinds) > 1 else "discrete" if kinds == {True} else "continuous"
     constraints = {"black": _edge_set(black_list, nodes, "black_list"), "white": _edge_set(white_list, nodes,
                    "white_list"), "fixed": _edge_set(fixed_edges, nodes, "fixed_edges"), "max_indegree": max_indegree}
     with progress_bar(None, progress=progress, desc=method) as bar:
         if method == "pc":
-            return _pc(table, test, alpha, max_cond_vars, constraints, discrete, bar)
+            return _pc(table, test, alpha, max_cond_vars, constraints, kind, bar)
         if method == "ges":
-            return _ges(table, score, equivalent_sample_size, constraints, discrete, bar, structure_prior)
-        return _score_search(table, method, score or ("bic" if discrete else "bic-g"), equivalent_sample_size,
-                             start, constraints, bar, tabu_length, structure_prior)
+            return _ges(table, score, equivalent_sample_size, constraints, kind, bar, structure_prior)
+        return _score_search(table, method, score or DEFAULT_SCORE[kind], equivalent_sample_size,
+                             start, constraints, bar, tabu_length, structure_prior, restarts, perturb, seed)

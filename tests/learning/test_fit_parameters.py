@@ -120,7 +120,7 @@ def test_fit_from_mapping_and_string_structure():
 
 @pytest.mark.parametrize("kwargs,data,match", [
     ({}, {"A": [0, 1]}, r"node 'B' has no column"),
-    ({}, {"A": [0, 1], "B": [0.5, np.nan]}, r"node 'B' is continuous but its parent 'A' is discrete"),
+    ({}, {"A": [0.5, 1.5], "B": ["x", "y"]}, r"node 'B' is discrete but its parent 'A' is continuous"),
     ({}, {"A": ["a", None], "B": ["x", "y"]}, r"column 'A' has 1 missing.*method='em'"),
     ({}, {"A": [], "B": []}, r"no rows"),
     ({"states": {"Q": ["a"]}}, {"A": [0, 1], "B": [0, 1]}, r"states= names 'Q'"),
