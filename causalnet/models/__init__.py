@@ -7,6 +7,6 @@
 
 from ..runtime import lazy_exports
 
-__all__ = ["causal_head", "crf", "hmm", "recurrent", "transformer"]
+__all__ = ["causal_head", "crf", "dbn", "hmm", "recurrent", "transformer"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in __all__})
