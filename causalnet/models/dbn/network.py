@@ -260,6 +260,8 @@ class DBN:
             seen = {k: x for k, x in ev.items() if split_step(k)[1] <= t}
             for s in (range(T) if smooth else [t]):
                 for v in self._variables:
+                    if step_name(v, s) in seen:             # observed: no distribution to report
+                        continue
                     d = model.query(step_name(v, s), evidence=seen or None, method="exact")
                     dists[step_name(v, s)] = d
                     method = d.method
