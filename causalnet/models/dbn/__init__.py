@@ -9,6 +9,7 @@
 * :mod:`.interface` — the interface algorithm on the chain engine;
 * :mod:`.results` — :class:`StepMarginals`;
 * :mod:`.learn` — maximum likelihood and EM;
+* :mod:`.engine` — the interface engine in the front door's query registry.
 
 >>> from causalnet.models.dbn import DBN
 >>> DBN.__name__

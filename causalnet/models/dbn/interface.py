@@ -36,7 +36,9 @@ from ...errors import EvidenceError, ModelError
 from ...inference.chain import Chain, chain_log_messages
 from ...inference.discrete import model_tables
 
-__all__ = ["SliceProgram", "ChainMessages"]
+__all__ = ["SliceProgram", "ChainMessages", "METHOD"]
+
+METHOD = "exact (DBN interface algorithm, forward-backward over the joint interface)"
 
 _MAX_AXES = 52          # numpy.einsum's limit on distinct subscripts
 

@@ -40,14 +40,13 @@ from ...graph.drawing import to_dot as _draw
 from ...model import CausalModel
 from . import learn as fit_module
 from .evidence import horizon, merge_do, policy_do, step_arrays
-from .interface import SliceProgram
+from .engine import DBNEngine
+from .interface import METHOD, SliceProgram
 from .names import split_step, step_name
 from .results import StepMarginals
 from .template import check_slices, interface_of, slice_order, unroll_mechanisms, validate_template
 
-__all__ = ["DBN", "METHOD"]
-
-METHOD = "exact (DBN interface algorithm, forward-backward over the joint interface)"
+__all__ = ["DBN", "METHOD", "DBNEngine"]
 
 
 class DBN:
