@@ -39,8 +39,8 @@ from ...graph.dag import DAG
 from ...graph.drawing import to_dot as _draw
 from ...model import CausalModel
 from . import learn as fit_module
-from .evidence import horizon, merge_do, policy_do, step_arrays
 from .engine import DBNEngine
+from .evidence import horizon, merge_do, policy_do, step_arrays
 from .interface import METHOD, SliceProgram
 from .names import split_step, step_name
 from .results import StepMarginals
