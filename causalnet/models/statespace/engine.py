@@ -93,14 +93,20 @@ class KalmanEngine(Engine):
         f = kalman_filter(y, P.transition, P.observation, P.transition_cov, P.observation_cov, P.initial_mean,
                           P.initial_cov, offsets=offsets, resets=resets)
         s = rts_smoother(f, P.transition)
-        mean, cov = _joint(request.nodes, record, s, model, y_do, n)
+        mean, cov = _joint(request.nodes, record, s, model, y_do, y)
         return Gaussian(request.labels, mean if request.batched else mean[0], cov, batched=request.batched,
                         method=QUERY_METHOD)
 
 
-def _joint(nodes, record, smoothed, model, y_do, n):
-    """Mean ``(n, m)`` and covariance ``(m, m)`` of the m target nodes."""
+def _joint(nodes, record, smoothed, model, y_do, y):
+    """Mean ``(n, m)`` and covariance ``(m, m)`` of the m target nodes.
+
+    An observation target ``Y_i[t]`` is read given ``Z[t]`` and the observed
+    components ``o`` of ``Y[t]``: ``H_i Z + G_i (y_o - H_o Z) + v``, ``G = R_io
+    R_oo^-1``, with the conditional noise covariance ``R_ij - G_i R_oj``.
+    """
     P = record.params
+    n = y.shape[0]
     times = sorted({record.steps[v][1] for v in nodes})
     d = P.d
     ms, Ps, J = smoothed.smoothed_means, smoothed.smoothed_covs[0], smoothed.gains[0]  # covariances shared by rows
@@ -130,11 +136,14 @@ def _joint(nodes, record, smoothed, model, y_do, n):
         elif t in y_do:
             const[:, j] = _rows(model.mechanisms[v].value, n)
         else:
-            M[j, slot:slot + d] = P.observation[i]
+            o = np.flatnonzero(~np.isnan(y[0, t]))                                   # observed components at t
+            G = P.observation_cov[i, o] @ np.linalg.pinv(P.observation_cov[np.ix_(o, o)], hermitian=True)
+            M[j, slot:slot + d] = P.observation[i] - G @ P.observation[o]
+            const[:, j] = y[:, t, o] @ G
             for jj, w in enumerate(nodes):
                 kw, tw, iw = record.steps[w]
                 if kw == "Y" and tw == t and t not in y_do:
-                    noise[j, jj] = P.observation_cov[i, iw]
+                    noise[j, jj] = P.observation_cov[i, iw] - G @ P.observation_cov[o, iw]
     cov = M @ big @ M.T + noise
     return zmean @ M.T + const, 0.5 * (cov + cov.T)
 
