@@ -44,6 +44,7 @@ from .models.crf import CRF
 from .models.crf.causal import factor_evidence
 from .models.dbn import DBN
 from .models.hmm import HMM
+from .models.statespace import StateSpace
 
 __all__ = ["check_mechanism", "check_engine", "ConformanceError", "Case", "default_cases", "shipped_engines"]
 
@@ -231,6 +232,8 @@ def default_cases() -> list[Case]:
         Case("linear-chain CRF", crf_model, "query", "y[1]", factor_evidence(crf_model)),
         Case("gaussian prior", lg, "query", "Z"),
         Case("gaussian do", lg, "query", "Z", None, {"Y": 1.0}),
+        Case("unrolled state-space model", StateSpace([[0.9]], [[1.0]], [[0.5]], [[1.0]], [0.0], [[1.0]]).to_model(4),
+             "query", "Z[3]", None, {"Z[1]": 0.5}),
         Case("gaussian counterfactual", lg, "counterfactual", "Z", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
         Case("additive-noise counterfactual", fn, "counterfactual", "Y", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
         Case("cauchy prior", ca, "query", "V"),
