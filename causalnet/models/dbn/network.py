@@ -34,13 +34,14 @@ import numpy as np
 
 from ...arguments import as_generator, check_int
 from ...distributions import DiscreteDistribution
-from ...errors import EvidenceError, ModelError
+from ...errors import EvidenceError, ModelError, NumericalError
 from ...graph.dag import DAG
 from ...graph.drawing import to_dot as _draw
 from ...model import CausalModel
 from . import learn as fit_module
 from .engine import DBNEngine
 from .evidence import horizon, merge_do, policy_do, step_arrays
+from .gaussian import KALMAN_METHOD, is_linear_gaussian, kalman_marginals, real_arrays
 from .interface import METHOD, SliceProgram
 from .names import split_step, step_name
 from .results import StepMarginals
@@ -235,6 +236,8 @@ class DBN:
         keep = res.steps >= T0
         res.steps = res.steps[keep]
         res.probs = {v: p[..., keep, :] for v, p in res.probs.items()}
+        res.means = {v: p[..., keep] for v, p in res.means.items()}
+        res.variances = {v: p[..., keep] for v, p in res.variances.items()}
         res.dists = {k: d for k, d in res.dists.items() if split_step(k)[1] >= T0}
         return res
 
@@ -245,7 +248,25 @@ class DBN:
             probs, msgs, n = self._discrete_pass(evidence, T, do, policy, smooth)
             return StepMarginals(np.arange(T), probs, states, method=METHOD, batched=n is not None,
                                  log_evidence=msgs.log_z)
+        if is_linear_gaussian(self._initial, self._transition):
+            try:
+                return self._kalman(evidence, T, do, policy, smooth, states)
+            except NumericalError:           # a singular innovation (a set or noiseless variable observed)
+                pass
         return self._unrolled_marginals(evidence, T, do, policy, smooth, states)
+
+    def _kalman(self, evidence, T, do, policy, smooth, states) -> StepMarginals:
+        """Linear-Gaussian DBNs: Kalman filter / RTS smoother over the step's variables (:mod:`.gaussian`)."""
+        y, n = real_arrays(evidence, self._variables, T, "evidence")
+        setv, n = real_arrays(self._do_mapping(do, policy, T), self._variables, T, "do", n)
+        nn = 1 if n is None else n
+        y = np.full((nn, T, len(self._variables)), np.nan) if y is None else np.broadcast_to(y, (nn, *y.shape[1:]))
+        setv = None if setv is None else np.broadcast_to(setv, (nn, *setv.shape[1:]))
+        means, var, ll = kalman_marginals(self._initial, self._transition, self._variables, y, setv, smooth)
+        k = {v: i for i, v in enumerate(self._variables)}
+        return StepMarginals(np.arange(T), {}, states, method=KALMAN_METHOD, batched=n is not None, log_evidence=ll,
+                             means={v: means[..., i] for v, i in k.items()},
+                             variances={v: var[..., i] for v, i in k.items()})
 
     def _unrolled_marginals(self, evidence, T, do, policy, smooth, states) -> StepMarginals:
         """Continuous DBNs: every node's marginal from the front door on the unrolled model (exact engines)."""
@@ -336,6 +357,14 @@ class DBN:
             batched = n is not None
             return DiscreteDistribution([targets[0]], p if batched else p[0], [self.states(var)], batched=batched,
                                         method=METHOD, log_evidence=msgs.log_z if batched else float(msgs.log_z[0]))
+        if len(targets) == 1 and is_linear_gaussian(self._initial, self._transition):
+            seen = self._step_evidence(evidence, T)
+            if targets[0] not in seen:
+                try:
+                    states = {v: () for v in self._variables}
+                    return self._kalman(evidence, T, do, policy, True, states)[targets[0]]
+                except NumericalError:       # a singular innovation: the unrolled model's joint Gaussian answers
+                    pass
         model = self.unroll(T)
         return model.query(targets if len(targets) > 1 else targets[0], evidence=self._step_evidence(evidence, T)
                            or None, do=self._do_mapping(do, policy, T) or None)

@@ -206,16 +206,55 @@ def test_unrolled_model_and_counterfactual():
     assert "twin" in cf.method
 
 
-def test_linear_gaussian_dbn_through_unrolled_model():
-    dbn = cn.DBN(initial={"Z": cn.LinearGaussian(sigma=1.0), "Y": cn.LinearGaussian(["Z"], [1.0], sigma=0.5)},
-                 transition={"Z": cn.LinearGaussian(["Z[t-1]"], [0.8], sigma=0.3),
-                             "Y": cn.LinearGaussian(["Z"], [1.0], sigma=0.5)})
-    post = dbn.smooth({"Y": [0.3, -0.2, 1.1]}, 3)
-    ref = dbn.unroll(3).query("Z[1]", evidence={"Y[0]": 0.3, "Y[1]": -0.2, "Y[2]": 1.1})
-    assert_allclose(post["Z[1]"].mean, ref.mean)
-    assert "unrolled model" in post.method
+def linear_gaussian_dbn():
+    return cn.DBN(
+        initial={"Z": cn.LinearGaussian(sigma=1.0), "U": cn.LinearGaussian(["Z"], [0.5], sigma=0.7),
+                 "Y": cn.LinearGaussian(["Z", "U"], [1.0, -0.3], sigma=0.5)},
+        transition={"Z": cn.LinearGaussian(["Z[t-1]", "U[t-1]"], [0.8, 0.2], bias=0.1, sigma=0.3),
+                    "U": cn.LinearGaussian(["Z"], [0.5], sigma=0.7),
+                    "Y": cn.LinearGaussian(["Z", "U"], [1.0, -0.3], sigma=0.5)})
+
+
+@pytest.mark.parametrize("smooth", [True, False])
+def test_linear_gaussian_kalman_equals_joint_gaussian_of_unrolled_model(smooth):
+    dbn = linear_gaussian_dbn()
+    ys = [0.3, -0.2, 1.1, 0.4]
+    do = {"U[1]": 2.0}
+    post = dbn.smooth({"Y": ys}, 4, do=do) if smooth else dbn.filter({"Y": ys}, 4, do=do)
+    assert post.method.startswith("exact (DBN Kalman")
+    for t in range(4):
+        T = 4 if smooth else t + 1
+        ev = {f"Y[{s}]": ys[s] for s in range(T)}
+        model = dbn.unroll(T)
+        model = model.do({k: v for k, v in do.items() if int(k[2]) < T})
+        ref = model.query([f"Z[{t}]", f"U[{t}]"] if t != 1 else [f"Z[{t}]"], evidence=ev, method="exact")
+        assert_allclose(post.means["Z"][t], ref.mean[0], rtol=0, atol=1e-12)
+        assert_allclose(post.variances["Z"][t], ref.cov[0, 0], rtol=0, atol=1e-12)
+        if t != 1:
+            assert_allclose(post.means["U"][t], ref.mean[1], rtol=0, atol=1e-12)
+    # log P(evidence): the joint Gaussian of the Y's on the mutilated unrolled model
+    from scipy.stats import multivariate_normal
+
+    joint = dbn.unroll(4).do(do).query([f"Y[{s}]" for s in range(4)])
+    assert_allclose(post.log_evidence, multivariate_normal(joint.mean, joint.cov).logpdf(ys), rtol=1e-10)
+
+
+def test_linear_gaussian_batched_rows_and_fallback():
+    dbn = linear_gaussian_dbn()
+    Y = np.array([[0.3, np.nan, 1.1], [-0.5, 0.2, np.nan]])
+    post = dbn.smooth({"Y": Y}, 3)
+    assert post.means["Z"].shape == (2, 3)
+    for r in range(2):
+        ev = {f"Y[{t}]": Y[r, t] for t in range(3) if not np.isnan(Y[r, t])}
+        ref = dbn.unroll(3).query("Z[2]", evidence=ev)
+        assert_allclose(post.means["Z"][r, 2], ref.mean[0], atol=1e-12)
     q = dbn.query("Z[2]", evidence={"Y[0]": 0.3}, do={"Z[1]": 1.0})
-    assert_allclose(np.ravel(q.mean), [0.8])
+    assert_allclose(np.ravel(q.mean), [0.8 * 1.0 + 0.2 * 0.5 * 1.0 + 0.1], atol=1e-12)
+    # a set variable that is also observed: singular innovation, answered on the unrolled model
+    odd = dbn.smooth({"U[1]": 2.0, "Y[2]": 0.5}, 3, do={"U[1]": 2.0})
+    assert "unrolled model" in odd.method
+    ref = dbn.unroll(3).do({"U[1]": 2.0}).query("Z[2]", evidence={"U[1]": 2.0, "Y[2]": 0.5})
+    assert_allclose(odd["Z[2]"].mean, ref.mean)
 
 
 def test_sample_and_fit_recover_parameters():
