@@ -326,3 +326,42 @@ def test_filter_at_last_step_equals_smooth_and_sums_to_one(seed, T, obs):
         assert_allclose(s.probs[v].sum(-1), 1.0, atol=1e-12)
         assert_allclose(f.probs[v].sum(-1), 1.0, atol=1e-12)
     assert_allclose(f.log_evidence, s.log_evidence, rtol=1e-12)
+
+
+def test_fit_from_long_and_wide_dataframes_equals_arrays():
+    pd = pytest.importorskip("pandas")
+    dbn = random_dbn(15)
+    data = dbn.sample(6, 40, seed=3)
+    ref = dbn.fit(data)
+    long = pd.DataFrame({"sequence": np.repeat(np.arange(40), 6),
+                         **{v: data[v].reshape(-1) for v in dbn.variables}})
+    wide = pd.DataFrame({f"{v}[{t}]": data[v][:, t] for v in dbn.variables for t in range(6)})
+    for frame in (long, wide):
+        got = dbn.fit(frame)
+        for v in dbn.variables:
+            assert_allclose(got.transition[v].table, ref.transition[v].table, atol=1e-14)
+            assert_allclose(got.initial[v].table, ref.initial[v].table, atol=1e-14)
+
+
+def test_fit_linear_gaussian_recovers_weights():
+    dbn = linear_gaussian_dbn()
+    data = dbn.sample(40, 500, seed=4)
+    fitted = dbn.fit(data)
+    z = fitted.transition["Z"]
+    assert list(z.parents) == ["Z[t-1]", "U[t-1]"]
+    # least squares on the stacked steps is the oracle
+    X = np.column_stack([data["Z"][:, :-1].ravel(), data["U"][:, :-1].ravel(), np.ones(500 * 39)])
+    coef = np.linalg.lstsq(X, data["Z"][:, 1:].ravel(), rcond=None)[0]
+    assert_allclose(z.weights, coef[:2], atol=1e-8)
+    assert_allclose(z.bias, coef[2], atol=1e-8)
+    assert np.abs(np.asarray(z.weights) - [0.8, 0.2]).max() < 0.05
+
+
+def test_fit_rejects_bad_sequences():
+    dbn = random_dbn(0)
+    with pytest.raises(EvidenceError):
+        dbn.fit({"Q": np.zeros((2, 3), dtype=int)})
+    with pytest.raises(cn.ShapeError):
+        dbn.fit({"O1": np.zeros((2, 3), dtype=int), "O2": np.zeros((2, 4), dtype=int)})
+    with pytest.raises(EvidenceError, match="states"):
+        dbn.fit({"O1": np.full((2, 3), 7)})
