@@ -20,7 +20,7 @@ step ``t-1`` on ``I_{t-1}`` and the backward message of step ``t`` on ``I_t``:
 
 (filtering drops ``beta``). Every step ``t >= 1`` shares the transition tables,
 so all of them are contracted at once over a batch axis of ``(T-1) n``
-(chunked to stay within :mod:`causalnet.limits`); contraction orders come
+(in chunks whose largest intermediate stays under 32 MiB); contraction orders come
 from ``numpy.einsum_path`` and are cached per operand layout.
 
 Symbols: ``n`` evidence rows, ``T`` steps, ``B`` batch of (step, row) pairs,
@@ -41,6 +41,7 @@ __all__ = ["SliceProgram", "ChainMessages", "METHOD"]
 METHOD = "exact (DBN interface algorithm, forward-backward over the joint interface)"
 
 _MAX_AXES = 52          # numpy.einsum's limit on distinct subscripts
+_CHUNK_BYTES = 32 * 2**20   # largest intermediate of one contraction chunk
 
 
 class ChainMessages:
@@ -151,9 +152,16 @@ class SliceProgram:
             largest = float(info.split("Largest intermediate:")[1].split("elements")[0])
             self._paths[key] = path = (path, largest / max(B, 1))
         per_row = path[1]
-        limits.check_bytes(8.0 * per_row * B, what="a DBN slice contraction",
-                           cause=f"{B} (step, row) pairs x {per_row:.0f} entries per slice")
-        return np.einsum(*ops, out, optimize=path[0])
+        limits.check_bytes(8.0 * per_row, what="a DBN slice contraction",
+                           cause=f"{per_row:.0f} entries per slice and (step, row) pair")
+        chunk = max(1, int(_CHUNK_BYTES // (8.0 * per_row)))
+        if B <= chunk:
+            return np.einsum(*ops, out, optimize=path[0])
+        parts = []                                   # bounded memory: the batch axis in chunks
+        for lo in range(0, B, chunk):
+            sub = [a[lo:lo + chunk] if i % 2 == 0 and ops[i + 1][:1] == [0] else a for i, a in enumerate(ops)]
+            parts.append(np.einsum(*sub, out, optimize=path[0]))
+        return np.concatenate(parts, axis=0)
 
     # -- the chain ----------------------------------------------------------------------
 

@@ -365,3 +365,15 @@ def test_fit_rejects_bad_sequences():
         dbn.fit({"O1": np.zeros((2, 3), dtype=int), "O2": np.zeros((2, 4), dtype=int)})
     with pytest.raises(EvidenceError, match="states"):
         dbn.fit({"O1": np.full((2, 3), 7)})
+
+
+def test_chunked_contractions_equal_one_pass(monkeypatch):
+    import causalnet.models.dbn.interface as interface
+
+    ev = {"O1": np.random.default_rng(0).integers(-1, 2, size=(5, 30))}
+    whole = random_dbn(1).smooth(ev, 30)
+    monkeypatch.setattr(interface, "_CHUNK_BYTES", 2000)             # a few (step, row) pairs per chunk
+    chunked = random_dbn(1).smooth(ev, 30)
+    for v in whole.probs:
+        assert_allclose(chunked.probs[v], whole.probs[v], rtol=0, atol=1e-13)
+    assert_allclose(chunked.log_evidence, whole.log_evidence, rtol=1e-13)
