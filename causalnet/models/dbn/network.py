@@ -9,9 +9,10 @@ any mechanism kind. ``dbn.unroll(T)`` is an ordinary
 Filtering, smoothing, prediction and queries of a discrete DBN run the
 interface algorithm (:mod:`.interface`) on the chain engine, without building
 the unrolled model: memory ``O(n T K^2)`` for ``K`` joint interface states.
-DBNs with continuous variables are answered exactly by the front door on the
-unrolled model (the linear-Gaussian engine for linear-Gaussian ones) and say
-so in ``.method``. Counterfactuals go through the unrolled model's twin
+Linear-Gaussian DBNs run the Kalman filter and smoother over the step's
+variables (:mod:`.gaussian`). Other DBNs are answered by the front door on the
+unrolled model (its exact engines where the model allows, e.g. conditional
+linear Gaussian; sampling otherwise) and say so in ``.method``. Counterfactuals go through the unrolled model's twin
 network (exact for discrete and linear-Gaussian DBNs).
 
 Examples
@@ -282,7 +283,7 @@ class DBN:
                 for v in self._variables:
                     if step_name(v, s) in seen:             # observed: no distribution to report
                         continue
-                    d = model.query(step_name(v, s), evidence=seen or None, method="exact")
+                    d = model.query(step_name(v, s), evidence=seen or None)
                     dists[step_name(v, s)] = d
                     method = d.method
         return StepMarginals(np.arange(T), {}, states, method=f"unrolled model: {method}",
