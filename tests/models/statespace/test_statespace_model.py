@@ -3,16 +3,17 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from statespace_oracles import brute_posterior, joint_gaussian, random_model
 
 import causalnet as cn
 
 
-def test_em_is_monotone_and_its_likelihoods_are_brute_force(rng, oracle):
-    truth = oracle.random_model(rng, 2, 2)
+def test_em_is_monotone_and_its_likelihoods_are_brute_force(rng):
+    truth = random_model(rng, 2, 2)
     _, y = truth.sample(6, 3, seed=rng)
     y[0, 2] = np.nan
     y[1, 3, 0] = np.nan
-    start = oracle.random_model(np.random.default_rng(1), 2, 2)
+    start = random_model(np.random.default_rng(1), 2, 2)
     fitted = cn.StateSpace(start.transition, start.observation, start.transition_cov, start.observation_cov,
                            start.initial_mean, start.initial_cov).fit(y, n_iter=15, tol=0.0)
     h = np.array(fitted.history_)
@@ -20,13 +21,13 @@ def test_em_is_monotone_and_its_likelihoods_are_brute_force(rng, oracle):
     assert (np.diff(h) >= -1e-9).all(), np.diff(h)
     assert h[-1] > h[0] + 1.0
     # the last recorded likelihood is that of the fitted parameters, checked by brute force
-    total = sum(oracle.brute_posterior(fitted, y[i])[3] for i in range(3))
+    total = sum(brute_posterior(fitted, y[i])[3] for i in range(3))
     assert_allclose(h[-1], total, rtol=0, atol=1e-8)
     assert_allclose(fitted.score(y), total, rtol=0, atol=1e-8)
 
 
-def test_em_with_controls_and_a_subset_of_parameters(rng, oracle):
-    truth = oracle.random_model(rng, 2, 1, control=1)
+def test_em_with_controls_and_a_subset_of_parameters(rng):
+    truth = random_model(rng, 2, 1, control=1)
     u = rng.normal(size=(29, 1))
     _, y = truth.sample(30, seed=rng, controls=u)
     y[5:8] = np.nan
@@ -39,7 +40,7 @@ def test_em_with_controls_and_a_subset_of_parameters(rng, oracle):
     assert_allclose(model.transition, truth.transition)                  # held fixed
     assert not np.allclose(model.control, 0.0)
     offsets = (u @ model.control.T)
-    assert_allclose(model.log_likelihood(y, controls=u), oracle.brute_posterior(model, y, offsets)[3], rtol=0, atol=1e-8)
+    assert_allclose(model.log_likelihood(y, controls=u), brute_posterior(model, y, offsets)[3], rtol=0, atol=1e-8)
 
 
 def test_em_recovers_a_scalar_random_walk_plus_noise(rng):
@@ -52,10 +53,10 @@ def test_em_recovers_a_scalar_random_walk_plus_noise(rng):
     assert abs(model.observation_cov[0, 0] - 2.0) < 0.5
 
 
-def test_sample_moments_match_the_joint_gaussian(rng, oracle):
-    ss = oracle.random_model(rng, 2, 1)
+def test_sample_moments_match_the_joint_gaussian(rng):
+    ss = random_model(rng, 2, 1)
     z, y = ss.sample(4, 20_000, seed=0)
-    mean, cov = oracle.joint_gaussian(ss, 4)
+    mean, cov = joint_gaussian(ss, 4)
     draws = np.concatenate([z.reshape(20_000, -1), y.reshape(20_000, -1)], axis=1)
     se = np.sqrt(np.diag(cov) / 20_000)
     assert (np.abs(draws.mean(0) - mean) < 5 * se).all()
@@ -65,11 +66,11 @@ def test_sample_moments_match_the_joint_gaussian(rng, oracle):
     assert_allclose(z1, z2)
 
 
-def test_controls_are_transition_offsets(rng, oracle):
-    ss = oracle.random_model(rng, 2, 2, control=2)
+def test_controls_are_transition_offsets(rng):
+    ss = random_model(rng, 2, 2, control=2)
     u = rng.normal(size=(9, 2))
     _, y = ss.sample(10, seed=rng, controls=u)
-    mz, covs, _, ll = oracle.brute_posterior(ss, y, u @ ss.control.T)
+    mz, covs, _, ll = brute_posterior(ss, y, u @ ss.control.T)
     s = ss.smooth(y, controls=u)
     assert_allclose(s.mean, mz, rtol=0, atol=1e-9)
     assert_allclose(s.log_likelihood, ll, rtol=0, atol=1e-9)
@@ -79,8 +80,8 @@ def test_controls_are_transition_offsets(rng, oracle):
         ss.smooth(y, controls=u[:5])
 
 
-def test_estimates_give_gaussians_and_bands(rng, oracle):
-    ss = oracle.random_model(rng, 2, 1)
+def test_estimates_give_gaussians_and_bands(rng):
+    ss = random_model(rng, 2, 1)
     _, y = ss.sample(5, seed=rng)
     est = ss.smooth(y)
     g = est[3]
@@ -111,8 +112,8 @@ def test_bad_parameters_are_typed_errors(kwargs, error, message):
         cn.StateSpace(**{**ok, **kwargs})
 
 
-def test_bad_sequences_and_a_failed_fit_leave_the_model_untouched(rng, oracle):
-    ss = oracle.random_model(rng, 2, 2)
+def test_bad_sequences_and_a_failed_fit_leave_the_model_untouched(rng):
+    ss = random_model(rng, 2, 2)
     with pytest.raises(cn.ShapeError, match=r"y must have shape \(T, 2\) with T >= 1, got \(5, 3\)"):
         ss.filter(np.zeros((5, 3)))
     with pytest.raises(cn.ShapeError, match=r"y must have shape \(n, T, 2\)"):
