@@ -248,3 +248,10 @@ def test_singular_innovation_is_a_numerical_error():
     for backend in ("numpy", "numba"):
         with pytest.raises(cn.NumericalError, match="step 0"):
             kalman_filter(np.ones((3, 1)), [[1.0]], [[1.0]], [[1.0]], [[0.0]], [0.0], [[0.0]], backend=backend)
+
+
+def test_overflow_is_a_numerical_error_not_nan():
+    ss = cn.StateSpace([[1e200]], [[1e200]], [[1.0]], [[1.0]], [0.0], [[1.0]])
+    for backend in ("numpy", "numba"):
+        with pytest.raises(cn.NumericalError, match="overflowed|too large for float64"):
+            ss.smooth(np.ones(4), backend=backend)

@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import guarded
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from statespace_oracles import brute_posterior, joint_gaussian, random_model
 
@@ -118,8 +121,10 @@ def test_bad_sequences_and_a_failed_fit_leave_the_model_untouched(rng):
         ss.filter(np.zeros((5, 3)))
     with pytest.raises(cn.ShapeError, match=r"y must have shape \(n, T, 2\)"):
         ss.filter(np.zeros((2, 5, 3)))
-    with pytest.raises(cn.ShapeError, match="infinite"):
+    with pytest.raises(cn.EvidenceError, match=r"y must be finite and at most 1e\+100 in size.*got inf at \[0, 0\]"):
         ss.filter(np.full((3, 2), np.inf))
+    with pytest.raises(cn.EvidenceError, match="rescale"):
+        ss.filter(np.full((3, 2), 1e200))
     before = {k: getattr(ss, k).copy() for k in ("transition", "observation", "transition_cov")}
     with pytest.raises(cn.ModelError, match="estimate names unknown parameters"):
         ss.fit(np.zeros((5, 2)), estimate=["transitions"])
@@ -130,3 +135,26 @@ def test_bad_sequences_and_a_failed_fit_leave_the_model_untouched(rng):
     with pytest.raises(cn.ModelError, match="names must be distinct"):
         cn.StateSpace(np.eye(1), np.eye(1), np.eye(1), np.eye(1), [0.0], np.eye(1), state_names=["a"],
                       observation_names=["a"])
+
+
+def test_em_on_sequences_of_different_lengths(rng):
+    truth = random_model(rng, 2, 1)
+    seqs = [truth.sample(T, seed=i)[1] for i, T in enumerate((6, 3, 8))]
+    model = random_model(np.random.default_rng(5), 2, 1).fit(seqs, n_iter=8, tol=0.0)
+    h = np.array(model.history_)
+    assert (np.diff(h) >= -1e-9).all()
+    assert_allclose(h[-1], sum(brute_posterior(model, y)[3] for y in seqs), rtol=0, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(y=st.one_of(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=6),
+    st.lists(st.lists(st.one_of(st.floats(-1e3, 1e3), st.just(np.nan)), min_size=1, max_size=3), max_size=5),
+    st.just("abc"), st.just([np.zeros(3), np.zeros((2, 2))]),
+))
+def test_entry_points_on_any_input(y):
+    """Any sequence: an answer without NaN, or the library's typed error, and the model untouched."""
+    ss = cn.StateSpace([[0.9]], [[1.0]], [[0.5]], [[1.0]], [0.0], [[1.0]])
+    for fn in (ss.filter, ss.smooth, ss.log_likelihood):
+        guarded(fn, y)
+    guarded(ss.fit, y, n_iter=2)
