@@ -32,6 +32,7 @@ Symbols: ``n`` rows, ``T`` steps, ``d`` state size, ``p`` observation size.
 from __future__ import annotations
 
 import re
+import weakref
 
 import numpy as np
 
@@ -46,6 +47,8 @@ from .layout import Unrolled, remember
 __all__ = ["component_names", "slice_chain", "to_model", "query", "counterfactual", "expand", "parse_name", "KalmanEngine"]
 
 _NAME = re.compile(r"^(.+)\[(\d+)\]$")
+_UNROLLED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # StateSpace -> {(T, controls): (params, model)}
+_KEEP = 4                                                             # unrolled lengths kept per model
 _DROP = 1e-14                                                             # relative size of a coefficient taken as 0
 
 
@@ -194,8 +197,21 @@ def _prepare(ss, targets, evidence, do, controls):
     dd = _spread(ss, dict(do or {}), "do")
     steps = [parse_name(v)[1] for v in (*nodes, *ev, *dd)]
     T = max(steps) + 1                                   # later steps change no answer
-    model = ss.to_model(T, _controls_for(ss, controls, T))
-    return model, nodes, ev, dd
+    return _unrolled(ss, T, _controls_for(ss, controls, T)), nodes, ev, dd
+
+
+def _unrolled(ss, T: int, controls):
+    """``ss.to_model(T, controls)``, built once per parameter set (a few lengths kept while `ss` lives)."""
+    key = (T, None if controls is None else (controls.shape, controls.tobytes()))
+    kept = _UNROLLED.setdefault(ss, {})
+    hit = kept.get(key)
+    if hit is not None and hit[0] is ss.params:
+        return hit[1]
+    model = ss.to_model(T, controls)
+    if len(kept) >= _KEEP:
+        kept.pop(next(iter(kept)))
+    kept[key] = (ss.params, model)
+    return model
 
 
 def _controls_for(ss, controls, T):

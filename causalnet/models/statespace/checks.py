@@ -15,13 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ModelError, ShapeError
+from ...errors import EvidenceError, ModelError, ShapeError
 
 __all__ = ["Parameters", "check_parameters", "check_matrix", "check_cov", "Sequences", "as_sequences",
-           "as_controls", "PSD_TOL"]
+           "as_controls", "PSD_TOL", "MAX_ABS"]
 
 #: relative tolerance on a covariance's asymmetry and on its most negative eigenvalue
 PSD_TOL = 1e-9
+#: largest observation accepted (squares and products of such values stay finite)
+MAX_ABS = 1e100
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,7 @@ def as_sequences(y, p: int) -> Sequences:
     if a.ndim == 3:
         if a.shape[2] != p or a.shape[1] == 0:
             raise ShapeError(f"y must have shape (n, T, {p}) with T >= 1, got {a.shape}")
-        if np.isinf(a).any():
-            raise ShapeError("y has infinite entries; mark missing observations with NaN")
+        _check_values(a, "y")
         return Sequences(a, np.full(a.shape[0], a.shape[1]), True)
     one = _one(a, p, "y")
     return Sequences(one[None], np.array([one.shape[0]]), False)
@@ -147,9 +148,17 @@ def _one(s, p: int, what: str) -> np.ndarray:
         a = a[:, None]
     if a.ndim != 2 or a.shape[1] != p or a.shape[0] == 0:
         raise ShapeError(f"{what} must have shape (T, {p}) with T >= 1, got {a.shape}")
-    if np.isinf(a).any():
-        raise ShapeError(f"{what} has infinite entries; mark missing observations with NaN")
+    _check_values(a, what)
     return a
+
+
+def _check_values(a: np.ndarray, what: str) -> None:
+    """Observations are finite (NaN: missing) and at most :data:`MAX_ABS` in size."""
+    big = np.abs(np.nan_to_num(a, nan=0.0, posinf=np.inf, neginf=np.inf)) > MAX_ABS
+    if big.any():
+        where = np.argwhere(big)[0].tolist()
+        raise EvidenceError(f"{what} must be finite and at most {MAX_ABS:g} in size (NaN marks a missing "
+                            f"observation; rescale large data), got {a[tuple(where)]} at {where}")
 
 
 def as_controls(controls, params: Parameters, n: int, T: int) -> np.ndarray | None:

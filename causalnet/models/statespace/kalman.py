@@ -246,7 +246,8 @@ def _numpy_filter(k: KalmanArrays):
             L = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
             raise NumericalError(f"the innovation covariance at step {t} is not positive definite "
-                                 "(an observation_cov with a zero direction the state does not spread into)") from None
+                                 "or not finite (an observation_cov with a zero direction the state does not spread into, or values "
+                                 "too large for float64)") from None
         Kt = np.linalg.solve(S, HP)                                                 # (n, p, d): K^T
         z = np.linalg.solve(L, e[..., None])[..., 0]                                # (n, p) whitened
         logdet = 2 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)
@@ -310,10 +311,20 @@ def kalman_filter(y, transition, observation, transition_cov, observation_cov, i
         if status.any():
             t = int(status[status > 0][0]) - 1
             raise NumericalError(f"the innovation covariance at step {t} is not positive definite "
-                                 "(an observation_cov with a zero direction the state does not spread into)")
+                                 "or not finite (an observation_cov with a zero direction the state does not spread into, or values "
+                                 "too large for float64)")
     else:
-        mf, Pf, mp, Pp, ll = _numpy_filter(k)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mf, Pf, mp, Pp, ll = _numpy_filter(k)
+    _check_finite("filter", ll, mf, Pf)
     return KalmanFilterResult(mf, Pf, mp, Pp, ll, k.reset > 0)
+
+
+def _check_finite(what: str, *arrays) -> None:
+    """NumericalError unless every entry is finite (finite inputs whose products overflow)."""
+    if not all(np.isfinite(a).all() for a in arrays):
+        raise NumericalError(f"the Kalman {what} overflowed: the parameters or observations are too large for "
+                             "float64 (rescale them)")
 
 
 def _numpy_smoother(A, reset, mf, Pf, mp, Pp):
@@ -363,7 +374,9 @@ def rts_smoother(filtered: KalmanFilterResult, transition, *, backend: str | Non
         kernels.smoother_kernel(A, reset, mf, Pf, mp, Pp, ms, Ps, J, status)
         done = not status.any()
     if not done:
-        ms, Ps, J = _numpy_smoother(A, reset, mf, Pf, mp, Pp)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ms, Ps, J = _numpy_smoother(A, reset, mf, Pf, mp, Pp)
+    _check_finite("smoother", ms, Ps)
     lag = Ps[:, 1:] @ J.swapaxes(-1, -2)                                                     # (n, T-1, d, d)
     return KalmanSmootherResult(ms, Ps, J, lag)
 

@@ -75,7 +75,7 @@ class StateSpace:
     >>> est.mean.shape, est.cov.shape
     ((3, 1), (3, 1, 1))
     >>> ss.query("Z[1]", evidence={"Y[0]": 0.2, "Y[2]": 0.4}).mean.round(4)
-    array([0.2457])
+    array([0.2452])
     """
 
     def __init__(self, transition, observation, transition_cov, observation_cov, initial_mean, initial_cov,

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from statespace_oracles import joint_gaussian, random_model
 
 import causalnet as cn
 from causalnet.mechanisms.gaussian import LinearGaussian
@@ -17,16 +18,16 @@ def plain(model):
 
 
 @pytest.fixture
-def tracker(rng, oracle):
-    return oracle.random_model(rng, 2, 2)
+def tracker(rng):
+    return random_model(rng, 2, 2)
 
 
-def test_unrolled_model_is_the_joint_gaussian(tracker, oracle):
+def test_unrolled_model_is_the_joint_gaussian(tracker):
     T = 4
     m = tracker.to_model(T)
     nodes = [f"Z{i}[{t}]" for t in range(T) for i in range(2)] + [f"Y{i}[{t}]" for t in range(T) for i in range(2)]
     g = plain(m).query(nodes, method="exact")
-    mean, cov = oracle.joint_gaussian(tracker, T)
+    mean, cov = joint_gaussian(tracker, T)
     assert "linear-Gaussian" in g.method or "Gaussian" in g.method
     assert_allclose(g.mean, mean, rtol=0, atol=1e-10)
     assert_allclose(g.cov, cov, rtol=0, atol=1e-10)
@@ -137,3 +138,18 @@ def test_kalman_engine_passes_the_conformance_checks(tracker, rng):
         Case("state under do", m, "query", "Z1[3]", evidence={"Y0[3]": y[3, 0]}, do={"Z0[1]": 0.5, "Z1[1]": 0.0}),
         Case("not an unrolled state-space model", plain(m), "query", "Z0[2]"),
     ])
+
+
+def test_controls_enter_the_unrolled_model_and_the_kalman_engine(rng):
+    ss = random_model(rng, 2, 1, control=1)
+    u = rng.normal(size=(5, 1))
+    _, y = ss.sample(6, seed=rng, controls=u)
+    got = ss.query("Z[4]", evidence=y[:4], do={"Z[2]": [1.0, 0.0]}, controls=u)
+    assert got.method == KALMAN
+    ev = {f"Y[{t}]": y[t, 0] for t in range(4)}
+    ref = plain(ss.to_model(5, u[:4])).query(["Z0[4]", "Z1[4]"], evidence=ev, do={"Z0[2]": 1.0, "Z1[2]": 0.0},
+                                             method="exact")
+    assert_allclose(got.mean, ref.mean, rtol=0, atol=1e-10)
+    assert_allclose(got.cov, ref.cov, rtol=0, atol=1e-10)
+    with pytest.raises(cn.ModelError, match="pass controls="):
+        ss.query("Z[4]")

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
+from statespace_oracles import brute_posterior, joint_gaussian, random_model
 
 import causalnet as cn
 from causalnet.models.statespace.kalman import kalman_filter, kalman_smoother, rts_smoother
@@ -29,8 +30,8 @@ def _with_missing(rng, y):
 
 @pytest.mark.parametrize("d,p", [(1, 1), (2, 1), (3, 2), (4, 3)])
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_matches_statsmodels(rng, oracle, d, p, backend):
-    ss = oracle.random_model(rng, d, p)
+def test_matches_statsmodels(rng, d, p, backend):
+    ss = random_model(rng, d, p)
     _, y = ss.sample(40, seed=rng)
     y = _with_missing(rng, y)
     ref = _statsmodels(ss, y)
@@ -43,9 +44,9 @@ def test_matches_statsmodels(rng, oracle, d, p, backend):
     assert_allclose(s.cov, ref.smoothed_state_cov.transpose(2, 0, 1), rtol=0, atol=1e-8)
 
 
-def test_matches_filterpy(rng, oracle):
+def test_matches_filterpy(rng):
     filterpy = pytest.importorskip("filterpy.kalman")
-    ss = oracle.random_model(rng, 3, 2)
+    ss = random_model(rng, 3, 2)
     _, y = ss.sample(30, seed=rng)
     kf = filterpy.KalmanFilter(dim_x=3, dim_z=2)
     kf.x, kf.P = ss.initial_mean.copy(), ss.initial_cov.copy()
@@ -65,12 +66,12 @@ def test_matches_filterpy(rng, oracle):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_brute_force_smoothing_and_lag_covariances(rng, oracle, backend):
-    ss = oracle.random_model(rng, 2, 2)
+def test_brute_force_smoothing_and_lag_covariances(rng, backend):
+    ss = random_model(rng, 2, 2)
     _, y = ss.sample(7, seed=rng)
     y = _with_missing(rng, y)
     y[2] = np.nan
-    mz, covs, lags, ll = oracle.brute_posterior(ss, y)
+    mz, covs, lags, ll = brute_posterior(ss, y)
     f, s = kalman_smoother(y, ss.transition, ss.observation, ss.transition_cov, ss.observation_cov,
                            ss.initial_mean, ss.initial_cov, backend=backend)
     assert_allclose(f.log_likelihood[0], ll, rtol=0, atol=1e-9)
@@ -79,7 +80,7 @@ def test_brute_force_smoothing_and_lag_covariances(rng, oracle, backend):
     assert_allclose(s.lag_covs[0], lags, rtol=0, atol=1e-9)
 
 
-def test_time_varying_parameters_and_offsets_brute_force(rng, oracle):
+def test_time_varying_parameters_and_offsets_brute_force(rng):
     """Per-step matrices: the sweep equals the joint Gaussian of the same time-varying system."""
     from scipy import stats
 
@@ -122,8 +123,8 @@ def test_time_varying_parameters_and_offsets_brute_force(rng, oracle):
         assert_allclose(s.smoothed_means[0].ravel(), mz, rtol=0, atol=1e-9)
 
 
-def test_backends_agree_with_resets_offsets_and_batches(rng, oracle):
-    ss = oracle.random_model(rng, 3, 2, singular_q=True)                      # singular Q: the smoother's fallback
+def test_backends_agree_with_resets_offsets_and_batches(rng):
+    ss = random_model(rng, 3, 2, singular_q=True)                      # singular Q: the smoother's fallback
     n, T = 4, 25
     _, y = ss.sample(T, n, seed=rng)
     y = _with_missing(rng, y.reshape(n * T, 2)).reshape(n, T, 2)
@@ -139,8 +140,8 @@ def test_backends_agree_with_resets_offsets_and_batches(rng, oracle):
     assert_allclose(s.gains[:, 6], 0.0)                                         # the past is cut from the future
 
 
-def test_batch_rows_equal_single_runs(rng, oracle):
-    ss = oracle.random_model(rng, 2, 2)
+def test_batch_rows_equal_single_runs(rng):
+    ss = random_model(rng, 2, 2)
     _, y = ss.sample(12, 3, seed=rng)
     y[1, 4] = np.nan
     batch = ss.smooth(y)
@@ -151,8 +152,8 @@ def test_batch_rows_equal_single_runs(rng, oracle):
         assert_allclose(batch.log_likelihood[i], one.log_likelihood, rtol=0, atol=1e-12)
 
 
-def test_list_of_sequences_of_different_lengths(rng, oracle):
-    ss = oracle.random_model(rng, 2, 1)
+def test_list_of_sequences_of_different_lengths(rng):
+    ss = random_model(rng, 2, 1)
     seqs = [ss.sample(T, seed=i)[1] for i, T in enumerate((5, 9, 1))]
     out = ss.smooth(seqs)
     assert [e.mean.shape[0] for e in out] == [5, 9, 1]
@@ -215,10 +216,10 @@ def test_smoothing_shrinks_covariance_and_trailing_gaps_change_nothing(seed, d, 
     assert_allclose(s2.smoothed_covs[:, :6], s.smoothed_covs, rtol=0, atol=1e-9)
 
 
-def test_all_missing_is_the_prior(rng, oracle):
-    ss = oracle.random_model(rng, 2, 2)
+def test_all_missing_is_the_prior(rng):
+    ss = random_model(rng, 2, 2)
     y = np.full((4, 2), np.nan)
-    mean, cov = oracle.joint_gaussian(ss, 4)
+    mean, cov = joint_gaussian(ss, 4)
     s = ss.smooth(y)
     assert s.log_likelihood == 0.0
     assert_allclose(s.mean.ravel(), mean[:8], rtol=0, atol=1e-12)
@@ -247,3 +248,10 @@ def test_singular_innovation_is_a_numerical_error():
     for backend in ("numpy", "numba"):
         with pytest.raises(cn.NumericalError, match="step 0"):
             kalman_filter(np.ones((3, 1)), [[1.0]], [[1.0]], [[1.0]], [[0.0]], [0.0], [[0.0]], backend=backend)
+
+
+def test_overflow_is_a_numerical_error_not_nan():
+    ss = cn.StateSpace([[1e200]], [[1e200]], [[1.0]], [[1.0]], [0.0], [[1.0]])
+    for backend in ("numpy", "numba"):
+        with pytest.raises(cn.NumericalError, match="overflowed|too large for float64"):
+            ss.smooth(np.ones(4), backend=backend)

@@ -1,7 +1,7 @@
-"""Shared oracles of the state-space tests: random models and the brute-force joint Gaussian."""
+"""Shared oracles of the state-space tests: random models and the brute-force joint Gaussian (imported by name,
+not a conftest: ``tests/conftest.py`` is imported as ``conftest`` by other tests)."""
 
 import numpy as np
-import pytest
 
 import causalnet as cn
 
@@ -78,17 +78,3 @@ def brute_posterior(ss, y, offsets=None):
     covs = np.stack([Cz[t * d:(t + 1) * d, t * d:(t + 1) * d] for t in range(T)])
     lags = np.stack([Cz[(t + 1) * d:(t + 2) * d, t * d:(t + 1) * d] for t in range(T - 1)])
     return mz, covs, lags, float(ll)
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(20261129)
-
-
-@pytest.fixture
-def oracle():
-    """The helpers above, for the test modules (a conftest is not importable by name)."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(random_model=random_model, joint_gaussian=joint_gaussian, condition=condition,
-                           brute_posterior=brute_posterior)
