@@ -13,10 +13,10 @@ from causalnet.inference.request import query_request
 
 
 def test_engine_order():
-    cn.CRF, cn.HMM      # noqa: B018 (the families register their chain engines when first loaded)
-    # the families' chain engines register themselves ahead of the generic ones (causalnet.models.hmm/crf)
+    cn.CRF, cn.HMM, cn.StateSpace      # noqa: B018 (the families register their engines when first loaded)
+    # the families' engines register themselves ahead of the generic ones (causalnet.models.hmm/crf/statespace)
     assert [e.name for e in QUERY_ENGINES] == ["CRF chain", "HMM chain", "discrete", "discrete (soft evidence)",
-                                               "linear-Gaussian", "linear-Cauchy", "conditional Gaussian",
+                                               "Kalman", "linear-Gaussian", "linear-Cauchy", "conditional Gaussian",
                                                "loopy belief propagation",
                                                "gibbs sampling", "importance sampling", "likelihood weighting"]
     assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["HMM twin chain", "discrete twin network", "Gaussian twin",

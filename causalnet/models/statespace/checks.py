@@ -131,8 +131,8 @@ def as_sequences(y, p: int) -> Sequences:
     except (TypeError, ValueError):
         raise ShapeError(f"y must be a real array of shape (T, {p}) or (n, T, {p}), got {type(y).__name__}") from None
     if a.ndim == 3:
-        if a.shape[2] != p or a.shape[1] == 0:
-            raise ShapeError(f"y must have shape (n, T, {p}) with T >= 1, got {a.shape}")
+        if a.shape[2] != p or a.shape[1] == 0 or a.shape[0] == 0:
+            raise ShapeError(f"y must have shape (n, T, {p}) with n, T >= 1, got {a.shape}")
         _check_values(a, "y")
         return Sequences(a, np.full(a.shape[0], a.shape[1]), True)
     one = _one(a, p, "y")

@@ -153,3 +153,15 @@ def test_controls_enter_the_unrolled_model_and_the_kalman_engine(rng):
     assert_allclose(got.cov, ref.cov, rtol=0, atol=1e-10)
     with pytest.raises(cn.ModelError, match="pass controls="):
         ss.query("Z[4]")
+
+
+def test_do_on_an_observation_slice_equals_the_generic_engine(tracker, rng):
+    _, y = tracker.sample(5, seed=rng)
+    got = tracker.query(["Z[3]", "Y[3]"], evidence={"Y[1]": y[1], "Y[4]": y[4]}, do={"Y[3]": [0.5, -0.5]})
+    assert got.method == KALMAN
+    nodes = ["Z0[3]", "Z1[3]", "Y0[3]", "Y1[3]"]
+    ev = {"Y0[1]": y[1, 0], "Y1[1]": y[1, 1], "Y0[4]": y[4, 0], "Y1[4]": y[4, 1]}
+    ref = plain(tracker.to_model(5)).query(nodes, evidence=ev, do={"Y0[3]": 0.5, "Y1[3]": -0.5}, method="exact")
+    assert_allclose(got.mean, ref.mean, rtol=0, atol=1e-10)
+    assert_allclose(got.cov, ref.cov, rtol=0, atol=1e-10)
+    assert_allclose(got.mean[2:], [0.5, -0.5])

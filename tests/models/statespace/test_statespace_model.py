@@ -121,6 +121,8 @@ def test_bad_sequences_and_a_failed_fit_leave_the_model_untouched(rng):
         ss.filter(np.zeros((5, 3)))
     with pytest.raises(cn.ShapeError, match=r"y must have shape \(n, T, 2\)"):
         ss.filter(np.zeros((2, 5, 3)))
+    with pytest.raises(cn.ShapeError, match=r"with n, T >= 1, got \(0, 5, 2\)"):
+        ss.filter(np.zeros((0, 5, 2)))
     with pytest.raises(cn.EvidenceError, match=r"y must be finite and at most 1e\+100 in size.*got inf at \[0, 0\]"):
         ss.filter(np.full((3, 2), np.inf))
     with pytest.raises(cn.EvidenceError, match="rescale"):
