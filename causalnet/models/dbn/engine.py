@@ -14,7 +14,8 @@ interface algorithm of :mod:`.interface` over the steps up to the last one
 the request names (later unobserved steps sum to one). It is tested equal to
 the generic discrete engine. ``.method`` is :data:`~.interface.METHOD`. It
 leaves a model to a more specific family engine registered ahead of
-``"discrete"`` (the HMM and CRF chains) whenever that one accepts it.
+``"discrete"`` (the HMM and CRF chains, imported here so that they are
+registered first whatever the import order) whenever that one accepts it.
 
 Symbols: ``n`` rows, ``T`` steps.
 """
@@ -29,6 +30,8 @@ from ...inference.dispatch import QUERY_ENGINES
 from ...inference.engine import Engine
 from ...mechanisms.intervened import Intervened
 from ...model import CausalModel
+from ..crf import engine as crf_engine  # noqa: F401  (registered first: the family chains stay ahead of this one)
+from ..hmm import engine as hmm_engine  # noqa: F401
 from .interface import METHOD, SliceProgram
 from .names import split_template, step_name
 from .template import interface_of, slice_order, unroll_mechanisms, validate_template
