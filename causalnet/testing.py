@@ -42,7 +42,9 @@ from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel
 from .models.crf import CRF
 from .models.crf.causal import factor_evidence
+from .models.dbn import DBN
 from .models.hmm import HMM
+from .models.statespace import StateSpace
 
 __all__ = ["check_mechanism", "check_engine", "ConformanceError", "Case", "default_cases", "shipped_engines"]
 
@@ -195,12 +197,16 @@ class Case(NamedTuple):
 
 def default_cases() -> list[Case]:
     """The battery :func:`check_engine` asks by default: discrete (with soft evidence, a tree, an unrolled
-    HMM and a linear-chain CRF), linear-Gaussian and linear-Cauchy models."""
+    HMM, an unrolled DBN and a linear-chain CRF), linear-Gaussian and linear-Cauchy models."""
     spr = gallery.load("sprinkler")
     tree = CausalModel({"A": Categorical([0.3, 0.7]), "B": CPT(["A"], [[0.9, 0.1], [0.2, 0.8]]),
                         "C": CPT(["B"], [[0.6, 0.4], [0.1, 0.9]]), "D": CPT(["B"], [[0.5, 0.5], [0.7, 0.3]])})
     hmm = HMM(2, "categorical", n_symbols=3, startprob=[0.6, 0.4], transmat=[[0.7, 0.3], [0.2, 0.8]],
               emissionprob=[[0.5, 0.4, 0.1], [0.1, 0.3, 0.6]]).to_model(4)
+    obs = CPT(["H"], [[0.8, 0.2], [0.3, 0.7]])
+    dbn = DBN(initial={"H": Categorical([0.6, 0.4]), "O": obs},
+              transition={"H": CPT(["H[t-1]", "O[t-1]"], [[[0.9, 0.1], [0.6, 0.4]], [[0.2, 0.8], [0.3, 0.7]]]),
+                          "O": obs}).unroll(4)
     rng = np.random.default_rng(0)
     crf = CRF.from_weights(rng.normal(size=(3, 2)), rng.normal(size=(2, 2)), ["A", "B"], ["a0", "a1", "a2"])
     crf_model = crf.to_model(X=[{"a0": 1.0}, {"a1": 1.0, "a2": 1.0}, {"a2": 1.0}])
@@ -222,9 +228,12 @@ def default_cases() -> list[Case]:
         Case("discrete tree", tree, "query", "A", {"C": 1, "D": 0}),
         Case("unrolled HMM", hmm, "query", "Z[2]", {"X[0]": 0, "X[1]": 2, "X[3]": 1}),
         Case("unrolled HMM counterfactual", hmm, "counterfactual", "X[3]", {"X[0]": 0, "X[2]": 2}, {"Z[1]": 1}),
+        Case("unrolled DBN", dbn, "query", "H[2]", {"O[0]": 1, "O[3]": 0}),
         Case("linear-chain CRF", crf_model, "query", "y[1]", factor_evidence(crf_model)),
         Case("gaussian prior", lg, "query", "Z"),
         Case("gaussian do", lg, "query", "Z", None, {"Y": 1.0}),
+        Case("unrolled state-space model", StateSpace([[0.9]], [[1.0]], [[0.5]], [[1.0]], [0.0], [[1.0]]).to_model(4),
+             "query", "Z[3]", None, {"Z[1]": 0.5}),
         Case("gaussian counterfactual", lg, "counterfactual", "Z", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
         Case("additive-noise counterfactual", fn, "counterfactual", "Y", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
         Case("cauchy prior", ca, "query", "V"),

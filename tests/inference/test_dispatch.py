@@ -13,10 +13,10 @@ from causalnet.inference.request import query_request
 
 
 def test_engine_order():
-    cn.CRF, cn.HMM      # noqa: B018 (the families register their chain engines when first loaded)
-    # the families' chain engines register themselves ahead of the generic ones (causalnet.models.hmm/crf)
-    assert [e.name for e in QUERY_ENGINES] == ["CRF chain", "HMM chain", "discrete", "discrete (soft evidence)",
-                                               "linear-Gaussian", "linear-Cauchy", "conditional Gaussian",
+    cn.CRF, cn.HMM, cn.StateSpace, cn.DBN      # noqa: B018 (the families register their engines when first loaded)
+    # the families' engines register themselves ahead of the generic ones (causalnet.models.hmm/crf/statespace/dbn)
+    assert [e.name for e in QUERY_ENGINES] == ["CRF chain", "HMM chain", "DBN interface", "discrete", "discrete (soft evidence)",
+                                               "Kalman", "linear-Gaussian", "linear-Cauchy", "conditional Gaussian",
                                                "loopy belief propagation",
                                                "gibbs sampling", "importance sampling", "likelihood weighting"]
     assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["HMM twin chain", "discrete twin network", "Gaussian twin",
@@ -65,10 +65,11 @@ class _Declines(Engine):
 
 
 def test_a_new_engine_plugs_in_without_touching_others():
+    cn.CRF, cn.HMM, cn.DBN      # noqa: B018 (the families register their engines when first loaded)
     m = cn.CausalModel({"K": cn.Categorical([0.5, 0.5])})
     reg = Registry([_Declines(), *QUERY_ENGINES])
     reg.register(_Fixed(), before="discrete")
-    assert [e.name for e in reg][:5] == ["declines", "CRF chain", "HMM chain", "fixed", "discrete"]
+    assert [e.name for e in reg][:6] == ["declines", "CRF chain", "HMM chain", "DBN interface", "fixed", "discrete"]
     got = reg.answer(query_request(m, "K"))
     assert got.method == "fixed engine; exact engines passed: declines: never"       # the pass and its reason
     assert reg.answer(query_request(m, "K", method="sampling", n_samples=1000, seed=0)).method.startswith(

@@ -82,7 +82,8 @@ from .conventions import (
 )
 from .emissions import CategoricalEmission, check_simplex, normalize_rows
 from .kinds import COVARIANCE_TYPES, KINDS, make_emission
-from .packing import flatten_input, full_length_batch, pack, unpack
+from .missing import check_states, masked_unaries, split_missing
+from .packing import flatten_input, full_length_batch, gather, pack, unpack
 
 __all__ = ["HMM", "ConvergenceMonitor"]
 
@@ -394,8 +395,12 @@ class HMM(Conventions):
 
     def _pack(self, X, lengths, params):
         em = self.emission_model
+        X, missing = split_missing(X, em.obs_ndim)      # NaN rows: likelihood 1 (see .missing)
         pk = pack(em.check_observations(X, params), lengths)
         pk.X = em.pad(pk.Xflat, pk.pos, pk.real, params)
+        if missing is not None:
+            pk.observed = ~missing
+            pk.missing = gather(pk.pos, missing) & (True if pk.real is None else pk.real)   # (T, n)
         return pk
 
     def _chain(self, pk, params, scaled=True):
@@ -403,6 +408,8 @@ class HMM(Conventions):
         with np.errstate(divide="ignore"):
             pw = np.log(params["transmat_"])
         u_fn, sc = self.emission_model.unaries(params, pk, params["startprob_"], scaled)
+        if pk.missing is not None or pk.labels is not None:
+            u_fn, sc = masked_unaries(u_fn, params["startprob_"], pk.missing, pk.labels), None
         return Chain(None, pw, pk.lens, pk.order, shape=(pk.T, pk.n, self.n_states), scaled_u=sc, u_fn=u_fn)
 
     def _prepare(self, X, lengths, scaled=True):
@@ -605,7 +612,7 @@ class HMM(Conventions):
     # learning
     # ------------------------------------------------------------------
 
-    def fit(self, X, lengths=None, *, y=None):
+    def fit(self, X, lengths=None, *, y=None, states=None):
         """Estimate parameters by Baum-Welch (EM) from the sequences.
 
         The model changes only when the fit succeeds: it runs on a copy whose
@@ -617,6 +624,10 @@ class HMM(Conventions):
             Concatenated sequences, ``(N,)``/``(N, 1)`` ints or ``(N, d)`` floats.
         lengths : array_like of int, optional
             Sequence lengths summing to ``N``.
+        states : array_like of int, shape (N,), optional
+            Partially known hidden states, -1 where unknown: the known ones
+            clamp the posterior (EM maximises ``log p(X, known states)``).
+            A NaN row of ``X`` is a missing observation (likelihood 1).
 
         Returns
         -------
@@ -632,17 +643,20 @@ class HMM(Conventions):
         X, lengths, _ = self._flatten(X, lengths, y_allowed=True)
         work = copy.copy(self)
         work.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
-        work._fit(X, lengths)
+        work._fit(X, lengths, states)
         self.__dict__.update(work.__dict__)
         return self
 
-    def _fit(self, X, lengths):
+    def _fit(self, X, lengths, states=None):
         rng = as_generator(self.seed)
         if isinstance(self.emission_model, CategoricalEmission) and self.n_symbols is None:
-            self.n_symbols = alphabet_size(X)
+            self.n_symbols = alphabet_size(split_missing(X, 1)[0])
         fixed = {a: v for a, v in self.emission_params().items()
                  if not any(ATTR[c] == a for c in self.init_params)}
         pk = self._pack(X, lengths, fixed)
+        if states is not None:
+            labels = check_states(states, len(pk.Xflat), self.n_states)
+            pk.labels = np.where(True if pk.real is None else pk.real, gather(pk.pos, labels), -1)   # (T, n)
         best = None
         for _ in range(self.n_init):
             params = self._initial(pk, rng)
@@ -668,7 +682,8 @@ class HMM(Conventions):
             values["startprob_"] = rng.dirichlet(np.ones(K))
         if "t" in ip:
             values["transmat_"] = rng.dirichlet(np.ones(K), size=K)
-        values.update(self.emission_model.init(values, pk.Xflat, K, rng, ip))
+        X = pk.Xflat if pk.observed is None else pk.Xflat[pk.observed]
+        values.update(self.emission_model.init(values, X, K, rng, ip))
         for code in "st" + self.emission_model.letters:
             if ATTR[code] not in values:
                 raise ModelError(f"HMM has no {ATTR[code]} and init_params={ip!r} does not initialise it")
@@ -698,6 +713,8 @@ class HMM(Conventions):
         gamma, log_z, _, E = chain_posterior(ch, counts="t" in self.params)  # gamma (T, n, K)
         stats = {"start": gamma[0].sum(axis=0), "trans": E}
         G = gamma.reshape(-1, self.n_states)  # (T*n, K), padding rows are 0
+        if pk.missing is not None:            # a missing observation says nothing of the emissions
+            G = G * ~pk.missing.reshape(-1, 1)
         stats.update(self.emission_model.statistics(pk.X, G, self.params, pk.cache, params=params))
         return stats, float(log_z.sum())
 

@@ -55,6 +55,12 @@ class Packed:
         Per-data caches of the emission (e.g. one-hot symbols), kept for one fit.
     layout : Layout
         The chain engine's ragged placement these fields come from.
+    missing : ndarray of bool, shape (T, n) or None
+        Real steps whose observation is missing (NaN), see :mod:`.missing`.
+    observed : ndarray of bool, shape (N,) or None
+        The observed rows of ``Xflat`` (None when none is missing).
+    labels : ndarray of int, shape (T, n) or None
+        Known states (-1 unknown or padding) of a partially labelled fit.
     """
 
     lengths: np.ndarray
@@ -66,6 +72,9 @@ class Packed:
     X: np.ndarray | None = None
     cache: dict = field(default_factory=dict)
     layout: Layout | None = None
+    missing: np.ndarray | None = None
+    observed: np.ndarray | None = None
+    labels: np.ndarray | None = None
 
     @property
     def n(self):

@@ -75,7 +75,7 @@ def test_failed_fit_changes_nothing():
         (np.zeros(0, int), EvidenceError),  # T = 0
         ([[0, 1], [2]], EvidenceError),  # ragged
         ([0.5, 1.0], EvidenceError),  # not symbols
-        ([0, np.nan], EvidenceError),
+        ([np.nan, np.nan], EvidenceError),  # every observation missing (one NaN is a missing step)
         (["a", "b"], EvidenceError),
         ([0, 3], EvidenceError),  # outside the alphabet
         (np.zeros((2, 2, 2), int), ShapeError),
@@ -91,7 +91,7 @@ def test_bad_categorical_observations(X, err):
 def test_bad_gaussian_observations_and_lengths():
     m = HMM(2, "gaussian", startprob=[0.5, 0.5], transmat=[[0.9, 0.1], [0.1, 0.9]], means=[[0.0], [3.0]],
             covars=[[1.0], [1.0]])
-    for X in ([[0.0], [np.nan]], [[0.0], [np.inf]], [[1j]], [["a"]], [[0.0, 1.0], [0.0]], np.zeros((0, 1))):
+    for X in ([[np.nan], [np.nan]], [[0.0], [np.inf]], [[1j]], [["a"]], [[0.0, 1.0], [0.0]], np.zeros((0, 1))):
         with pytest.raises((EvidenceError, ShapeError)):
             m.score(X)
     for lengths in ([1, 1], [0, 3], [1.5, 1.5], [[1, 2]], [], [True, True, True]):
