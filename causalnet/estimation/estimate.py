@@ -32,22 +32,24 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+import warnings
+
 import numpy as np
 from scipy import special
 
-from ..errors import GraphError, ModelError, NotIdentifiable, NumericalError
+from ..errors import CausalNetWarning, GraphError, ModelError, NotIdentifiable, NumericalError
 from ..graph.core import DAGCore
 from ..graph.dag import DAG
 from ..graph.identification import Estimand, Probability, Product, Sum
 from .effect import Effect
-from .estimators import ESTIMATORS
+from .methods import ESTIMATORS
 from .identify import check_adjustment_set, default_adjustment_set
-from .linear import bootstrap_counts, clear_cache
+from .linear import clear_cache
 from .prepare import as_dag, as_frame, prepare
 
 __all__ = ["estimate", "METHODS", "ESTIMANDS"]
 
-METHODS = ("auto", "regression", "ipw", "aipw", "plugin", "iv")
+METHODS = ("auto", *ESTIMATORS)
 ESTIMANDS = ("ate", "att", "atc", "cate")
 
 #: Bytes one (b, n) float64 matrix of a bootstrap chunk may take.
@@ -87,25 +89,14 @@ def _auto(dag: DAGCore, prep_kind: str | None, t, y) -> str:
         if dag.instrumental_variables(t, y):
             return "iv"
         if prep_kind == "continuous":
+            if dag.frontdoor_adjustment_sets(t, y, minimal=True, max_sets=1):
+                return "frontdoor"
             raise
         return "plugin"
     return "regression" if prep_kind == "continuous" else "aipw"
 
 
-def _identify(dag, frame, t, y, method, adjust, instrument) -> tuple[str, frozenset, Any, dict]:
-    """(method, adjustment set, formula, extra estimator options)."""
-    if method == "auto":
-        kind = "continuous" if (frame[t].dtype.kind == "f" and frame[t].nunique() > 2) else None
-        method = _auto(dag, kind, t, y)
-    if method == "iv":
-        zs, w = _instrument(dag, t, y, instrument, adjust)
-        for z in zs:
-            if z not in frame.columns:
-                raise ModelError(f"the instrument {z!r} is not a column of the data")
-        mat = np.column_stack([frame[z].to_numpy(np.float64) for z in zs])
-        formula = f"cov({y}, {', '.join(map(str, zs))} | {', '.join(sorted(map(str, w))) or '∅'}) / " \
-                  f"cov({t}, {', '.join(map(str, zs))} | ...) (two-stage least squares)"
-        return method, w, formula, {"instrument_matrix": mat, "instrument": zs}
+def _by_adjustment(dag, frame, t, y, method, adjust, options) -> tuple[frozenset, Any, dict]:
     if adjust is not None:
         z = check_adjustment_set(dag, t, y, adjust)
     elif method == "plugin":
@@ -113,11 +104,64 @@ def _identify(dag, frame, t, y, method, adjust, instrument) -> tuple[str, frozen
             z = default_adjustment_set(dag, t, y)
         except GraphError:
             formula = dag.identify(y, t)
-            return method, frozenset(), formula, {"formula": formula}
+            return frozenset(), formula, {"formula": formula}
     else:
         z = default_adjustment_set(dag, t, y)
     formula = _adjustment_formula(dag, t, y, z)
-    return method, z, formula, {"formula": formula}
+    return z, formula, {"formula": formula}
+
+
+def _by_instrument(dag, frame, t, y, method, adjust, options) -> tuple[frozenset, Any, dict]:
+    zs, w = _instrument(dag, t, y, options.get("instrument"), adjust)
+    for z in zs:
+        if z not in frame.columns:
+            raise ModelError(f"the instrument {z!r} is not a column of the data")
+    mat = np.column_stack([frame[z].to_numpy(np.float64) for z in zs])
+    formula = f"cov({y}, {', '.join(map(str, zs))} | {', '.join(sorted(map(str, w))) or '∅'}) / " \
+              f"cov({t}, {', '.join(map(str, zs))} | ...) (two-stage least squares)"
+    return w, formula, {"instrument_matrix": mat, "instrument": zs}
+
+
+def _by_frontdoor(dag, frame, t, y, method, adjust, options) -> tuple[frozenset, Any, dict]:
+    if adjust is not None:
+        m = frozenset([adjust] if isinstance(adjust, str) else adjust)
+        for v in m:
+            if v not in dag or v in dag.latent:
+                raise GraphError(f"front-door node {v!r} is not a measured node of the graph{dag.hint(v)}")
+        if not dag.is_frontdoor_adjustment(t, y, m):
+            raise GraphError(f"{sorted(m, key=str)} does not satisfy the front-door criterion for {t!r} -> {y!r}: "
+                             f"it must intercept every directed path, have no open back-door path from {t!r}, "
+                             f"and its back-door paths to {y!r} must be blocked by {t!r}")
+    else:
+        sets = dag.frontdoor_adjustment_sets(t, y, minimal=True, max_sets=64)
+        if not sets:
+            raise NotIdentifiable(f"no front-door set identifies the effect of {t!r} on {y!r} in the graph")
+        m = min(sets, key=lambda s: (len(s), sorted(map(str, s))))
+    ms = ", ".join(str(v) for v in dag.topological_order() if v in m)
+    formula = f"Σ_{{{ms}}} P({ms} | do({t})) Σ_{{{t}'}} P({t}') E[{y} | {ms}, {t}'] (front door)"
+    return m, formula, {"formula": formula}
+
+
+def _by_design(dag, frame, t, y, method, adjust, options) -> tuple[frozenset, Any, dict]:
+    if adjust is not None:
+        raise ModelError(f"method {method!r} identifies the effect by its design, not by adjustment; drop adjust=")
+    return frozenset(), None, {}
+
+
+IDENTIFICATION = {"adjustment": _by_adjustment, "plugin": _by_adjustment, "instrument": _by_instrument,
+                  "frontdoor": _by_frontdoor, "design": _by_design}
+
+
+def _identify(dag, frame, t, y, method, adjust, options) -> tuple[str, frozenset, Any, dict]:
+    """(method, adjustment set, formula, extra estimator options), by the method's kind of identification."""
+    if method == "auto":
+        kind = "continuous" if (frame[t].dtype.kind == "f" and frame[t].nunique() > 2) else None
+        method = _auto(dag, kind, t, y)
+    cls = ESTIMATORS[method]
+    z, formula, extra = IDENTIFICATION[cls.identification](dag, frame, t, y, method, adjust, options)
+    if formula is None:
+        formula = cls.design_formula(t, y, options)
+    return method, z, formula, extra
 
 
 def _bootstrap(est, n: int, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
@@ -125,7 +169,7 @@ def _bootstrap(est, n: int, n_bootstrap: int, rng: np.random.Generator) -> np.nd
     reps = []
     for start in range(0, n_bootstrap, chunk):
         b = min(chunk, n_bootstrap - start)
-        reps.append(est.fit(bootstrap_counts(n, b, rng)))
+        reps.append(est.fit(est.bootstrap_weights(b, rng)))
     reps = np.concatenate(reps)                                                    # (B,)
     bad = int((~np.isfinite(reps)).sum())
     if bad:
@@ -136,9 +180,11 @@ def _bootstrap(est, n: int, n_bootstrap: int, rng: np.random.Generator) -> np.nd
 
 def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hashable, *, method: str = "auto",
              estimand: str = "ate", adjust=None, effect_modifiers=None, treated: Any = None, control: Any = None,
-             instrument=None, ci: str = "bootstrap", n_bootstrap: int = 1000, confidence: float = 0.95,
+             instrument=None, ci: str = "auto", n_bootstrap: int = 1000, confidence: float = 0.95,
              seed: Any = None, model: Any = None, propensity_model: Any = None, trim: float | None = None,
-             link: str = "auto", folds: int = 5) -> Effect:
+             link: str = "auto", folds: int = 5, n_neighbors: int = 1, match_on: str = "propensity",
+             time: Hashable = None, unit: Hashable = None, running: Hashable = None, cutoff: float | None = None,
+             bandwidth: float | None = None) -> Effect:
     """Estimate the causal effect of `treatment` on `outcome` from data, identified by the graph.
 
     Parameters
@@ -202,6 +248,30 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         ``method="plugin"`` and the graph does not identify the effect.
     """
     _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers)
+    dag, frame, modifiers = _setup(graph_or_model, data, treatment, outcome, effect_modifiers)
+    options = {"model": model, "propensity_model": propensity_model, "trim": trim, "link": link, "folds": folds,
+               "seed": seed, "instrument": instrument, "n_neighbors": n_neighbors, "match_on": match_on,
+               "time": time, "unit": unit, "running": running, "cutoff": cutoff, "bandwidth": bandwidth}
+    method, z, formula, extra = _identify(dag, frame, treatment, outcome, method, adjust, options)
+    prep = prepare(frame, treatment, outcome, [v for v in dag.topological_order() if v in z], modifiers,
+                   treated, control)
+    options.update(extra)
+    cls = ESTIMATORS[method]
+    if estimand == "cate" and not cls.per_row:
+        raise ModelError(f"estimand='cate' needs a method with per-row effects "
+                         f"({[k for k, c in ESTIMATORS.items() if c.per_row]}), got {method!r}")
+    est = cls(prep, estimand, options)
+    ci = est.default_ci if ci == "auto" else ci
+    if ci == "bootstrap" and est.bootstrap_warning:
+        warnings.warn(est.bootstrap_warning, CausalNetWarning, stacklevel=2)
+    try:
+        return _result(est, prep, locals())
+    finally:
+        clear_cache()
+
+
+def _setup(graph_or_model, data, treatment, outcome, effect_modifiers) -> tuple[DAGCore, Any, list]:
+    """The graph (unmeasured nodes made latent), the data frame and the effect modifiers, validated."""
     dag = as_dag(graph_or_model, "estimate")
     for v, role in ((treatment, "treatment"), (outcome, "outcome")):
         if v not in dag:
@@ -216,18 +286,7 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     if bad:
         raise GraphError(f"effect modifier {bad[0]!r} descends from the treatment {treatment!r}; "
                          f"modifiers must be pre-treatment")
-    method, z, formula, extra = _identify(dag, frame, treatment, outcome, method, adjust, instrument)
-    prep = prepare(frame, treatment, outcome, [v for v in dag.topological_order() if v in z], modifiers,
-                   treated, control)
-    options = {"model": model, "propensity_model": propensity_model, "trim": trim, "link": link,
-               "folds": folds, "seed": seed, **extra}
-    if estimand == "cate" and method != "regression":
-        raise ModelError(f"estimand='cate' needs method='regression' (per-row effects), got {method!r}")
-    est = ESTIMATORS[method](prep, estimand, options)
-    try:
-        return _result(est, prep, locals())
-    finally:
-        clear_cache()
+    return dag, frame, modifiers
 
 
 def _result(est, prep, ctx: dict) -> Effect:
@@ -253,8 +312,10 @@ def _result(est, prep, ctx: dict) -> Effect:
     formula = ctx["formula"]
     kwargs = {k: ctx[k] for k in ("method", "estimand", "adjust", "effect_modifiers", "treated", "control",
                                   "instrument", "ci", "n_bootstrap", "confidence", "model", "propensity_model",
-                                  "trim", "link", "folds")}
-    kwargs["adjust"] = ctx["z"] if ctx["method"] != "iv" else ctx["adjust"]
+                                  "trim", "link", "folds", "n_neighbors", "match_on", "time", "unit", "running",
+                                  "cutoff", "bandwidth")}
+    kwargs["adjust"] = ctx["z"] if ctx["cls"].identification in ("adjustment", "plugin", "frontdoor") \
+        else ctx["adjust"]
 
     def rerun(data=None, *, treatment=None, outcome=None, graph=None, **changes) -> Effect:
         opts = {**kwargs, **changes}
@@ -275,9 +336,9 @@ def _check_options(method, estimand, ci, n_bootstrap, confidence, modifiers) -> 
         raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
     if estimand not in ESTIMANDS:
         raise ModelError(f"estimand must be one of {list(ESTIMANDS)}, got {estimand!r}")
-    if ci not in ("bootstrap", "analytic"):
-        raise ModelError(f"ci must be 'bootstrap' or 'analytic', got {ci!r}")
-    if ci == "bootstrap" and (not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 2):
+    if ci not in ("auto", "bootstrap", "analytic"):
+        raise ModelError(f"ci must be 'auto', 'bootstrap' or 'analytic', got {ci!r}")
+    if ci != "analytic" and (not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 2):
         raise ModelError(f"n_bootstrap must be an int >= 2, got {n_bootstrap!r}")
     if not 0 < confidence < 1:
         raise ModelError(f"confidence must be in (0, 1), got {confidence!r}")

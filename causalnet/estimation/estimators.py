@@ -39,10 +39,11 @@ import numpy as np
 from scipy import special
 
 from ..errors import CausalNetWarning, ModelError
-from .linear import cross_moments, logistic_regression, solve_batched, weighted_least_squares
+from .linear import bootstrap_counts, cross_moments, logistic_regression, solve_batched, weighted_least_squares
 from .prepare import Prepared
 
-__all__ = ["Estimator", "Regression", "IPW", "AIPW", "TwoStageLeastSquares", "Plugin", "ESTIMATORS", "is_data"]
+__all__ = ["Estimator", "Weighting", "Regression", "IPW", "AIPW", "TwoStageLeastSquares", "Plugin",
+           "is_data", "target_mean", "resampled_rows"]
 
 
 class Estimator:
@@ -58,6 +59,14 @@ class Estimator:
     """
 
     name = "estimator"
+    #: How the graph identifies the effect: "adjustment", "plugin", "instrument", "frontdoor" or "design".
+    identification = "adjustment"
+    #: The interval ``ci="auto"`` gives.
+    default_ci = "bootstrap"
+    #: Whether ``.effects`` holds per-row effects (``estimand="cate"``).
+    per_row = False
+    #: A warning for ``ci="bootstrap"`` when the bootstrap is known to be invalid for the method.
+    bootstrap_warning: str | None = None
 
     def __init__(self, prep: Prepared, estimand: str, options: dict) -> None:
         self.prep, self.estimand, self.options = prep, estimand, dict(options)
@@ -81,6 +90,15 @@ class Estimator:
         """The estimate under each weighting: w (b, n) -> (b,)."""
         raise NotImplementedError
 
+    def bootstrap_weights(self, b: int, rng: np.random.Generator) -> np.ndarray:
+        """Resampling counts (b, n) of `b` bootstrap replicates: rows drawn with replacement."""
+        return bootstrap_counts(self.prep.n, b, rng)
+
+    @classmethod
+    def design_formula(cls, treatment, outcome, options: dict) -> str:
+        """The identified quantity of a design-based method (``identification == "design"``)."""
+        raise ModelError(f"method {cls.name!r} is identified from the graph, not by its design")
+
     def analytic(self) -> tuple[float, float]:
         """(estimate, standard error) on the data."""
         raise ModelError(f"method {self.name!r} has no analytic standard error; use ci='bootstrap'")
@@ -91,16 +109,22 @@ def is_data(w: np.ndarray) -> bool:
     return w.shape[0] == 1 and bool(np.all(w == 1.0))
 
 
-def _target_mean(w: np.ndarray, r: np.ndarray, v: np.ndarray) -> np.ndarray:
+def target_mean(w: np.ndarray, r: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Σ_i w r v / Σ_i w r for each weighting: w (b, n), v (b, n) or (n,) -> (b,)."""
     wr = w * r                                                                    # (b, n)
     return (wr * v).sum(axis=1) / np.maximum(wr.sum(axis=1), 1e-300)
+
+
+def resampled_rows(counts: np.ndarray) -> np.ndarray:
+    """The row indices a weighting of bootstrap counts (n,) stands for: row i repeated counts[i] times."""
+    return np.repeat(np.arange(len(counts)), counts.astype(np.int64))
 
 
 class Regression(Estimator):
     """G-computation from one outcome model ``Y ~ 1 + D + Z + D ⊗ M``: linear, logistic (binary Y) or `model=`."""
 
     name = "regression"
+    per_row = True
 
     def _link(self) -> str:
         link = self.options.get("link", "auto")
@@ -132,11 +156,11 @@ class Regression(Estimator):
             beta = logistic_regression(x, p.y, w, start=start)                    # (b, k)
             mu1, mu0 = special.expit(beta @ x1.T), special.expit(beta @ x0.T)    # (b, n)
         self._store(w, mu1, mu0)
-        return _target_mean(w, self.r, mu1) - _target_mean(w, self.r, mu0)
+        return target_mean(w, self.r, mu1) - target_mean(w, self.r, mu0)
 
     def _store(self, w, mu1, mu0) -> None:
         if is_data(w):
-            self.means = np.array([_target_mean(w, self.r, mu1)[0], _target_mean(w, self.r, mu0)[0]])
+            self.means = np.array([target_mean(w, self.r, mu1)[0], target_mean(w, self.r, mu0)[0]])
             self.effects = (mu1 - mu0)[0]
 
     def _fit_model(self, w, x, x1, x0):
@@ -148,7 +172,7 @@ class Regression(Estimator):
             est = clone(self.options["model"]).fit(x[rows, 1:], self.prep.y[rows])
             mu1, mu0 = est.predict(x1[:, 1:])[None], est.predict(x0[:, 1:])[None]  # (1, n)
             self._store(wi[None], mu1, mu0)
-            out[i] = _target_mean(wi[None], self.r, mu1 - mu0)[0]
+            out[i] = target_mean(wi[None], self.r, mu1 - mu0)[0]
         return out
 
     def analytic(self):
@@ -173,7 +197,7 @@ class Regression(Estimator):
         return value, float(np.sqrt(max(grad @ cov @ grad, 0.0)))
 
 
-class _Weighting(Estimator):
+class Weighting(Estimator):
     """Shared parts of IPW and AIPW: propensities of the two arms, clipping, the weight check."""
 
     def __init__(self, prep, estimand, options):
@@ -235,7 +259,7 @@ class _Weighting(Estimator):
                           f"a different adjustment set", CausalNetWarning, stacklevel=4)
 
 
-class IPW(_Weighting):
+class IPW(Weighting):
     """Normalised (Hájek) inverse propensity weighting."""
 
     name = "ipw"
@@ -246,8 +270,8 @@ class IPW(_Weighting):
         if is_data(w):
             self.check_weights(e1, e0)
         q1, q0 = self.ratios(e1, e0)
-        m1 = _target_mean(w, p.a1 * q1, p.y)
-        m0 = _target_mean(w, p.a0 * q0, p.y)
+        m1 = target_mean(w, p.a1 * q1, p.y)
+        m0 = target_mean(w, p.a0 * q0, p.y)
         if is_data(w):
             self.means = np.array([m1[0], m0[0]])
         return m1 - m0
@@ -263,7 +287,7 @@ class IPW(_Weighting):
         return value, float(np.sqrt(np.mean(phi ** 2) / p.n))
 
 
-class AIPW(_Weighting):
+class AIPW(Weighting):
     """Augmented IPW (doubly robust); cross-fitted outcome and propensity models when they are flexible."""
 
     name = "aipw"
@@ -348,6 +372,7 @@ class TwoStageLeastSquares(Estimator):
     """Two-stage least squares ``Y ~ 1 + T + W`` with instruments ``Z`` (and W) for T."""
 
     name = "iv"
+    identification = "instrument"
 
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
@@ -408,6 +433,7 @@ class Plugin(Estimator):
     """The identified estimand with empirical frequencies (discrete data): `Estimand.evaluate` on the frame."""
 
     name = "plugin"
+    identification = "plugin"
 
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
@@ -439,7 +465,3 @@ class Plugin(Estimator):
             out[i] = m1 - m0
         return out
 
-
-ESTIMATORS: dict[str, Any] = {
-    "regression": Regression, "ipw": IPW, "aipw": AIPW, "iv": TwoStageLeastSquares, "plugin": Plugin,
-}
