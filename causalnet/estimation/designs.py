@@ -159,16 +159,19 @@ def _local_poly(x: np.ndarray, y: np.ndarray, degree: int) -> np.ndarray:
 
 
 def ik_bandwidth(x: np.ndarray, y: np.ndarray, cutoff: float) -> float:
-    """The Imbens–Kalyanaraman (2012, section 4.2) bandwidth for local linear RD with the triangular kernel.
+    """The Imbens–Kalyanaraman (2012) bandwidth for local linear RD with the triangular kernel.
 
-    Step 1: pilot bandwidth ``h₁ = 1.84 S_X N^(−1/5)``; the density at the
-    cutoff ``f = (N₋ + N₊) / (2 N h₁)`` and the variances ``σ²₋, σ²₊`` of Y
-    within ``h₁`` on each side. Step 2: the third derivative ``m₃`` from a
-    global cubic with a jump, fitted between the medians of X on each side;
-    ``h₂,± = 3.56 (σ²± / (f max(m₃², 0.01)))^(1/7) N±^(−1/7)``; the second
-    derivatives ``m₂,±`` from quadratics on each side within ``h₂,±``; the
-    regularisers ``r± = 2160 σ²± / (N₂,± h₂,±⁴)``. Step 3:
-    ``h = 3.4375 ((σ²₋ + σ²₊) / (f ((m₂,₊ − m₂,₋)² + r₊ + r₋)))^(1/5) N^(−1/5)``.
+    The published algorithm (Review of Economic Studies 79(3), section 4.2),
+    with X centred at the cutoff. Step 1: pilot bandwidth
+    ``h₁ = 1.84 S_X N^(−1/5)``; the density at the cutoff
+    ``f = (N₋ + N₊) / (2 N h₁)`` and the pooled variance ``σ²`` of Y about its
+    side's mean within ``h₁`` (divided by ``N₋ + N₊``). Step 2: the third
+    derivative ``m₃`` (6 × the cubic coefficient of a global cubic with a
+    jump, fitted between the medians of X on each side);
+    ``h₂,± = 3.56 (σ² / (f max(m₃², 0.01)))^(1/7) N±^(−1/7)``; the second
+    derivatives ``m₂,±`` (2 × the quadratic coefficient of quadratics on each
+    side within ``h₂,±``); the regularisers ``r± = 720 σ² / (N₂,± h₂,±⁴)``.
+    Step 3: ``h = 3.4375 (2σ² / (f ((m₂,₊ − m₂,₋)² + r₊ + r₋)))^(1/5) N^(−1/5)``.
 
     Parameters
     ----------
@@ -190,24 +193,25 @@ def ik_bandwidth(x: np.ndarray, y: np.ndarray, cutoff: float) -> float:
     n = len(x)
     right = x >= 0
     h1 = 1.84 * np.std(x, ddof=1) * n ** (-0.2)
-    near_l, near_r = (x < 0) & (x >= -h1), right & (x <= h1)
+    near_l, near_r = (x < 0) & (x > -h1), right & (x < h1)
     if near_l.sum() < 2 or near_r.sum() < 2:
         raise EvidenceError(f"fewer than 2 rows within the pilot bandwidth {h1:.3g} on a side of the cutoff")
     f = (near_l.sum() + near_r.sum()) / (2 * n * h1)
-    s2 = {s: np.var(y[m], ddof=1) for s, m in (("-", near_l), ("+", near_r))}
+    s2 = (np.sum((y[near_l] - y[near_l].mean()) ** 2) + np.sum((y[near_r] - y[near_r].mean()) ** 2)) / \
+        (near_l.sum() + near_r.sum())
     lo, hi = np.median(x[~right]), np.median(x[right])
     mid = (x >= lo) & (x <= hi)
     cubic = np.column_stack([np.ones(mid.sum()), right[mid], x[mid], x[mid] ** 2, x[mid] ** 3])
     m3 = 6.0 * np.linalg.lstsq(cubic, y[mid], rcond=None)[0][4]
     m2, reg = {}, {}
     for s, side in (("-", ~right), ("+", right)):
-        h2 = 3.56 * (s2[s] / (f * max(m3 ** 2, 0.01))) ** (1 / 7) * side.sum() ** (-1 / 7)
+        h2 = 3.56 * (s2 / (f * max(m3 ** 2, 0.01))) ** (1 / 7) * side.sum() ** (-1 / 7)
         inside = side & (np.abs(x) <= h2)
         if inside.sum() < 3:
             raise EvidenceError(f"fewer than 3 rows within {h2:.3g} of the cutoff on the {s} side")
         m2[s] = 2.0 * _local_poly(x[inside], y[inside], 2)[2]
-        reg[s] = 2160 * s2[s] / (inside.sum() * h2 ** 4)
-    ratio = (s2["-"] + s2["+"]) / (f * ((m2["+"] - m2["-"]) ** 2 + reg["+"] + reg["-"]))
+        reg[s] = 720 * s2 / (inside.sum() * h2 ** 4)
+    ratio = 2 * s2 / (f * ((m2["+"] - m2["-"]) ** 2 + reg["+"] + reg["-"]))
     return float(_C_TRIANGULAR * ratio ** 0.2 * n ** (-0.2))
 
 

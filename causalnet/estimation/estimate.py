@@ -29,10 +29,9 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable
 from typing import Any
-
-import warnings
 
 import numpy as np
 from scipy import special
@@ -42,9 +41,9 @@ from ..graph.core import DAGCore
 from ..graph.dag import DAG
 from ..graph.identification import Estimand, Probability, Product, Sum
 from .effect import Effect
-from .methods import ESTIMATORS
 from .identify import check_adjustment_set, default_adjustment_set
 from .linear import clear_cache
+from .methods import ESTIMATORS
 from .prepare import as_dag, as_frame, prepare
 
 __all__ = ["estimate", "METHODS", "ESTIMANDS"]

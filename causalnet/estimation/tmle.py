@@ -20,7 +20,7 @@ The analytic standard error is that of the efficient influence curve,
 ``D = H (Y* − Q*(T, Z)) + Q*_treated − Q*_control − ψ*``:
 ``(b − a) · sd(D) / sqrt(n)`` (sample standard deviation, n − 1). It is the
 default interval; ``ci="bootstrap"`` refits every step on each resample, all
-replicates at once.
+replicates at once (each resample's outcome range rescales its own outcome).
 
 References
 ----------
@@ -62,7 +62,7 @@ def fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, w: np.ndarray, *
 
     Parameters
     ----------
-    y : ndarray of shape (n,)
+    y : ndarray of shape (n,) or (b, n)
         Outcome in [0, 1].
     offset, h : ndarray of shape (b, n)
     w : ndarray of shape (b, n)
@@ -96,23 +96,28 @@ class TMLE(Weighting):
         if self.flexible:
             raise ModelError("method 'tmle' fits logistic/linear nuisance models; model= and propensity_model= "
                              "are not supported (use method='aipw' for cross-fitted flexible models)")
-        y = prep.y
-        self.lo, self.span = (0.0, 1.0) if prep.outcome_binary else (float(y.min()), float(np.ptp(y)))
-        if self.span == 0:
+        if np.ptp(prep.y) == 0:
             raise ModelError(f"the outcome {prep.outcome!r} is constant; there is no effect to estimate")
-        self.ys = (y - self.lo) / self.span                                  # (n,) in [0, 1]
 
-    def initial(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def scale(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b − a) of each weighting's rows, each (b, 1): the outcome's range ((0, 1) for a 0/1 outcome)."""
+        if self.prep.outcome_binary:
+            return np.zeros((w.shape[0], 1)), np.ones((w.shape[0], 1))
+        y = np.where(w > 0, self.prep.y, np.nan)                              # (b, n)
+        lo, hi = np.nanmin(y, axis=1)[:, None], np.nanmax(y, axis=1)[:, None]
+        return lo, np.maximum(hi - lo, 1e-300)
+
+    def initial(self, w: np.ndarray, lo: np.ndarray, span: np.ndarray) -> tuple[np.ndarray, ...]:
         """Initial Q at the observed, treated and control levels, each (b, n), inside (0, 1)."""
         p = self.prep
         x, x1, x0 = (np.column_stack([np.ones(p.n), d, p.z]) for d in (p.d, p.d1, p.d0))   # (n, k)
         if p.outcome_binary:
-            start = self.start("Q", x, self.ys, np.ones(p.n)) if w.shape[0] > 1 else None
-            beta = logistic_regression(x, self.ys, w, start=start)           # (b, k)
+            start = self.start("Q", x, p.y, np.ones(p.n)) if w.shape[0] > 1 else None
+            beta = logistic_regression(x, p.y, w, start=start)               # (b, k)
             preds = [special.expit(beta @ m.T) for m in (x, x1, x0)]
         else:
-            beta = weighted_least_squares(x, self.ys, w)                      # (b, k)
-            preds = [beta @ m.T for m in (x, x1, x0)]
+            beta = weighted_least_squares(x, p.y, w)                          # (b, k), on the outcome's scale
+            preds = [(beta @ m.T - lo) / span for m in (x, x1, x0)]           # (b, n) on [0, 1]
         qa, q1, q0 = (np.clip(q, _Q_BOUND, 1 - _Q_BOUND) for q in preds)    # (b, n) each
         return qa, q1, q0
 
@@ -121,9 +126,11 @@ class TMLE(Weighting):
         e1, e0 = self.propensities(w)                                         # (b, n) each
         if is_data(w):
             self.check_weights(e1, e0)
-        qa, q1, q0 = self.initial(w)
+        lo, span = self.scale(w)                                              # (b, 1) each
+        ys = (p.y - lo) / span                                                # (b, n) in [0, 1]
+        qa, q1, q0 = self.initial(w, lo, span)
         h = p.a1 / e1 - p.a0 / e0                                             # (b, n) clever covariate
-        eps = fluctuate(self.ys, special.logit(qa), h, w)[:, None]            # (b, 1)
+        eps = fluctuate(ys, special.logit(qa), h, w)[:, None]                 # (b, 1)
         q1s = special.expit(special.logit(q1) + eps / e1)
         q0s = special.expit(special.logit(q0) - eps / e0)
         m1 = (w * q1s).sum(axis=1) / w.sum(axis=1)
@@ -131,11 +138,11 @@ class TMLE(Weighting):
         if is_data(w):
             qas = special.expit(special.logit(qa) + eps * h)
             psi = m1[0] - m0[0]
-            self._curve = (h * (self.ys - qas) + q1s - q0s - psi)[0]          # (n,) influence curve
-            self.means = self.lo + self.span * np.array([m1[0], m0[0]])
+            self._curve = span[0, 0] * (h * (ys - qas) + q1s - q0s - psi)[0]  # (n,) influence curve, Y's scale
+            self.means = lo[0, 0] + span[0, 0] * np.array([m1[0], m0[0]])
             self.diagnostics["epsilon"] = float(eps[0, 0])
-        return self.span * (m1 - m0)
+        return span[:, 0] * (m1 - m0)
 
     def analytic(self):
         value = float(self.fit(np.ones((1, self.prep.n)))[0])
-        return value, float(self.span * np.std(self._curve, ddof=1) / np.sqrt(self.prep.n))
+        return value, float(np.std(self._curve, ddof=1) / np.sqrt(self.prep.n))
