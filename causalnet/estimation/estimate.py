@@ -52,7 +52,7 @@ METHODS = ("auto", *ESTIMATORS)
 ESTIMANDS = ("ate", "att", "atc", "cate")
 
 #: Bytes one (b, n) float64 matrix of a bootstrap chunk may take.
-_CHUNK_BYTES = 8_000_000
+_CHUNK_BYTES = 32_000_000
 
 
 def _adjustment_formula(dag: DAGCore, t: Hashable, y: Hashable, z: frozenset) -> Estimand:

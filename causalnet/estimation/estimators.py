@@ -217,14 +217,20 @@ class Weighting(Estimator):
         model = self.options.get("propensity_model")
         if model is not None:
             return self._sklearn_propensities(model, xz, w)
-        fits = []
-        for a in ((p.a1,) if p.kind == "binary" else (p.a1, p.a0)):
-            start = self.start(("e", id(a)), xz, a, np.ones(p.n)) if w.shape[0] > 1 else None
-            beta = logistic_regression(xz, a, w, start=start)                     # (b, 1+kz)
-            fits.append(special.expit(beta @ xz.T))                               # (b, n)
+        fits = [special.expit(beta @ xz.T) for beta in self.propensity_coefficients(w)]   # (b, n) each
         e1 = fits[0]
         e0 = 1.0 - e1 if p.kind == "binary" else fits[1]
         return self._clip(e1), self._clip(e0)
+
+    def propensity_coefficients(self, w: np.ndarray) -> list[np.ndarray]:
+        """Logistic coefficients (b, 1+kz) of P(treated | Z) (binary), or of both arms (categorical)."""
+        p = self.prep
+        xz = p.covariates()                                                       # (n, 1+kz)
+        out = []
+        for a in ((p.a1,) if p.kind == "binary" else (p.a1, p.a0)):
+            start = self.start(("e", id(a)), xz, a, np.ones(p.n)) if w.shape[0] > 1 else None
+            out.append(logistic_regression(xz, a, w, start=start))                # (b, 1+kz)
+        return out
 
     def _sklearn_propensities(self, model, xz, w):
         from sklearn.base import clone  # optional heavy dependency
@@ -310,6 +316,9 @@ class AIPW(Weighting):
         p = self.prep
         if self.flexible:
             return self._pseudo_mean(w)
+        if not is_data(w) and p.kind == "binary" and not (p.outcome_binary and self.options.get("link", "auto")
+                                                          != "linear"):
+            return self._linear_replicates(w)
         e1, e0 = self.propensities(w)
         mu1, mu0 = self.outcome_models(w)
         if is_data(w):
@@ -323,6 +332,40 @@ class AIPW(Weighting):
             self.means = np.array([m1[0], m0[0]])
             self._scores = (s1[0], s0[0])
         return m1 - m0
+
+    def _linear_replicates(self, w: np.ndarray) -> np.ndarray:
+        """Replicates (binary treatment, linear arm models) from sufficient statistics, never forming μ (b, n).
+
+        With ``μ_t = Xβ_t``: ``Σ w r μ_t = β_t·(wr @ X)`` and ``Σ w A_t (ρ/e_t)(Y − μ_t) = u_t @ Y − β_t·(u_t @ X)``
+        for ``u_t = w A_t ρ/e_t``; each arm's sums run over its own rows only, and the weights ρ/e_t come
+        straight from the propensity's linear predictor η (clipped as the propensity is): ``1/e₁ = 1 + e^(−η)``,
+        ``1/e₀ = 1 + e^η``, ``e₁/e₀ = e^η``.
+        """
+        p = self.prep
+        arms = self.__dict__.get("_arms")
+        if arms is None:                          # each arm's rows and design, built once (cached outer products)
+            xz = p.covariates()
+            arms = self._arms = [(i, np.ascontiguousarray(xz[i]), p.y[i])
+                                 for i in (np.flatnonzero(p.a1), np.flatnonzero(p.a0))]
+        (coef,) = self.propensity_coefficients(w)                                 # (b, 1+kz)
+        lo = special.logit(max(self.trim, 1e-12))
+        wr = w * self.r                                                           # (b, n)
+        g = wr @ p.covariates()                                                   # (b, 1+kz)
+        means = []
+        for arm, (i, x, y) in enumerate(arms):
+            wa = w[:, i]                                                          # (b, n_t)
+            beta = weighted_least_squares(x, y, wa)                               # (b, 1+kz)
+            eta = np.clip(coef @ x.T, lo, -lo)                                    # (b, n_t)
+            sign = {("ate", 0): -1.0, ("ate", 1): 1.0, ("att", 1): 1.0, ("atc", 0): -1.0}.get((self.estimand, arm))
+            if sign is None:                                                      # ρ/e_t = 1 on this arm
+                u = wa
+            else:
+                u = np.exp(sign * eta, out=eta)
+                if self.estimand == "ate":
+                    u += 1.0
+                u *= wa                                                           # (b, n_t)
+            means.append(np.sum(beta * (g - u @ x), axis=1) + u @ y)              # (b,)
+        return (means[0] - means[1]) / np.maximum(wr.sum(axis=1), 1e-300)
 
     def cross_fit(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-row scores (s1, s0), each (n,), with nuisances fitted on the other folds."""
