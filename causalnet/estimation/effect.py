@@ -31,7 +31,12 @@ def _fmt(v: Any) -> str:
 
 def question(outcome: Hashable, treatment: Hashable, treated: Any, control: Any, estimand: str = "ate") -> str:
     """The contrast in words, e.g. ``E[Y | do(T=1)] - E[Y | do(T=0)]`` (with ``, T=1`` for the ATT)."""
-    t, y = str(treatment), str(outcome)
+    y = str(outcome)
+    if isinstance(treatment, (list, tuple)):                  # a regime over time
+        def regime(levels):
+            return ", ".join(f"{a}={_fmt(v)}" for a, v in zip(treatment, levels))
+        return f"E[{y} | do({regime(treated)})] - E[{y} | do({regime(control)})]"
+    t = str(treatment)
     cond = ""
     if estimand == "att":
         cond = f", {t}={_fmt(treated)}"

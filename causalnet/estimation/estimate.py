@@ -44,7 +44,8 @@ from .effect import Effect
 from .identify import check_adjustment_set, default_adjustment_set
 from .linear import clear_cache
 from .methods import ESTIMATORS
-from .prepare import as_dag, as_frame, prepare
+from .prepare import as_dag, as_frame
+from .sequential import check_sequential_sets, sequential_formula, sequential_sets
 
 __all__ = ["estimate", "METHODS", "ESTIMANDS"]
 
@@ -82,6 +83,8 @@ def _instrument(dag: DAGCore, t, y, instrument, adjust) -> tuple[list, frozenset
 
 
 def _auto(dag: DAGCore, prep_kind: str | None, t, y) -> str:
+    if _is_sequence(t):
+        return "g-formula"
     try:
         default_adjustment_set(dag, t, y)
     except GraphError:
@@ -147,16 +150,29 @@ def _by_design(dag, frame, t, y, method, adjust, options) -> tuple[frozenset, An
     return frozenset(), None, {}
 
 
-IDENTIFICATION = {"adjustment": _by_adjustment, "plugin": _by_adjustment, "instrument": _by_instrument,
+def _by_sequence(dag, frame, t, y, method, adjust, options) -> tuple[frozenset, Any, dict]:
+    if not _is_sequence(t):
+        raise ModelError(f"method {method!r} needs a list of treatments in time order, got {t!r}")
+    sets = sequential_sets(dag, t, y) if adjust is None else check_sequential_sets(dag, t, y, adjust)
+    return frozenset().union(*sets), sequential_formula(t, y, sets), {"sets": sets}
+
+
+def _is_sequence(t) -> bool:
+    return isinstance(t, (list, tuple))
+
+
+IDENTIFICATION = {"sequential": _by_sequence, "adjustment": _by_adjustment, "plugin": _by_adjustment, "instrument": _by_instrument,
                   "frontdoor": _by_frontdoor, "design": _by_design}
 
 
 def _identify(dag, frame, t, y, method, adjust, options) -> tuple[str, frozenset, Any, dict]:
     """(method, adjustment set, formula, extra estimator options), by the method's kind of identification."""
     if method == "auto":
-        kind = "continuous" if (frame[t].dtype.kind == "f" and frame[t].nunique() > 2) else None
+        kind = None if _is_sequence(t) or not (frame[t].dtype.kind == "f" and frame[t].nunique() > 2) else "continuous"
         method = _auto(dag, kind, t, y)
     cls = ESTIMATORS[method]
+    if _is_sequence(t) and cls.identification != "sequential":
+        raise ModelError(f"a list of treatments needs method='g-formula' (the sequential back door), got {method!r}")
     z, formula, extra = IDENTIFICATION[cls.identification](dag, frame, t, y, method, adjust, options)
     if formula is None:
         formula = cls.design_formula(t, y, options)
@@ -252,10 +268,10 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
                "seed": seed, "instrument": instrument, "n_neighbors": n_neighbors, "match_on": match_on,
                "time": time, "unit": unit, "running": running, "cutoff": cutoff, "bandwidth": bandwidth}
     method, z, formula, extra = _identify(dag, frame, treatment, outcome, method, adjust, options)
-    prep = prepare(frame, treatment, outcome, [v for v in dag.topological_order() if v in z], modifiers,
-                   treated, control)
-    options.update(extra)
     cls = ESTIMATORS[method]
+    prep = cls.prepare(frame, treatment, outcome, [v for v in dag.topological_order() if v in z], modifiers,
+                       treated, control, extra)
+    options.update(extra)
     if estimand == "cate" and not cls.per_row:
         raise ModelError(f"estimand='cate' needs a method with per-row effects "
                          f"({[k for k, c in ESTIMATORS.items() if c.per_row]}), got {method!r}")
@@ -272,7 +288,8 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
 def _setup(graph_or_model, data, treatment, outcome, effect_modifiers) -> tuple[DAGCore, Any, list]:
     """The graph (unmeasured nodes made latent), the data frame and the effect modifiers, validated."""
     dag = as_dag(graph_or_model, "estimate")
-    for v, role in ((treatment, "treatment"), (outcome, "outcome")):
+    roles = [(v, "treatment") for v in treatment] if _is_sequence(treatment) else [(treatment, "treatment")]
+    for v, role in [*roles, (outcome, "outcome")]:
         if v not in dag:
             raise GraphError(f"the {role} {v!r} is not a node of the graph{dag.hint(v)}")
     frame = as_frame(data)
@@ -281,7 +298,8 @@ def _setup(graph_or_model, data, treatment, outcome, effect_modifiers) -> tuple[
         dag = DAG(dag.edges, nodes=dag.nodes, latent=dag.latent | unmeasured)
     modifiers = [] if effect_modifiers is None else ([effect_modifiers] if isinstance(effect_modifiers, str)
                                                      else list(effect_modifiers))
-    bad = [m for m in modifiers if m in dag and m in dag.descendants(treatment)]
+    treatments = set(treatment) if _is_sequence(treatment) else {treatment}
+    bad = [m for m in modifiers if m in dag and m in dag.descendants(treatments)]
     if bad:
         raise GraphError(f"effect modifier {bad[0]!r} descends from the treatment {treatment!r}; "
                          f"modifiers must be pre-treatment")

@@ -40,7 +40,7 @@ from scipy import special
 
 from ..errors import CausalNetWarning, ModelError
 from .linear import bootstrap_counts, cross_moments, logistic_regression, solve_batched, weighted_least_squares
-from .prepare import Prepared
+from .prepare import Prepared, prepare
 
 __all__ = ["Estimator", "Weighting", "Regression", "IPW", "AIPW", "TwoStageLeastSquares", "Plugin",
            "is_data", "target_mean", "resampled_rows"]
@@ -93,6 +93,11 @@ class Estimator:
     def bootstrap_weights(self, b: int, rng: np.random.Generator) -> np.ndarray:
         """Resampling counts (b, n) of `b` bootstrap replicates: rows drawn with replacement."""
         return bootstrap_counts(self.prep.n, b, rng)
+
+    @classmethod
+    def prepare(cls, frame, treatment, outcome, adjust, modifiers, treated, control, extra) -> Prepared:
+        """The arrays of the problem (:func:`~causalnet.estimation.prepare.prepare`; `extra` from identification)."""
+        return prepare(frame, treatment, outcome, adjust, modifiers, treated, control)
 
     @classmethod
     def design_formula(cls, treatment, outcome, options: dict) -> str:

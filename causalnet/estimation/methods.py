@@ -16,10 +16,11 @@ from .estimators import AIPW, IPW, Plugin, Regression, TwoStageLeastSquares
 from .frontdoor import FrontDoorLinear
 from .learners import SLearner, TLearner, XLearner
 from .matching import Matching
+from .sequential import SequentialGFormula
 from .tmle import TMLE
 
 __all__ = ["ESTIMATORS"]
 
 ESTIMATORS: dict = {cls.name: cls for cls in (
     Regression, IPW, AIPW, TMLE, Matching, TwoStageLeastSquares, Plugin, FrontDoorLinear,
-    DifferenceInDifferences, RegressionDiscontinuity, SLearner, TLearner, XLearner)}
+    DifferenceInDifferences, RegressionDiscontinuity, SLearner, TLearner, XLearner, SequentialGFormula)}
