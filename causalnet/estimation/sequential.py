@@ -46,6 +46,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+
 import numpy as np
 
 from ..errors import EvidenceError, GraphError, ModelError
@@ -89,7 +90,7 @@ def sequential_sets(dag: DAGCore, treatments: Sequence[Hashable], outcome: Hasha
     seen: set = set()
     out = []
     measured = set(dag.observed) - set(treatments) - {outcome}
-    for k, a in enumerate(treatments):
+    for k in range(len(treatments)):
         relevant = dag.ancestors(set(treatments[k + 1:]) | {outcome})
         z = frozenset(v for v in measured & relevant if v not in seen) - dag.descendants(set(treatments[k:]),
                                                                                           include_self=True)
