@@ -40,10 +40,12 @@ from ..errors import CausalNetWarning, GraphError, ModelError, NotIdentifiable, 
 from ..graph.core import DAGCore
 from ..graph.dag import DAG
 from ..graph.identification import Estimand, Probability, Product, Sum
+from ..learning.data import is_dask_collection
 from .effect import Effect
 from .identify import check_adjustment_set, default_adjustment_set
 from .linear import clear_cache
 from .methods import ESTIMATORS
+from .partitioned import PartitionedData, PartitionedEstimator, can_partition
 from .prepare import as_dag, as_frame
 from .sequential import check_sequential_sets, sequential_formula, sequential_sets
 
@@ -206,44 +208,57 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     ----------
     graph_or_model : DAG, CausalModel or str
         The causal graph (a model's ``.dag``; a string is parsed by :meth:`DAG.parse`).
-    data : pandas.DataFrame
-        One row per unit; a Dask DataFrame is computed first. Columns named as
-        the graph's nodes; a node without a column is treated as latent (never
-        adjusted for).
-    treatment, outcome : node
-    method : {"auto", "regression", "ipw", "aipw", "plugin", "iv"}
-        ``"auto"``: AIPW for a discrete treatment and regression for a
-        continuous one when an adjustment set exists, else IV when the graph
-        has an instrument, else the plug-in of the identified formula.
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        One row per unit, columns named as the graph's nodes (a node without a
+        column is latent). A Dask frame is reduced partition by partition for
+        regression and IPW with ``ci="analytic"``
+        (:mod:`~causalnet.estimation.partitioned`), else computed first.
+    treatment : node, or list of nodes in time order (a regime: ``method="g-formula"``)
+    outcome : node
+    method : str
+        One of :data:`METHODS`: ``"regression"``, ``"ipw"``, ``"aipw"``,
+        ``"tmle"``, ``"matching"``, ``"iv"``, ``"plugin"``, ``"frontdoor"``,
+        ``"did"``, ``"rdd"``, ``"s-learner"``, ``"t-learner"``, ``"x-learner"``,
+        ``"g-formula"`` (each documented in its module). ``"auto"``: the
+        g-formula for a list of treatments; else AIPW (discrete treatment) or
+        regression (continuous) when an adjustment set exists, else IV when
+        the graph has an instrument, else the front door (continuous) or the
+        plug-in of the identified formula (discrete).
     estimand : {"ate", "att", "atc", "cate"}
-        ``"cate"`` needs `effect_modifiers` and a regression: ``.effects``
-        holds the per-row effects, ``.value`` their mean.
+        ``"cate"`` needs `effect_modifiers` and a method with per-row effects
+        (regression, the meta-learners): ``.effects`` holds them, ``.value`` their mean.
     adjust : iterable of nodes, optional
-        The adjustment set to use instead of the optimal one; checked against the graph.
+        The adjustment set (front-door set for ``"frontdoor"``, one set per
+        treatment for ``"g-formula"``) instead of the graph's; checked against the graph.
     effect_modifiers : iterable of columns, optional
-        Interactions of the treatment with these columns in the regression.
+        Interactions with the treatment (regression); features of the meta-learners.
     treated, control : optional
-        The contrast (see :mod:`~causalnet.estimation.prepare` for the defaults).
+        The contrast (see :mod:`~causalnet.estimation.prepare`; a tuple per regime for the g-formula).
     instrument : node or list of nodes, optional
         For ``method="iv"``; by default the first instrument the graph implies.
-    ci : {"bootstrap", "analytic"}
-        With scikit-learn models the bootstrap refits them on every resample
-        (regression, IPW), except cross-fitted AIPW, whose bootstrap resamples
-        the rows' cross-fitted scores (nuisance models held fixed).
+    ci : {"auto", "bootstrap", "analytic"}
+        ``"auto"``: the method's analytic standard error for matching, TMLE,
+        the front door, DiD and RDD; the bootstrap otherwise (replicates fitted
+        together in vectorised chunks; flexible models are refitted per
+        replicate, except cross-fitted AIPW, which resamples its scores).
     n_bootstrap : int
-        Bootstrap replicates (fitted in vectorised chunks).
     confidence : float
     seed : int or numpy.random.Generator, optional
-    model : scikit-learn regressor, optional
-        The outcome model (regression: g-computation; AIPW: cross-fitted).
-    propensity_model : scikit-learn classifier, optional
-        The propensity model of IPW and AIPW (``predict_proba``).
+    model, propensity_model : scikit-learn estimators, optional
+        Outcome regressor and propensity classifier (regression, IPW, AIPW, meta-learners).
     trim : float, optional
         Clip propensities to ``[trim, 1 − trim]``.
     link : {"auto", "linear", "logistic"}
         The outcome model's link (``"auto"``: logistic for a 0/1 outcome).
     folds : int
         Cross-fitting folds of AIPW with flexible models.
+    n_neighbors, match_on
+        Matching: neighbours per unit, ``"propensity"`` or ``"covariates"``.
+    time, unit
+        Difference-in-differences: the post-period column and the cluster column.
+    running, cutoff, bandwidth
+        Regression discontinuity: the score column, the threshold, and the
+        bandwidth (default Imbens–Kalyanaraman).
 
     Returns
     -------
@@ -252,30 +267,37 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     Raises
     ------
     GraphError
-        A node is not in the graph, or `adjust` is not a valid adjustment set
-        (the message names the open path), or no adjustment set exists for a
-        method that needs one.
+        A node is not in the graph, or `adjust` is not valid (the message
+        names the open path), or no adjustment set exists for a method that needs one.
     EvidenceError
         A column is missing or has missing values, or the treatment has one value.
     ModelError
         The method does not fit the data (IPW with a continuous treatment, ...).
     NotIdentifiable
-        ``method="plugin"`` and the graph does not identify the effect.
+        The graph does not identify the effect the method needs.
     """
     _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers)
-    dag, frame, modifiers = _setup(graph_or_model, data, treatment, outcome, effect_modifiers)
+    dag, frame, modifiers = _setup(graph_or_model, data, treatment, outcome, effect_modifiers,
+                                   lazy=method in ("regression", "ipw") and ci == "analytic")
     options = {"model": model, "propensity_model": propensity_model, "trim": trim, "link": link, "folds": folds,
                "seed": seed, "instrument": instrument, "n_neighbors": n_neighbors, "match_on": match_on,
                "time": time, "unit": unit, "running": running, "cutoff": cutoff, "bandwidth": bandwidth}
     method, z, formula, extra = _identify(dag, frame, treatment, outcome, method, adjust, options)
-    cls = ESTIMATORS[method]
-    prep = cls.prepare(frame, treatment, outcome, [v for v in dag.topological_order() if v in z], modifiers,
-                       treated, control, extra)
     options.update(extra)
+    cls = ESTIMATORS[method]
     if estimand == "cate" and not cls.per_row:
         raise ModelError(f"estimand='cate' needs a method with per-row effects "
                          f"({[k for k, c in ESTIMATORS.items() if c.per_row]}), got {method!r}")
-    est = cls(prep, estimand, options)
+    zs = [v for v in dag.topological_order() if v in z]
+    if is_dask_collection(frame):
+        if can_partition(frame, method, ci, [treatment, outcome, *zs, *modifiers], options):
+            est = PartitionedEstimator(method, PartitionedData(frame, treatment, outcome, zs, modifiers, treated,
+                                                               control), estimand, options)
+        else:
+            frame = as_frame(frame)
+    if not is_dask_collection(frame):
+        est = cls(cls.prepare(frame, treatment, outcome, zs, modifiers, treated, control, extra), estimand, options)
+    prep = est.prep
     ci = est.default_ci if ci == "auto" else ci
     if ci == "bootstrap" and est.bootstrap_warning:
         warnings.warn(est.bootstrap_warning, CausalNetWarning, stacklevel=2)
@@ -285,14 +307,14 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         clear_cache()
 
 
-def _setup(graph_or_model, data, treatment, outcome, effect_modifiers) -> tuple[DAGCore, Any, list]:
-    """The graph (unmeasured nodes made latent), the data frame and the effect modifiers, validated."""
+def _setup(graph_or_model, data, treatment, outcome, effect_modifiers, lazy: bool) -> tuple[DAGCore, Any, list]:
+    """The graph (unmeasured nodes made latent), the data frame (a Dask one kept when `lazy`), the modifiers."""
     dag = as_dag(graph_or_model, "estimate")
     roles = [(v, "treatment") for v in treatment] if _is_sequence(treatment) else [(treatment, "treatment")]
     for v, role in [*roles, (outcome, "outcome")]:
         if v not in dag:
             raise GraphError(f"the {role} {v!r} is not a node of the graph{dag.hint(v)}")
-    frame = as_frame(data)
+    frame = data if lazy and is_dask_collection(data) else as_frame(data)
     unmeasured = frozenset(v for v in dag.observed if v not in frame.columns)
     if unmeasured:                                     # what the data do not hold is latent to the estimation
         dag = DAG(dag.edges, nodes=dag.nodes, latent=dag.latent | unmeasured)

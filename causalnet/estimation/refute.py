@@ -40,6 +40,7 @@ from scipy import special
 
 from ..errors import CausalNetWarning, ModelError
 from ..graph.dag import DAG
+from .prepare import as_frame
 
 __all__ = ["Refutation", "refute_effect", "REFUTERS"]
 
@@ -135,7 +136,7 @@ def refute_effect(effect, method: str = "placebo-treatment", *, n_simulations: i
     if effect.rerun is None:
         raise ModelError("this Effect cannot be re-estimated (it was not made by causalnet.estimate)")
     rng = np.random.default_rng(seed)
-    frame = effect.sensitivity_data["frame"]
+    frame = as_frame(effect.sensitivity_data["frame"])
     n, t, y = len(frame), effect.treatment, effect.outcome
     sims = np.empty(n_simulations)
     for i in range(n_simulations):

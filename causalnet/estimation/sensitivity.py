@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .linear import weighted_least_squares
-from .prepare import encode
+from .prepare import as_frame, encode
 
 __all__ = ["Sensitivity", "sensitivity_analysis", "e_value", "robustness_value", "partial_r2_bounds"]
 
@@ -118,7 +118,7 @@ class Sensitivity:
 
 
 def _evalue(effect) -> Sensitivity:
-    frame = effect.sensitivity_data["frame"]
+    frame = as_frame(effect.sensitivity_data["frame"])
     y = frame[effect.outcome].to_numpy(np.float64)
     binary = bool(np.isin(y, (0.0, 1.0)).all())
     lo, hi = effect.ci
@@ -149,7 +149,7 @@ def _ols_t(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _partial_r2(effect, benchmark, q: float, alpha: float, kd: float, ky: float | None) -> Sensitivity:
-    frame = effect.sensitivity_data["frame"]
+    frame = as_frame(effect.sensitivity_data["frame"])
     zs = sorted(effect.adjustment_set, key=str)
     z, names = encode(frame, zs, "adjustment")
     d, _ = encode(frame, [effect.treatment], "treatment")
