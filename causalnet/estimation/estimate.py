@@ -241,9 +241,7 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         the front door, DiD and RDD; the bootstrap otherwise (replicates fitted
         together in vectorised chunks; flexible models are refitted per
         replicate, except cross-fitted AIPW, which resamples its scores).
-    n_bootstrap : int
-    confidence : float
-    seed : int or numpy.random.Generator, optional
+    n_bootstrap, confidence, seed : int, float, int or numpy.random.Generator
     model, propensity_model : scikit-learn estimators, optional
         Outcome regressor and propensity classifier (regression, IPW, AIPW, meta-learners).
     trim : float, optional
@@ -267,18 +265,17 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     Raises
     ------
     GraphError
-        A node is not in the graph, or `adjust` is not valid (the message
-        names the open path), or no adjustment set exists for a method that needs one.
+        A node is not in the graph, `adjust` is not valid (naming the open path), or no set exists.
     EvidenceError
-        A column is missing or has missing values, or the treatment has one value.
+        A column is missing or incomplete, or the treatment has one value.
     ModelError
         The method does not fit the data (IPW with a continuous treatment, ...).
     NotIdentifiable
         The graph does not identify the effect the method needs.
     """
     _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers)
-    dag, frame, modifiers = _setup(graph_or_model, data, treatment, outcome, effect_modifiers,
-                                   lazy=method in ("regression", "ipw") and ci == "analytic")
+    lazy = method in ("regression", "ipw") and ci == "analytic"
+    dag, frame, modifiers = _setup(graph_or_model, data, treatment, outcome, effect_modifiers, lazy=lazy)
     options = {"model": model, "propensity_model": propensity_model, "trim": trim, "link": link, "folds": folds,
                "seed": seed, "instrument": instrument, "n_neighbors": n_neighbors, "match_on": match_on,
                "time": time, "unit": unit, "running": running, "cutoff": cutoff, "bandwidth": bandwidth}
@@ -289,14 +286,8 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         raise ModelError(f"estimand='cate' needs a method with per-row effects "
                          f"({[k for k, c in ESTIMATORS.items() if c.per_row]}), got {method!r}")
     zs = [v for v in dag.topological_order() if v in z]
-    if is_dask_collection(frame):
-        if can_partition(frame, method, ci, [treatment, outcome, *zs, *modifiers], options):
-            est = PartitionedEstimator(method, PartitionedData(frame, treatment, outcome, zs, modifiers, treated,
-                                                               control), estimand, options)
-        else:
-            frame = as_frame(frame)
-    if not is_dask_collection(frame):
-        est = cls(cls.prepare(frame, treatment, outcome, zs, modifiers, treated, control, extra), estimand, options)
+    est, frame = _estimator(cls, frame, (treatment, outcome, zs, modifiers, treated, control), estimand, options,
+                            extra, ci)
     prep = est.prep
     ci = est.default_ci if ci == "auto" else ci
     if ci == "bootstrap" and est.bootstrap_warning:
@@ -305,6 +296,17 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         return _result(est, prep, locals())
     finally:
         clear_cache()
+
+
+def _estimator(cls, frame, problem: tuple, estimand: str, options: dict, extra: dict, ci: str) -> tuple[Any, Any]:
+    """The estimator on the data (partition sums for a Dask frame when the method allows, else pandas) and the frame."""
+    treatment, outcome, zs, modifiers, treated, control = problem
+    if is_dask_collection(frame):
+        if can_partition(frame, cls.name, ci, [treatment, outcome, *zs, *modifiers], options):
+            data = PartitionedData(frame, treatment, outcome, zs, modifiers, treated, control)
+            return PartitionedEstimator(cls.name, data, estimand, options), frame
+        frame = as_frame(frame)
+    return cls(cls.prepare(frame, *problem, extra), estimand, options), frame
 
 
 def _setup(graph_or_model, data, treatment, outcome, effect_modifiers, lazy: bool) -> tuple[DAGCore, Any, list]:

@@ -49,13 +49,13 @@ from ..errors import ModelError
 from .estimators import Estimator, is_data, resampled_rows, target_mean
 from .linear import logistic_regression
 
-__all__ = ["MetaLearner", "SLearner", "TLearner", "XLearner", "LeastSquares", "Logistic"]
+__all__ = ["MetaLearner", "SLearner", "TLearner", "XLearner", "LeastSquaresLearner", "LogisticLearner"]
 
 
-class LeastSquares:
+class LeastSquaresLearner:
     """The default base regressor: least squares with an intercept (minimum-norm when collinear)."""
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> LeastSquares:
+    def fit(self, x: np.ndarray, y: np.ndarray) -> LeastSquaresLearner:
         design = np.column_stack([np.ones(len(x)), x])                            # (n, 1+d)
         self.coef_ = np.linalg.lstsq(design, y, rcond=None)[0]
         return self
@@ -64,10 +64,10 @@ class LeastSquares:
         return self.coef_[0] + x @ self.coef_[1:]
 
 
-class Logistic:
+class LogisticLearner:
     """The default propensity model: maximum-likelihood logistic regression with an intercept."""
 
-    def fit(self, x: np.ndarray, t: np.ndarray) -> Logistic:
+    def fit(self, x: np.ndarray, t: np.ndarray) -> LogisticLearner:
         design = np.column_stack([np.ones(len(x)), x])
         self.classes_ = np.unique(t)
         self.coef_ = logistic_regression(design, (t == self.classes_[-1]).astype(np.float64),
@@ -121,8 +121,8 @@ class MetaLearner(Estimator):
         return out
 
     def _arm_models(self, x, t, y):
-        m1 = _fresh(self.options.get("model"), LeastSquares).fit(x[t > 0], y[t > 0])
-        m0 = _fresh(self.options.get("model"), LeastSquares).fit(x[t == 0], y[t == 0])
+        m1 = _fresh(self.options.get("model"), LeastSquaresLearner).fit(x[t > 0], y[t > 0])
+        m0 = _fresh(self.options.get("model"), LeastSquaresLearner).fit(x[t == 0], y[t == 0])
         return m1, m0
 
 
@@ -132,7 +132,7 @@ class SLearner(MetaLearner):
     name = "s-learner"
 
     def learn(self, x, t, y):
-        model = _fresh(self.options.get("model"), LeastSquares)
+        model = _fresh(self.options.get("model"), LeastSquaresLearner)
         model.fit(np.column_stack([x, 1 - t, t]), y)
         f, n = self.features, self.prep.n
         return model.predict(np.column_stack([f, np.zeros(n), np.ones(n)])) - \
@@ -157,8 +157,8 @@ class XLearner(MetaLearner):
     def learn(self, x, t, y):
         m1, m0 = self._arm_models(x, t, y)
         treated, control = t > 0, t == 0
-        tau1 = _fresh(self.options.get("model"), LeastSquares).fit(x[treated], y[treated] - m0.predict(x[treated]))
-        tau0 = _fresh(self.options.get("model"), LeastSquares).fit(x[control], m1.predict(x[control]) - y[control])
-        g = _fresh(self.options.get("propensity_model"), Logistic).fit(x, t)
+        tau1 = _fresh(self.options.get("model"), LeastSquaresLearner).fit(x[treated], y[treated] - m0.predict(x[treated]))
+        tau0 = _fresh(self.options.get("model"), LeastSquaresLearner).fit(x[control], m1.predict(x[control]) - y[control])
+        g = _fresh(self.options.get("propensity_model"), LogisticLearner).fit(x, t)
         g1 = g.predict_proba(self.features)[:, list(g.classes_).index(1)]     # (n,)
         return g1 * tau0.predict(self.features) + (1 - g1) * tau1.predict(self.features)
