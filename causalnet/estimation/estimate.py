@@ -244,12 +244,9 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     n_bootstrap, confidence, seed : int, float, int or numpy.random.Generator
     model, propensity_model : scikit-learn estimators, optional
         Outcome regressor and propensity classifier (regression, IPW, AIPW, meta-learners).
-    trim : float, optional
-        Clip propensities to ``[trim, 1 − trim]``.
-    link : {"auto", "linear", "logistic"}
-        The outcome model's link (``"auto"``: logistic for a 0/1 outcome).
-    folds : int
-        Cross-fitting folds of AIPW with flexible models.
+    trim, link, folds : float, {"auto", "linear", "logistic"}, int
+        Clip propensities to ``[trim, 1 − trim]``; the outcome model's link
+        (``"auto"``: logistic for a 0/1 outcome); cross-fitting folds of AIPW.
     n_neighbors, match_on
         Matching: neighbours per unit, ``"propensity"`` or ``"covariates"``.
     time, unit
