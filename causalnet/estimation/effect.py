@@ -59,7 +59,7 @@ class Effect:
     p_value : float
         Two-sided, for the null hypothesis of no effect (normal reference).
     method : str
-        ``"regression"``, ``"ipw"``, ``"aipw"``, ``"plugin"`` or ``"iv"``.
+        The estimator's name, one of :data:`causalnet.estimation.METHODS` (``"aipw"``, ``"matching"``, ...).
     estimand : str
         The identified formula that was estimated, e.g. ``Σ_{Z} P(Z) P(Y | T, Z)``.
     target : {"ate", "att", "atc", "cate"}
@@ -71,10 +71,11 @@ class Effect:
     confidence : float
         Level of the interval.
     ci_method : {"bootstrap", "analytic"}
+        The interval actually computed (``ci="auto"`` resolved).
     replicates : ndarray of shape (B,) or None
         The bootstrap estimates.
     effects : ndarray of shape (n,) or None
-        Per-row effects (CATE) when the method gives them (regression).
+        Per-row effects (CATE) when the method gives them (regression, the meta-learners).
     means : ndarray of shape (2,) or None
         The target means of Y under treated and control, when available.
     diagnostics : dict

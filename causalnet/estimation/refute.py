@@ -87,7 +87,8 @@ class Refutation:
 
 def _point(effect, data, **changes) -> float:
     """The effect re-estimated on `data` (point only: analytic when the method has it)."""
-    ci = "bootstrap" if effect.method == "plugin" or changes.get("model") else "analytic"
+    ci = effect.ci_method                      # the original's interval kind: a method without an analytic one
+    #                                            keeps the bootstrap (two replicates: only the point is used)
     opts = {"ci": ci, "n_bootstrap": 2, **changes}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CausalNetWarning)
@@ -135,6 +136,9 @@ def refute_effect(effect, method: str = "placebo-treatment", *, n_simulations: i
         raise ModelError(f"fraction must be in (0, 1), got {fraction!r}")
     if effect.rerun is None:
         raise ModelError("this Effect cannot be re-estimated (it was not made by causalnet.estimate)")
+    if isinstance(effect.treatment, (list, tuple)):
+        raise ModelError(f"refutation re-estimates with one treatment column altered; the effect of the regime "
+                         f"{list(effect.treatment)} has several (refute each step's estimate instead)")
     rng = np.random.default_rng(seed)
     frame = as_frame(effect.sensitivity_data["frame"])
     n, t, y = len(frame), effect.treatment, effect.outcome

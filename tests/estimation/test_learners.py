@@ -70,3 +70,11 @@ def test_learner_bootstrap_and_refusals(frame):
         cn.estimate(graph_for(2), frame, "T", "Y", method="t-learner", ci="analytic")
     with pytest.raises(cn.ModelError, match="per-row"):
         cn.estimate(graph_for(2), frame, "T", "Y", method="ipw", estimand="cate", effect_modifiers=["Z0"])
+
+
+def test_refutation_of_a_learner_and_of_a_design(frame):
+    e = cn.estimate(graph_for(2), frame, "T", "Y", method="t-learner", n_bootstrap=5, seed=0)
+    r = e.refute("placebo-treatment", n_simulations=25, seed=0)
+    assert r.passed and np.all(np.abs(r.simulations) < abs(e.value))
+    m = cn.estimate(graph_for(2), frame, "T", "Y", method="matching", estimand="att")
+    assert m.refute("data-subset", n_simulations=5, seed=0).passed
