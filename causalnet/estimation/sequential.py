@@ -106,8 +106,11 @@ class SequentialData:
 
     def __init__(self, frame, treatments, outcome, sets, treated, control) -> None:
         self.frame, self.treatment, self.outcome = frame, tuple(treatments), outcome
-        if outcome not in frame.columns:
-            raise EvidenceError(f"the outcome {outcome!r} is not a column of the data")
+        for v, role in [(a, "treatment") for a in treatments] + [(outcome, "outcome")]:
+            if v not in frame.columns:
+                raise EvidenceError(f"the {role} {v!r} is not a column of the data")
+            if frame[v].isna().any():
+                raise EvidenceError(f"the {role} column {v!r} has {int(frame[v].isna().sum())} missing values")
         self.y = frame[outcome].to_numpy(np.float64)
         self.n = len(self.y)
         cols = [frame[a].to_numpy() for a in self.treatment]
@@ -181,6 +184,10 @@ class SequentialGFormula(Estimator):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     q = (sums / counts) @ x.T                                     # (b, n) cell means
             else:
+                if is_data(w) and masks[k].sum() <= x.shape[1]:
+                    raise EvidenceError(f"positivity fails: {int(masks[k].sum())} rows follow the regime "
+                                        f"{dict(zip(p.treatment, regime))} up to {p.treatment[k]!r}, too few for "
+                                        f"a regression on {x.shape[1]} columns")
                 beta = solve_batched(cross_moments(wk, x, x), (wk * q) @ x)       # (b, 1+k)
                 q = beta @ x.T                                                    # (b, n)
         return (w * q).sum(axis=1) / w.sum(axis=1)

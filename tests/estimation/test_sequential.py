@@ -111,3 +111,16 @@ def test_positivity_failure_is_named(data):
         cn.estimate(cn.DAG.parse(GRAPH), df, A, "Y", n_bootstrap=2)
     with pytest.raises(cn.ModelError, match="g-formula"):
         cn.estimate(cn.DAG.parse(GRAPH), data, A, "Y", method="aipw")
+
+
+def test_bad_regimes_and_columns_raise(data):
+    g = cn.DAG.parse(GRAPH)
+    with pytest.raises(cn.EvidenceError, match="positivity"):
+        cn.estimate(g, data, A, "Y", treated=(1, 7), n_bootstrap=2)
+    with pytest.raises(cn.ModelError, match="one value per treatment"):
+        cn.estimate(g, data, A, "Y", treated=(1,), n_bootstrap=2)
+    with pytest.raises(cn.EvidenceError, match="not a column"):
+        cn.estimate(g, data.drop(columns="A[1]"), A, "Y", n_bootstrap=2)
+    cont = data.assign(**{"L[1]": data["L[1]"] + 0.5 * np.random.default_rng(0).normal(size=len(data))})
+    with pytest.raises(cn.EvidenceError, match="too few"):
+        cn.estimate(g, cont, A, "Y", treated=(1, 5), n_bootstrap=2)
