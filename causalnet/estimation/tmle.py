@@ -6,8 +6,9 @@ continuous outcome):
 1. the outcome is put on [0, 1], ``Y* = (Y − a)/(b − a)`` with ``a, b`` its
    smallest and largest values (a 0/1 outcome is left as it is);
 2. an initial outcome model ``Q(T, Z) = E[Y* | T, Z]``: the logistic fit of
-   ``Y* ~ 1 + D + Z`` for a 0/1 outcome, else the least-squares fit, its
-   predictions clipped to ``[0.005, 0.995]`` (the fluctuation needs them inside (0, 1));
+   ``Y* ~ 1 + D + Z`` for a 0/1 outcome, else the least-squares fit; either
+   way its predictions are clipped to ``[0.005, 0.995]`` (the logistic
+   fluctuation needs them inside (0, 1));
 3. the propensities ``e_t(Z)`` (logistic, clipped by ``trim=``);
 4. the logistic **fluctuation**: with the clever covariate
    ``H = A_treated/e_treated − A_control/e_control``, the one-parameter logistic
