@@ -5,6 +5,8 @@ linear front door against two statsmodels OLS fits; each also recovers a simulat
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import causalnet as cn
@@ -152,3 +154,31 @@ def test_frontdoor_covers_known_effect_and_checks_the_set():
         cn.estimate(FD, _frontdoor_data(0), "T", "Y", method="frontdoor", adjust=["M1"])
     naive = cn.estimate(FD, _frontdoor_data(0), "T", "Y", method="frontdoor", ci="bootstrap", n_bootstrap=50, seed=0)
     assert abs(naive.std_err / cn.estimate(FD, _frontdoor_data(0), "T", "Y").std_err - 1) < 0.3
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(12, 60))
+def test_did_is_the_difference_of_the_four_cell_means(seed, n):
+    # invariant: the G x P coefficient of the saturated 2x2 regression is the double difference of cell means
+    rng = np.random.default_rng(seed)
+    g = np.repeat([0, 1], n // 2 + 2)
+    p = np.tile([0, 1], len(g) // 2)
+    g = g[:len(p)]
+    df = pd.DataFrame({"G": g, "post": p, "Y": rng.normal(size=len(p)) * 3 + rng.integers(0, 5, len(p))})
+    if df.groupby(["G", "post"]).size().shape[0] < 4:
+        return
+    e = cn.estimate("G -> Y", df, "G", "Y", method="did", time="post")
+    m = df.groupby(["G", "post"])["Y"].mean()
+    assert_allclose(e.value, (m[1, 1] - m[1, 0]) - (m[0, 1] - m[0, 0]), rtol=0, atol=1e-9)
+
+
+def test_t_learner_with_least_squares_is_the_fully_interacted_regression():
+    # identity: arm-wise linear fits = one regression with every covariate interacted with the treatment
+    from simdata import graph_for, simulate
+
+    df = simulate(500, 9)
+    t = cn.estimate(graph_for(), df, "T", "Y", method="t-learner", estimand="cate", effect_modifiers=["Z0"],
+                    n_bootstrap=2, seed=0)
+    r = cn.estimate(graph_for(), df, "T", "Y", method="regression", estimand="cate",
+                    effect_modifiers=["Z0", "Z1", "Z2"], ci="analytic")
+    assert_allclose(t.effects, r.effects, rtol=0, atol=1e-9)
