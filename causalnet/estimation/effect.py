@@ -80,13 +80,16 @@ class Effect:
         The target means of Y under treated and control, when available.
     diagnostics : dict
         E.g. ``first_stage_F`` and ``instrument`` for IV, ``min_propensity``.
+    analytic_available : bool
+        Whether the method, as configured, has an analytic standard error
+        (refutations re-estimate with it when it has, else with a two-replicate bootstrap).
     """
 
     def __init__(self, *, value: float, ci: tuple, std_err: float, p_value: float, method: str, estimand: str,
                  target: str, adjustment_set: frozenset, n: int, treatment: Hashable, outcome: Hashable,
                  treated: Any, control: Any, confidence: float, ci_method: str, replicates=None, effects=None,
                  means=None, diagnostics: dict | None = None, rerun: Callable[..., Effect] | None = None,
-                 sensitivity_data: dict | None = None) -> None:
+                 sensitivity_data: dict | None = None, analytic_available: bool = True) -> None:
         self.value, self.ci, self.std_err, self.p_value = float(value), tuple(map(float, ci)), float(std_err), \
             float(p_value)
         self.method, self.estimand, self.target = method, estimand, target
@@ -97,6 +100,7 @@ class Effect:
         self.diagnostics = dict(diagnostics or {})
         self.rerun = rerun
         self.sensitivity_data = dict(sensitivity_data or {})
+        self.analytic_available = bool(analytic_available)
 
     @property
     def question(self) -> str:

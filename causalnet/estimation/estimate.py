@@ -366,7 +366,7 @@ def _result(est, prep, ctx: dict) -> Effect:
                   treatment=prep.treatment, outcome=prep.outcome, treated=prep.treated, control=prep.control,
                   confidence=ctx["confidence"], ci_method=ctx["ci"], replicates=reps, effects=est.effects,
                   means=est.means, diagnostics=diagnostics, rerun=rerun,
-                  sensitivity_data={"frame": ctx["frame"], "dag": ctx["dag"]})
+                  sensitivity_data={"frame": ctx["frame"], "dag": ctx["dag"]}, analytic_available=est.has_analytic)
 
 
 def _check_options(method, estimand, ci, n_bootstrap, confidence, modifiers) -> None:

@@ -108,6 +108,11 @@ class Estimator:
         """(estimate, standard error) on the data."""
         raise ModelError(f"method {self.name!r} has no analytic standard error; use ci='bootstrap'")
 
+    @property
+    def has_analytic(self) -> bool:
+        """Whether :meth:`analytic` gives a standard error for this configuration."""
+        return type(self).analytic is not Estimator.analytic
+
 
 def is_data(w: np.ndarray) -> bool:
     """Whether the weighting `w` (b, n) is the data itself (one row of ones), not bootstrap replicates."""
@@ -179,6 +184,10 @@ class Regression(Estimator):
             self._store(wi[None], mu1, mu0)
             out[i] = target_mean(wi[None], self.r, mu1 - mu0)[0]
         return out
+
+    @property
+    def has_analytic(self) -> bool:
+        return self.options.get("model") is None
 
     def analytic(self):
         p = self.prep

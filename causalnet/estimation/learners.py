@@ -102,9 +102,6 @@ class MetaLearner(Estimator):
             raise ModelError(f"method {self.name!r} needs features: the adjustment set and effect_modifiers "
                              f"are both empty")
 
-    def analytic(self):
-        raise ModelError(f"method {self.name!r} has no analytic standard error; use ci='bootstrap'")
-
     def learn(self, x: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Fit on (x, t, y) and return τ at every data row (n,)."""
         raise NotImplementedError

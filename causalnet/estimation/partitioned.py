@@ -156,6 +156,7 @@ class PartitionedEstimator:
 
     default_ci = "analytic"
     bootstrap_warning = None
+    has_analytic = True
 
     def __init__(self, name: str, data: PartitionedData, estimand: str, options: dict) -> None:
         if name == "ipw" and data.kind != "binary":

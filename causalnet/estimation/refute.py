@@ -87,8 +87,7 @@ class Refutation:
 
 def _point(effect, data, **changes) -> float:
     """The effect re-estimated on `data` (point only: analytic when the method has it)."""
-    ci = effect.ci_method                      # the original's interval kind: a method without an analytic one
-    #                                            keeps the bootstrap (two replicates: only the point is used)
+    ci = "analytic" if effect.analytic_available else "bootstrap"    # bootstrap: two replicates, the point is used
     opts = {"ci": ci, "n_bootstrap": 2, **changes}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CausalNetWarning)
