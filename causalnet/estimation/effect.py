@@ -31,7 +31,12 @@ def _fmt(v: Any) -> str:
 
 def question(outcome: Hashable, treatment: Hashable, treated: Any, control: Any, estimand: str = "ate") -> str:
     """The contrast in words, e.g. ``E[Y | do(T=1)] - E[Y | do(T=0)]`` (with ``, T=1`` for the ATT)."""
-    t, y = str(treatment), str(outcome)
+    y = str(outcome)
+    if isinstance(treatment, (list, tuple)):                  # a regime over time
+        def regime(levels):
+            return ", ".join(f"{a}={_fmt(v)}" for a, v in zip(treatment, levels))
+        return f"E[{y} | do({regime(treated)})] - E[{y} | do({regime(control)})]"
+    t = str(treatment)
     cond = ""
     if estimand == "att":
         cond = f", {t}={_fmt(treated)}"
@@ -54,7 +59,7 @@ class Effect:
     p_value : float
         Two-sided, for the null hypothesis of no effect (normal reference).
     method : str
-        ``"regression"``, ``"ipw"``, ``"aipw"``, ``"plugin"`` or ``"iv"``.
+        The estimator's name, one of :data:`causalnet.estimation.METHODS` (``"aipw"``, ``"matching"``, ...).
     estimand : str
         The identified formula that was estimated, e.g. ``Σ_{Z} P(Z) P(Y | T, Z)``.
     target : {"ate", "att", "atc", "cate"}
@@ -66,21 +71,25 @@ class Effect:
     confidence : float
         Level of the interval.
     ci_method : {"bootstrap", "analytic"}
+        The interval actually computed (``ci="auto"`` resolved).
     replicates : ndarray of shape (B,) or None
         The bootstrap estimates.
     effects : ndarray of shape (n,) or None
-        Per-row effects (CATE) when the method gives them (regression).
+        Per-row effects (CATE) when the method gives them (regression, the meta-learners).
     means : ndarray of shape (2,) or None
         The target means of Y under treated and control, when available.
     diagnostics : dict
         E.g. ``first_stage_F`` and ``instrument`` for IV, ``min_propensity``.
+    analytic_available : bool
+        Whether the method, as configured, has an analytic standard error
+        (refutations re-estimate with it when it has, else with a two-replicate bootstrap).
     """
 
     def __init__(self, *, value: float, ci: tuple, std_err: float, p_value: float, method: str, estimand: str,
                  target: str, adjustment_set: frozenset, n: int, treatment: Hashable, outcome: Hashable,
                  treated: Any, control: Any, confidence: float, ci_method: str, replicates=None, effects=None,
                  means=None, diagnostics: dict | None = None, rerun: Callable[..., Effect] | None = None,
-                 sensitivity_data: dict | None = None) -> None:
+                 sensitivity_data: dict | None = None, analytic_available: bool = True) -> None:
         self.value, self.ci, self.std_err, self.p_value = float(value), tuple(map(float, ci)), float(std_err), \
             float(p_value)
         self.method, self.estimand, self.target = method, estimand, target
@@ -91,6 +100,7 @@ class Effect:
         self.diagnostics = dict(diagnostics or {})
         self.rerun = rerun
         self.sensitivity_data = dict(sensitivity_data or {})
+        self.analytic_available = bool(analytic_available)
 
     @property
     def question(self) -> str:

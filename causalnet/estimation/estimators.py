@@ -39,10 +39,11 @@ import numpy as np
 from scipy import special
 
 from ..errors import CausalNetWarning, ModelError
-from .linear import cross_moments, logistic_regression, solve_batched, weighted_least_squares
-from .prepare import Prepared
+from .linear import bootstrap_counts, cross_moments, logistic_regression, solve_batched, weighted_least_squares
+from .prepare import Prepared, prepare
 
-__all__ = ["Estimator", "Regression", "IPW", "AIPW", "TwoStageLeastSquares", "Plugin", "ESTIMATORS", "is_data"]
+__all__ = ["Estimator", "Weighting", "Regression", "IPW", "AIPW", "TwoStageLeastSquares", "Plugin",
+           "is_data", "target_mean", "resampled_rows"]
 
 
 class Estimator:
@@ -58,6 +59,14 @@ class Estimator:
     """
 
     name = "estimator"
+    #: How the graph identifies the effect: "adjustment", "plugin", "instrument", "frontdoor" or "design".
+    identification = "adjustment"
+    #: The interval ``ci="auto"`` gives.
+    default_ci = "bootstrap"
+    #: Whether ``.effects`` holds per-row effects (``estimand="cate"``).
+    per_row = False
+    #: A warning for ``ci="bootstrap"`` when the bootstrap is known to be invalid for the method.
+    bootstrap_warning: str | None = None
 
     def __init__(self, prep: Prepared, estimand: str, options: dict) -> None:
         self.prep, self.estimand, self.options = prep, estimand, dict(options)
@@ -81,9 +90,28 @@ class Estimator:
         """The estimate under each weighting: w (b, n) -> (b,)."""
         raise NotImplementedError
 
+    def bootstrap_weights(self, b: int, rng: np.random.Generator) -> np.ndarray:
+        """Resampling counts (b, n) of `b` bootstrap replicates: rows drawn with replacement."""
+        return bootstrap_counts(self.prep.n, b, rng)
+
+    @classmethod
+    def prepare(cls, frame, treatment, outcome, adjust, modifiers, treated, control, extra) -> Prepared:
+        """The arrays of the problem (:func:`~causalnet.estimation.prepare.prepare`; `extra` from identification)."""
+        return prepare(frame, treatment, outcome, adjust, modifiers, treated, control)
+
+    @classmethod
+    def design_formula(cls, treatment, outcome, options: dict) -> str:
+        """The identified quantity of a design-based method (``identification == "design"``)."""
+        raise ModelError(f"method {cls.name!r} is identified from the graph, not by its design")
+
     def analytic(self) -> tuple[float, float]:
         """(estimate, standard error) on the data."""
         raise ModelError(f"method {self.name!r} has no analytic standard error; use ci='bootstrap'")
+
+    @property
+    def has_analytic(self) -> bool:
+        """Whether :meth:`analytic` gives a standard error for this configuration."""
+        return type(self).analytic is not Estimator.analytic
 
 
 def is_data(w: np.ndarray) -> bool:
@@ -91,16 +119,22 @@ def is_data(w: np.ndarray) -> bool:
     return w.shape[0] == 1 and bool(np.all(w == 1.0))
 
 
-def _target_mean(w: np.ndarray, r: np.ndarray, v: np.ndarray) -> np.ndarray:
+def target_mean(w: np.ndarray, r: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Σ_i w r v / Σ_i w r for each weighting: w (b, n), v (b, n) or (n,) -> (b,)."""
     wr = w * r                                                                    # (b, n)
     return (wr * v).sum(axis=1) / np.maximum(wr.sum(axis=1), 1e-300)
+
+
+def resampled_rows(counts: np.ndarray) -> np.ndarray:
+    """The row indices a weighting of bootstrap counts (n,) stands for: row i repeated counts[i] times."""
+    return np.repeat(np.arange(len(counts)), counts.astype(np.int64))
 
 
 class Regression(Estimator):
     """G-computation from one outcome model ``Y ~ 1 + D + Z + D ⊗ M``: linear, logistic (binary Y) or `model=`."""
 
     name = "regression"
+    per_row = True
 
     def _link(self) -> str:
         link = self.options.get("link", "auto")
@@ -132,11 +166,11 @@ class Regression(Estimator):
             beta = logistic_regression(x, p.y, w, start=start)                    # (b, k)
             mu1, mu0 = special.expit(beta @ x1.T), special.expit(beta @ x0.T)    # (b, n)
         self._store(w, mu1, mu0)
-        return _target_mean(w, self.r, mu1) - _target_mean(w, self.r, mu0)
+        return target_mean(w, self.r, mu1) - target_mean(w, self.r, mu0)
 
     def _store(self, w, mu1, mu0) -> None:
         if is_data(w):
-            self.means = np.array([_target_mean(w, self.r, mu1)[0], _target_mean(w, self.r, mu0)[0]])
+            self.means = np.array([target_mean(w, self.r, mu1)[0], target_mean(w, self.r, mu0)[0]])
             self.effects = (mu1 - mu0)[0]
 
     def _fit_model(self, w, x, x1, x0):
@@ -148,8 +182,12 @@ class Regression(Estimator):
             est = clone(self.options["model"]).fit(x[rows, 1:], self.prep.y[rows])
             mu1, mu0 = est.predict(x1[:, 1:])[None], est.predict(x0[:, 1:])[None]  # (1, n)
             self._store(wi[None], mu1, mu0)
-            out[i] = _target_mean(wi[None], self.r, mu1 - mu0)[0]
+            out[i] = target_mean(wi[None], self.r, mu1 - mu0)[0]
         return out
+
+    @property
+    def has_analytic(self) -> bool:
+        return self.options.get("model") is None
 
     def analytic(self):
         p = self.prep
@@ -173,7 +211,7 @@ class Regression(Estimator):
         return value, float(np.sqrt(max(grad @ cov @ grad, 0.0)))
 
 
-class _Weighting(Estimator):
+class Weighting(Estimator):
     """Shared parts of IPW and AIPW: propensities of the two arms, clipping, the weight check."""
 
     def __init__(self, prep, estimand, options):
@@ -193,14 +231,20 @@ class _Weighting(Estimator):
         model = self.options.get("propensity_model")
         if model is not None:
             return self._sklearn_propensities(model, xz, w)
-        fits = []
-        for a in ((p.a1,) if p.kind == "binary" else (p.a1, p.a0)):
-            start = self.start(("e", id(a)), xz, a, np.ones(p.n)) if w.shape[0] > 1 else None
-            beta = logistic_regression(xz, a, w, start=start)                     # (b, 1+kz)
-            fits.append(special.expit(beta @ xz.T))                               # (b, n)
+        fits = [special.expit(beta @ xz.T) for beta in self.propensity_coefficients(w)]   # (b, n) each
         e1 = fits[0]
         e0 = 1.0 - e1 if p.kind == "binary" else fits[1]
         return self._clip(e1), self._clip(e0)
+
+    def propensity_coefficients(self, w: np.ndarray) -> list[np.ndarray]:
+        """Logistic coefficients (b, 1+kz) of P(treated | Z) (binary), or of both arms (categorical)."""
+        p = self.prep
+        xz = p.covariates()                                                       # (n, 1+kz)
+        out = []
+        for a in ((p.a1,) if p.kind == "binary" else (p.a1, p.a0)):
+            start = self.start(("e", id(a)), xz, a, np.ones(p.n)) if w.shape[0] > 1 else None
+            out.append(logistic_regression(xz, a, w, start=start))                # (b, 1+kz)
+        return out
 
     def _sklearn_propensities(self, model, xz, w):
         from sklearn.base import clone  # optional heavy dependency
@@ -235,7 +279,7 @@ class _Weighting(Estimator):
                           f"a different adjustment set", CausalNetWarning, stacklevel=4)
 
 
-class IPW(_Weighting):
+class IPW(Weighting):
     """Normalised (Hájek) inverse propensity weighting."""
 
     name = "ipw"
@@ -246,8 +290,8 @@ class IPW(_Weighting):
         if is_data(w):
             self.check_weights(e1, e0)
         q1, q0 = self.ratios(e1, e0)
-        m1 = _target_mean(w, p.a1 * q1, p.y)
-        m0 = _target_mean(w, p.a0 * q0, p.y)
+        m1 = target_mean(w, p.a1 * q1, p.y)
+        m0 = target_mean(w, p.a0 * q0, p.y)
         if is_data(w):
             self.means = np.array([m1[0], m0[0]])
         return m1 - m0
@@ -263,7 +307,7 @@ class IPW(_Weighting):
         return value, float(np.sqrt(np.mean(phi ** 2) / p.n))
 
 
-class AIPW(_Weighting):
+class AIPW(Weighting):
     """Augmented IPW (doubly robust); cross-fitted outcome and propensity models when they are flexible."""
 
     name = "aipw"
@@ -286,6 +330,9 @@ class AIPW(_Weighting):
         p = self.prep
         if self.flexible:
             return self._pseudo_mean(w)
+        if not is_data(w) and p.kind == "binary" and not (p.outcome_binary and self.options.get("link", "auto")
+                                                          != "linear"):
+            return self._linear_replicates(w)
         e1, e0 = self.propensities(w)
         mu1, mu0 = self.outcome_models(w)
         if is_data(w):
@@ -299,6 +346,40 @@ class AIPW(_Weighting):
             self.means = np.array([m1[0], m0[0]])
             self._scores = (s1[0], s0[0])
         return m1 - m0
+
+    def _linear_replicates(self, w: np.ndarray) -> np.ndarray:
+        """Replicates (binary treatment, linear arm models) from sufficient statistics, never forming μ (b, n).
+
+        With ``μ_t = Xβ_t``: ``Σ w r μ_t = β_t·(wr @ X)`` and ``Σ w A_t (ρ/e_t)(Y − μ_t) = u_t @ Y − β_t·(u_t @ X)``
+        for ``u_t = w A_t ρ/e_t``; each arm's sums run over its own rows only, and the weights ρ/e_t come
+        straight from the propensity's linear predictor η (clipped as the propensity is): ``1/e₁ = 1 + e^(−η)``,
+        ``1/e₀ = 1 + e^η``, ``e₁/e₀ = e^η``.
+        """
+        p = self.prep
+        arms = self.__dict__.get("_arms")
+        if arms is None:                          # each arm's rows and design, built once (cached outer products)
+            xz = p.covariates()
+            arms = self._arms = [(i, np.ascontiguousarray(xz[i]), p.y[i])
+                                 for i in (np.flatnonzero(p.a1), np.flatnonzero(p.a0))]
+        (coef,) = self.propensity_coefficients(w)                                 # (b, 1+kz)
+        lo = special.logit(max(self.trim, 1e-12))
+        wr = w * self.r                                                           # (b, n)
+        g = wr @ p.covariates()                                                   # (b, 1+kz)
+        means = []
+        for arm, (i, x, y) in enumerate(arms):
+            wa = w[:, i]                                                          # (b, n_t)
+            beta = weighted_least_squares(x, y, wa)                               # (b, 1+kz)
+            eta = np.clip(coef @ x.T, lo, -lo)                                    # (b, n_t)
+            sign = {("ate", 0): -1.0, ("ate", 1): 1.0, ("att", 1): 1.0, ("atc", 0): -1.0}.get((self.estimand, arm))
+            if sign is None:                                                      # ρ/e_t = 1 on this arm
+                u = wa
+            else:
+                u = np.exp(sign * eta, out=eta)
+                if self.estimand == "ate":
+                    u += 1.0
+                u *= wa                                                           # (b, n_t)
+            means.append(np.sum(beta * (g - u @ x), axis=1) + u @ y)              # (b,)
+        return (means[0] - means[1]) / np.maximum(wr.sum(axis=1), 1e-300)
 
     def cross_fit(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-row scores (s1, s0), each (n,), with nuisances fitted on the other folds."""
@@ -348,6 +429,7 @@ class TwoStageLeastSquares(Estimator):
     """Two-stage least squares ``Y ~ 1 + T + W`` with instruments ``Z`` (and W) for T."""
 
     name = "iv"
+    identification = "instrument"
 
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
@@ -408,6 +490,7 @@ class Plugin(Estimator):
     """The identified estimand with empirical frequencies (discrete data): `Estimand.evaluate` on the frame."""
 
     name = "plugin"
+    identification = "plugin"
 
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
@@ -439,7 +522,3 @@ class Plugin(Estimator):
             out[i] = m1 - m0
         return out
 
-
-ESTIMATORS: dict[str, Any] = {
-    "regression": Regression, "ipw": IPW, "aipw": AIPW, "iv": TwoStageLeastSquares, "plugin": Plugin,
-}

@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-__all__ = ["cross_moments", "solve_batched", "weighted_least_squares", "logistic_regression", "bootstrap_counts", "clear_cache"]
+__all__ = ["cross_moments", "solve_batched", "weighted_least_squares", "logistic_regression", "weighted_sigmoid",
+           "bootstrap_counts", "clear_cache"]
 
 
 def cross_moments(w: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -182,15 +183,37 @@ def _chord(x: np.ndarray, w: np.ndarray, wy: np.ndarray, beta: np.ndarray, tol: 
     scale = w.sum(axis=1).mean()
     h0 = (x * (p0 * (1 - p0) * scale / len(p0))[:, None]).T @ x  # (k, k)
     h0_inv = np.linalg.pinv(h0)
+    last = np.inf                                                 # no contraction observed before the second step
     for _ in range(max_iter):
-        p = special.expit(beta @ x.T)                             # (r, n)
-        step = (wy - (w * p) @ x) @ h0_inv                        # (r, k)
+        step = (wy - weighted_sigmoid(beta @ x.T, w) @ x) @ h0_inv   # (r, k)
         beta = beta + step
         if not np.all(np.isfinite(beta)):
             return beta, False
-        if np.max(np.abs(step)) < tol:
-            return beta, True
+        size = float(np.max(np.abs(step)))
+        ratio = size / last                                       # the observed contraction per step
+        if size < tol or (0 < ratio < 0.5 and size * ratio / (1 - ratio) < tol / 10):
+            return beta, True                                     # what is left is below tol / 10
+        last = size
     return beta, False
+
+
+def weighted_sigmoid(eta: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``w · expit(eta)`` elementwise, computed as ``w / (1 + exp(−eta))`` in place in `eta`'s copy.
+
+    numpy's vectorised ``exp`` is several times faster than ``scipy.special.expit``
+    on large arrays; ``exp`` overflowing to inf for ``eta < −709`` gives exactly 0.
+
+    Parameters
+    ----------
+    eta : ndarray of shape (r, n)
+        Linear predictors; overwritten.
+    w : ndarray of shape (r, n)
+    """
+    with np.errstate(over="ignore"):
+        np.negative(eta, out=eta)
+        np.exp(eta, out=eta)
+    eta += 1.0
+    return np.divide(w, eta, out=eta)
 
 
 def bootstrap_counts(n: int, b: int, rng: np.random.Generator) -> np.ndarray:

@@ -40,6 +40,7 @@ from scipy import special
 
 from ..errors import CausalNetWarning, ModelError
 from ..graph.dag import DAG
+from .prepare import as_frame
 
 __all__ = ["Refutation", "refute_effect", "REFUTERS"]
 
@@ -86,7 +87,7 @@ class Refutation:
 
 def _point(effect, data, **changes) -> float:
     """The effect re-estimated on `data` (point only: analytic when the method has it)."""
-    ci = "bootstrap" if effect.method == "plugin" or changes.get("model") else "analytic"
+    ci = "analytic" if effect.analytic_available else "bootstrap"    # bootstrap: two replicates, the point is used
     opts = {"ci": ci, "n_bootstrap": 2, **changes}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CausalNetWarning)
@@ -134,8 +135,11 @@ def refute_effect(effect, method: str = "placebo-treatment", *, n_simulations: i
         raise ModelError(f"fraction must be in (0, 1), got {fraction!r}")
     if effect.rerun is None:
         raise ModelError("this Effect cannot be re-estimated (it was not made by causalnet.estimate)")
+    if isinstance(effect.treatment, (list, tuple)):
+        raise ModelError(f"refutation re-estimates with one treatment column altered; the effect of the regime "
+                         f"{list(effect.treatment)} has several (refute each step's estimate instead)")
     rng = np.random.default_rng(seed)
-    frame = effect.sensitivity_data["frame"]
+    frame = as_frame(effect.sensitivity_data["frame"])
     n, t, y = len(frame), effect.treatment, effect.outcome
     sims = np.empty(n_simulations)
     for i in range(n_simulations):

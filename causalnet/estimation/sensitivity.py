@@ -43,9 +43,10 @@ import numpy as np
 
 from ..errors import ModelError
 from .linear import weighted_least_squares
-from .prepare import encode
+from .prepare import as_frame, encode
 
-__all__ = ["Sensitivity", "sensitivity_analysis", "e_value", "robustness_value", "partial_r2_bounds"]
+__all__ = ["Sensitivity", "sensitivity_analysis", "e_value", "robustness_value", "partial_r2_bounds",
+           "adjusted_estimate"]
 
 
 def e_value(rr: float) -> float:
@@ -110,6 +111,38 @@ class Sensitivity:
         nums = ", ".join(f"{k} = {v:.4g}" for k, v in self.values.items() if isinstance(v, float))
         return f"{self.method}: {nums}\n  {self.verdict}"
 
+    def plot(self, ax=None, *, limit: float | None = None, levels: int = 12):
+        """A contour plot (matplotlib): the estimate a confounder of given strength would leave.
+
+        - ``"partial-r2"``: the adjusted estimate over the partial R² of a
+          confounder with the treatment (x) and with the outcome (y), as in
+          Cinelli & Hazlett's figure 2; the zero contour is drawn red and the
+          benchmarks of the table marked;
+        - ``"e-value"``: the bias factor ``RR_UD RR_UY / (RR_UD + RR_UY − 1)``
+          over the confounder's risk ratios with treatment (x) and outcome (y);
+          the red contour is the observed risk ratio (the confounders that
+          explain it away), the E-value marked on the diagonal.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        limit : float, optional
+            Upper end of both axes (partial R² below 1; risk ratios above 1).
+        levels : int
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib.pyplot as plt  # optional dependency, only here
+
+        fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 4.5))
+        if self.method == "partial-r2":
+            _plot_partial_r2(ax, self, 0.4 if limit is None else limit, levels)
+        else:
+            _plot_e_value(ax, self, limit, levels)
+        return fig
+
     def to_pandas(self):
         """The benchmark table when there is one, else the values as one row."""
         import pandas as pd
@@ -117,8 +150,54 @@ class Sensitivity:
         return self.table if self.table is not None else pd.DataFrame([self.values])
 
 
+def adjusted_estimate(estimate: float, std_err: float, dof: float, r2dz, r2yz):
+    """Cinelli & Hazlett's estimate after removing a confounder with partial R² `r2dz` (treatment), `r2yz` (outcome)."""
+    bias = std_err * np.sqrt(dof) * np.sqrt(np.asarray(r2yz) * np.asarray(r2dz) / (1 - np.asarray(r2dz)))
+    return np.sign(estimate) * (abs(estimate) - bias)
+
+
+def _plot_partial_r2(ax, sens: Sensitivity, limit: float, levels: int) -> None:
+    if not 0 < limit < 1:
+        raise ModelError(f"limit must be in (0, 1) for partial R², got {limit!r}")
+    grid = np.linspace(0, limit, 101)
+    gx, gy = np.meshgrid(grid, grid)                                           # (101, 101)
+    est = adjusted_estimate(sens.values["estimate"], sens.values["std_err"], sens.values["dof"], gx, gy)
+    cs = ax.contour(gx, gy, est, levels=levels, colors="0.3", linewidths=0.8)
+    ax.clabel(cs, fontsize=7)
+    if est.min() < 0 < est.max() or est.min() > 0 > est.max():
+        ax.contour(gx, gy, est, levels=[0.0], colors="red", linewidths=1.5, linestyles="--")
+    if sens.table is not None:
+        for row in sens.table.itertuples():
+            ax.plot(row.r2dz_x, row.r2yz_dx, "r^")
+            ax.annotate(f"{row.kd:g}x {row.benchmark}", (row.r2dz_x, row.r2yz_dx), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("partial R² of confounder with treatment")
+    ax.set_ylabel("partial R² of confounder with outcome")
+    ax.set_title(f"adjusted estimate (unadjusted {sens.values['estimate']:.3g})")
+
+
+def _plot_e_value(ax, sens: Sensitivity, limit: float | None, levels: int) -> None:
+    rr = max(sens.values["rr"], 1 / sens.values["rr"])
+    top = 2 * sens.values["e_value"] if limit is None else float(limit)
+    if not top > 1:
+        raise ModelError(f"limit must be above 1 for risk ratios, got {limit!r}")
+    grid = np.linspace(1, top, 121)
+    gx, gy = np.meshgrid(grid, grid)
+    bias = gx * gy / (gx + gy - 1)                                              # (121, 121)
+    cs = ax.contour(gx, gy, bias, levels=levels, colors="0.3", linewidths=0.8)
+    ax.clabel(cs, fontsize=7)
+    if bias.max() > rr:
+        ax.contour(gx, gy, bias, levels=[rr], colors="red", linewidths=1.5)
+    ev = sens.values["e_value"]
+    ax.plot([ev], [ev], "ro")
+    ax.annotate(f"E-value {ev:.3g}", (ev, ev), fontsize=8, xytext=(4, -10), textcoords="offset points")
+    ax.set_xlabel("risk ratio of confounder with treatment")
+    ax.set_ylabel("risk ratio of confounder with outcome")
+    ax.set_title(f"bias factor (observed risk ratio {rr:.3g})")
+
+
 def _evalue(effect) -> Sensitivity:
-    frame = effect.sensitivity_data["frame"]
+    frame = as_frame(effect.sensitivity_data["frame"])
     y = frame[effect.outcome].to_numpy(np.float64)
     binary = bool(np.isin(y, (0.0, 1.0)).all())
     lo, hi = effect.ci
@@ -149,7 +228,7 @@ def _ols_t(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _partial_r2(effect, benchmark, q: float, alpha: float, kd: float, ky: float | None) -> Sensitivity:
-    frame = effect.sensitivity_data["frame"]
+    frame = as_frame(effect.sensitivity_data["frame"])
     zs = sorted(effect.adjustment_set, key=str)
     z, names = encode(frame, zs, "adjustment")
     d, _ = encode(frame, [effect.treatment], "treatment")
@@ -190,8 +269,7 @@ def _benchmarks(benchmark, names, zs, d, z, y, fit, kd, ky):
         r2dxj = t_d[1 + j] ** 2 / (t_d[1 + j] ** 2 + dof_d)
         r2yxj = t_out[2 + j] ** 2 / (t_out[2 + j] ** 2 + dof)
         r2dz, r2yz = partial_r2_bounds(r2dxj, r2yxj, kd, ky)
-        bias = se * np.sqrt(r2yz * r2dz / (1 - r2dz)) * np.sqrt(dof)
-        adj = np.sign(est) * (abs(est) - bias)
+        adj = float(adjusted_estimate(est, se, dof, r2dz, r2yz))
         adj_se = se * np.sqrt((1 - r2yz) / (1 - r2dz)) * np.sqrt(dof / (dof - 1))
         rows.append({"benchmark": str(b), "kd": kd, "ky": kd if ky is None else ky, "r2dz_x": r2dz, "r2yz_dx": r2yz,
                      "adjusted_estimate": float(adj), "adjusted_se": float(adj_se), "adjusted_t": float(adj / adj_se)})
