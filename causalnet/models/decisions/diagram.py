@@ -43,7 +43,7 @@ from typing import Any
 from ...errors import GraphError, ModelError
 from ...graph.dag import DAG
 from ...mechanisms.decisions import Decision, Utility, no_policy_error
-from ...mechanisms.tabular import CPT
+from ...mechanisms.tabular import CPT, Categorical
 from ...model import CausalModel
 from ...queries import parse_query
 from . import analysis
@@ -82,6 +82,7 @@ class InfluenceDiagram(CausalModel):
                  order: Sequence[Hashable] | None = None, limid: bool = False) -> None:
         super().__init__(mechanisms, latent=latent)
         self._setup(order, limid)
+        self._all_order = self._decisions
 
     def _setup(self, order, limid: bool, drawn: Iterable[Hashable] = ()) -> None:
         mechs = self.mechanisms
@@ -126,6 +127,11 @@ class InfluenceDiagram(CausalModel):
     def decisions(self) -> tuple:
         """The decisions without a policy, in the order they are made."""
         return self._decisions
+
+    @property
+    def decision_order(self) -> tuple:
+        """Every decision of the diagram as built, in order (including those given a policy or a ``do`` since)."""
+        return self._all_order
 
     @property
     def utilities(self) -> tuple:
@@ -207,7 +213,8 @@ class InfluenceDiagram(CausalModel):
         rules, plain = analysis.split_policy(self, interventions)
         mechs = dict(self.mechanisms)
         for d, (parents, table) in rules.items():
-            mechs[d] = CPT(parents, table, states=self.states(d))
+            mechs[d] = CPT(parents, table, states=self.states(d)) if parents else \
+                Categorical(table, states=self.states(d))
         edges = [(p, v) for v, m in mechs.items() for p in m.parents]
         dag = DAG(edges, nodes=list(mechs), latent=self.latent, intervened=self.dag.intervened)
         base = self._derive(CausalModel._from_parts(mechs, dag, dict(self.specs)))
@@ -219,6 +226,7 @@ class InfluenceDiagram(CausalModel):
         new = InfluenceDiagram._from_parts(dict(model.mechanisms), model.dag, dict(model.specs))
         order = [d for d in self._decisions if isinstance(new.mechanisms[d], Decision)]
         new._setup(order, self._limid, self._drawn)
+        new._all_order = self._all_order
         return new
 
     # -- queries -----------------------------------------------------------------------------
