@@ -64,14 +64,14 @@ def joint(spec: Spec) -> tuple[list, np.ndarray, np.ndarray]:
     shape = [spec.cards[v] for v in vs]
     W = np.ones(shape)
     for v, (ps, t) in spec.chance.items():
-        W = W * _broadcast(t, [*ps, v], vs, shape)
+        W = W * broadcast(t, [*ps, v], vs, shape)
     U = np.zeros(shape)
     for ps, t in spec.utilities.values():
-        U = U + _broadcast(np.asarray(t, dtype=float), list(ps), vs, shape)
+        U = U + broadcast(np.asarray(t, dtype=float), list(ps), vs, shape)
     return vs, W, U
 
 
-def _broadcast(t, tvars, vs, shape):
+def broadcast(t, tvars, vs, shape):
     order = sorted(range(len(tvars)), key=lambda i: vs.index(tvars[i]))
     t = np.transpose(np.asarray(t, dtype=float), order)
     sorted_vars = [tvars[i] for i in order]
@@ -85,7 +85,7 @@ def eu_brute(spec: Spec, tables: dict) -> float:
     shape = W.shape
     P = W
     for d, ps in spec.decisions.items():
-        P = P * _broadcast(tables[d], [*ps, d], vs, shape)
+        P = P * broadcast(tables[d], [*ps, d], vs, shape)
     return float(np.sum(P * U))
 
 
@@ -235,3 +235,20 @@ def pyagrum_meu(spec: Spec, perfect_recall: bool) -> float:
         ie.addNoForgettingAssumption(list(spec.decisions))
     ie.makeInference()
     return float(ie.MEU()["mean"])
+
+
+# -- causalnet's policies as tables over the declared parents ----------------------------------------
+
+
+def rule_over(rule, parents, cards):
+    """A rule's table broadcast over `parents` (a superset of the rule's own information)."""
+    shape = [cards[p] for p in parents]
+    out = np.empty((*shape, rule.table.shape[-1]))
+    for idx in np.ndindex(*shape):
+        sub = tuple(idx[parents.index(p)] for p in rule.parents)
+        out[idx] = rule.table[sub]
+    return out
+
+
+def as_tables(spec, policy):
+    return {d: rule_over(policy[d], list(ps), spec.cards) for d, ps in spec.decisions.items()}

@@ -9,7 +9,9 @@ ShaferShenoyLIMIDInference on the same diagram; Raiffa's oil wildcatter.
 import numpy as np
 import pytest
 from decision_diagrams import (
+    as_tables,
     best_over_all_policies,
+    broadcast,
     diagrams,
     eu_brute,
     expectimax,
@@ -24,27 +26,12 @@ import causalnet as cn
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def rule_over(rule, parents, cards):
-    """A rule's table broadcast over `parents` (a superset of the rule's own information)."""
-    shape = [cards[p] for p in parents]
-    out = np.empty((*shape, rule.table.shape[-1]))
-    for idx in np.ndindex(*shape):
-        sub = tuple(idx[parents.index(p)] for p in rule.parents)
-        out[idx] = rule.table[sub]
-    return out
-
-
-def as_tables(spec, policy):
-    return {d: rule_over(policy[d], list(ps), spec.cards) for d, ps in spec.decisions.items()}
-
-
 def reach(spec, tables, d, info):
     """P(info) of decision d's information under the policy (tables over declared parents)."""
     vs, W, _ = joint(spec)
     P = W
-    from decision_diagrams import _broadcast
     for e, ps in spec.decisions.items():
-        P = P * _broadcast(tables[e], [*ps, e], vs, W.shape)
+        P = P * broadcast(tables[e], [*ps, e], vs, W.shape)
     drop = tuple(i for i, v in enumerate(vs) if v not in info)
     return P.sum(axis=drop), [v for v in vs if v in info]
 
