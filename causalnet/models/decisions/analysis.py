@@ -75,7 +75,7 @@ def problem(diagram, limid: bool) -> Problem:
         if table is None or row_ev:
             raise ModelError(f"node {v!r} ({type(mech).__name__}) cannot be tabulated for solving")
         chance[v] = (diagram.dag.parents(v), table)
-    info = {d: diagram.information(d) if not limid else diagram.dag.parents(d) for d in diagram.decisions}
+    info = {d: diagram.information(d, limid=limid) for d in diagram.decisions}
     return Problem(cards, chance, tuple(diagram.decisions), info, utilities)
 
 

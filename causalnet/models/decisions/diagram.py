@@ -99,7 +99,9 @@ class InfluenceDiagram(CausalModel):
         self._drawn = frozenset(drawn) | frozenset(undecided)
         self._decisions = self._check_order(undecided, order)
 
-    def _check_order(self, undecided: list, order) -> tuple:
+    def _check_order(self, undecided: list, order, paths: bool = False) -> tuple:
+        """The decision order: `order` checked against the DAG, or the topological one (checked to be a chain
+        of directed paths unless the diagram is a LIMID, or when `paths`); sets ``_ordered``."""
         dag = self.dag
         if order is not None:
             if isinstance(order, (str, bytes)) or not isinstance(order, Iterable):
@@ -112,13 +114,16 @@ class InfluenceDiagram(CausalModel):
                 if later:
                     raise GraphError(f"order puts {d!r} before {later[0]!r}, but {later[0]!r} is an ancestor of "
                                      f"{d!r} in the DAG")
+            self._ordered = True
             return tuple(order)
-        if not self._limid:
+        self._ordered = False
+        if not self._limid or paths:
             for a, b in zip(undecided, undecided[1:]):
                 if a not in dag.ancestors(b):
                     raise GraphError(f"decisions {a!r} and {b!r} are not ordered by informational arcs (no directed "
                                      f"path from one to the other): pass order=[...] to say which is made first, "
                                      f"or limid=True for a limited-memory diagram")
+            self._ordered = True
         return tuple(undecided)
 
     # -- views ------------------------------------------------------------------------
@@ -149,17 +154,27 @@ class InfluenceDiagram(CausalModel):
         skip = set(self._decisions) | set(self._utilities)
         return tuple(v for v in self.nodes if v not in skip)
 
-    def information(self, decision: Hashable) -> tuple:
+    def information(self, decision: Hashable, *, limid: bool | None = None) -> tuple:
         """What `decision` knows: its parents, and with perfect recall also the earlier decisions and what they knew.
+
+        Parameters
+        ----------
+        decision : node
+        limid : bool, optional
+            Default: the diagram's own. True: the parents only.
 
         Raises
         ------
         ModelError
             If `decision` is not a decision of the diagram.
+        GraphError
+            Perfect recall asked of a LIMID whose decisions are not ordered.
         """
         d = self._check_decision(decision)
-        if self._limid:
+        if self._limid if limid is None else limid:
             return self.dag.parents(d)
+        if self._limid and not self._ordered:
+            self._check_order(list(self._decisions), None, paths=True)
         k = self._decisions.index(d)
         known = set()
         for e in self._decisions[:k + 1]:

@@ -112,14 +112,22 @@ def test_solubility_coordination_game():
     assert ordered.information("D2") == ("D1",)
 
 
-@FAST
-@given(diagrams(perfect_recall=False, max_chance=3))
-def test_is_soluble_agrees_with_pyagrum(spec):
-    gum = pytest.importorskip("pyagrum")
-    from decision_diagrams import to_pyagrum
-
-    ie = gum.ShaferShenoyLIMIDInference(to_pyagrum(spec))
-    assert spec.model(limid=True).is_soluble() == ie.isSolvable()
+def test_signalling_limid_is_not_soluble():
+    # D0 sees X0, D1 sees only D0, the utility wants D1 to match X0: the optimum encodes X0 in D0 and decodes
+    # it in D1, which single policy updating from uniform policies cannot find (pyAgrum's isSolvable says
+    # True here: it answers whether its own solver applies, not Lauritzen-Nilsson solubility)
+    m = cn.InfluenceDiagram({
+        "X0": cn.Categorical([0.35, 0.65]),
+        "D0": cn.Decision(["X0"], states=2),
+        "D1": cn.Decision(["D0"], states=2),
+        "U": cn.Utility(["X0", "D1"], [[1.0, 0.0], [0.0, 1.0]]),
+    }, limid=True)
+    assert not m.is_soluble()
+    sol = m.solve()
+    assert not sol.exact
+    assert sol.meu == pytest.approx(0.65)                           # a local optimum: D1 = the likelier state
+    assert m.expected_utility({"D0": lambda x: x, "D1": lambda d: d}) == pytest.approx(1.0)
+    assert m.solve(limid=False).meu == pytest.approx(1.0)           # with perfect recall D1 knows X0
 
 
 # -- regret -----------------------------------------------------------------------------------------
@@ -188,3 +196,12 @@ def test_regret_equals_monte_carlo_on_the_scm(spec, seed):
     se = diff.std() / np.sqrt(diff.size)
     assert abs(r.value - diff.mean()) <= 4 * se + 1e-9
     assert r.factual == pytest.approx(u_f[keep].mean(), abs=4 * u_f[keep].std() / np.sqrt(keep.sum()) + 1e-9)
+
+
+def test_perfect_recall_needs_an_order_even_for_a_limid():
+    m = cn.InfluenceDiagram({"D1": cn.Decision([], states=2), "D2": cn.Decision([], states=2),
+                             "U": cn.Utility(["D1", "D2"], [[1.0, 0.0], [0.0, 1.0]])}, limid=True)
+    for _ in range(2):                                   # refused every time (nothing is cached on failure)
+        with pytest.raises(cn.GraphError, match="not ordered"):
+            m.solve(limid=False)
+    assert m.solve().meu == pytest.approx(1.0)
