@@ -194,16 +194,14 @@ def policy_rules(diagram, policy) -> dict:
 
 
 def _ties(prob: Problem, d, q: np.ndarray, p_info: np.ndarray, states) -> list:
+    """The reachable information states of `d` (``P(i) > 0``) where several actions are within the tie tolerance."""
+    tol = TIE_RTOL * prob.utility_scale() * p_info                          # (*info_cards,)
+    best = q >= q.max(axis=-1, keepdims=True) - tol[..., None]             # (*info_cards, K)
     out = []
-    tol = TIE_RTOL * prob.utility_scale()
-    for idx in np.ndindex(*q.shape[:-1]):
-        if not p_info[idx] > 0:
-            continue
-        row = q[idx]
-        best = np.flatnonzero(row >= row.max() - tol * p_info[idx])
-        if len(best) > 1:
-            state = {p: states[p][i] for p, i in zip(prob.info[d], idx)}
-            out.append(Tie(d, state, tuple(states[d][k] for k in best)))
+    for idx in np.argwhere((best.sum(axis=-1) > 1) & (p_info > 0)):
+        idx = tuple(int(i) for i in idx)
+        state = {p: states[p][i] for p, i in zip(prob.info[d], idx)}
+        out.append(Tie(d, state, tuple(states[d][k] for k in np.flatnonzero(best[idx]))))
     return out
 
 
@@ -215,19 +213,22 @@ def solve(diagram, limid: bool) -> Solution:
     if not limid:
         prob = prob.with_info(requisite_parents(prob))
         order, exact, method = list(reversed(prob.decisions)), True, "backward induction (perfect recall)"
+        order_used = order
         policies, last, sweeps = single_policy_updating(prob, order, max_sweeps=1)
     else:
         order = solution_order(prob)
         exact = order is not None
         method = "single policy updating" + (" (soluble: exact)" if exact else " (not soluble: local optimum)")
-        policies, last, sweeps = single_policy_updating(prob, order or list(reversed(prob.decisions)))
+        order_used = order or list(reversed(prob.decisions))
+        policies, last, sweeps = single_policy_updating(prob, order_used)
     states = {v: diagram.states(v) for v in prob.cards}
     rules, ties = {}, []
     for d in prob.decisions:
         info = prob.info[d]
         rules[d] = DecisionRule(d, info, [states[p] for p in info], states[d], policies[d])
         ties += _ties(prob, d, *last[d], states)
-    meu = _eu(prob, policies)
+    q, _ = last[order_used[-1]]
+    meu = float(np.sum(q * policies[order_used[-1]]))      # the last update saw every other policy final
     return Solution(meu=meu, policy=Policy(rules, ties), method=method, exact=exact, sweeps=sweeps)
 
 

@@ -175,44 +175,42 @@ def expected_utility(problem: Problem, policies: Mapping) -> float:
 
 def information_probs(problem: Problem, policies: Mapping, d: Hashable) -> np.ndarray:
     """``P(i)``, shape ``(*info_cards,)``, of `d`'s information states under the policies of the others."""
-    info = problem.info[d]
-    if not info:
-        return np.ones(())
-    pm = problem.parents_map()
-    fs = _factors(problem, policies, _ancestral(pm, info))
-    return np.asarray(variable_elimination(fs, info).values)
+    return q_table(problem, policies, d)[1]
 
 
-def q_table(problem: Problem, policies: Mapping, d: Hashable, p_info: np.ndarray | None = None) -> np.ndarray:
-    """``Q(i, a)``, shape ``(*info_cards, K)``: ``P(i)`` times the expected utility of action ``a`` in state ``i``.
+_J = ("utility index",)
+"""The auxiliary variable that sums the utilities inside one elimination (a tuple: never a node name)."""
 
-    The other decisions follow `policies`; `d`'s own entry is ignored.
-    `p_info` is :func:`information_probs` (computed when not given).
+
+def q_table(problem: Problem, policies: Mapping, d: Hashable) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q, P(i))``: ``Q(i, a)``, shape ``(*info_cards, K)``, is ``P(i)`` times the expected utility of action
+    ``a`` in information state ``i``; ``P(i)`` has shape ``(*info_cards,)``.
+
+    The other decisions follow `policies`; `d`'s own entry is ignored. One
+    elimination computes every utility at once: an auxiliary variable ``J``
+    over ``0..m`` (``m`` utilities) with one factor per utility,
+    ``F_j(J, pa_j) = U_j(pa_j) - c_j`` at ``J = j`` and 1 elsewhere, so that
+    the product over ``j`` is ``U_j - c_j`` at ``J = j`` and 1 at ``J = 0``;
+    keeping ``J`` gives ``P(i)`` (at ``J = 0``) and every utility's share.
     """
     info = tuple(problem.info[d])
     keep = (*info, d)
-    if p_info is None:
-        p_info = information_probs(problem, policies, d)
     pm = problem.parents_map()
-    q = np.zeros((*[problem.cards[p] for p in info], problem.cards[d]))
-    downstream = _descendants(pm, d)
-    for u, (parents, _) in problem.utilities.items():
-        f, c = problem.utility_factor(u)
-        q += c * p_info[..., None]                              # the shift, the same for every action
-        if f is None:
-            continue
-        if u not in downstream:                                 # U does not depend on the action
-            nodes = _ancestral(pm, (*info, *parents))
-            fs = [*_factors(problem, policies, nodes), f]
-            q += np.asarray(variable_elimination(fs, info).values)[..., None] if info else \
-                float(variable_elimination(fs, ()).values)
-            continue
-        nodes = _ancestral(pm, (*keep, *parents)) - {d}
-        fs = [*_factors(problem, policies, nodes, skip=d), f]
-        if d not in {v for g in fs for v in g.vars}:            # d reaches U only through nodes pruned away
-            fs.append(Factor((d,), np.ones(problem.cards[d])))
-        q += np.asarray(variable_elimination(fs, keep).values)
-    return q
+    utils = [(f, c) for f, c in (problem.utility_factor(u) for u in problem.utilities)]
+    shift = sum(c for _, c in utils)
+    utils = [f for f, _ in utils if f is not None]
+    m = len(utils) + 1
+    fs = [Factor((_J,), np.ones(m)), Factor((d,), np.ones(problem.cards[d]))]
+    for j, f in enumerate(utils, start=1):
+        arr = np.ones((m, *f.cards))                            # (m, *pa_cards)
+        arr[j] = f.values
+        fs.append(Factor((_J, *f.vars), arr))
+    nodes = _ancestral(pm, (*keep, *(v for f in utils for v in f.vars))) - {d}
+    fs += _factors(problem, policies, nodes, skip=d)
+    r = np.asarray(variable_elimination(fs, (*keep, _J)).values)   # (*info_cards, K, m)
+    p_info = r[..., 0, 0]
+    q = r[..., 1:].sum(axis=-1) + shift * p_info[..., None]
+    return q, p_info
 
 
 def _descendants(pm: Mapping, d: Hashable) -> set:
@@ -237,8 +235,7 @@ def best_response(problem: Problem, policies: Mapping, d: Hashable) -> tuple[np.
     tolerance of the best, it is kept (so sweeps stop); otherwise the first
     best action is taken.
     """
-    p_info = information_probs(problem, policies, d)
-    q = q_table(problem, policies, d, p_info)
+    q, p_info = q_table(problem, policies, d)
     tol = TIE_RTOL * problem.utility_scale() * np.maximum(p_info, 1e-300)[..., None]
     best = q.max(axis=-1, keepdims=True)
     choice = np.argmax(q, axis=-1)
