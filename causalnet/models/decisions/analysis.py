@@ -1,7 +1,7 @@
 """What an influence diagram is asked: solve it, score a policy, price information and control.
 
 Each function takes an :class:`~causalnet.models.decisions.diagram.InfluenceDiagram`
-(through its public views) and works on its :class:`~.solver.Problem`:
+(through its public views) and works on its :class:`~.solver.DecisionProblem`:
 
 * :func:`solve`: with perfect recall, the information of each decision is
   what it and every earlier decision knew plus the earlier decisions
@@ -34,7 +34,7 @@ from ...model import CausalModel
 from .policy import DecisionRule, Policy, Solution, Tie
 from .solver import (
     TIE_RTOL,
-    Problem,
+    DecisionProblem,
     requisite_parents,
     single_policy_updating,
     solution_order,
@@ -47,7 +47,7 @@ __all__ = ["problem", "split_policy", "policy_rules", "solve", "expected_utility
            "value_of_information", "value_of_control", "regret", "Regret"]
 
 
-def problem(diagram, limid: bool) -> Problem:
+def problem(diagram, limid: bool) -> DecisionProblem:
     """The diagram as tables; decision information sets with perfect recall unless `limid`.
 
     Raises
@@ -76,7 +76,7 @@ def problem(diagram, limid: bool) -> Problem:
             raise ModelError(f"node {v!r} ({type(mech).__name__}) cannot be tabulated for solving")
         chance[v] = (diagram.dag.parents(v), table)
     info = {d: diagram.information(d, limid=limid) for d in diagram.decisions}
-    return Problem(cards, chance, tuple(diagram.decisions), info, utilities)
+    return DecisionProblem(cards, chance, tuple(diagram.decisions), info, utilities)
 
 
 # -- reading policies --------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def policy_rules(diagram, policy) -> dict:
 # -- solving -----------------------------------------------------------------------------------
 
 
-def _ties(prob: Problem, d, q: np.ndarray, p_info: np.ndarray, states) -> list:
+def _ties(prob: DecisionProblem, d, q: np.ndarray, p_info: np.ndarray, states) -> list:
     """The reachable information states of `d` (``P(i) > 0``) where several actions are within the tie tolerance."""
     tol = TIE_RTOL * prob.utility_scale() * p_info                          # (*info_cards,)
     best = q >= q.max(axis=-1, keepdims=True) - tol[..., None]             # (*info_cards, K)

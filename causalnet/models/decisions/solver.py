@@ -1,6 +1,6 @@
 """Expected utilities and optimal policies of an influence diagram, on the discrete factor algebra.
 
-A :class:`Problem` is an influence diagram as tables: the CPT of every chance
+A :class:`DecisionProblem` is an influence diagram as tables: the CPT of every chance
 node, the actions and informational parents of every decision, the table of
 every utility. Everything here computes with the
 :class:`~causalnet.inference.discrete.factors.Factor` algebra and
@@ -51,7 +51,7 @@ from ...graph.dag import DAG
 from ...inference.discrete.elimination import variable_elimination
 from ...inference.discrete.factors import Factor
 
-__all__ = ["Problem", "expected_utility", "q_table", "information_probs", "single_policy_updating",
+__all__ = ["DecisionProblem", "expected_utility", "q_table", "information_probs", "single_policy_updating",
            "uniform_policy", "requisite_parents", "solution_order", "is_extremal", "TIE_RTOL"]
 
 TIE_RTOL = 1e-9
@@ -59,7 +59,7 @@ TIE_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
-class Problem:
+class DecisionProblem:
     """An influence diagram as tables.
 
     Attributes
@@ -84,7 +84,7 @@ class Problem:
     utilities: dict
     _factors: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def with_info(self, info: Mapping) -> Problem:
+    def with_info(self, info: Mapping) -> DecisionProblem:
         """The same problem with other information sets."""
         return replace(self, info=dict(info), _factors={})
 
@@ -122,7 +122,7 @@ class Problem:
         return max(1.0, sum(float(np.max(np.abs(t))) for _, t in self.utilities.values()))
 
 
-def uniform_policy(problem: Problem, d: Hashable) -> np.ndarray:
+def uniform_policy(problem: DecisionProblem, d: Hashable) -> np.ndarray:
     """The uniform policy of `d`: ``(*info_cards, K)`` filled with ``1/K``."""
     shape = (*[problem.cards[p] for p in problem.info[d]], problem.cards[d])
     return np.full(shape, 1.0 / problem.cards[d])
@@ -138,7 +138,7 @@ def _ancestral(pm: Mapping, nodes) -> set:
     return seen
 
 
-def _factors(problem: Problem, policies: Mapping, nodes, skip=None) -> list[Factor]:
+def _factors(problem: DecisionProblem, policies: Mapping, nodes, skip=None) -> list[Factor]:
     out = []
     for v in nodes:
         if v in problem.chance:
@@ -148,12 +148,12 @@ def _factors(problem: Problem, policies: Mapping, nodes, skip=None) -> list[Fact
     return out
 
 
-def expected_utility(problem: Problem, policies: Mapping) -> float:
+def expected_utility(problem: DecisionProblem, policies: Mapping) -> float:
     """``sum_j E[U_j]`` when every decision follows its policy.
 
     Parameters
     ----------
-    problem : Problem
+    problem : DecisionProblem
     policies : mapping decision -> ndarray of shape (*info_cards, K)
         Rows sum to 1 (deterministic policies are one-hot rows).
 
@@ -173,7 +173,7 @@ def expected_utility(problem: Problem, policies: Mapping) -> float:
     return total
 
 
-def information_probs(problem: Problem, policies: Mapping, d: Hashable) -> np.ndarray:
+def information_probs(problem: DecisionProblem, policies: Mapping, d: Hashable) -> np.ndarray:
     """``P(i)``, shape ``(*info_cards,)``, of `d`'s information states under the policies of the others."""
     return q_table(problem, policies, d)[1]
 
@@ -182,7 +182,7 @@ _J = ("utility index",)
 """The auxiliary variable that sums the utilities inside one elimination (a tuple: never a node name)."""
 
 
-def q_table(problem: Problem, policies: Mapping, d: Hashable) -> tuple[np.ndarray, np.ndarray]:
+def q_table(problem: DecisionProblem, policies: Mapping, d: Hashable) -> tuple[np.ndarray, np.ndarray]:
     """``(Q, P(i))``: ``Q(i, a)``, shape ``(*info_cards, K)``, is ``P(i)`` times the expected utility of action
     ``a`` in information state ``i``; ``P(i)`` has shape ``(*info_cards,)``.
 
@@ -228,7 +228,7 @@ def _descendants(pm: Mapping, d: Hashable) -> set:
     return seen
 
 
-def best_response(problem: Problem, policies: Mapping, d: Hashable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def best_response(problem: DecisionProblem, policies: Mapping, d: Hashable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(policy, q, p_info)``: the one-hot best response of `d`, its ``Q`` table and ``P(i)``.
 
     Where the current policy of `d` is deterministic and within the tie
@@ -247,7 +247,7 @@ def best_response(problem: Problem, policies: Mapping, d: Hashable) -> tuple[np.
     return np.eye(problem.cards[d])[choice], q, p_info
 
 
-def single_policy_updating(problem: Problem, order: Sequence[Hashable], *, max_sweeps: int = 100,
+def single_policy_updating(problem: DecisionProblem, order: Sequence[Hashable], *, max_sweeps: int = 100,
                            init: Mapping | None = None) -> tuple[dict, dict, int]:
     """Single policy updating from uniform policies, in `order`, until a sweep changes nothing.
 
@@ -285,7 +285,7 @@ def _separated(dag: DAG, xs, ys, given) -> bool:
     return dag.d_separated(xs, ys, given=set(given))
 
 
-def requisite_parents(problem: Problem) -> dict:
+def requisite_parents(problem: DecisionProblem) -> dict:
     """decision -> the informational parents that can matter (a sub-tuple of its information set).
 
     A parent ``n`` of ``d`` is not requisite when it is d-separated from the
@@ -310,7 +310,7 @@ def requisite_parents(problem: Problem) -> dict:
     return info
 
 
-def is_extremal(problem: Problem, d: Hashable, others: Sequence[Hashable]) -> bool:
+def is_extremal(problem: DecisionProblem, d: Hashable, others: Sequence[Hashable]) -> bool:
     """Whether `d` is extremal among `others`: its downstream utilities are d-separated from the
     other decisions and their parents given `d` and its parents (Lauritzen & Nilsson)."""
     pm = problem.parents_map()
@@ -323,7 +323,7 @@ def is_extremal(problem: Problem, d: Hashable, others: Sequence[Hashable]) -> bo
     return _separated(problem.dag(), down, rest, fam)
 
 
-def solution_order(problem: Problem) -> list | None:
+def solution_order(problem: DecisionProblem) -> list | None:
     """An exact solution ordering (the decisions to update, first to last), or None if the diagram is not soluble.
 
     Repeatedly takes a decision extremal among those left (preferring the
