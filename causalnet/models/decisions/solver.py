@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...graph.dag import DAG
+from ...graph.separation import bayes_ball
 from ...inference.discrete.elimination import variable_elimination
 from ...inference.discrete.factors import Factor
 
@@ -291,19 +292,25 @@ def requisite_parents(problem: DecisionProblem) -> dict:
     A parent ``n`` of ``d`` is not requisite when it is d-separated from the
     utilities downstream of ``d`` given ``d`` and its other parents; such
     arcs are removed, from the last decision to the first, until nothing
-    changes (Lauritzen & Nilsson, Koller & Milch).
+    changes (Lauritzen & Nilsson, Koller & Milch). The requisite parents of
+    ``d`` are the ones a Bayes-ball from those utilities reaches given ``d``
+    and all its parents (Shachter's requisite observations): one search per
+    decision.
     """
     info = {d: tuple(problem.info[d]) for d in problem.decisions}
+    utilities = set(problem.utilities)
     changed = True
     while changed:
         changed = False
         for d in reversed(problem.decisions):
-            cur = problem.with_info(info)
-            dag = cur.dag()
-            pm = cur.parents_map()
-            down = _descendants(pm, d) & set(problem.utilities)
-            keep = tuple(n for n in info[d]
-                         if not _separated(dag, {n}, down, ({d} | set(info[d])) - {n}))
+            pm = problem.with_info(info).parents_map()
+            chi: dict = {v: [] for v in pm}
+            for v, ps in pm.items():
+                for p in ps:
+                    chi[p].append(v)
+            down = _descendants(pm, d) & utilities
+            up, below = bayes_ball(pm, chi, down, {d, *info[d]}) if down else (set(), set())
+            keep = tuple(n for n in info[d] if n in up or n in below)
             if keep != info[d]:
                 info[d] = keep
                 changed = True

@@ -205,3 +205,29 @@ def test_perfect_recall_needs_an_order_even_for_a_limid():
         with pytest.raises(cn.GraphError, match="not ordered"):
             m.solve(limid=False)
     assert m.solve().meu == pytest.approx(1.0)
+
+
+@FAST
+@given(diagrams(perfect_recall=False))
+def test_requisite_parents_match_the_d_separation_definition(spec):
+    # oracle: networkx's d-separation, iterated from the last decision to the first until nothing changes
+    import networkx as nx
+
+    m = spec.model(order=list(spec.decisions))
+    for limid in (True, False):
+        info = {d: list(m.information(d, limid=limid)) for d in spec.decisions}
+        changed = True
+        while changed:
+            changed = False
+            for d in reversed(list(spec.decisions)):
+                g = nx.DiGraph()
+                g.add_nodes_from([*spec.order, *spec.utilities])
+                g.add_edges_from((p, v) for v, (ps, _) in spec.chance.items() for p in ps)
+                g.add_edges_from((p, e) for e in spec.decisions for p in info[e])
+                g.add_edges_from((p, u) for u, (ps, _) in spec.utilities.items() for p in ps)
+                down = nx.descendants(g, d) & set(spec.utilities)
+                keep = [n for n in info[d] if down and not nx.is_d_separator(g, {n}, down, ({d, *info[d]} - {n}))]
+                if keep != info[d]:
+                    info[d], changed = keep, True
+        for d in spec.decisions:
+            assert list(m.requisite_parents(d, limid=limid)) == info[d], (d, limid)
