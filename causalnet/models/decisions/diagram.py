@@ -246,8 +246,10 @@ class InfluenceDiagram(CausalModel):
 
     # -- queries -----------------------------------------------------------------------------
 
-    def relevant_model(self, nodes: Iterable[Hashable]) -> CausalModel:
+    def relevant_model(self, nodes: Iterable[Hashable], intervened: Iterable[Hashable] = ()) -> CausalModel:
         """The model restricted to `nodes` and their ancestors (what a query on them needs).
+
+        Decisions in `intervened` are about to be set by the query's own ``do``.
 
         Raises
         ------
@@ -258,20 +260,20 @@ class InfluenceDiagram(CausalModel):
         nodes = [self.check_node(v) for v in nodes]
         keep = self.dag.ancestors(nodes, include_self=True)
         for d in self._decisions:
-            if d in keep:
+            if d in keep and d not in set(intervened):
                 raise no_policy_error(d)
         mechs = {v: m for v, m in self.mechanisms.items() if v in keep}
         edges = [(p, v) for v, m in mechs.items() for p in m.parents]
         dag = DAG(edges, nodes=list(mechs), latent=self.latent & keep, intervened=self.dag.intervened & keep)
         return CausalModel._from_parts(mechs, dag, {v: self.specs[v] for v in mechs})
 
-    def _asked(self, targets, evidence, do) -> tuple[InfluenceDiagram, list]:
+    def _asked(self, targets, evidence, do) -> tuple[InfluenceDiagram, list, list]:
         model = self.do(do) if do else self
+        inside: list = []
         if isinstance(targets, str) and "(" in targets:
             q = parse_query(targets)
             names = [t.name for t in q.targets + q.evidence] + list(q.do)
-            model = model.do({k: v for k, v in q.do.items() if k in model.decisions}) \
-                if any(k in model.decisions for k in q.do) else model
+            inside = list(q.do)
         elif isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
             names = [targets]
         else:
@@ -280,7 +282,7 @@ class InfluenceDiagram(CausalModel):
             names += list(evidence)
         elif evidence is not None and hasattr(evidence, "columns"):
             names += list(evidence.columns)
-        return model, names
+        return model, names, inside
 
     def query(self, targets, *, evidence=None, do=None, **options):
         """:meth:`CausalModel.query` on the part of the diagram the question needs.
@@ -292,14 +294,18 @@ class InfluenceDiagram(CausalModel):
         ModelError
             If the question depends on a decision without a policy.
         """
-        model, names = self._asked(targets, evidence, do)
-        return CausalModel.query(model.relevant_model(names), targets, evidence=evidence, **options)
+        model, names, inside = self._asked(targets, evidence, do)
+        soft = options.get("soft_evidence")
+        if isinstance(soft, Mapping):
+            names += list(soft)
+        return CausalModel.query(model.relevant_model(names, inside), targets, evidence=evidence, **options)
 
     def counterfactual(self, targets, *, evidence=None, do=None, **options):
         """:meth:`CausalModel.counterfactual` on the part of the diagram the question needs."""
-        model, names = self._asked(targets, evidence, None)
+        model, names, inside = self._asked(targets, evidence, None)
         names += list(do or {})
-        return CausalModel.counterfactual(model.relevant_model(names), targets, evidence=evidence, do=do, **options)
+        return CausalModel.counterfactual(model.relevant_model(names, [*inside, *(do or {})]), targets,
+                                          evidence=evidence, do=do, **options)
 
     # -- solving ---------------------------------------------------------------------------
 

@@ -83,6 +83,11 @@ def test_oil_under_policy(oil):
     # plain do on a decision inside query
     assert oil.query("Result", do={"Test": "no"})["not tested"] == pytest.approx(1.0)
     assert oil.query("Oil")["dry"] == pytest.approx(0.5)      # needs no decision
+    posterior = np.array([0.05, 0.09, 0.10]) / 0.24                 # P(Oil | closed), by Bayes' rule
+    assert oil.query("P(Oil | do(Test=yes), Result=closed)").probs == pytest.approx(posterior, abs=1e-12)
+    assert oil.query("Oil", evidence={"Result": "closed"}, do={"Test": "yes"}).probs == pytest.approx(posterior)
+    soft = oil.query("Oil", soft_evidence={"Result": [1.0, 0.0, 0.0, 0.0]}, do={"Test": "yes"})
+    assert soft.probs == pytest.approx(posterior, abs=1e-12)
 
 
 def test_unresolved_decisions_are_typed_errors(oil):
