@@ -264,9 +264,8 @@ def value_of_information(diagram, node, decision) -> float:
     base = diagram.solve().meu
     if node in diagram.dag.parents(decision):
         return 0.0
-    mechs = dict(diagram.mechanisms)
-    mechs[decision] = Decision([*mechs[decision].parents, node], states=diagram.states(decision))
-    return _rebuilt(diagram, mechs, list(diagram.decisions)).solve().meu - base
+    new = Decision([*diagram.mechanisms[decision].parents, node], states=diagram.states(decision))
+    return diagram.with_mechanisms({decision: new}, diagram.decisions).solve().meu - base
 
 
 def value_of_control(diagram, node) -> float:
@@ -280,24 +279,12 @@ def value_of_control(diagram, node) -> float:
     if diagram.specs[node].kind != DISCRETE:
         raise ModelError(f"{node!r} is {diagram.specs[node].describe()}; only discrete nodes can become decisions")
     base = diagram.solve().meu
-    mechs = dict(diagram.mechanisms)
-    mechs[node] = Decision(diagram.dag.parents(node), states=diagram.states(node))
     anc = diagram.dag.ancestors(node)
     order = list(diagram.decisions)
     at = max([i + 1 for i, d in enumerate(order) if d in anc], default=0)
     order.insert(at, node)
-    return _rebuilt(diagram, mechs, order).solve().meu - base
-
-
-def _rebuilt(diagram, mechs: dict, order: list):
-    plain, dos = {}, {}
-    for v, m in mechs.items():
-        if isinstance(m, Intervened):
-            plain[v], dos[v] = m.natural, m.value
-        else:
-            plain[v] = m
-    new = type(diagram)(plain, latent=diagram.latent, order=order, limid=diagram.limid)
-    return new.do(dos) if dos else new
+    new = Decision(diagram.dag.parents(node), states=diagram.states(node))
+    return diagram.with_mechanisms({node: new}, order).solve().meu - base
 
 
 # -- regret ----------------------------------------------------------------------------------

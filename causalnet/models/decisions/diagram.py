@@ -237,6 +237,31 @@ class InfluenceDiagram(CausalModel):
             return base
         return self._derive(CausalModel.do(base, plain))
 
+    def with_mechanisms(self, changes: Mapping[Hashable, Any], order: Sequence[Hashable]) -> InfluenceDiagram:
+        """The same diagram with some nodes' mechanisms replaced (same states) and the given decision order.
+
+        Interventions and policies already applied stay. Used to re-solve
+        with an added informational arc or a chance node made a decision.
+
+        Raises
+        ------
+        ModelError, GraphError
+            A mechanism that does not fit, a cycle, an order that disagrees with the DAG.
+        """
+        mechs = dict(self.mechanisms)
+        mechs.update(changes)
+        edges = [(p, v) for v, m in mechs.items() for p in m.parents]
+        dag = DAG(edges, nodes=list(mechs), latent=self.latent, intervened=self.dag.intervened)
+        specs = dict(self.specs)
+        for v, mech in changes.items():
+            got = mech.spec(v, {p: specs[p] for p in mech.parents})
+            if got != specs[v]:
+                raise ModelError(f"the new mechanism of {v!r} holds {got.describe()}, not {specs[v].describe()}")
+        new = InfluenceDiagram._from_parts(mechs, dag, specs)
+        new._setup(list(order), self._limid, self._drawn | {v for v, m in changes.items() if isinstance(m, Decision)})
+        new._all_order = tuple(order)
+        return new
+
     def _derive(self, model: CausalModel) -> InfluenceDiagram:
         new = InfluenceDiagram._from_parts(dict(model.mechanisms), model.dag, dict(model.specs))
         order = [d for d in self._decisions if isinstance(new.mechanisms[d], Decision)]

@@ -66,6 +66,12 @@ def test_value_of_control_oil(oil):
     assert oil.value_of_control("Result") == pytest.approx(55 - 22.5, abs=1e-9)
     with pytest.raises(cn.ModelError, match="not a chance node"):
         oil.value_of_control("Drill")
+    # with the test forced (a do on a decision): the 10 is paid whatever happens
+    tested = oil.do({"Test": "yes"})
+    assert tested.value_of_information("Oil", "Drill") == pytest.approx(55 - 10 - 22.5, abs=1e-9)
+    assert tested.value_of_control("Oil") == pytest.approx(200 - 10 - 22.5, abs=1e-9)
+    with pytest.raises(cn.ModelError, match="not a chance node"):
+        tested.value_of_control("Test")
 
 
 # -- requisite information, solubility ------------------------------------------------------------
