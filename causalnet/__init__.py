@@ -96,6 +96,12 @@ __all__ = [
     "explore",
     "ConditionalLinearGaussian",
     "GaussianMixture",
+    "Decision",
+    "Utility",
+    "InfluenceDiagram",
+    "Policy",
+    "Solution",
+    "decisions",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -197,4 +203,10 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "Sensitivity": ".estimation:Sensitivity",
     "test_graph": ".estimation:test_graph",
     "parse_query": ".queries:parse_query",
+    "Decision": ".mechanisms.decisions:Decision",
+    "Utility": ".mechanisms.decisions:Utility",
+    "decisions": ".models:decisions",
+    "InfluenceDiagram": ".models.decisions:InfluenceDiagram",
+    "Policy": ".models.decisions:Policy",
+    "Solution": ".models.decisions:Solution",
 })

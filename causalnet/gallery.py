@@ -28,6 +28,14 @@ Graphs
     Dust, Metal, Emission and Light, linear-Gaussian given the discrete
     states (the numbers are illustrative, not the original ones).
 
+Decisions
+---------
+``oil-wildcatter`` (kind ``"influence diagram"``)
+    Raiffa's (1968) oil wildcatter: test the site (cost 10) or not, then drill
+    (cost 70) or not, knowing the seismic result; the oil is dry, wet or
+    soaking (0.5, 0.3, 0.2) and pays 0, 120 or 270. Maximum expected utility
+    22.5: test, then drill unless the structure is diffuse.
+
 Approximate inference
 ---------------------
 ``ising-10x10``
@@ -64,6 +72,8 @@ References
        probabilities on graphical structures and their application to expert
        systems", J. R. Stat. Soc. B 50(2), 1988.
 .. [2] J. Pearl, "Causal diagrams for empirical research", Biometrika 82, 1995.
+.. [3] H. Raiffa, "Decision Analysis: Introductory Lectures on Choices under
+       Uncertainty", Addison-Wesley, 1968.
 """
 
 from __future__ import annotations
@@ -82,10 +92,12 @@ from .io import bnlearn
 from .io.bif import read_bif
 from .mechanisms.compact import NoisyOR
 from .mechanisms.conditional_gaussian import ConditionalLinearGaussian
+from .mechanisms.decisions import Decision, Utility
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.tabular import CPT, Categorical
 from .model import CausalModel
 from .models.causal_head import synthetic_number_task
+from .models.decisions.diagram import InfluenceDiagram
 
 __all__ = ["names", "describe", "kind", "load", "graph"]
 
@@ -318,6 +330,27 @@ def _noisy_or_diagnosis(diseases: int = 8, findings: int = 24, seed: int = 0):
 _register("ising-10x10", "markov", _ising, "a 10 x 10 Ising model (coupling 0.25, small random fields): a MarkovNetwork")
 _register("diagnosis-noisy-or", "discrete", _noisy_or_diagnosis,
           "QMR-style diagnosis: 8 rare diseases, 24 noisy-OR findings of 1 to 4 causes")
+
+
+def _oil_wildcatter():
+    """Raiffa's oil wildcatter: Test -> Result -> Drill, Oil -> Result, utilities TestCost and Payoff."""
+    results = ["closed", "open", "diffuse", "not tested"]
+    seismic = [[0.1, 0.3, 0.6], [0.3, 0.4, 0.3], [0.5, 0.4, 0.1]]          # P(result | oil), Raiffa's numbers
+    table = np.zeros((3, 2, 4))                                             # (Oil, Test, Result)
+    table[:, 0, 3] = 1.0                                                    # no test: no result
+    table[:, 1, :3] = seismic
+    return InfluenceDiagram({
+        "Oil": Categorical([0.5, 0.3, 0.2], states=["dry", "wet", "soaking"]),
+        "Test": Decision([], states=["no", "yes"]),
+        "Result": CPT(["Oil", "Test"], table, states=results),
+        "Drill": Decision(["Test", "Result"], states=["no", "drill"]),
+        "TestCost": Utility(["Test"], [0.0, -10.0]),
+        "Payoff": Utility(["Drill", "Oil"], [[0.0, 0.0, 0.0], [-70.0, 50.0, 200.0]]),
+    })
+
+
+_register("oil-wildcatter", "influence diagram", _oil_wildcatter,
+          "Raiffa's oil wildcatter: test, then drill knowing the seismic result (MEU 22.5)")
 
 
 def _register_bnlearn() -> None:

@@ -14,8 +14,11 @@ A model file is plain JSON in a versioned schema::
 ``nodes`` keeps the model's node order; each mechanism is its own
 ``to_dict()``, read back by the loader registered for its ``"type"`` (see
 :func:`register_mechanism`; built in: ``Categorical``, ``CPT``,
-``LinearGaussian``, ``CauchyLinear`` and the compact ``NoisyOR``, ``NoisyMax``
-and ``Logistic``, which keep their structural parameters, never a table). ``interventions`` (present only for an intervened model)
+``LinearGaussian``, ``CauchyLinear``, the compact ``NoisyOR``, ``NoisyMax``
+and ``Logistic``, which keep their structural parameters, never a table), and the influence diagram's ``Decision`` and ``Utility``.
+A file with decisions or utilities loads as a
+:class:`~causalnet.InfluenceDiagram`; its optional top-level ``"order"`` (the
+decision order) and ``"limid"`` fields round-trip too. ``interventions`` (present only for an intervened model)
 maps a node to its constant ``do`` value — a state name for a discrete node,
 a number or nested list otherwise, or a list of those (one per row) — and
 the file stores the node's natural mechanism, so loading rebuilds the model
@@ -65,11 +68,13 @@ from ..errors import CausalNetError, GraphError, ModelError, ResourceError
 from ..mechanisms.base import DISCRETE, Mechanism
 from ..mechanisms.cauchy import CauchyLinear
 from ..mechanisms.compact import Logistic, NoisyMax, NoisyOR
+from ..mechanisms.decisions import Decision, Utility
 from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
 from ..mechanisms.tabular import CPT, Categorical
 from ..model import CausalModel
+from ..models.decisions.diagram import InfluenceDiagram
 from .files import atomic_write, nesting_depth, parse, read_model_bytes
 
 __all__ = [
@@ -88,7 +93,7 @@ __all__ = [
 FORMAT = "causalnet-model"
 VERSION = 1
 
-_TOP_FIELDS = ("format", "version", "nodes", "latent", "interventions")
+_TOP_FIELDS = ("format", "version", "nodes", "latent", "interventions", "order", "limid")
 
 
 class _FieldError(ModelError):
@@ -336,6 +341,21 @@ def _load_logistic(d: dict) -> Mechanism:
     bias = _array(_need(d, "bias", ""), "bias", 1)
     return _build("", Logistic, parents, weights, bias,
                   states=_compact_states(d, bias.size))
+def _load_decision(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "states"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+    states = _need(d, "states", "")
+    if not isinstance(states, list) or not states:
+        raise _FieldError("states", f"expected a non-empty list of action names, got {_kind(states)}")
+    return _build("states", Decision, parents, states=_states(states, len(states), "states"))
+
+
+def _load_utility(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "table"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+    raw = _need(d, "table", "")
+    table = _number(raw, "table") if not parents else _array(raw, "table", len(parents))
+    return _build("table", Utility, parents, table)
 
 
 _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
@@ -346,6 +366,8 @@ _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
     "NoisyOR": _load_noisy_or,
     "NoisyMax": _load_noisy_max,
     "Logistic": _load_logistic,
+    "Decision": _load_decision,
+    "Utility": _load_utility,
 }
 
 
@@ -528,11 +550,36 @@ def _from_doc(doc: Any) -> CausalModel:
     _check_header(doc)
     mechs, _ = _read_nodes(_need_top(doc, "nodes"))
     latent = _read_latent(doc, mechs)
+    diagram = "order" in doc or "limid" in doc or any(isinstance(m, (Decision, Utility)) for m in mechs.values())
     try:
-        model = CausalModel(mechs, latent=latent)
+        if diagram:
+            model = InfluenceDiagram(mechs, latent=latent, order=_read_order(doc, mechs),
+                                     limid=_read_limid(doc))
+        else:
+            model = CausalModel(mechs, latent=latent)
     except (ModelError, GraphError) as e:
         raise ModelError(f"nodes: {e}") from None
     return _apply_interventions(model, doc.get("interventions"), latent)
+
+
+def _read_order(doc: dict, mechs: dict) -> list | None:
+    if "order" not in doc:
+        return None
+    try:
+        order = _names(doc["order"], "order")
+    except _FieldError as e:
+        raise ModelError(str(e)) from None
+    for j, v in enumerate(order):
+        if not isinstance(mechs.get(v), Decision):
+            raise ModelError(f"order[{j}]: {v!r} is not a decision node")
+    return order
+
+
+def _read_limid(doc: dict) -> bool:
+    limid = doc.get("limid", False)
+    if not isinstance(limid, bool):
+        raise ModelError(f"limid: expected true or false, got {_kind(limid)}")
+    return limid
 
 
 def _need_top(doc: dict, key: str) -> Any:
@@ -680,6 +727,11 @@ def to_json(model: CausalModel) -> str:
     tail = f' "latent": {_dumps(latent)}'
     if dos:
         tail += f',\n "interventions": {_dumps(dos)}'
+    if isinstance(model, InfluenceDiagram):
+        mechs = model.mechanisms
+        order = [d for d in model.decision_order
+                 if isinstance(mechs[d].natural if isinstance(mechs[d], Intervened) else mechs[d], Decision)]
+        tail += f',\n "order": {_dumps(order)}, "limid": {_dumps(model.limid)}'
     out.append(tail + "}")
     return "\n".join(x for x in out if x) + "\n"
 
