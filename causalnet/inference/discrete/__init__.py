@@ -27,7 +27,8 @@ queries, MAP, log-probabilities), :mod:`.policy` (the route of each query),
 programs), :mod:`.batches` (distinct evidence rows, chunked),
 :mod:`.cliques` (clique-tree structure), :mod:`.junction_tree`
 (:class:`JunctionTree`), :mod:`.hugin` (one Hugin propagation),
-:mod:`.prior_tree` (the calibrated prior tree).
+:mod:`.prior_tree` (the calibrated prior tree), :mod:`.every_node` (every node's posterior
+under evidence and ``do`` on one network's caches: :func:`all_marginals`).
 
 Legend: ``n`` batch rows, ``K`` states.
 
@@ -57,6 +58,7 @@ from .engine import (
     node_table,
     shift_map,
 )
+from .every_node import all_marginals
 from .factors import Factor, factor_product
 from .junction_tree import JunctionTree
 from .network import DiscreteNetwork
@@ -80,6 +82,7 @@ __all__ = [
     "QueryPolicy",
     "MarginalsPolicy",
     "EvidenceRows",
+    "all_marginals",
     # factors and orders
     "Factor",
     "factor_product",

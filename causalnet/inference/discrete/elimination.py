@@ -377,13 +377,18 @@ class DiscreteBN(DiscreteNetwork):
 
     # -- compilation -------------------------------------------------------------
 
-    def _compile(self, tidx: tuple[int, ...], ev: frozenset, batched: frozenset, method, mode: str) -> _Plan:
+    def _compile(self, tidx: tuple[int, ...], ev: frozenset, batched: frozenset, method, mode: str,
+                 nodes: frozenset | None = None) -> _Plan:
         """Compile a query (``mode="sum"``) or MAP (``mode="max"``) program.
 
-        The orders are fixed and their tables checked against
-        ``limits.get("max_table_bytes")`` before any table is built.
+        `nodes`, when given, are the nodes whose CPTs enter (a requisite set);
+        else the ancestors of the targets and the evidence. The orders are
+        fixed and their tables checked against ``limits.get("max_table_bytes")``
+        before any table is built.
         """
-        if mode == "max" and not tidx:
+        if nodes is not None:
+            nodes = set(nodes)
+        elif mode == "max" and not tidx:
             tidx = tuple(v for v in range(len(self._names)) if v not in ev)
             nodes = set(range(len(self._names)))
         else:
@@ -431,16 +436,23 @@ class DiscreteBN(DiscreteNetwork):
                                what="an intermediate table of variable elimination")
         check_clique_bytes([targets], card, self._names, what="the joint table of the targets")
 
-    def _plan(self, tidx, ev: dict, method, mode: str) -> _Plan:
+    def _plan(self, tidx, ev, method, mode: str, nodes: frozenset | None = None) -> _Plan:
         evset = frozenset(ev)
-        batched = frozenset(k for k, x in ev.items() if type(x) is not int)
-        key = (mode, tidx, evset, batched, method)
+        batched = frozenset(k for k, x in ev.items() if type(x) is not int) if isinstance(ev, dict) else frozenset()
+        key = (mode, tidx, evset, batched, method, nodes)
         plan = self._cache_plans.get(key)
         if plan is None:
             if len(self._cache_plans) >= _MAX_PLANS:
                 self._cache_plans.pop(next(iter(self._cache_plans)))
-            plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode)
+            plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode, nodes)
         return plan
+
+    def query_on(self, tidx: tuple[int, ...], nodes: frozenset, observed: frozenset, ev: dict):
+        """``((P(targets | e), log of the requisite part of P(e)), that part unscaled)`` from the CPTs of
+        `nodes` only (a requisite set, see :mod:`.every_node`), scalar evidence; `observed` are the
+        observed nodes in their families (their values in `ev`). The program is cached per
+        (targets, nodes, observed)."""
+        return self._query(self._plan(tidx, observed, "weighted-min-fill", "sum", nodes), tidx, ev, None)
 
     def _run(self, plan: _Plan, ev: dict, read):
         """Run `plan`, rerunning with rescaling when P(e) underflows: ``(read's answer, z)``.
