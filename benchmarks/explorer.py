@@ -40,6 +40,9 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's causalnet, not an installed one
 
 import numpy as np  # noqa: E402
 from discrete_common import bif_path, load_pyagrum  # noqa: E402

@@ -24,7 +24,6 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from types import MappingProxyType
@@ -93,7 +92,7 @@ class CausalModel:
         for node, mech in mechs.items():
             for p in mech.parents:
                 if p not in mechs:
-                    close = difflib.get_close_matches(str(p), [str(k) for k in mechs], n=1)
+                    close = _close_match(str(p), [str(k) for k in mechs], n=1)
                     hint = f"; did you mean {close[0]!r}?" if close else ""
                     raise ModelError(f"node {node!r} has parent {p!r}, which has no mechanism{hint}")
         edges = [(p, node) for node, mech in mechs.items() for p in mech.parents]
@@ -190,7 +189,7 @@ class CausalModel:
         except TypeError:
             ok = False
         if not ok:
-            close = difflib.get_close_matches(str(node), [str(k) for k in self._mechs], n=1)
+            close = _close_match(str(node), [str(k) for k in self._mechs], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise exc(f"unknown {what} {node!r}{hint}")
         return node
@@ -779,3 +778,10 @@ def fit(structure, data, **options) -> CausalModel:
     ('dry', 'wet')
     """
     return learning.fit(structure, data, model_class=CausalModel, **options)
+
+
+def _close_match(word: str, choices: list, n: int = 1) -> list:
+    """``difflib.get_close_matches`` (difflib is imported here, on a bad name only)."""
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=n)

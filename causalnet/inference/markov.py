@@ -34,8 +34,6 @@ Examples
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
@@ -173,6 +171,8 @@ class MarkovNetwork:
 
     def render(self, path, format: str | None = None):
         """Write the graph as DOT text (``.dot``/``.gv``) or, with Graphviz's ``dot`` program, SVG/PNG."""
+        import shutil
+        import subprocess
         from pathlib import Path
 
         path = Path(path)

@@ -398,7 +398,11 @@ class DiscreteBN(DiscreteNetwork):
         tset = set(tidx)
         order = self._order(adj, [v for v in adj if v not in tset], method, mode == "sum")
         morder = self._order(adj, list(tidx), method) if mode == "max" else []
-        self._check_tables(before, order + morder, tidx if mode == "sum" else ())
+        if isinstance(method, str):      # heuristic orders are bounded as they are built: the targets' table only
+            check_clique_bytes([tidx if mode == "sum" else ()], self._card, self._names,
+                               what="the joint table of the targets")
+        else:
+            self._check_tables(before, order + morder, tidx if mode == "sum" else ())
         el = _Elimination(ProgramBuilder(self._card, sorted(ev), self._cache_folds))
         b = el.builder
         el.add([self.factor_slot(b, v, ev, batched) for v in sorted(nodes)])

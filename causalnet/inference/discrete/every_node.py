@@ -6,12 +6,13 @@ at a time and an occasional ``do``. :func:`all_marginals` answers it without
 building anything per request that an earlier request built already:
 
 * when the network's junction tree is small (no clique over `max_clique`
-  entries), from that tree: :meth:`~.junction_tree.JunctionTree.marginals`
-  (a Hugin propagation, then the calibrated prior tree) without interventions;
-  with interventions, one Hugin propagation on the *same* tree with the
-  intervened nodes' CPTs left out and the nodes clamped (a ``do`` removes
-  edges, and a junction tree of a graph stays one of a graph with fewer
-  edges), so a ``do`` builds no new network and no new tree;
+  entries), one Hugin propagation on that tree (never the build of its
+  calibrated prior tree, which costs many propagations at once: a request
+  waits for no such build; when another caller built it, it answers the
+  evidence-only requests); with interventions, the propagation runs on the
+  *same* tree with the intervened nodes' CPTs left out and the nodes clamped
+  (a ``do`` removes edges, and a junction tree of a graph stays one of a graph
+  with fewer edges), so a ``do`` builds no new network and no new tree;
 * otherwise, one compiled variable-elimination program per node over its
   *requisite* network only: the nodes whose CPTs ``P(v | e)`` depends on
   (ancestors of v and the evidence, minus the barren nodes, the nodes
@@ -145,12 +146,15 @@ def all_marginals(bn, evidence: Mapping[int, int] | None = None, *, do: Mapping[
     obs = {**ev, **do}
     jt = bn.junction_tree()
     if jt.max_clique_size <= max_clique:
-        if not do:
+        if not do and jt.prior_tree_built:
             post, log_z = jt.marginals(evidence, return_log_evidence=True)
             return post, float(log_z), TREE_METHOD
         got = jt.propagate(obs, frozenset(do))
         if got is not None:
             return got[0], float(got[1]), TREE_METHOD
+        if not do:                                   # P(e) underflows: the compiled calibration rescales
+            post, log_z = jt.marginals(evidence, return_log_evidence=True)
+            return post, float(log_z), TREE_METHOD
     return _per_node(bn, ev, obs, frozenset(do), deadline)
 
 

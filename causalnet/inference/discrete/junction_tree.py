@@ -472,6 +472,11 @@ class JunctionTree:
         out = {names[v]: post[off[v]:off[v] + card[v]] for v in range(len(names))}   # (K,) views
         return (out, log_z) if return_log_evidence else out
 
+    @property
+    def prior_tree_built(self) -> bool:
+        """Whether :meth:`prior_tree` was built (or found unusable) already."""
+        return self._cache_prior_tree is not None
+
     def propagate(self, ev: dict, cut: frozenset = frozenset()) -> tuple[dict, float] | None:
         """One Hugin propagation (:func:`~.hugin.propagate`): ``({node: posterior (K,)}, log P(e))`` for
         scalar evidence `ev` (node int -> state, validated), the CPTs of the intervened nodes `cut`

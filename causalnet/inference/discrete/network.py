@@ -25,7 +25,6 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 import math
 import operator
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -400,5 +399,7 @@ class DiscreteNetwork:
 
 
 def _hint(names: Sequence, v) -> str:
+    import difflib  # only on a bad name: kept out of the import
+
     close = difflib.get_close_matches(str(v), [str(n) for n in names], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
