@@ -20,13 +20,13 @@ request              payload                                     answer
 
 Posteriors are ``{state: probability}`` for a discrete node and ``{"mean", "sd"}``
 for a continuous one; an observed or intervened node gets its value (a point
-mass, or sd 0). All posteriors of one update come from one request, asked of
-the mutilated model ``m.do(do)`` (cached for the next updates): a discrete
-model whose junction tree has no clique over :data:`JT_MAX_CLIQUE` entries
-gives every marginal from one calibration of that tree; a larger one is asked
-``m.query(node, evidence=...)`` node by node (answered from its calibrated
-prior tree, which recomputes only what the evidence changes); a linear-Gaussian
-model answers all nodes in one joint query. A request is bounded in time: the
+mass, or sd 0). All posteriors of one update come from one request: an
+all-discrete model asks :func:`~causalnet.inference.discrete.all_marginals` on
+the model's own network (one Hugin propagation of its junction tree when no
+clique exceeds :data:`JT_MAX_CLIQUE` entries, else one cached requisite program
+per node; a ``do`` reuses both); another model is asked on the mutilated model
+``m.do(do)`` (cached for the next updates), node by node, or, when linear-Gaussian,
+all nodes in one joint query. A request is bounded in time: the
 loop over nodes stops at the session's `timeout` with a
 :class:`~causalnet.errors.ResourceError` (the server also stops waiting for any
 request then), and an exact engine that refuses a
@@ -73,8 +73,8 @@ MAX_SETS = 50
 #: Samples drawn when an exact engine refuses a model as too large.
 SAMPLES = 20_000
 _CACHE = 8                                     # mutilated models kept for the next updates
-#: Largest clique (entries) for which one junction-tree calibration gives all posteriors; past it, one query per
-#: node (answered from the network's calibrated prior tree, which only recomputes what the evidence changes).
+#: Largest clique (entries) for which one junction-tree propagation gives all posteriors; past it, one cached
+#: requisite program per node (see :mod:`causalnet.inference.discrete.every_node`).
 JT_MAX_CLIQUE = 10**6
 _NAME = re.compile(r"[A-Za-z_][\w.]*(?:\[\d+\])*\Z")
 
