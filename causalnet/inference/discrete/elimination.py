@@ -394,7 +394,7 @@ class DiscreteBN(DiscreteNetwork):
         else:
             nodes = self.ancestral(set(tidx) | ev)
         _, adj = self.reduced(sorted(nodes), ev)
-        before = {v: set(nb) for v, nb in adj.items()}
+        before = None if isinstance(method, str) else {v: set(nb) for v, nb in adj.items()}
         tset = set(tidx)
         order = self._order(adj, [v for v in adj if v not in tset], method, mode == "sum")
         morder = self._order(adj, list(tidx), method) if mode == "max" else []

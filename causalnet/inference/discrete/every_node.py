@@ -51,7 +51,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import EvidenceError, ResourceError
-from ...graph.core import closure
 
 __all__ = ["all_marginals", "requisite", "MAX_TREE_CLIQUE", "TREE_METHOD", "PER_NODE_METHOD"]
 
@@ -94,9 +93,21 @@ def requisite(bn, target: int | None, observed: frozenset, cut: frozenset = froz
     nodes = start - cut
     if target is None:
         return frozenset(nodes)
-    fam_free, adj = bn.reduced(nodes, observed)
-    comp = closure(adj, (target,))
-    return frozenset(v for v in nodes if fam_free[v] and fam_free[v][0] in comp)
+    # the families (of nodes in `nodes`) reachable from the target through their free members: the
+    # connected component of the target in the moral graph of the free variables, walked family by family
+    children = bn.children
+    comp, stack, out = {target}, [target], set()
+    while stack:
+        u = stack.pop()
+        for w in (u, *children[u]):                # the families that hold u
+            if w in out or w not in nodes:
+                continue
+            out.add(w)
+            for a in family[w]:
+                if a not in observed and a not in comp:
+                    comp.add(a)
+                    stack.append(a)
+    return frozenset(out)
 
 
 def all_marginals(bn, evidence: Mapping[int, int] | None = None, *, do: Mapping[int, int] | None = None,

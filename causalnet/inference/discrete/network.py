@@ -195,6 +195,7 @@ class DiscreteNetwork:
         self._cache_eyes: dict = {}
         self._cache_tables: dict = {}
         self._cache_folds = FoldCache()
+        self._cache_children: list | None = None
         self.row_evidence = dict(row_evidence or {})
 
     # -- views -----------------------------------------------------------------
@@ -224,6 +225,18 @@ class DiscreteNetwork:
     @property
     def family(self) -> list[tuple]:
         return self._family
+
+    @property
+    def children(self) -> list[tuple]:
+        """Each node's children (node ints), computed once."""
+        kids = self._cache_children
+        if kids is None:
+            acc: list[list] = [[] for _ in self._names]
+            for v, ps in enumerate(self._parents):
+                for p in ps:
+                    acc[p].append(v)
+            kids = self._cache_children = [tuple(k) for k in acc]
+        return kids
 
     @property
     def cpt_list(self) -> list[np.ndarray]:
