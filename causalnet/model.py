@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from . import graph as _graphs  # graph.drawing: loaded by the first DOT text
 from . import learning, limits
 from .arguments import check_int
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
-from .graph.drawing import to_dot as _dot_text
 from .inference import frames
 from .inference.dispatch import run_counterfactual, run_map
 from .inference.effects import CausalEffects, effects
@@ -704,7 +704,7 @@ class CausalModel:
 
     def to_dot(self, **options) -> str:
         """DOT text of the model's DAG with node kinds; see :func:`causalnet.graph.drawing.to_dot`."""
-        return _dot_text(self, **options)
+        return _graphs.drawing.to_dot(self, **options)
 
     def dot_node_attrs(self, node: Hashable) -> dict:
         """Per-node drawing attributes: the node kind's shape and colour."""
