@@ -32,14 +32,13 @@ from typing import Any
 import numpy as np
 
 from . import graph as _graphs  # graph.drawing: loaded by the first DOT text
+from . import inference as _inference  # inference.effects and .markov: loaded on first use
 from . import learning, limits
 from .arguments import check_int
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .inference import frames
 from .inference.dispatch import run_counterfactual, run_map
-from .inference.effects import CausalEffects, effects
-from .inference.markov import markov_network_of
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -587,7 +586,7 @@ class CausalModel:
 
     def to_markov_network(self):
         """The moral Markov network (one factor per node: its CPT); :func:`~causalnet.inference.markov.markov_network_of`."""
-        return markov_network_of(self)
+        return _inference.markov.markov_network_of(self)
 
     def counterfactual(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
                        method: str = "auto", n_samples: int = 100_000, seed: Any = None):
@@ -607,7 +606,7 @@ class CausalModel:
                                   n_samples=n_samples, seed=seed)
 
     def effects(self, treatment: Hashable, outcome: Hashable, treated, control, mediators=None, *,
-                evidence: Mapping | None = None, outcome_state=None, method: str = "auto") -> CausalEffects:
+                evidence: Mapping | None = None, outcome_state=None, method: str = "auto") -> _inference.effects.CausalEffects:
         """Total, controlled direct, natural direct and natural indirect effects of a treatment change.
 
         Each effect is a difference of expectations over counterfactual worlds
@@ -657,8 +656,8 @@ class CausalModel:
         >>> round(e.total, 4), round(e.natural_direct, 4), round(e.natural_indirect, 4)
         (0.5, 0.3, 0.2)
         """
-        return effects(self, treatment, outcome, treated, control, mediators, evidence=evidence,
-                       outcome_state=outcome_state, method=method)
+        return _inference.effects.effects(self, treatment, outcome, treated, control, mediators,
+                                          evidence=evidence, outcome_state=outcome_state, method=method)
 
     # -- data ---------------------------------------------------------------------------------
 
