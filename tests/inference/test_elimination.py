@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
 from causalnet.inference.discrete import elimination as E
+from causalnet.inference.discrete import junction_tree as JT
 from causalnet.inference.discrete import policy as POL
 from causalnet.inference.discrete import prior_tree as PT
 from causalnet.inference.discrete import programs as P
@@ -487,7 +488,7 @@ def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
     bn.query(["Rain"], {"Wet": 1}, order="min-degree")
     assert seen
     # too large a tree: never built, the compiled engine answers
-    monkeypatch.setattr(E, "MAX_PRIOR_CLIQUE", 2)
+    monkeypatch.setattr(JT, "MAX_PRIOR_CLIQUE", 2)
     g = cn.DAG.parse("A -> B")
     small = DiscreteBN(g, {"A": [0.5, 0.5], "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
     for _ in range(3):

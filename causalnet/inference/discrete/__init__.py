@@ -46,6 +46,7 @@ Examples
 
 from __future__ import annotations
 
+from ...runtime import lazy_exports
 from .batches import EvidenceRows
 from .elimination import DiscreteBN, variable_elimination
 from .engine import (
@@ -60,7 +61,6 @@ from .engine import (
 )
 from .every_node import all_marginals
 from .factors import Factor, factor_product
-from .junction_tree import JunctionTree
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS, elimination_cliques, elimination_order, moral_graph
 from .policy import MarginalsPolicy, QueryPolicy
@@ -92,3 +92,13 @@ __all__ = [
     "elimination_order",
     "elimination_cliques",
 ]
+
+# Junction trees (and the calibrated prior tree, Hugin propagation and clique trees they use) load when a
+# network first builds one (PEP 562): a process answering a few compiled queries never loads them.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "JunctionTree": ".junction_tree:JunctionTree",
+    "junction_tree": ".junction_tree",
+    "prior_tree": ".prior_tree",
+    "hugin": ".hugin",
+    "cliques": ".cliques",
+})

@@ -108,9 +108,9 @@ from ... import limits
 from ...errors import EvidenceError, GraphError, ModelError
 from ...graph.core import closure
 from ...graph.dag import DAG
+from .. import discrete as _discrete  # its junction_tree module: loaded by the first junction tree
 from .batches import EvidenceRows
 from .factors import Factor, factor_product
-from .junction_tree import MAX_PRIOR_CLIQUE, MAX_PRIOR_TOTAL, JunctionTree
 from .network import DiscreteNetwork
 from .ordering import (
     ORDER_METHODS,
@@ -607,7 +607,8 @@ class DiscreteBN(DiscreteNetwork):
         """The calibrated prior junction tree, or False when its tables would be too large
         (called by the query policy, once compiled queries have paid for it)."""
         _, largest, total = self._whole_order()                # the tree's cliques are among these tables
-        if largest <= MAX_PRIOR_CLIQUE and total <= MAX_PRIOR_TOTAL:
+        trees = _discrete.junction_tree
+        if largest <= trees.MAX_PRIOR_CLIQUE and total <= trees.MAX_PRIOR_TOTAL:
             return self.junction_tree().prior_tree() or False
         return False
 
@@ -761,5 +762,5 @@ class DiscreteBN(DiscreteNetwork):
         evs = frozenset(self.node_index(v, "evidence node", EvidenceError) for v in (evidence_vars or ()))
         jt = self._cache_jts.get(evs)
         if jt is None:
-            jt = self._cache_jts[evs] = JunctionTree(self, [self._names[v] for v in sorted(evs)])
+            jt = self._cache_jts[evs] = _discrete.junction_tree.JunctionTree(self, [self._names[v] for v in sorted(evs)])
         return jt
