@@ -34,6 +34,7 @@ from causalnet.inference.discrete.elimination import (
     variable_elimination,
 )
 from causalnet.inference.discrete.factors import MAX_EINSUM_AXES, Factor
+from causalnet.inference.discrete.ordering import largest_table
 from causalnet.inference.discrete.policy import QueryPolicy
 
 # -- helpers ----------------------------------------------------------------------
@@ -981,3 +982,15 @@ def test_generic_variable_elimination(seed):
     for r in range(2):
         want, pe = brute_query(joint, names, ["X1", "X0"], {"X6": int(ev["X6"][r]), "X2": 0})
         assert_allclose(f.values[r], want * pe, rtol=0, atol=1e-14)
+
+
+def test_largest_table_stops_at_the_first_table_over_the_limit():
+    def path():                                     # a - b - c - d, cards 2, 3, 4, 5
+        return {0: {1}, 1: {0, 2}, 2: {1, 3}, 3: {2}}
+
+    card = [2, 3, 4, 5]
+    full = largest_table(path(), [0, 1, 2, 3], card)
+    assert full == 4 * 5                            # eliminating c with d left: 20 entries
+    assert largest_table(path(), [0, 1, 2, 3], card, stop=100) == full
+    assert largest_table(path(), [3, 2, 1, 0], card, stop=5) == 5 * 4   # the first table (d with c) is over 5
+    assert largest_table(path(), [1, 0, 2, 3], card, stop=5) == 3 * 2 * 4   # b first: b, a, c

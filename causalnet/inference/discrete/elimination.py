@@ -319,7 +319,8 @@ class DiscreteBN(DiscreteNetwork):
                 rank = self._global_rank()
                 if rank is not None:
                     seq = sorted(elim, key=rank.__getitem__)
-                    if largest_table({v: set(nb) for v, nb in adj.items()}, seq, self._card) <= _GLOBAL_ORDER_MAX:
+                    if largest_table({v: set(nb) for v, nb in adj.items()}, seq, self._card,
+                                     _GLOBAL_ORDER_MAX) <= _GLOBAL_ORDER_MAX:
                         return seq
             return self._greedy(adj, elim, method)
         want = set(elim)
