@@ -24,7 +24,6 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from types import MappingProxyType
@@ -32,15 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from . import graph as _graphs  # graph.drawing: loaded by the first DOT text
+from . import inference as _inference  # inference.effects and .markov: loaded on first use
 from . import learning, limits
 from .arguments import check_int
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
-from .graph.drawing import to_dot as _dot_text
 from .inference import frames
 from .inference.dispatch import run_counterfactual, run_map
-from .inference.effects import CausalEffects, effects
-from .inference.markov import markov_network_of
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -93,7 +91,7 @@ class CausalModel:
         for node, mech in mechs.items():
             for p in mech.parents:
                 if p not in mechs:
-                    close = difflib.get_close_matches(str(p), [str(k) for k in mechs], n=1)
+                    close = _close_match(str(p), [str(k) for k in mechs], n=1)
                     hint = f"; did you mean {close[0]!r}?" if close else ""
                     raise ModelError(f"node {node!r} has parent {p!r}, which has no mechanism{hint}")
         edges = [(p, node) for node, mech in mechs.items() for p in mech.parents]
@@ -190,7 +188,7 @@ class CausalModel:
         except TypeError:
             ok = False
         if not ok:
-            close = difflib.get_close_matches(str(node), [str(k) for k in self._mechs], n=1)
+            close = _close_match(str(node), [str(k) for k in self._mechs], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise exc(f"unknown {what} {node!r}{hint}")
         return node
@@ -595,7 +593,7 @@ class CausalModel:
 
     def to_markov_network(self):
         """The moral Markov network (one factor per node: its CPT); :func:`~causalnet.inference.markov.markov_network_of`."""
-        return markov_network_of(self)
+        return _inference.markov.markov_network_of(self)
 
     def counterfactual(self, targets, *, evidence: Mapping | None = None, do: Mapping | None = None,
                        method: str = "auto", n_samples: int = 100_000, seed: Any = None,
@@ -618,7 +616,7 @@ class CausalModel:
                                   n_samples=n_samples, seed=seed, soft_evidence=soft_evidence)
 
     def effects(self, treatment: Hashable, outcome: Hashable, treated, control, mediators=None, *,
-                evidence: Mapping | None = None, outcome_state=None, method: str = "auto") -> CausalEffects:
+                evidence: Mapping | None = None, outcome_state=None, method: str = "auto") -> _inference.effects.CausalEffects:
         """Total, controlled direct, natural direct and natural indirect effects of a treatment change.
 
         Each effect is a difference of expectations over counterfactual worlds
@@ -668,8 +666,8 @@ class CausalModel:
         >>> round(e.total, 4), round(e.natural_direct, 4), round(e.natural_indirect, 4)
         (0.5, 0.3, 0.2)
         """
-        return effects(self, treatment, outcome, treated, control, mediators, evidence=evidence,
-                       outcome_state=outcome_state, method=method)
+        return _inference.effects.effects(self, treatment, outcome, treated, control, mediators,
+                                          evidence=evidence, outcome_state=outcome_state, method=method)
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -715,7 +713,7 @@ class CausalModel:
 
     def to_dot(self, **options) -> str:
         """DOT text of the model's DAG with node kinds; see :func:`causalnet.graph.drawing.to_dot`."""
-        return _dot_text(self, **options)
+        return _graphs.drawing.to_dot(self, **options)
 
     def dot_node_attrs(self, node: Hashable) -> dict:
         """Per-node drawing attributes: the node kind's shape and colour."""
@@ -789,3 +787,10 @@ def fit(structure, data, **options) -> CausalModel:
     ('dry', 'wet')
     """
     return learning.fit(structure, data, model_class=CausalModel, **options)
+
+
+def _close_match(word: str, choices: list, n: int = 1) -> list:
+    """``difflib.get_close_matches`` (difflib is imported here, on a bad name only)."""
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=n)

@@ -34,7 +34,6 @@ causalnet.errors.EvidenceError: 'X' has no state 3; states: [2, 0, 1] (its state
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Hashable, Iterator, Mapping
 
 import numpy as np
@@ -178,6 +177,8 @@ class Samples(Mapping):
         try:
             return self._values[node]
         except KeyError:
+            import difflib  # only on a bad name: kept out of the import
+
             close = difflib.get_close_matches(str(node), [str(k) for k in self._values], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise KeyError(f"no values for node {node!r}{hint}") from None

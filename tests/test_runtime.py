@@ -45,6 +45,25 @@ def test_import_leaves_heavy_modules_unloaded():
     assert json.loads(r.stdout) == []
 
 
+#: what reading a BIF file and answering discrete queries (the fresh-process "alarm" row) must leave unloaded
+NOT_FOR_BIF_QUERIES = ("causalnet.learning.fitting", "causalnet.learning.em", "causalnet.learning.partitions",
+                       "causalnet.graph.identification", "causalnet.graph.adjustment", "causalnet.graph.equivalence",
+                       "causalnet.graph.drawing", "causalnet.inference.markov", "causalnet.inference.effects",
+                       "causalnet.inference.gibbs", "causalnet.inference.loopy", "causalnet.inference.counterfactual",
+                       "causalnet.inference.cauchy", "causalnet.inference.conditional_gaussian",
+                       "causalnet.inference.discrete.junction_tree", "causalnet.inference.discrete.prior_tree",
+                       "subprocess", "difflib", "scipy", "networkx", "pandas", "numba", "tqdm")
+
+
+def test_reading_a_bif_file_and_querying_it_leaves_learning_and_helpers_unloaded():
+    bif = ROOT / "causalnet" / "data" / "asia.bif.gz"
+    r = _child(f"import sys, json, causalnet as cn; m = cn.read_bif({str(bif)!r}); "
+               f"m.query('lung', evidence={{'smoke': 'yes', 'dysp': 'yes'}}); "
+               f"print(json.dumps([m for m in {list(NOT_FOR_BIF_QUERIES)!r} if m in sys.modules]))")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == []
+
+
 def test_public_names_still_resolve_and_load_on_first_use():
     code = """
 import sys, json, causalnet as cn

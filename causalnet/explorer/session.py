@@ -20,13 +20,13 @@ request              payload                                     answer
 
 Posteriors are ``{state: probability}`` for a discrete node and ``{"mean", "sd"}``
 for a continuous one; an observed or intervened node gets its value (a point
-mass, or sd 0). All posteriors of one update come from one request, asked of
-the mutilated model ``m.do(do)`` (cached for the next updates): a discrete
-model whose junction tree has no clique over :data:`JT_MAX_CLIQUE` entries
-gives every marginal from one calibration of that tree; a larger one is asked
-``m.query(node, evidence=...)`` node by node (answered from its calibrated
-prior tree, which recomputes only what the evidence changes); a linear-Gaussian
-model answers all nodes in one joint query. A request is bounded in time: the
+mass, or sd 0). All posteriors of one update come from one request: an
+all-discrete model asks :func:`~causalnet.inference.discrete.all_marginals` on
+the model's own network (one Hugin propagation of its junction tree when no
+clique exceeds :data:`JT_MAX_CLIQUE` entries, else one cached requisite program
+per node; a ``do`` reuses both); another model is asked on the mutilated model
+``m.do(do)`` (cached for the next updates), node by node, or, when linear-Gaussian,
+all nodes in one joint query. A request is bounded in time: the
 loop over nodes stops at the session's `timeout` with a
 :class:`~causalnet.errors.ResourceError` (the server also stops waiting for any
 request then), and an exact engine that refuses a
@@ -62,7 +62,7 @@ from ..distributions import DiscreteDistribution, EmpiricalDistribution, Gaussia
 from ..errors import CausalNetError, EvidenceError, GraphError, ModelError, NotIdentifiable, ResourceError
 from ..graph.core import DAGCore
 from ..graph.paths import open_path
-from ..inference.discrete import discrete_network
+from ..inference.discrete import all_marginals, discrete_network
 from ..mechanisms.base import DISCRETE, TENSOR
 from ..model import CausalModel
 
@@ -73,8 +73,8 @@ MAX_SETS = 50
 #: Samples drawn when an exact engine refuses a model as too large.
 SAMPLES = 20_000
 _CACHE = 8                                     # mutilated models kept for the next updates
-#: Largest clique (entries) for which one junction-tree calibration gives all posteriors; past it, one query per
-#: node (answered from the network's calibrated prior tree, which only recomputes what the evidence changes).
+#: Largest clique (entries) for which one junction-tree propagation gives all posteriors; past it, one cached
+#: requisite program per node (see :mod:`causalnet.inference.discrete.every_node`).
 JT_MAX_CLIQUE = 10**6
 _NAME = re.compile(r"[A-Za-z_][\w.]*(?:\[\d+\])*\Z")
 
@@ -270,17 +270,20 @@ class Session:
             return {t: self._summary(t, dist) for t in targets}, dist.method
         return None
 
-    def _calibrated(self, m: CausalModel, targets: list, ev: dict) -> tuple[dict, str] | None:
-        """All discrete posteriors from one junction-tree calibration, when the tree is small (else None)."""
-        bn = discrete_network(m)
-        if bn is None or not targets:
+    def _calibrated(self, targets: list, ev: dict, do: dict, deadline: float) -> tuple[dict, str] | None:
+        """All posteriors of an all-discrete model from the engine's
+        :func:`~causalnet.inference.discrete.all_marginals` on the model's own network (its junction
+        tree when no clique exceeds :data:`JT_MAX_CLIQUE` entries, else one cached requisite program
+        per node; a ``do`` reuses both); None for another model."""
+        bn = discrete_network(self.model) if self.model is not None else None
+        if bn is None or bn.row_evidence or not targets:
             return None
-        jt = bn.junction_tree()
-        if jt.max_clique_size > JT_MAX_CLIQUE:
-            return None
-        marg = jt.marginals({v: int(m.coerce(v, x)) for v, x in ev.items()})
-        return ({t: {str(s): _float(p) for s, p in zip(m.states(t), np.ravel(marg[t]))} for t in targets},
-                "exact (junction tree)")
+        coerce = self.model.coerce
+        post, _, method = all_marginals(bn, {v: int(coerce(v, x)) for v, x in ev.items()},
+                                        do={v: int(coerce(v, x)) for v, x in do.items()},
+                                        max_clique=JT_MAX_CLIQUE, deadline=deadline)
+        return {t: {str(s): _float(p) for s, p in zip(self.model.states(t), np.ravel(post[t]))}
+                for t in targets}, method
 
     def _each(self, targets: list, ask, deadline: float) -> tuple[dict, list]:
         """One query per target, stopping at the deadline."""
@@ -306,14 +309,16 @@ class Session:
 
     def _posteriors(self, ev: dict, do: dict, deadline: float) -> tuple[dict, str]:
         """Every node's posterior under `do` given `ev`, and the method(s) that answered."""
-        m = self._intervened(do)
         targets = [v for v in self.dag.nodes if v not in ev and v not in do and self.kind(v) != "tensor"]
         methods: list = []
         if not targets:
-            self._check_possible(m, {**ev, **do})
+            self._check_possible(self._intervened(do), {**ev, **do})
+        m = self.model
         try:
-            joint = self._joint(m, targets, ev, lambda mm, ts: mm.query(ts, evidence=ev, seed=0)) or \
-                self._calibrated(m, targets, ev)
+            joint = self._calibrated(targets, ev, do, deadline)
+            if joint is None:
+                m = self._intervened(do)
+                joint = self._joint(m, targets, ev, lambda mm, ts: mm.query(ts, evidence=ev, seed=0))
             if joint is not None:
                 post, methods = joint[0], [joint[1]]
             else:
@@ -321,6 +326,7 @@ class Session:
         except ResourceError as e:
             if time.monotonic() > deadline:
                 raise
+            m = self._intervened(do)
             post, methods = self._each(targets, lambda t: m.query(t, evidence=ev, method="sampling",
                                                                   n_samples=SAMPLES, seed=0), deadline)
             methods = [f"{methods[0] if methods else 'likelihood weighting'}, {SAMPLES} samples "

@@ -7,4 +7,11 @@
 per question, as networkx's ``algorithms/``. See docs/graphs.md, "Where the code lives".
 """
 
+from ..runtime import lazy_exports
+
 __all__: list[str] = []
+
+# The modules the DAG's methods delegate to, loaded on first use (PEP 562): reading a model file and
+# querying it never loads identification, equivalence classes or instruments.
+__getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in (
+    "adjustment", "drawing", "equivalence", "identification", "instruments", "paths", "separation", "separators")})

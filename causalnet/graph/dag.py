@@ -37,8 +37,8 @@ Examples
 
 from __future__ import annotations
 
+from .. import graph as _graph  # its question modules, each loaded on first use (graph/__init__.py)
 from ..errors import ModelError
-from . import adjustment, drawing, equivalence, identification, instruments, paths, separation, separators
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 from .plain_text import parse_plain_indexed
@@ -114,35 +114,35 @@ class DAG(DAGCore):
 
     def d_separated(self, x, y, given=None) -> bool:
         """Whether `x` and `y` are d-separated by `given`; see :func:`causalnet.graph.separation.d_separated`."""
-        return separation.d_separated(self, x, y, given)
+        return _graph.separation.d_separated(self, x, y, given)
 
     def d_connected(self, x, y, given=None) -> bool:
         """Negation of :meth:`d_separated`."""
-        return separation.d_connected(self, x, y, given)
+        return _graph.separation.d_connected(self, x, y, given)
 
     def minimal_d_separator(self, x, y, include=None, restrict=None):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""
-        return separation.minimal_d_separator(self, x, y, include=include, restrict=restrict)
+        return _graph.separation.minimal_d_separator(self, x, y, include=include, restrict=restrict)
 
     def open_path(self, x, y, given=None):
         """An open (d-connecting) path between `x` and `y` given `given`, or None; see :func:`causalnet.graph.paths.open_path`."""
-        return paths.open_path(self, x, y, given)
+        return _graph.paths.open_path(self, x, y, given)
 
     def is_d_separator(self, x, y, z) -> bool:
         """Whether `z` d-separates `x` and `y`; see :func:`causalnet.graph.separators.is_d_separator`."""
-        return separators.is_d_separator(self, x, y, z)
+        return _graph.separators.is_d_separator(self, x, y, z)
 
     def is_minimal_d_separator(self, x, y, z) -> bool:
         """Whether `z` is a minimal d-separator; see :func:`causalnet.graph.separators.is_minimal_d_separator`."""
-        return separators.is_minimal_d_separator(self, x, y, z)
+        return _graph.separators.is_minimal_d_separator(self, x, y, z)
 
     def minimal_separators(self, a, b, include=(), restrict=None):
         """Every minimal d-separator of `a` and `b` (a generator); see :func:`causalnet.graph.separators.minimal_separators`."""
-        return separators.minimal_separators(self, a, b, include=include, restrict=restrict)
+        return _graph.separators.minimal_separators(self, a, b, include=include, restrict=restrict)
 
     def implied_independencies(self, kind: str = "basis"):
         """Conditional independencies implied by the graph; see :func:`causalnet.graph.separation.implied_independencies`."""
-        return separation.implied_independencies(self, kind=kind)
+        return _graph.separation.implied_independencies(self, kind=kind)
 
     def local_tests(self, data, **options):
         """Test the graph's implied independencies on `data`; see :func:`causalnet.estimation.local_tests.local_tests`.
@@ -164,89 +164,89 @@ class DAG(DAGCore):
 
     def is_backdoor_adjustment(self, x, y, z) -> bool:
         """Pearl's backdoor criterion; see :func:`causalnet.graph.adjustment.is_backdoor_adjustment`."""
-        return adjustment.is_backdoor_adjustment(self, x, y, z)
+        return _graph.adjustment.is_backdoor_adjustment(self, x, y, z)
 
     def backdoor_adjustment_sets(self, x, y, *, minimal: bool = False, max_sets: int | None = 1000):
         """All backdoor adjustment sets; see :func:`causalnet.graph.adjustment.backdoor_adjustment_sets`."""
-        return adjustment.backdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets)
+        return _graph.adjustment.backdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets)
 
     def is_adjustment_set(self, x, y, z, *, effect: str = "total") -> bool:
         """The (complete) adjustment criterion; see :func:`causalnet.graph.adjustment.is_adjustment_set`."""
-        return adjustment.is_adjustment_set(self, x, y, z, effect=effect)
+        return _graph.adjustment.is_adjustment_set(self, x, y, z, effect=effect)
 
     def adjustment_sets(self, x, y, *, effect: str = "total", minimal: bool = False, max_sets: int | None = 1000):
         """All adjustment sets, total or direct effect; see :func:`causalnet.graph.adjustment.adjustment_sets`."""
-        return adjustment.adjustment_sets(self, x, y, effect=effect, minimal=minimal, max_sets=max_sets)
+        return _graph.adjustment.adjustment_sets(self, x, y, effect=effect, minimal=minimal, max_sets=max_sets)
 
     def minimal_adjustment_sets(self, x, y, *, effect: str = "total", max_sets: int | None = None):
         """All minimal adjustment sets; see :func:`causalnet.graph.adjustment.minimal_adjustment_sets`."""
-        return adjustment.minimal_adjustment_sets(self, x, y, effect=effect, max_sets=max_sets)
+        return _graph.adjustment.minimal_adjustment_sets(self, x, y, effect=effect, max_sets=max_sets)
 
     def is_frontdoor_adjustment(self, x, y, z) -> bool:
         """Pearl's front-door criterion; see :func:`causalnet.graph.adjustment.is_frontdoor_adjustment`."""
-        return adjustment.is_frontdoor_adjustment(self, x, y, z)
+        return _graph.adjustment.is_frontdoor_adjustment(self, x, y, z)
 
     def frontdoor_adjustment_sets(self, x, y, *, minimal: bool = False, max_sets: int | None = 1000,
                                   max_candidates: int | None = 100_000):
         """Front-door adjustment sets; see :func:`causalnet.graph.adjustment.frontdoor_adjustment_sets`."""
-        return adjustment.frontdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets,
+        return _graph.adjustment.frontdoor_adjustment_sets(self, x, y, minimal=minimal, max_sets=max_sets,
                                                     max_candidates=max_candidates)
 
     # -- diagrams (causalnet.graph.drawing) ---------------------------------------
 
     def to_dot(self, **options) -> str:
         """DOT text for this graph; see :func:`causalnet.io.dot.to_dot` for the options."""
-        return drawing.dot_text(self, **options)
+        return _graph.drawing.dot_text(self, **options)
 
     # -- identification (causalnet.graph.identification) ---------------------------
 
     def identify(self, outcomes, treatments=(), given=(), *, simplify: bool = True):
         """An :class:`~causalnet.graph.identification.Estimand` for the query; see :func:`causalnet.graph.identification.identify`."""
-        return identification.identify(self, outcomes, treatments, given, simplify=simplify)
+        return _graph.identification.identify(self, outcomes, treatments, given, simplify=simplify)
 
     def c_components(self) -> list[frozenset]:
         """The c-components (districts) of the observed nodes; see :func:`causalnet.graph.identification.c_components`."""
-        return identification.c_components(self)
+        return _graph.identification.c_components(self)
 
     def district(self, node) -> frozenset:
         """The c-component of `node`; see :func:`causalnet.graph.identification.district`."""
-        return identification.district(self, node)
+        return _graph.identification.district(self, node)
 
     def latent_projection(self):
         """The mixed graph over the observed nodes; see :func:`causalnet.graph.identification.latent_projection`."""
-        return identification.latent_projection(self)
+        return _graph.identification.latent_projection(self)
 
     def do_calculus(self, rule: int, y, x=(), z=(), w=()) -> bool:
         """Whether Pearl's rule `rule` applies; see :func:`causalnet.graph.identification.do_calculus`."""
-        return identification.do_calculus(self, rule, y, x, z, w)
+        return _graph.identification.do_calculus(self, rule, y, x, z, w)
 
     # -- instruments (causalnet.graph.instruments) ----------------------------------
 
     def instrumental_variables(self, treatment, outcome):
         """Instruments with their conditioning sets; see :func:`causalnet.graph.instruments.instrumental_variables`."""
-        return instruments.instrumental_variables(self, treatment, outcome)
+        return _graph.instruments.instrumental_variables(self, treatment, outcome)
 
     def is_instrument(self, z, x, y, given=()) -> bool:
         """Whether `z` is a (conditional) instrument; see :func:`causalnet.graph.instruments.is_instrument`."""
-        return instruments.is_instrument(self, z, x, y, given)
+        return _graph.instruments.is_instrument(self, z, x, y, given)
 
     # -- Markov equivalence (causalnet.graph.equivalence) ---------------------------
 
     def cpdag(self):
         """The CPDAG (Markov equivalence class); see :func:`causalnet.graph.equivalence.cpdag`."""
-        return equivalence.cpdag(self)
+        return _graph.equivalence.cpdag(self)
 
     def is_markov_equivalent(self, other) -> bool:
         """Same skeleton and v-structures; see :func:`causalnet.graph.equivalence.is_markov_equivalent`."""
-        return equivalence.is_markov_equivalent(self, other)
+        return _graph.equivalence.is_markov_equivalent(self, other)
 
     def v_structures(self) -> frozenset:
         """The v-structures ``(a, c, b)``; see :func:`causalnet.graph.equivalence.v_structures`."""
-        return equivalence.v_structures(self)
+        return _graph.equivalence.v_structures(self)
 
     def moral_graph(self):
         """The moral graph (a networkx Graph); see :func:`causalnet.graph.equivalence.moral_graph`."""
-        return equivalence.moral_graph(self)
+        return _graph.equivalence.moral_graph(self)
 
 
 register_dag_class(DAG)

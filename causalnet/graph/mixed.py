@@ -17,7 +17,6 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -276,6 +275,8 @@ def check_nodes(graph: MixedGraph, nodes: Iterable[Hashable], role: str) -> froz
         except TypeError:
             raise GraphError(f"{role} {v!r} is not hashable") from None
         if v not in known:
+            import difflib  # only on a bad name: kept out of the import
+
             close = difflib.get_close_matches(str(v), [str(n) for n in graph.nodes], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise GraphError(f"unknown or latent {role} {v!r}: identification uses observed nodes only{hint}")

@@ -27,29 +27,34 @@ and only here. A new engine plugs in with
 
 from __future__ import annotations
 
+from .. import inference
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
-from .cauchy import CauchyEngine
-from .conditional_gaussian import ConditionalGaussianEngine
-from .counterfactual import AdditiveNoiseEngine, DiscreteTwinEngine, GaussianTwinEngine, SampledCounterfactualEngine
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
-from .engine import Registry
-from .gaussian import GaussianEngine
-from .gibbs import GibbsEngine
-from .importance import ImportanceEngine
-from .loopy import LoopyEngine, loopy_map
+from .engine import LazyEngine, Registry
 from .request import check_approximate_options, counterfactual_request, map_request, query_request
-from .sampling import SamplingEngine
-from .soft import SoftEvidenceEngine, soft_map
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
 
-QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(),
-                          ConditionalGaussianEngine(), LoopyEngine(), GibbsEngine(), ImportanceEngine(),
-                          SamplingEngine()], what="query")
-COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
-                                   SampledCounterfactualEngine()], what="counterfactual")
+# Every engine after the discrete one loads when a request first reaches it (a discrete query never does).
+QUERY_ENGINES = Registry([
+    DiscreteEngine(),
+    LazyEngine("discrete (soft evidence)", lambda: inference.soft.SoftEvidenceEngine()),
+    LazyEngine("linear-Gaussian", lambda: inference.gaussian.GaussianEngine()),
+    LazyEngine("linear-Cauchy", lambda: inference.cauchy.CauchyEngine()),
+    LazyEngine("conditional Gaussian", lambda: inference.conditional_gaussian.ConditionalGaussianEngine()),
+    LazyEngine("loopy belief propagation", lambda: inference.loopy.LoopyEngine()),
+    LazyEngine("gibbs sampling", lambda: inference.gibbs.GibbsEngine()),
+    LazyEngine("importance sampling", lambda: inference.importance.ImportanceEngine()),
+    LazyEngine("likelihood weighting", lambda: inference.sampling.SamplingEngine()),
+], what="query")
+COUNTERFACTUAL_ENGINES = Registry([
+    LazyEngine("discrete twin network", lambda: inference.counterfactual.DiscreteTwinEngine()),
+    LazyEngine("Gaussian twin", lambda: inference.counterfactual.GaussianTwinEngine()),
+    LazyEngine("additive-noise abduction", lambda: inference.counterfactual.AdditiveNoiseEngine()),
+    LazyEngine("sampled counterfactual", lambda: inference.counterfactual.SampledCounterfactualEngine()),
+], what="counterfactual")
 
 
 def answer(request):
@@ -93,10 +98,10 @@ def run_map(model, targets=None, *, evidence=None, do=None, method="exact", soft
     request = map_request(model, targets, evidence, do, soft_evidence)
     if method == "loopy":
         request.options = check_approximate_options("loopy", options)
-        return loopy_map(request)
+        return inference.loopy.loopy_map(request)
     check_approximate_options("exact", options)
     if request.soft:
         if discrete_network(request.model) is None:
             raise ModelError("map needs a discrete model (every node discrete and tabulable)")
-        return soft_map(request)
+        return inference.soft.soft_map(request)
     return DiscreteEngine().map(request)

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Iterator
 
 from ..errors import ModelError, ResourceError
 
-__all__ = ["Engine", "Registry", "NoExactAnswer"]
+__all__ = ["Engine", "Registry", "LazyEngine", "NoExactAnswer"]
 
 
 class NoExactAnswer(ModelError):
@@ -90,6 +90,32 @@ class Engine:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
+class LazyEngine:
+    """A registry entry whose engine is built (its module imported) on first need.
+
+    Parameters
+    ----------
+    name : str
+        The engine's name (checked against the built engine's).
+    build : callable () -> Engine
+        Builds the engine, e.g. ``lambda: inference.gibbs.GibbsEngine()`` through
+        a package that loads its modules on first use.
+    """
+
+    def __init__(self, name: str, build) -> None:
+        self.name = name
+        self._build = build
+
+    def load(self) -> Engine:
+        engine = self._build()
+        if not isinstance(engine, Engine) or engine.name != self.name:
+            raise ModelError(f"the lazy engine {self.name!r} built {engine!r}")
+        return engine
+
+    def __repr__(self) -> str:
+        return f"<LazyEngine {self.name!r} (not loaded)>"
+
+
 class Registry:
     """Engines in order of preference; :meth:`answer` runs the first that applies.
 
@@ -100,17 +126,21 @@ class Registry:
         What the registry answers ("query", "counterfactual"), for messages.
     """
 
-    def __init__(self, engines: Iterable[Engine] = (), what: str = "query") -> None:
-        self._engines: list[Engine] = []
+    def __init__(self, engines: Iterable[Engine | LazyEngine] = (), what: str = "query") -> None:
+        self._engines: list = []
         self.what = what
         for e in engines:
             self.register(e)
 
-    def register(self, engine: Engine, *, before: str | None = None) -> None:
-        """Add `engine` (last among its kind, or before the engine named `before`)."""
-        if not isinstance(engine, Engine):
+    def register(self, engine: Engine | LazyEngine, *, before: str | None = None) -> None:
+        """Add `engine` (last among its kind, or before the engine named `before`).
+
+        A :class:`LazyEngine` stands for an engine whose module loads when the
+        registry first needs it (an earlier engine answers most requests).
+        """
+        if not isinstance(engine, (Engine, LazyEngine)):
             raise ModelError(f"an engine must be an Engine, got {type(engine).__name__}")
-        names = [e.name for e in self._engines]
+        names = self.names()
         if before is not None and before not in names:
             raise ModelError(f"no engine named {before!r} in this registry; engines: {names}")
         if before is not None:
@@ -120,19 +150,36 @@ class Registry:
 
     def unregister(self, engine: Engine) -> None:
         """Remove `engine` (the same object that was registered)."""
-        if not any(e is engine for e in self._engines):
+        if not any(e is engine for e in self._all()):
             raise ModelError(f"{engine!r} is not registered")
         self._engines = [e for e in self._engines if e is not engine]
 
+    def _get(self, i: int) -> Engine:
+        """The i-th engine, its module loaded now if it was registered lazily."""
+        e = self._engines[i]
+        if isinstance(e, LazyEngine):
+            e = self._engines[i] = e.load()
+        return e
+
+    def _all(self) -> list[Engine]:
+        return [self._get(i) for i in range(len(self._engines))]
+
+    def _lazy(self) -> Iterator[Engine]:
+        """The engines in order, each loaded only when the iteration reaches it."""
+        i = 0
+        while i < len(self._engines):
+            yield self._get(i)
+            i += 1
+
     def __iter__(self) -> Iterator[Engine]:
-        return iter(self._engines)
+        return iter(self._all())
 
     def names(self) -> list[str]:
-        """The engines' names, in order of preference."""
+        """The engines' names, in order of preference (loads nothing)."""
         return [e.name for e in self._engines]
 
     def exact_names(self) -> list[str]:
-        return [e.name for e in self._engines if e.exact]
+        return [e.name for e in self._all() if e.exact]
 
     def answer(self, request):
         """Answer `request` by its ``method``; the result's ``method`` names the engine.
@@ -150,15 +197,18 @@ class Registry:
         """
         reasons, too_big = [], None
         soft = bool(getattr(request, "soft", None))
-        usable = [e for e in self._engines if e.soft_evidence or not soft]
+
+        def usable():                       # lazily: engines after the one that answers never load
+            return (e for e in self._lazy() if e.soft_evidence or not soft)
+
         if request.method not in ("auto", "exact", "sampling"):
-            for engine in usable:
+            for engine in usable():
                 if engine.method == request.method and engine.accepts(request):
                     return engine.answer(request)
             raise ModelError(f"method={request.method!r} does not apply to this {self.what} (it answers plain "
                              f"queries on discrete models)")
         if request.method != "sampling":
-            for engine in usable:
+            for engine in usable():
                 if not engine.exact:
                     continue
                 try:
@@ -176,14 +226,14 @@ class Registry:
                 why = f" ({'; '.join(reasons)})" if reasons else ""
                 raise ModelError(f"no exact engine answers this {self.what}{why} (exact engines: "
                                  f"{', '.join(self.exact_names())}); use method='sampling' or 'auto'")
-        for engine in usable:
+        for engine in usable():
             if engine.exact or (engine.method is not None and not engine.auto):
                 continue
             if request.method == "sampling" and engine.method is not None:
                 continue
             if engine.accepts(request):
                 return _passed(engine.answer(request), reasons)
-        if soft and not any(e.soft_evidence for e in self._engines if e.accepts(request)):
+        if soft and not any(e.soft_evidence for e in self._all() if e.accepts(request)):
             raise ModelError(f"no engine takes soft evidence for this {self.what}; soft evidence needs a "
                              f"discrete node and a discrete or sampled model")
         raise ModelError(f"no engine answers this {self.what}")

@@ -46,10 +46,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import learning
 from ..distributions import DiscreteDistribution, Gaussian, GaussianMixture
 from ..errors import EvidenceError, ModelError
 from ..learning.data import is_dask_collection, is_pandas_frame
-from ..learning.partitions import check_dask_frame
 from .dispatch import run_query
 from .request import PER_ROW, as_target_list, question_text
 
@@ -422,7 +422,7 @@ def query_partitions(model: Any, targets, ddf, *, do: Mapping | None = None, **o
     """
     import pandas as pd  # optional heavy dependency, imported on use
 
-    check_dask_frame(ddf, EvidenceError)
+    learning.partitions.check_dask_frame(ddf, EvidenceError)   # loaded with the first Dask frame
     tl = [targets] if isinstance(targets, (str, bytes)) or not isinstance(targets, (list, tuple)) else list(targets)
     for t in tl:
         model.check_node(t, "target")
@@ -448,7 +448,7 @@ def predict_partitions(model: Any, ddf, columns=None):
     """``model.predict(ddf)``: a lazy Dask DataFrame, each partition filled by :func:`predict`."""
     import pandas as pd  # optional heavy dependency, imported on use
 
-    check_dask_frame(ddf, EvidenceError)
+    learning.partitions.check_dask_frame(ddf, EvidenceError)   # loaded with the first Dask frame
     meta = pd.DataFrame({c: pd.Series(dtype=dt) for c, dt in ddf.dtypes.items()})
     for c in predict_targets(model, columns):
         meta[c] = pd.Categorical([], categories=list(model.states(c))) if model.spec(c).is_discrete else \

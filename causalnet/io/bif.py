@@ -165,7 +165,10 @@ class _BifParser:
         raise ModelError(f"{self.source}, line {line}, column {col}: {msg}")
 
     def skip(self) -> None:
-        self.pos = _SKIP.match(self.text, self.pos).end()
+        text, pos = self.text, self.pos
+        if pos < len(text) and text[pos] != "/" and not text[pos].isspace():   # at a token already (most calls)
+            return
+        self.pos = _SKIP.match(text, pos).end()
         if self.text.startswith("/*", self.pos):
             self.fail(self.pos, "unterminated /* comment")
 

@@ -92,12 +92,12 @@ def fix_rows(table: np.ndarray, tol: float, fail_row: Callable[[tuple, str], Non
     sums = table.sum(axis=-1)                                    # (*parent_cards,)
     off = np.abs(sums - 1.0)
     bad = ~(off <= tol)                                          # NaN sums are bad too
-    if np.any(bad):
+    if bad.any():
         row = tuple(int(i) for i in np.argwhere(bad)[0]) if table.ndim > 1 else ()
         fail_row(row, f"the probabilities sum to {float(sums[row])!r}, expected 1 "
                       f"(tolerance {tol:g}; pass a larger tol= to accept and rescale such rows)")
     fix = off > TOL
-    if np.any(fix):
+    if fix.any():
         table = table.copy()
         if table.ndim == 1:
             table /= sums

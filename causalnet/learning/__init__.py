@@ -7,7 +7,7 @@ The map:
 - :mod:`~causalnet.learning.problem` — a structure and a table validated together.
 - :mod:`~causalnet.learning.parameters` — Dirichlet priors (none, BDeu, K2,
   explicit) and least squares.
-- :mod:`~causalnet.learning.fit` — :func:`fit` and :func:`fit_model`.
+- :mod:`~causalnet.learning.fitting` — :func:`fit` and :func:`fit_model`.
 - :mod:`~causalnet.learning.em` — EM for missing cells and latent nodes.
 - :mod:`~causalnet.learning.scores` — decomposable scores with cached local scores.
 - :mod:`~causalnet.learning.structure` — :func:`learn_structure`, the entry point of:
@@ -22,7 +22,6 @@ Queries and predictions from a DataFrame (``m.query(targets, evidence=df)``,
 """
 
 from ..runtime import lazy_exports
-from .fit import fit  # a submodule shares the name: bound now
 
 __all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure", "is_dask_collection",
            "is_pandas_frame"]
@@ -33,7 +32,9 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "is_pandas_frame": ".data:is_pandas_frame",
     "FitInfo": ".em:FitInfo",
     "fit_info": ".em:fit_info",
-    "fit_model": ".fit:fit_model",
+    "fit": ".fitting:fit",
+    "fit_model": ".fitting:fit_model",
     "score": ".partitions:score",
     "learn_structure": ".structure:learn_structure",
+    "partitions": ".partitions",
 })

@@ -228,7 +228,7 @@ def fit_partitions(structure, ddf, *, method: str = "mle", prior=None, equivalen
                    init: Any = None, parents: Mapping | None = None, **em_options) -> Any:
     """``fit`` on a Dask DataFrame: one pass for MLE and Bayes, then one pass per EM iteration.
 
-    Arguments as in :func:`causalnet.learning.fit.fit`; `init` is EM's first
+    Arguments as in :func:`causalnet.learning.fit`; `init` is EM's first
     start; `parents` orders each CPT's parent axes (as in :func:`prepare`).
     """
     pri = make_prior(method, prior, equivalent_sample_size)

@@ -321,7 +321,11 @@ def test_an_exact_engine_refusal_falls_back_to_sampling_and_says_so(monkeypatch)
             raise ResourceError("the clique table would need 9 EiB (a stand-in for a model too large)")
         return query(self, *args, method=method, **kw)
 
+    def refuse_all(*args, **kw):                 # the engine's all-marginals path refuses the same way
+        raise ResourceError("the clique table would need 9 EiB (a stand-in for a model too large)")
+
     monkeypatch.setattr(cn.CausalModel, "query", refuse_exact)
+    monkeypatch.setattr(session_module, "all_marginals", refuse_all)
     out = Session(m).query({"evidence": {"dysp": "yes"}})
     assert "approximate" in out["method"] and "20000 samples" in out["method"] and "9 EiB" in out["method"]
     for v in m.nodes:                           # likelihood weighting: within 5 standard errors of enumeration

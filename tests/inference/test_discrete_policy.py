@@ -190,7 +190,7 @@ def test_each_query_route_runs_its_method_and_answers_right(net, monkeypatch):
 
 def test_no_prior_tree_when_its_cliques_are_too_large(net, monkeypatch):
     dag, cpts, card, joint, names = net
-    monkeypatch.setattr("causalnet.inference.discrete.elimination.MAX_PRIOR_CLIQUE", 1)
+    monkeypatch.setattr("causalnet.inference.discrete.junction_tree.MAX_PRIOR_CLIQUE", 1)
     bn = DiscreteBN(dag, cpts, card)
     ran = _spy(monkeypatch, bn)
     for state in (0, 1, 0):

@@ -8,7 +8,7 @@ import causalnet as cn
 from causalnet import ModelError
 from causalnet.distributions import DiscreteDistribution
 from causalnet.inference.dispatch import COUNTERFACTUAL_ENGINES, QUERY_ENGINES
-from causalnet.inference.engine import Engine, NoExactAnswer, Registry
+from causalnet.inference.engine import Engine, LazyEngine, NoExactAnswer, Registry
 from causalnet.inference.request import query_request
 
 
@@ -76,6 +76,19 @@ def test_a_new_engine_plugs_in_without_touching_others():
         "likelihood weighting")
     with pytest.raises(ModelError, match="must be an Engine"):
         reg.register(object())
+
+
+def test_lazy_entries_load_only_when_reached_and_must_build_the_engine_they_name():
+    m = cn.CausalModel({"K": cn.Categorical([0.5, 0.5])})
+    built = []
+    reg = Registry([_Fixed(), LazyEngine("declines", lambda: built.append(1) or _Declines())])
+    assert reg.names() == ["fixed", "declines"] and not built          # names load nothing
+    assert reg.answer(query_request(m, "K")).method == "fixed engine" and not built   # never reached
+    assert [e.name for e in reg] == ["fixed", "declines"] and built == [1]            # iterating loads it, once
+    assert [e.name for e in reg] == ["fixed", "declines"] and built == [1]
+    wrong = Registry([LazyEngine("fixed", _Declines)])
+    with pytest.raises(ModelError, match="lazy engine 'fixed' built"):
+        list(wrong)
 
 
 def test_exact_error_lists_declines():

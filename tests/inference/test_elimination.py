@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 import causalnet as cn
 from causalnet import EvidenceError, GraphError, ModelError, ShapeError
 from causalnet.inference.discrete import elimination as E
+from causalnet.inference.discrete import junction_tree as JT
 from causalnet.inference.discrete import policy as POL
 from causalnet.inference.discrete import prior_tree as PT
 from causalnet.inference.discrete import programs as P
@@ -33,6 +34,7 @@ from causalnet.inference.discrete.elimination import (
     variable_elimination,
 )
 from causalnet.inference.discrete.factors import MAX_EINSUM_AXES, Factor
+from causalnet.inference.discrete.ordering import largest_table
 from causalnet.inference.discrete.policy import QueryPolicy
 
 # -- helpers ----------------------------------------------------------------------
@@ -487,7 +489,7 @@ def test_prior_tree_is_built_at_the_second_scalar_query(cloudy_bn, monkeypatch):
     bn.query(["Rain"], {"Wet": 1}, order="min-degree")
     assert seen
     # too large a tree: never built, the compiled engine answers
-    monkeypatch.setattr(E, "MAX_PRIOR_CLIQUE", 2)
+    monkeypatch.setattr(JT, "MAX_PRIOR_CLIQUE", 2)
     g = cn.DAG.parse("A -> B")
     small = DiscreteBN(g, {"A": [0.5, 0.5], "B": [[0.9, 0.1], [0.2, 0.8]]}, {"A": 2, "B": 2})
     for _ in range(3):
@@ -980,3 +982,15 @@ def test_generic_variable_elimination(seed):
     for r in range(2):
         want, pe = brute_query(joint, names, ["X1", "X0"], {"X6": int(ev["X6"][r]), "X2": 0})
         assert_allclose(f.values[r], want * pe, rtol=0, atol=1e-14)
+
+
+def test_largest_table_stops_at_the_first_table_over_the_limit():
+    def path():                                     # a - b - c - d, cards 2, 3, 4, 5
+        return {0: {1}, 1: {0, 2}, 2: {1, 3}, 3: {2}}
+
+    card = [2, 3, 4, 5]
+    full = largest_table(path(), [0, 1, 2, 3], card)
+    assert full == 4 * 5                            # eliminating c with d left: 20 entries
+    assert largest_table(path(), [0, 1, 2, 3], card, stop=100) == full
+    assert largest_table(path(), [3, 2, 1, 0], card, stop=5) == 5 * 4   # the first table (d with c) is over 5
+    assert largest_table(path(), [1, 0, 2, 3], card, stop=5) == 3 * 2 * 4   # b first: b, a, c

@@ -27,7 +27,8 @@ queries, MAP, log-probabilities), :mod:`.policy` (the route of each query),
 programs), :mod:`.batches` (distinct evidence rows, chunked),
 :mod:`.cliques` (clique-tree structure), :mod:`.junction_tree`
 (:class:`JunctionTree`), :mod:`.hugin` (one Hugin propagation),
-:mod:`.prior_tree` (the calibrated prior tree).
+:mod:`.prior_tree` (the calibrated prior tree), :mod:`.every_node` (every node's posterior
+under evidence and ``do`` on one network's caches: :func:`all_marginals`).
 
 Legend: ``n`` batch rows, ``K`` states.
 
@@ -45,6 +46,7 @@ Examples
 
 from __future__ import annotations
 
+from ...runtime import lazy_exports
 from .batches import EvidenceRows
 from .elimination import DiscreteBN, variable_elimination
 from .engine import (
@@ -57,8 +59,8 @@ from .engine import (
     node_table,
     shift_map,
 )
+from .every_node import all_marginals
 from .factors import Factor, factor_product
-from .junction_tree import JunctionTree
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS, elimination_cliques, elimination_order, moral_graph
 from .policy import MarginalsPolicy, QueryPolicy
@@ -80,6 +82,7 @@ __all__ = [
     "QueryPolicy",
     "MarginalsPolicy",
     "EvidenceRows",
+    "all_marginals",
     # factors and orders
     "Factor",
     "factor_product",
@@ -89,3 +92,13 @@ __all__ = [
     "elimination_order",
     "elimination_cliques",
 ]
+
+# Junction trees (and the calibrated prior tree, Hugin propagation and clique trees they use) load when a
+# network first builds one (PEP 562): a process answering a few compiled queries never loads them.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "JunctionTree": ".junction_tree:JunctionTree",
+    "junction_tree": ".junction_tree",
+    "prior_tree": ".prior_tree",
+    "hugin": ".hugin",
+    "cliques": ".cliques",
+})

@@ -108,9 +108,9 @@ from ... import limits
 from ...errors import EvidenceError, GraphError, ModelError
 from ...graph.core import closure
 from ...graph.dag import DAG
+from .. import discrete as _discrete  # its junction_tree module: loaded by the first junction tree
 from .batches import EvidenceRows
 from .factors import Factor, factor_product
-from .junction_tree import MAX_PRIOR_CLIQUE, MAX_PRIOR_TOTAL, JunctionTree
 from .network import DiscreteNetwork
 from .ordering import (
     ORDER_METHODS,
@@ -319,7 +319,8 @@ class DiscreteBN(DiscreteNetwork):
                 rank = self._global_rank()
                 if rank is not None:
                     seq = sorted(elim, key=rank.__getitem__)
-                    if largest_table({v: set(nb) for v, nb in adj.items()}, seq, self._card) <= _GLOBAL_ORDER_MAX:
+                    if largest_table({v: set(nb) for v, nb in adj.items()}, seq, self._card,
+                                     _GLOBAL_ORDER_MAX) <= _GLOBAL_ORDER_MAX:
                         return seq
             return self._greedy(adj, elim, method)
         want = set(elim)
@@ -377,23 +378,32 @@ class DiscreteBN(DiscreteNetwork):
 
     # -- compilation -------------------------------------------------------------
 
-    def _compile(self, tidx: tuple[int, ...], ev: frozenset, batched: frozenset, method, mode: str) -> _Plan:
+    def _compile(self, tidx: tuple[int, ...], ev: frozenset, batched: frozenset, method, mode: str,
+                 nodes: frozenset | None = None) -> _Plan:
         """Compile a query (``mode="sum"``) or MAP (``mode="max"``) program.
 
-        The orders are fixed and their tables checked against
-        ``limits.get("max_table_bytes")`` before any table is built.
+        `nodes`, when given, are the nodes whose CPTs enter (a requisite set);
+        else the ancestors of the targets and the evidence. The orders are
+        fixed and their tables checked against ``limits.get("max_table_bytes")``
+        before any table is built.
         """
-        if mode == "max" and not tidx:
+        if nodes is not None:
+            nodes = set(nodes)
+        elif mode == "max" and not tidx:
             tidx = tuple(v for v in range(len(self._names)) if v not in ev)
             nodes = set(range(len(self._names)))
         else:
             nodes = self.ancestral(set(tidx) | ev)
         _, adj = self.reduced(sorted(nodes), ev)
-        before = {v: set(nb) for v, nb in adj.items()}
+        before = None if isinstance(method, str) else {v: set(nb) for v, nb in adj.items()}
         tset = set(tidx)
         order = self._order(adj, [v for v in adj if v not in tset], method, mode == "sum")
         morder = self._order(adj, list(tidx), method) if mode == "max" else []
-        self._check_tables(before, order + morder, tidx if mode == "sum" else ())
+        if isinstance(method, str):      # heuristic orders are bounded as they are built: the targets' table only
+            check_clique_bytes([tidx if mode == "sum" else ()], self._card, self._names,
+                               what="the joint table of the targets")
+        else:
+            self._check_tables(before, order + morder, tidx if mode == "sum" else ())
         el = _Elimination(ProgramBuilder(self._card, sorted(ev), self._cache_folds))
         b = el.builder
         el.add([self.factor_slot(b, v, ev, batched) for v in sorted(nodes)])
@@ -431,16 +441,23 @@ class DiscreteBN(DiscreteNetwork):
                                what="an intermediate table of variable elimination")
         check_clique_bytes([targets], card, self._names, what="the joint table of the targets")
 
-    def _plan(self, tidx, ev: dict, method, mode: str) -> _Plan:
+    def _plan(self, tidx, ev, method, mode: str, nodes: frozenset | None = None) -> _Plan:
         evset = frozenset(ev)
-        batched = frozenset(k for k, x in ev.items() if type(x) is not int)
-        key = (mode, tidx, evset, batched, method)
+        batched = frozenset(k for k, x in ev.items() if type(x) is not int) if isinstance(ev, dict) else frozenset()
+        key = (mode, tidx, evset, batched, method, nodes)
         plan = self._cache_plans.get(key)
         if plan is None:
             if len(self._cache_plans) >= _MAX_PLANS:
                 self._cache_plans.pop(next(iter(self._cache_plans)))
-            plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode)
+            plan = self._cache_plans[key] = self._compile(tidx, evset, batched, method, mode, nodes)
         return plan
+
+    def query_on(self, tidx: tuple[int, ...], nodes: frozenset, observed: frozenset, ev: dict):
+        """``((P(targets | e), log of the requisite part of P(e)), that part unscaled)`` from the CPTs of
+        `nodes` only (a requisite set, see :mod:`.every_node`), scalar evidence; `observed` are the
+        observed nodes in their families (their values in `ev`). The program is cached per
+        (targets, nodes, observed)."""
+        return self._query(self._plan(tidx, observed, "weighted-min-fill", "sum", nodes), tidx, ev, None)
 
     def _run(self, plan: _Plan, ev: dict, read):
         """Run `plan`, rerunning with rescaling when P(e) underflows: ``(read's answer, z)``.
@@ -591,7 +608,8 @@ class DiscreteBN(DiscreteNetwork):
         """The calibrated prior junction tree, or False when its tables would be too large
         (called by the query policy, once compiled queries have paid for it)."""
         _, largest, total = self._whole_order()                # the tree's cliques are among these tables
-        if largest <= MAX_PRIOR_CLIQUE and total <= MAX_PRIOR_TOTAL:
+        trees = _discrete.junction_tree
+        if largest <= trees.MAX_PRIOR_CLIQUE and total <= trees.MAX_PRIOR_TOTAL:
             return self.junction_tree().prior_tree() or False
         return False
 
@@ -745,5 +763,5 @@ class DiscreteBN(DiscreteNetwork):
         evs = frozenset(self.node_index(v, "evidence node", EvidenceError) for v in (evidence_vars or ()))
         jt = self._cache_jts.get(evs)
         if jt is None:
-            jt = self._cache_jts[evs] = JunctionTree(self, [self._names[v] for v in sorted(evs)])
+            jt = self._cache_jts[evs] = _discrete.junction_tree.JunctionTree(self, [self._names[v] for v in sorted(evs)])
         return jt

@@ -55,12 +55,17 @@ from .programs import TINY
 __all__ = ["propagate"]
 
 
-def propagate(net: DiscreteNetwork, tree: CliqueTree, ev: dict) -> tuple[list[np.ndarray], float] | None:
+def propagate(net: DiscreteNetwork, tree: CliqueTree, ev: dict,
+              cut: frozenset = frozenset()) -> tuple[list[np.ndarray], float] | None:
     """Every node's posterior given scalar evidence `ev` (node int -> state), and ``log P(e)``.
 
     `tree` must be built without evidence nodes. Returns a list indexed by
     node int (observed nodes get the point mass on their state), or None when
     ``P(e) < TINY`` (the caller's compiled engine then rescales, or raises).
+    `cut`: intervened nodes (each also in `ev`, at its ``do`` value) whose CPTs
+    are left out: the network under ``do`` (its graph has fewer edges, so the
+    tree stays a junction tree of it); ``log P(e)`` is then of the evidence
+    under the interventions.
 
     Notes
     -----
@@ -71,7 +76,7 @@ def propagate(net: DiscreteNetwork, tree: CliqueTree, ev: dict) -> tuple[list[np
     """
     k = len(tree.vars)
     sep = [frozenset(v for v in s if v not in ev) for s in tree.sep]
-    got = _potentials(net, tree, ev)
+    got = _potentials(net, tree, ev, cut)
     if got is None:
         return None
     psi, log_z = got
@@ -137,12 +142,14 @@ def _align(a: np.ndarray, lab: tuple, to: tuple) -> np.ndarray:
     return np.transpose(a, order).reshape(shape)
 
 
-def _potentials(net: DiscreteNetwork, tree: CliqueTree, ev: dict):
-    """Each clique's potential (its CPTs sliced at the evidence, multiplied; labelled) and the
-    log of the CPTs left as numbers; None when such a number is zero."""
+def _potentials(net: DiscreteNetwork, tree: CliqueTree, ev: dict, cut: frozenset):
+    """Each clique's potential (its CPTs but those of `cut`, sliced at the evidence, multiplied;
+    labelled) and the log of the CPTs left as numbers; None when such a number is zero."""
     ops: list[list] = [[] for _ in tree.vars]
     log_scalar = 0.0
     for v, c in tree.assign:
+        if v in cut:
+            continue
         fam = net.family[v]
         t = net.cpt_list[v]
         if any(u in ev for u in fam):

@@ -472,6 +472,24 @@ class JunctionTree:
         out = {names[v]: post[off[v]:off[v] + card[v]] for v in range(len(names))}   # (K,) views
         return (out, log_z) if return_log_evidence else out
 
+    @property
+    def prior_tree_built(self) -> bool:
+        """Whether :meth:`prior_tree` was built (or found unusable) already."""
+        return self._cache_prior_tree is not None
+
+    def propagate(self, ev: dict, cut: frozenset = frozenset()) -> tuple[dict, float] | None:
+        """One Hugin propagation (:func:`~.hugin.propagate`): ``({node: posterior (K,)}, log P(e))`` for
+        scalar evidence `ev` (node int -> state, validated), the CPTs of the intervened nodes `cut`
+        (each in `ev` at its ``do`` value) left out; None when ``P(e)`` is below ``TINY`` or the tree
+        was built with evidence variables."""
+        if self._S:
+            return None
+        got = propagate(self._bn, self._structure, ev, cut)
+        if got is None:
+            return None
+        names = self._bn.nodes
+        return {names[v]: p for v, p in enumerate(got[0])}, got[1]
+
     def log_evidence(self, evidence: Mapping[Hashable, int | np.ndarray] | None = None) -> float | np.ndarray:
         """``log P(evidence)`` (a float, or shape (n,) when batched)."""
         return self.marginals(evidence, return_log_evidence=True)[1]

@@ -25,7 +25,6 @@ Examples
 
 from __future__ import annotations
 
-import difflib
 import math
 import operator
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -196,6 +195,7 @@ class DiscreteNetwork:
         self._cache_eyes: dict = {}
         self._cache_tables: dict = {}
         self._cache_folds = FoldCache()
+        self._cache_children: list | None = None
         self.row_evidence = dict(row_evidence or {})
 
     # -- views -----------------------------------------------------------------
@@ -225,6 +225,18 @@ class DiscreteNetwork:
     @property
     def family(self) -> list[tuple]:
         return self._family
+
+    @property
+    def children(self) -> list[tuple]:
+        """Each node's children (node ints), computed once."""
+        kids = self._cache_children
+        if kids is None:
+            acc: list[list] = [[] for _ in self._names]
+            for v, ps in enumerate(self._parents):
+                for p in ps:
+                    acc[p].append(v)
+            kids = self._cache_children = [tuple(k) for k in acc]
+        return kids
 
     @property
     def cpt_list(self) -> list[np.ndarray]:
@@ -400,5 +412,7 @@ class DiscreteNetwork:
 
 
 def _hint(names: Sequence, v) -> str:
+    import difflib  # only on a bad name: kept out of the import
+
     close = difflib.get_close_matches(str(v), [str(n) for n in names], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""

@@ -250,12 +250,15 @@ def apply_order(adj: dict, order: Sequence, cliques: list | None = None) -> None
             na.discard(a)
 
 
-def largest_table(adj: dict, order: Sequence, card: Sequence[int]) -> int:
-    """Entries of the largest table eliminating `order` from `adj` (mutated) creates."""
+def largest_table(adj: dict, order: Sequence, card: Sequence[int], stop: float | None = None) -> int:
+    """Entries of the largest table eliminating `order` from `adj` (mutated) creates; with `stop`,
+    the first size over it as soon as one is (the rest of `order` is then not eliminated)."""
     big = 1
     for v in order:
         nb = adj.pop(v)
         big = max(big, card[v] * math.prod(card[a] for a in nb))
+        if stop is not None and big > stop:
+            return big
         for a in nb:
             na = adj[a]
             na.discard(v)
