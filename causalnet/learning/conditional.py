@@ -42,7 +42,7 @@ Examples
 ...                                                                    [0., 0.], [1., 0.], [2., 1.]]))
 >>> b, w, var = mo.solve("Y")
 >>> b.round(6).tolist(), w.round(6).tolist()
-[[1.0, -0.166667], [[2.0], [0.5]]]
+([1.0, -0.166667], [[2.0], [0.5]])
 """
 
 from __future__ import annotations

@@ -351,6 +351,9 @@ class DBN:
         tsteps = [split_step(x, self._transition) for x in targets]
         T = self._horizon(T, {x: 0 for x in targets}, evidence, do,
                           {k: v for k, v in (policy or {}).items() if not callable(v)})
+        for x, (_, t) in zip(targets, tsteps):
+            if t >= T:
+                raise EvidenceError(f"target {x!r} is at step {t}, past the horizon T={T} (steps 0..{T - 1})")
         if len(targets) == 1 and self.is_discrete:
             (var, t), = tsteps
             probs, msgs, n = self._discrete_pass(evidence, T, do, policy, True, steps=[t], out_vars=[var])

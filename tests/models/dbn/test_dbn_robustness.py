@@ -24,3 +24,11 @@ def test_bad_questions_raise_typed_errors(ev, do, T, which):
         guarded(DBN.predict, ev, 2, do=do)
     else:
         guarded(getattr(DBN, which), ev, T, do=do)
+
+
+def test_target_past_the_horizon_is_an_evidence_error():
+    import pytest
+
+    from causalnet.errors import EvidenceError
+    with pytest.raises(EvidenceError, match=r"'H2\[2\]' is at step 2, past the horizon T=1"):
+        DBN.query("H2[2]", T=1)
