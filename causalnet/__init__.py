@@ -93,6 +93,7 @@ __all__ = [
     "explore",
     "ConditionalLinearGaussian",
     "GaussianMixture",
+    "MixedDistribution",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -178,6 +179,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "cf": ".queries:cf",
     "ConditionalLinearGaussian": ".mechanisms.conditional_gaussian:ConditionalLinearGaussian",
     "GaussianMixture": ".distributions:GaussianMixture",
+    "MixedDistribution": ".distributions:MixedDistribution",
     "explore": ".explorer:explore",
     "MarkovNetwork": ".inference.markov:MarkovNetwork",
     "Factor": ".inference.markov:Potential",

@@ -13,7 +13,8 @@ runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
   the exact engine), Gibbs sampling, importance sampling, and likelihood
   weighting;
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
-  additive-noise abduction, then sampling over the noise posterior.
+  conditional Gaussian twin (mixed networks: shared standardised Gaussian and inverse-CDF noises), additive-noise
+  abduction, then sampling over the noise posterior.
 
 The model families register their fast engines ahead of these when they are
 imported (``causalnet`` imports them all): the CRF and HMM chain engines
@@ -30,7 +31,8 @@ from __future__ import annotations
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
 from .cauchy import CauchyEngine
-from .conditional_gaussian import ConditionalGaussianEngine
+from .cg_counterfactual import ConditionalGaussianTwinEngine
+from .conditional_gaussian import ConditionalGaussianEngine, is_conditional_gaussian
 from .counterfactual import AdditiveNoiseEngine, DiscreteTwinEngine, GaussianTwinEngine, SampledCounterfactualEngine
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import Registry
@@ -48,7 +50,8 @@ __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINE
 QUERY_ENGINES = Registry([DiscreteEngine(), SoftEvidenceEngine(), GaussianEngine(), CauchyEngine(),
                           ConditionalGaussianEngine(), LoopyEngine(), GibbsEngine(), ImportanceEngine(),
                           SamplingEngine()], what="query")
-COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), AdditiveNoiseEngine(),
+COUNTERFACTUAL_ENGINES = Registry([DiscreteTwinEngine(), GaussianTwinEngine(), ConditionalGaussianTwinEngine(),
+                                   AdditiveNoiseEngine(),
                                    SampledCounterfactualEngine()], what="counterfactual")
 
 
@@ -94,4 +97,6 @@ def run_map(model, targets=None, *, evidence=None, do=None, method="exact", **op
         request.options = check_approximate_options("loopy", options)
         return loopy_map(request)
     check_approximate_options("exact", options)
+    if model_tables(request.model) is None and is_conditional_gaussian(request.model):
+        return ConditionalGaussianEngine().map(request)
     return DiscreteEngine().map(request)

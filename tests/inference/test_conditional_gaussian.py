@@ -321,7 +321,8 @@ def test_a_discrete_child_of_a_real_node_is_refused_by_the_exact_engine():
     with pytest.raises(ModelError, match="'D'.*'X'"):
         m.query("Y", evidence={"D": "pos"}, method="exact")
     approx = m.query("T", evidence={"D": "pos"}, n_samples=2000, seed=0)
-    assert "conditional Gaussian" not in approx.method
+    assert approx.method.startswith("likelihood weighting")               # sampled, and says why
+    assert "conditional Gaussian: discrete node 'D' has the real parent 'X'" in approx.method
     with pytest.raises(ModelError, match="CPT for 'D'.*'X'"):               # a CPT cannot even be built
         cn.CausalModel({"X": cn.LinearGaussian(), "D": cn.CPT(["X"], [[0.5, 0.5]])})
 
