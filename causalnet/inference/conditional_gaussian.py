@@ -91,25 +91,6 @@ def is_conditional_gaussian(model) -> bool:
     return cg_reason(model) is None
 
 
-def cg_reason(model) -> str | None:
-    """None when `model` is a conditional Gaussian network this engine solves, else why not (cached)."""
-    cached = model.cache.get("cg_reason", False)
-    if cached is not False:
-        return cached
-    reason = None
-    for v in model.dag.topological_order():
-        reason = _node_reason(model, v)
-        if reason is not None:
-            break
-    model.cache["cg_reason"] = reason
-    return reason
-
-
-def is_conditional_gaussian(model) -> bool:
-    """Whether `model` is a CG network (see the module docstring)."""
-    return cg_reason(model) is None
-
-
 def cg_result(model, names: list, labels: list, sol: CGSolution, *, batched: bool, method: str,
               scm: str | None = None):
     """The distribution object of a solved CG question over `names` (shown as `labels`)."""
