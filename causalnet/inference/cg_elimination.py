@@ -229,21 +229,26 @@ class _Component:
                 c[:, :, i] = ci
         return c
 
-    def condition(self, c: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Conditioned means (K, r, d) and log densities of the evidence (K, r); -inf where impossible."""
+    def condition(self, c: np.ndarray, values: np.ndarray, want: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """Conditioned means of the nodes `want` (K, r, len(want)) and log densities of the evidence (K, r),
+        -inf where the evidence is impossible (outside the support of a degenerate configuration)."""
+        want = list(want)
         if not self.obs:
-            return c, np.zeros(c.shape[:2])
+            return c[:, :, want], np.zeros(c.shape[:2])
         resid = values[None] - c[:, :, self.obs]                               # (K, r, E)
-        rp = np.einsum("kre,kef->krf", resid, self.V)                          # eigenbasis coordinates
-        scale = 1.0 + np.abs(values).max(axis=-1)                              # (r,)
-        null = np.where(self.pos[:, None, :], 0.0, np.abs(rp)).max(axis=-1)    # (K, r)
-        bad = null > 1e-8 * scale[None, :]
-        rpp = np.where(self.pos[:, None, :], rp, 0.0)
+        rp = resid @ self.V                                                    # (K, r, E) eigenbasis coordinates
+        degenerate = not self.pos.all()
+        if degenerate:
+            scale = 1.0 + np.abs(values).max(axis=-1)                          # (r,)
+            null = np.where(self.pos[:, None, :], 0.0, np.abs(rp)).max(axis=-1)   # (K, r)
+            rp = np.where(self.pos[:, None, :], rp, 0.0)
         with np.errstate(over="ignore", invalid="ignore"):
-            mean = c + np.einsum("kre,kde->krd", rpp, self.G)
-            maha = np.einsum("kre,ke->kr", rpp * rpp, self.inv)
+            mean = c[:, :, want] + rp @ np.swapaxes(self.G[:, want, :], 1, 2) if want else c[:, :, :0]
+            maha = ((rp * rp) @ self.inv[:, :, None])[..., 0]                  # (K, r)
         log_ev = -0.5 * (maha + self.logdet[:, None] + self.rank[:, None] * _LOG_2PI)
-        return mean, np.where(bad, -np.inf, log_ev)
+        if degenerate:
+            log_ev = np.where(null > 1e-8 * scale[None, :], -np.inf, log_ev)
+        return mean, log_ev
 
 
 class _Plan:
@@ -339,14 +344,14 @@ class CGSolution:
         r = self.n_rows or 1
         t = len(reals)
         means, covs = np.zeros((Kk, r, t)), np.zeros((Kk, t, t))
-        for comp, mean in self.posts:
-            mine = [(a, comp.nodes.index(v)) for a, v in enumerate(reals) if v in comp.nodes]
+        for comp, names, mean in self.posts:                                   # mean (K, r, len(names))
+            mine = [(a, names.index(v), comp.nodes.index(v)) for a, v in enumerate(reals) if v in names]
             if not mine:
                 continue
             idx = (np.ravel_multi_index(tuple(grid[kpos[p]] for p in comp.boundary), comp.cards)
                    if comp.boundary else np.zeros(Kk, dtype=np.int64))           # (Kk,)
-            a, j = [m[0] for m in mine], [m[1] for m in mine]
-            means[:, :, a] = mean[idx][:, :, j]
+            a, m, j = [x[0] for x in mine], [x[1] for x in mine], [x[2] for x in mine]
+            means[:, :, a] = mean[idx][:, :, m]
             covs[np.ix_(np.arange(Kk), a, a)] = comp.post_cov[idx][:, j][:, :, j]
         for a, v in enumerate(reals):
             if v in self.consts:
@@ -380,11 +385,12 @@ def _factors(model, targets: tuple, observed: Mapping, n_rows):
     factors, posts, offset = list(plan.tables), [], np.zeros(r)
     for comp, has_target in plan.components:
         c = comp.means(consts, r)
-        mean, log_ev = comp.condition(c, _values(observed, [comp.nodes[i] for i in comp.obs], r))
+        want = [i for i, v in enumerate(comp.nodes) if v in targets]
+        mean, log_ev = comp.condition(c, _values(observed, [comp.nodes[i] for i in comp.obs], r), want)
         if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(comp.post_cov))):
             raise NumericalError("the conditional Gaussians overflow float64 (values or weights too large)")
         if has_target:
-            posts.append((comp, mean))
+            posts.append((comp, [comp.nodes[i] for i in want], mean))
         if comp.obs:
             top = log_ev.max(axis=0)                                                   # (r,)
             top = np.where(np.isfinite(top), top, 0.0)
@@ -428,7 +434,7 @@ def cg_solve(model, targets: Sequence[Hashable], observed: Mapping, n_rows: int 
     targets = tuple(targets)
     plan, factors, ev, consts, posts, offset = _factors(model, targets, observed, n_rows)
     keep = [t for t in targets if model.specs[t].kind == DISCRETE]
-    keep += [p for comp, _ in posts for p in comp.boundary if p not in keep]
+    keep += [p for comp, _, _ in posts for p in comp.boundary if p not in keep]
     scalar = {v: s for v, s in ev.items() if v not in keep}
     for v in keep:
         if v in ev:
