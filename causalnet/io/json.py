@@ -14,7 +14,8 @@ A model file is plain JSON in a versioned schema::
 ``nodes`` keeps the model's node order; each mechanism is its own
 ``to_dict()``, read back by the loader registered for its ``"type"`` (see
 :func:`register_mechanism`; built in: ``Categorical``, ``CPT``,
-``LinearGaussian``). ``interventions`` (present only for an intervened model)
+``LinearGaussian``, ``CauchyLinear``, ``ConditionalLinearGaussian`` — its
+``intercept``, ``weights`` and ``variance`` nested one level per discrete parent). ``interventions`` (present only for an intervened model)
 maps a node to its constant ``do`` value — a state name for a discrete node,
 a number or nested list otherwise, or a list of those (one per row) — and
 the file stores the node's natural mechanism, so loading rebuilds the model
@@ -63,6 +64,7 @@ from .. import limits
 from ..errors import CausalNetError, GraphError, ModelError, ResourceError
 from ..mechanisms.base import DISCRETE, Mechanism
 from ..mechanisms.cauchy import CauchyLinear
+from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
@@ -285,11 +287,23 @@ def _load_cauchy_linear(d: dict) -> Mechanism:
                   scale_parent=d.get("scale_parent"), shape=None if shape is None else tuple(shape))
 
 
+def _load_conditional_linear_gaussian(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "intercept", "weights", "variance"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+
+    def table(key):                                   # a number when there is no discrete parent
+        v = _need(d, key, "")
+        return np.float64(_number(v, key)) if not isinstance(v, list) else _array(v, key)
+
+    return _build("", ConditionalLinearGaussian, parents, table("intercept"), table("weights"), table("variance"))
+
+
 _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
     "Categorical": _load_categorical,
     "CPT": _load_cpt,
     "LinearGaussian": _load_linear_gaussian,
     "CauchyLinear": _load_cauchy_linear,
+    "ConditionalLinearGaussian": _load_conditional_linear_gaussian,
 }
 
 

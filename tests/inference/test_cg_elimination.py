@@ -263,3 +263,66 @@ def test_a_changed_discrete_parent_rescales_the_shared_noise():
     u = (2.0 - (-2.0 + 2.0 * 0.25)) / np.sqrt(1.5)
     assert_allclose(res.mean[0], 1.0 + 0.5 * 0.25 + np.sqrt(0.4) * u, rtol=1e-12)
     assert_allclose(res.var[0], 0.0, atol=1e-12)
+
+
+# -- gallery, JSON, results ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["waste-incinerator", "mixed-treatment"])
+def test_cg_gallery_models_round_trip_through_json(name):
+    from causalnet.io.json import from_json, to_json
+
+    m = cn.gallery.load(name)
+    m2 = from_json(to_json(m))
+    assert list(m2.nodes) == list(m.nodes)
+    for v in m.nodes:
+        assert type(m2.mechanisms[v]) is type(m.mechanisms[v])
+        assert m2.mechanisms[v].to_dict() == m.mechanisms[v].to_dict()
+    real = [v for v in m.nodes if m.specs[v].kind == "real"]
+    a = m.query(real[-1], evidence={real[0]: 1.0})
+    b = m2.query(real[-1], evidence={real[0]: 1.0})
+    assert_allclose([a.mean[0], a.var[0]], [b.mean[0], b.var[0]], rtol=0, atol=0)
+
+
+def test_clg_json_errors_name_the_field():
+    from causalnet.io.json import from_json
+
+    doc = ('{"format": "causalnet-model", "version": 1, "nodes": ['
+           '{"name": "T", "mechanism": {"type": "Categorical", "probs": [0.5, 0.5], "states": ["a", "b"]}},'
+           '{"name": "Y", "mechanism": {"type": "ConditionalLinearGaussian", "parents": ["T"], '
+           '"intercept": [0.0, 1.0], "weights": [[], []], "variance": [1.0, %s]}}]}')
+    assert from_json(doc % "2.0").mechanisms["Y"].variance.tolist() == [1.0, 2.0]
+    with pytest.raises(ModelError, match="variance"):
+        from_json(doc % "-2.0")
+    with pytest.raises(ModelError, match="variance"):
+        from_json(doc % '"x"')
+
+
+def test_mixed_treatment_against_monte_carlo():
+    m = cn.gallery.load("mixed-treatment")
+    s = m.sample(300_000, seed=4)
+    treated = s["Treatment"] == 1
+    lab = m.query("Lab", evidence={"Treatment": "yes"})
+    x = s["Lab"][treated]
+    assert abs(lab.mean[0] - x.mean()) < 5 * x.std() / np.sqrt(x.size)
+    sev = m.query(["Severity", "Dose"], evidence={"Treatment": "yes"})
+    assert isinstance(sev, cn.MixedDistribution)
+    p = np.bincount(s["Severity"][treated], minlength=3) / treated.sum()
+    assert_allclose(sev.marginal("Severity").probs, p, atol=5 * np.sqrt(0.25 / treated.sum()))
+    d = s["Dose"][treated]
+    assert abs(sev.marginal("Dose").mean[0] - d.mean()) < 5 * d.std() / np.sqrt(d.size)
+
+
+def test_result_marginals_and_refusals():
+    gm = cn.GaussianMixture(("X", "Y"), [0.25, 0.75], [[0.0, 1.0], [2.0, -1.0]],
+                            [[[1.0, 0.5], [0.5, 2.0]], [[1.0, 0.0], [0.0, 3.0]]])
+    y = gm.marginal("Y")
+    assert_allclose([y.mean[0], y.var[0]], [0.25 * 1 - 0.75, 0.25 * 3 + 0.75 * 4 - (0.25 - 0.75) ** 2])
+    with pytest.raises(cn.EvidenceError, match="'Z'"):
+        gm.marginal("Z")
+    mx = cn.gallery.load("mixed-treatment").query(["Diagnosis", "Lab", "Treatment"])
+    assert isinstance(mx.marginal(["Diagnosis", "Treatment"]), cn.DiscreteDistribution)
+    assert mx.probs.shape == (3, 2)
+    assert isinstance(mx.marginal(["Lab", "Treatment"]), cn.MixedDistribution)
+    assert "MixedDistribution" in repr(mx) and "Diagnosis=" in str(mx)
+    with pytest.raises(cn.EvidenceError, match="'Dose'"):
+        mx.marginal(["Dose"])
