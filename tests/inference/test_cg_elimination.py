@@ -326,3 +326,15 @@ def test_result_marginals_and_refusals():
     assert "MixedDistribution" in repr(mx) and "Diagnosis=" in str(mx)
     with pytest.raises(cn.EvidenceError, match="'Dose'"):
         mx.marginal(["Dose"])
+
+
+def test_a_deterministic_configuration_that_contradicts_the_evidence_gets_weight_zero():
+    """Y = A exactly when T = a (variance 0), Y = A + noise when T = b: observing Y != A rules out T = a."""
+    m = cn.CausalModel({"T": cn.Categorical([0.5, 0.5], states=["a", "b"]), "A": cn.LinearGaussian(),
+                        "Y": cn.ConditionalLinearGaussian(["T", "A"], [0.0, 0.0], [[1.0], [1.0]], [0.0, 1.0]),
+                        "W": cn.ConditionalLinearGaussian(["T", "Y"], [1.0, -1.0], [[0.5], [2.0]], [1.0, 1.0])})
+    assert_allclose(m.query("T", evidence={"Y": 1.0, "A": 0.2}).probs, [0.0, 1.0], atol=0)
+    w = m.query("W", evidence={"Y": [1.0, 3.0], "A": 0.2})
+    assert_allclose(w.mean[:, 0], [-1.0 + 2.0, -1.0 + 6.0], rtol=1e-12)
+    with pytest.raises(cn.EvidenceError, match="probability zero"):
+        m.query("W", evidence={"Y": 1.0, "A": 0.2, "T": "a"})
