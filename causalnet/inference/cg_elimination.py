@@ -217,6 +217,9 @@ class _Component:
     def means(self, consts: Mapping, r: int) -> np.ndarray:
         """Prior means (K, r, d); `consts` maps outside real parents to values of shape () or (r,)."""
         K, d = self.cfg.shape[0], len(self.nodes)
+        limits.check_bytes(8.0 * K * r * (2 * d + 3 * len(self.obs)), what="the conditioned means of a group of "
+                           "real nodes", cause=f"{K} configurations of {self.boundary} x {r} evidence rows x {d} "
+                           f"real nodes (fewer rows at once, or raise the limit)")
         c = np.zeros((K, r, d))
         with np.errstate(over="ignore", invalid="ignore"):
             for i, (b, terms) in enumerate(self.coef):

@@ -338,3 +338,12 @@ def test_a_deterministic_configuration_that_contradicts_the_evidence_gets_weight
     assert_allclose(w.mean[:, 0], [-1.0 + 2.0, -1.0 + 6.0], rtol=1e-12)
     with pytest.raises(cn.EvidenceError, match="probability zero"):
         m.query("W", evidence={"Y": 1.0, "A": 0.2, "T": "a"})
+
+
+def test_too_many_rows_for_a_boundary_is_a_resource_error_before_allocation():
+    m = cn.gallery.load("mixed-treatment")
+    lab = np.linspace(0.0, 40.0, 5000)
+    with cn.limits.override(max_table_bytes=2**20):
+        with pytest.raises(cn.ResourceError, match="evidence rows"):
+            m.query("Diagnosis", evidence={"Lab": lab}, method="exact")
+    assert m.query("Diagnosis", evidence={"Lab": lab[:50]}, method="exact").probs.shape == (50, 3)
