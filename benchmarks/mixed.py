@@ -15,11 +15,14 @@ No library offers exact conditional Gaussian inference with do in Python
 sampling-based), so there is no peer ratio. Answers are checked before any
 time is printed (exit 1 otherwise):
 
-* on a 12-node network from the same generator, against brute force written
-  here (every configuration of every discrete node, each Gaussian built as
-  ``(I - B)^{-1}`` and conditioned with ``numpy.linalg.solve``), to 1e-9;
+* on 32-node networks from the same generator (12 discrete, 20 real nodes, the
+  same evidence pattern), against brute force written here (every
+  configuration of the discrete nodes agreeing with the discrete evidence, each
+  Gaussian built as ``(I - B)^{-1}`` and conditioned with
+  ``numpy.linalg.solve``), to 1e-9;
 * on the 40-node network, against causalnet's likelihood weighting
-  (``method="sampling"``, 200,000 samples) within 5 standard errors.
+  (``method="sampling"``, 200,000 samples) within 5 of its standard errors
+  (a weak check: with eleven observed nodes the weights are heavy-tailed).
 
 Run: ``python benchmarks/mixed.py`` (``--quick`` for a smoke run).
 """
@@ -129,9 +132,9 @@ def row(ev: dict, t: int) -> dict:
 
 
 def check_small(seed: int) -> None:
-    model, info = network(6, 6, seed)
+    model, info = network(12, 20, seed)
     ev = row(evidence_rows(model, info, 1, seed), 0)
-    for target in ("R5", "R4", "D5", "D0"):
+    for target in ("R19", "R17", "D11", "D0"):
         if target in ev:
             continue
         got = model.query(target, evidence=ev, method="exact")
@@ -141,7 +144,7 @@ def check_small(seed: int) -> None:
         else:
             err = float(np.max(np.abs(got.probs - want)))
         if not err < 1e-9:
-            sys.exit(f"12-node network (seed {seed}): {target} differs from brute force by {err:.3g}")
+            sys.exit(f"32-node network (seed {seed}): {target} differs from brute force by {err:.3g}")
 
 
 def check_sampling(model, ev: dict, targets, n_samples: int) -> None:
@@ -176,17 +179,27 @@ def timed(fn, repeats: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sampling-check", action="store_true", help="only the likelihood-weighting check (run in a "
+                    "child process: its 200,000-sample arrays would slow the timed loop of the parent)")
     args = ap.parse_args()
     limit_blas(1)
-    for seed in range(3 if args.quick else 10):
-        check_small(seed)
-    print(f"12-node networks: exact answers equal brute force to 1e-9 ({3 if args.quick else 10} networks)")
     model, info = network(20, 20, 0)
     ev_all = evidence_rows(model, info, 1000, 1)
     reals_free = [v for v in info if info[v]["kind"] == "r" and v not in ev_all]
     disc_free = [v for v in info if info[v]["kind"] == "d" and v not in ev_all]
     targets = [reals_free[-1], disc_free[-1]]
-    check_sampling(model, row(ev_all, 0) | {}, targets, 40_000 if args.quick else 200_000)
+    if args.sampling_check:
+        check_sampling(model, row(ev_all, 0), targets, 40_000 if args.quick else 200_000)
+        return
+    for seed in range(1 if args.quick else 3):
+        check_small(seed)
+    print(f"32-node networks (12 discrete, 20 real): exact answers equal brute force to 1e-9 "
+          f"({1 if args.quick else 3} networks)")
+    import subprocess
+
+    child = subprocess.run([sys.executable, __file__, "--sampling-check"] + (["--quick"] if args.quick else []))
+    if child.returncode:
+        sys.exit(child.returncode)
     print(f"load: {open('/proc/loadavg').read().split()[:3]} (machine shared with other jobs)")
     print(f"{'target':>8} {'rows':>6} {'first call ms':>14} {'median wall ms':>15} {'median CPU ms':>14} "
           f"{'CPU ms per row':>15}")
