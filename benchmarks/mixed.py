@@ -200,6 +200,8 @@ def main() -> None:
     child = subprocess.run([sys.executable, __file__, "--sampling-check"] + (["--quick"] if args.quick else []))
     if child.returncode:
         sys.exit(child.returncode)
+    print(f"causalnet from {os.path.dirname(cn.__file__)}; method: "
+          f"{model.query(targets[0], evidence=row(ev_all, 0), method='exact').method!r}")
     print(f"load: {open('/proc/loadavg').read().split()[:3]} (machine shared with other jobs)")
     print(f"{'target':>8} {'rows':>6} {'first call ms':>14} {'median wall ms':>15} {'median CPU ms':>14} "
           f"{'CPU ms per row':>15}")
