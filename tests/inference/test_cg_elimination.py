@@ -347,3 +347,13 @@ def test_too_many_rows_for_a_boundary_is_a_resource_error_before_allocation():
         with pytest.raises(cn.ResourceError, match="evidence rows"):
             m.query("Diagnosis", evidence={"Lab": lab}, method="exact")
     assert m.query("Diagnosis", evidence={"Lab": lab[:50]}, method="exact").probs.shape == (50, 3)
+
+
+def test_per_row_do_in_a_counterfactual_equals_one_do_per_row():
+    m, _ = _scm()
+    states = ["a", "b", "a"]
+    batch = m.counterfactual(["W", "Z"], evidence={"Y": 1.0, "Z": 2}, do={"T": states})
+    for i, t in enumerate(states):
+        one = m.counterfactual(["W", "Z"], evidence={"Y": 1.0, "Z": 2}, do={"T": t})
+        assert_allclose(batch.marginal("W*").mean[i], one.marginal("W*").mean, rtol=1e-10)
+        assert_allclose(batch.marginal("Z*").probs[i], one.marginal("Z*").probs, atol=1e-12)
