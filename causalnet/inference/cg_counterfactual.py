@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import EvidenceError
 from ..graph.dag import DAG
-from ..mechanisms.base import DISCRETE
+from ..mechanisms.base import DISCRETE, REAL
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
@@ -169,6 +169,8 @@ class ConditionalGaussianTwinEngine(Engine):
     def accepts(self, request) -> bool:
         if not request.is_counterfactual or any(w.nested for w in request.worlds.values()):
             return False
+        if {s.kind for s in request.model.specs.values()} != {DISCRETE, REAL}:
+            return False                    # all-discrete and all-real models have their own twin engines
         return all(cg_reason(w.model) is None for w in request.worlds.values())
 
     def answer(self, request):
