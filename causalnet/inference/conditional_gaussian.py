@@ -91,6 +91,16 @@ def is_conditional_gaussian(model) -> bool:
     return cg_reason(model) is None
 
 
+def _only_the_restriction(model) -> bool:
+    """Whether the CG restriction (a discrete node with a real parent) is all that keeps `model` from being
+    a CG network: then the engine accepts, to say why in the sampled answer's ``.method`` (cached)."""
+    cached = model.cache.get("cg_restriction_only")
+    if cached is None:
+        reasons = [_node_reason(model, v) for v in model.dag.topological_order()]
+        cached = model.cache["cg_restriction_only"] = all(r is None or "has the real parent" in r for r in reasons)
+    return cached
+
+
 def cg_result(model, names: list, labels: list, sol: CGSolution, *, batched: bool, method: str,
               scm: str | None = None):
     """The distribution object of a solved CG question over `names` (shown as `labels`)."""
@@ -118,7 +128,8 @@ def cg_result(model, names: list, labels: list, sol: CGSolution, *, batched: boo
 class ConditionalGaussianEngine(Engine):
     """Exact queries on conditional Gaussian (mixed discrete/real) networks; see the module docstring.
 
-    ``accepts`` any model of discrete and real scalar nodes; on one that is
+    ``accepts`` a CG network, a model kept from being one only by the CG
+    restriction, and (under ``method="exact"``) any model; on one that is
     not a CG network :meth:`answer` raises
     :class:`~causalnet.inference.engine.NoExactAnswer` saying why (e.g. naming
     a discrete node and its real parent), which the registry reports in the
@@ -133,7 +144,7 @@ class ConditionalGaussianEngine(Engine):
         model = request.model
         if cg_reason(model) is None:
             return True
-        return {s.kind for s in model.specs.values()} == {DISCRETE, REAL}
+        return request.method == "exact" or _only_the_restriction(model)
 
     def answer(self, request):
         model = request.model
