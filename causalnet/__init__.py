@@ -102,6 +102,7 @@ __all__ = [
     "Policy",
     "Solution",
     "decisions",
+    "MixedDistribution",
 ]
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
@@ -190,6 +191,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "cf": ".queries:cf",
     "ConditionalLinearGaussian": ".mechanisms.conditional_gaussian:ConditionalLinearGaussian",
     "GaussianMixture": ".distributions:GaussianMixture",
+    "MixedDistribution": ".distributions:MixedDistribution",
     "explore": ".explorer:explore",
     "MarkovNetwork": ".inference.markov:MarkovNetwork",
     "Factor": ".inference.markov:Potential",

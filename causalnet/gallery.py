@@ -27,6 +27,11 @@ Graphs
     incinerator: discrete Burning, Filter and Waste; real Efficiency, CO2,
     Dust, Metal, Emission and Light, linear-Gaussian given the discrete
     states (the numbers are illustrative, not the original ones).
+``mixed-treatment`` (kind ``"mixed"``)
+    A conditional Gaussian treatment model: a discrete Severity
+    (mild/moderate/severe) confounds a binary Treatment and a three-state
+    Diagnosis; a real Dose (mg, given Treatment and the real body Weight) and
+    the Diagnosis, Severity drive a real Lab value (illustrative numbers).
 
 Decisions
 ---------
@@ -276,6 +281,28 @@ def _waste_incinerator_model():
     })
 
 
+def _mixed_treatment_model():
+    """Binary treatment, real dose, discrete diagnosis, real lab value (a CG network, illustrative numbers)."""
+    clg = ConditionalLinearGaussian
+    return CausalModel({
+        "Severity": Categorical([0.5, 0.3, 0.2], states=["mild", "moderate", "severe"]),
+        "Treatment": CPT(["Severity"], [[0.8, 0.2], [0.5, 0.5], [0.2, 0.8]], states=["no", "yes"]),
+        "Weight": LinearGaussian([], [], bias=75.0, sigma=12.0),
+        # untreated: no dose (a tiny spread); treated: 10 mg plus 0.5 mg per kg
+        "Dose": clg(["Treatment", "Weight"], [0.0, 10.0], [[0.0], [0.5]], [0.01, 16.0]),
+        "Diagnosis": CPT(["Severity", "Treatment"],
+                         [[[0.70, 0.25, 0.05], [0.85, 0.13, 0.02]],
+                          [[0.40, 0.40, 0.20], [0.65, 0.27, 0.08]],
+                          [[0.10, 0.40, 0.50], [0.35, 0.40, 0.25]]],
+                         states=["recovering", "stable", "worse"]),
+        # a lab marker (e.g. CRP, mg/L) by Severity x Diagnosis, lowered by the dose
+        "Lab": clg(["Severity", "Diagnosis", "Dose"],
+                   [[5.0, 12.0, 25.0], [8.0, 18.0, 35.0], [12.0, 25.0, 50.0]],
+                   [[[-0.05], [-0.08], [-0.10]], [[-0.06], [-0.10], [-0.15]], [[-0.08], [-0.12], [-0.20]]],
+                   [[4.0, 9.0, 25.0], [6.0, 16.0, 36.0], [9.0, 25.0, 64.0]]),
+    })
+
+
 def _bnlearn_builder(name: str):
     def build():
         path = bnlearn.path(name)
@@ -294,6 +321,8 @@ _register("linear-gaussian", "gaussian", _linear_gaussian_model,
           "Ability -> Education -> Income <- Ability, Income -> Savings (linear-Gaussian SCM)")
 _register("waste-incinerator", "mixed", _waste_incinerator_model,
           "discrete Burning, Filter, Waste and six real nodes: a conditional Gaussian network (Lauritzen 1992 style)")
+_register("mixed-treatment", "mixed", _mixed_treatment_model,
+          "binary Treatment, real Dose and Weight, discrete Severity and Diagnosis, real Lab (CG network)")
 
 
 def _ising(side: int = 10, coupling: float = 0.25, seed: int = 0):

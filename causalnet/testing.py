@@ -35,6 +35,7 @@ from .inference.engine import Engine, NoExactAnswer
 from .inference.request import counterfactual_request, query_request
 from .mechanisms.base import DISCRETE, Mechanism, as_generator
 from .mechanisms.cauchy import CauchyLinear
+from .mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from .mechanisms.function import Function
 from .mechanisms.gaussian import LinearGaussian
 from .mechanisms.intervened import Intervened
@@ -216,6 +217,8 @@ def default_cases() -> list[Case]:
 
     fn = CausalModel({"X": LinearGaussian(bias=0.5), "Y": Function(["X"], np.tanh, noise=st.norm(0.0, 0.5))})
     ca = CausalModel({"U": CauchyLinear(loc=0.0, scale=1.0), "V": CauchyLinear(["U"], [2.0], loc=1.0, scale=0.5)})
+    cg = CausalModel({"T": Categorical([0.3, 0.7]), "A": LinearGaussian(bias=0.5, sigma=1.0),
+                      "Y": ConditionalLinearGaussian(["T", "A"], [1.0, -2.0], [[0.5], [2.0]], [0.4, 1.5])})
     return [
         Case("discrete prior", spr, "query", "Wet"),
         Case("discrete evidence", spr, "query", "Wet", {"Rain": "yes"}),
@@ -236,6 +239,8 @@ def default_cases() -> list[Case]:
              "query", "Z[3]", None, {"Z[1]": 0.5}),
         Case("gaussian counterfactual", lg, "counterfactual", "Z", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
         Case("additive-noise counterfactual", fn, "counterfactual", "Y", {"X": 0.3, "Y": 1.0}, {"X": 0.3}),
+        Case("conditional Gaussian counterfactual", cg, "counterfactual", "Y", {"T": 1, "A": 0.3, "Y": 0.5},
+             {"T": 1}),
         Case("cauchy prior", ca, "query", "V"),
         Case("cauchy do", ca, "query", "V", None, {"U": 1.0}),
     ]

@@ -615,6 +615,16 @@ class GaussianMixture:
     def std(self) -> np.ndarray:
         return np.sqrt(self.var)
 
+    def marginal(self, variables) -> GaussianMixture:
+        """The mixture of some of the variables (same weights, the components' marginals)."""
+        vs = [variables] if isinstance(variables, str) else list(variables)
+        missing = [v for v in vs if v not in self.variables]
+        if missing:
+            raise EvidenceError(f"{missing[0]!r} is not a variable of this mixture; variables: {list(self.variables)}")
+        i = [self.variables.index(v) for v in vs]
+        return GaussianMixture(vs, self.weights, self.means[..., i], self.covs[:, i][:, :, i], batched=self.batched,
+                               method=self.method, scm=self.scm, query=self.query, log_evidence=self.log_evidence)
+
     def _points(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         if len(self.variables) == 1 and (x.ndim == 0 or x.shape[-1] != 1):

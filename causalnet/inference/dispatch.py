@@ -13,7 +13,8 @@ runs) and goes to an ordered :class:`~causalnet.inference.engine.Registry`:
   the exact engine), Gibbs sampling, importance sampling, and likelihood
   weighting;
 * :data:`COUNTERFACTUAL_ENGINES` — discrete twin (multi-world) network, Gaussian twin (any number of worlds),
-  additive-noise abduction, then sampling over the noise posterior.
+  conditional Gaussian twin (mixed networks: shared standardised Gaussian and inverse-CDF noises), additive-noise
+  abduction, then sampling over the noise posterior.
 
 The model families register their fast engines ahead of these when they are
 imported (``causalnet`` imports them all): the CRF and HMM chain engines
@@ -52,6 +53,7 @@ QUERY_ENGINES = Registry([
 COUNTERFACTUAL_ENGINES = Registry([
     LazyEngine("discrete twin network", lambda: inference.counterfactual.DiscreteTwinEngine()),
     LazyEngine("Gaussian twin", lambda: inference.counterfactual.GaussianTwinEngine()),
+    LazyEngine("conditional Gaussian twin", lambda: inference.cg_counterfactual.ConditionalGaussianTwinEngine()),
     LazyEngine("additive-noise abduction", lambda: inference.counterfactual.AdditiveNoiseEngine()),
     LazyEngine("sampled counterfactual", lambda: inference.counterfactual.SampledCounterfactualEngine()),
 ], what="counterfactual")
@@ -104,4 +106,6 @@ def run_map(model, targets=None, *, evidence=None, do=None, method="exact", soft
         if discrete_network(request.model) is None:
             raise ModelError("map needs a discrete model (every node discrete and tabulable)")
         return inference.soft.soft_map(request)
+    if model_tables(request.model) is None and inference.conditional_gaussian.is_conditional_gaussian(request.model):
+        return inference.conditional_gaussian.ConditionalGaussianEngine().map(request)
     return DiscreteEngine().map(request)

@@ -14,7 +14,8 @@ A model file is plain JSON in a versioned schema::
 ``nodes`` keeps the model's node order; each mechanism is its own
 ``to_dict()``, read back by the loader registered for its ``"type"`` (see
 :func:`register_mechanism`; built in: ``Categorical``, ``CPT``,
-``LinearGaussian``, ``CauchyLinear``, the compact ``NoisyOR``, ``NoisyMax``
+``LinearGaussian``, ``CauchyLinear``, ``ConditionalLinearGaussian`` (its
+``intercept``, ``weights`` and ``variance`` nested one level per discrete parent), the compact ``NoisyOR``, ``NoisyMax``
 and ``Logistic``, which keep their structural parameters, never a table), and the influence diagram's ``Decision`` and ``Utility``.
 A file with decisions or utilities loads as a
 :class:`~causalnet.InfluenceDiagram`; its optional top-level ``"order"`` (the
@@ -69,6 +70,7 @@ from ..mechanisms.base import DISCRETE, Mechanism
 from ..mechanisms.cauchy import CauchyLinear
 from ..mechanisms.compact import Logistic, NoisyMax, NoisyOR
 from ..mechanisms.decisions import Decision, Utility
+from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
@@ -341,6 +343,8 @@ def _load_logistic(d: dict) -> Mechanism:
     bias = _array(_need(d, "bias", ""), "bias", 1)
     return _build("", Logistic, parents, weights, bias,
                   states=_compact_states(d, bias.size))
+
+
 def _load_decision(d: dict) -> Mechanism:
     _only(d, ("type", "parents", "states"), "")
     parents = _names(_need(d, "parents", ""), "parents")
@@ -358,6 +362,17 @@ def _load_utility(d: dict) -> Mechanism:
     return _build("table", Utility, parents, table)
 
 
+def _load_conditional_linear_gaussian(d: dict) -> Mechanism:
+    _only(d, ("type", "parents", "intercept", "weights", "variance"), "")
+    parents = _names(_need(d, "parents", ""), "parents")
+
+    def table(key):                                   # a number when there is no discrete parent
+        v = _need(d, key, "")
+        return np.float64(_number(v, key)) if not isinstance(v, list) else _array(v, key)
+
+    return _build("", ConditionalLinearGaussian, parents, table("intercept"), table("weights"), table("variance"))
+
+
 _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
     "Categorical": _load_categorical,
     "CPT": _load_cpt,
@@ -368,6 +383,7 @@ _REGISTRY: dict[str, Callable[[dict], Mechanism]] = {
     "Logistic": _load_logistic,
     "Decision": _load_decision,
     "Utility": _load_utility,
+    "ConditionalLinearGaussian": _load_conditional_linear_gaussian,
 }
 
 

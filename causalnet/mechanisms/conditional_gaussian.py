@@ -172,6 +172,11 @@ class ConditionalLinearGaussian(Mechanism):
         z = (np.asarray(value, dtype=np.float64) - mean) / sd
         return -0.5 * z * z - np.log(sd) - 0.5 * _LOG_2PI
 
+    def to_dict(self) -> dict:
+        return {"type": "ConditionalLinearGaussian", "parents": list(self.parents),
+                "intercept": self.intercept.tolist(), "weights": self.weights.tolist(),
+                "variance": self.variance.tolist()}
+
     def __repr__(self) -> str:
         return (f"ConditionalLinearGaussian(parents={list(self.parents)}, intercept={self.intercept.tolist()}, "
                 f"weights={self.weights.tolist()}, variance={self.variance.tolist()})")

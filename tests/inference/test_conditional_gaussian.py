@@ -321,7 +321,8 @@ def test_a_discrete_child_of_a_real_node_is_refused_by_the_exact_engine():
     with pytest.raises(ModelError, match="'D'.*'X'"):
         m.query("Y", evidence={"D": "pos"}, method="exact")
     approx = m.query("T", evidence={"D": "pos"}, n_samples=2000, seed=0)
-    assert "conditional Gaussian" not in approx.method
+    assert approx.method.startswith("likelihood weighting")               # sampled, and says why
+    assert "conditional Gaussian: discrete node 'D' has the real parent 'X'" in approx.method
     with pytest.raises(ModelError, match="CPT for 'D'.*'X'"):               # a CPT cannot even be built
         cn.CausalModel({"X": cn.LinearGaussian(), "D": cn.CPT(["X"], [[0.5, 0.5]])})
 
@@ -343,10 +344,14 @@ def test_impossible_evidence_is_an_evidence_error():
         m.query("Y", evidence={"T": 1}, method="exact")
 
 
-def test_joint_of_both_kinds_falls_back_to_sampling_and_says_so():
+def test_joint_of_both_kinds_is_a_mixed_distribution():
     m = cn.gallery.load("waste-incinerator")
-    with pytest.raises(ModelError, match="joint of discrete and real"):
-        m.query(["Filter", "Dust"], method="exact")
+    joint = m.query(["Filter", "Dust"], evidence={"CO2": -2.0}, method="exact")
+    assert isinstance(joint, cn.MixedDistribution)
+    assert_allclose(joint.marginal(["Filter"]).probs, m.query("Filter", evidence={"CO2": -2.0}).probs, atol=1e-12)
+    dust = m.query("Dust", evidence={"CO2": -2.0})
+    assert_allclose([joint.marginal("Dust").mean[0], joint.marginal("Dust").var[0]], [dust.mean[0], dust.var[0]],
+                    rtol=1e-12)
 
 
 # -- interventions of every form -------------------------------------------------------------
@@ -393,6 +398,13 @@ def test_barren_nodes_are_not_enumerated():
         a = big.query("Y", evidence={"Z": 1, "A": 0.2}, method="exact")
     b = small.query("Y", evidence={"Z": 1, "A": 0.2}, method="exact")
     assert_allclose([a.mean[0], a.var[0]], [b.mean[0], b.var[0]], rtol=1e-12)
-    with pytest.raises(ResourceError):                       # evidence on all of them: enumerated, refused
-        with cn.limits.override(max_table_bytes=2**20):
-            big.query("Y", evidence={f"N{i}": [0, 1] for i in range(30)}, method="exact")
+    # evidence on all of them: no longer enumerated (2^30), the discrete elimination sums each out
+    with cn.limits.override(max_table_bytes=2**20):
+        c = big.query("Y", evidence={f"N{i}": [0, 1] for i in range(30)}, method="exact")
+    like = np.array([[0.5 ** 30, 0.2 ** 30], [0.5 ** 30, 0.8 ** 30]])           # P(all N = s | T), rows s
+    post = np.array([0.3, 0.7]) * like
+    post /= post.sum(axis=1, keepdims=True)
+    means = np.array([1.0 + 0.5 * 0.5, -2.0 + 2.0 * 0.5])                       # E[Y | T] with E[A] = 0.5
+    varis = np.array([0.5 ** 2 + 0.4, 2.0 ** 2 + 1.5])
+    assert_allclose(c.mean[:, 0], post @ means, rtol=1e-12)
+    assert_allclose(c.var[:, 0], post @ (varis + means ** 2) - (post @ means) ** 2, rtol=1e-12)

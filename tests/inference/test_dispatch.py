@@ -20,6 +20,7 @@ def test_engine_order():
                                                "loopy belief propagation",
                                                "gibbs sampling", "importance sampling", "likelihood weighting"]
     assert [e.name for e in COUNTERFACTUAL_ENGINES] == ["HMM twin chain", "discrete twin network", "Gaussian twin",
+                                                         "conditional Gaussian twin",
                                                          "additive-noise abduction", "sampled counterfactual"]
 
 
