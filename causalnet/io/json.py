@@ -69,8 +69,8 @@ from ..errors import CausalNetError, GraphError, ModelError, ResourceError
 from ..mechanisms.base import DISCRETE, Mechanism
 from ..mechanisms.cauchy import CauchyLinear
 from ..mechanisms.compact import Logistic, NoisyMax, NoisyOR
-from ..mechanisms.decisions import Decision, Utility
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
+from ..mechanisms.decisions import Decision, Utility
 from ..mechanisms.function import Deterministic, Function
 from ..mechanisms.gaussian import LinearGaussian
 from ..mechanisms.intervened import Intervened
