@@ -38,6 +38,7 @@ from ...distributions import DiscreteDistribution
 from ...errors import EvidenceError, ModelError, NumericalError
 from ...graph.dag import DAG
 from ...graph.drawing import to_dot as _draw
+from ...inference.request import PER_ROW, question_text
 from ...model import CausalModel
 from . import learn as fit_module
 from .engine import DBNEngine
@@ -326,6 +327,40 @@ class DBN:
                 out[k] = v
         return out
 
+    def _show(self, var, value) -> str:
+        """One step's value as a question shows it: a state name, a number, or ``<per-row>``."""
+        if np.ndim(value) > 0:
+            return PER_ROW
+        if self.spec(var).states is not None and isinstance(value, (int, np.integer)):
+            states = self.states(var)
+            return str(states[value]) if 0 <= value < len(states) else str(value)
+        return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
+
+    def _question(self, targets, evidence, do, policy, T) -> str:
+        """``P(A[5] | do(A[3]=1), O[0]=0, ...)``: the question the interface and Kalman paths answer."""
+        def terms(mapping, unobserved):
+            out = []
+            for k, v in (mapping or {}).items():
+                if k in self._transition:                              # a whole sequence (T',) or rows (n, T')
+                    arr = np.asarray(v, dtype=object)
+                    if arr.ndim != 1:
+                        out.append((k, PER_ROW))
+                        continue
+                    out += [(step_name(k, t), self._show(k, x)) for t, x in enumerate(v)
+                            if not unobserved(x) and t < T]
+                else:
+                    out.append((k, self._show(split_step(k, self._transition)[0], v)))
+            return out
+
+        def missing(x):
+            return x is None or (isinstance(x, (float, np.floating)) and np.isnan(x)) or \
+                (isinstance(x, (int, np.integer)) and x < 0)
+
+        sets = terms(self._do_mapping(do, policy, T), missing)
+        seen = terms(evidence, missing)
+        return question_text(None, list(targets), [(None, None, f"{k}={v}") for k, v in seen],
+                             [(None, f"{k}={v}") for k, v in sets])
+
     def query(self, target, *, evidence=None, do=None, policy=None, T: int | None = None):
         """``P(target | evidence, do(...))`` with time-indexed names (``"Health[7]"``).
 
@@ -360,13 +395,16 @@ class DBN:
             p = probs[var][:, 0]                                                       # (n, K)
             batched = n is not None
             return DiscreteDistribution([targets[0]], p if batched else p[0], [self.states(var)], batched=batched,
-                                        method=METHOD, log_evidence=msgs.log_z if batched else float(msgs.log_z[0]))
+                                        method=METHOD, log_evidence=msgs.log_z if batched else float(msgs.log_z[0]),
+                                        query=self._question(targets, evidence, do, policy, T))
         if len(targets) == 1 and is_linear_gaussian(self._initial, self._transition):
             seen = self._step_evidence(evidence, T)
             if targets[0] not in seen:
                 try:
                     states = {v: () for v in self._variables}
-                    return self._kalman(evidence, T, do, policy, True, states)[targets[0]]
+                    out = self._kalman(evidence, T, do, policy, True, states)[targets[0]]
+                    out.query = self._question(targets, evidence, do, policy, T)
+                    return out
                 except NumericalError:       # a singular innovation: the unrolled model's joint Gaussian answers
                     pass
         model = self.unroll(T)

@@ -377,3 +377,21 @@ def test_chunked_contractions_equal_one_pass(monkeypatch):
     for v in whole.probs:
         assert_allclose(chunked.probs[v], whole.probs[v], rtol=0, atol=1e-13)
     assert_allclose(chunked.log_evidence, whole.log_evidence, rtol=1e-13)
+
+
+def test_direct_answers_name_their_question():
+    """The interface and Kalman paths label their answers like the front door does (issue 22's rule)."""
+    import causalnet as cn
+    dbn = cn.DBN(initial={"A": cn.Categorical([0.5, 0.5], states=["off", "on"]),
+                          "O": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]])},
+                 transition={"A": cn.CPT(["A[t-1]"], [[0.7, 0.3], [0.4, 0.6]], states=["off", "on"]),
+                             "O": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]])})
+    r = dbn.query("A[4]", evidence={"O": [0, 1, -1, 0]}, do={"A[2]": 1})
+    assert r.query == "P(A[4] | do(A[2]=on), O[0]=0, O[1]=1, O[3]=0)"
+    unrolled = dbn.unroll(5).query("A[4]", evidence={"O[0]": 0, "O[1]": 1, "O[3]": 0}, do={"A[2]": 1})
+    assert unrolled.query == r.query and abs(unrolled.probs - r.probs).max() < 1e-12
+    policy = dbn.query("A[4]", evidence={"O[2]": [0, 1]}, policy={"A": lambda t: "on" if t == 1 else None})
+    assert policy.query == "P(A[4] | do(A[1]=on), O[2]=<per-row>)"
+    lg = cn.DBN(initial={"X": cn.LinearGaussian([], [], 0.0, 1.0)},
+                transition={"X": cn.LinearGaussian(["X[t-1]"], [0.9], 0.0, 1.0)})
+    assert lg.query("X[3]", evidence={"X[1]": 0.5}, do={"X[2]": 1.0}).query == "P(X[3] | do(X[2]=1), X[1]=0.5)"
