@@ -38,7 +38,7 @@ from ..mechanisms.intervened import Intervened
 from ..mechanisms.tabular import CPT, Categorical
 from .cg_elimination import cg_solve, real_law
 from .conditional_gaussian import cg_reason, cg_result
-from .counterfactual import noise_intervals
+from .counterfactual import WorldCopies, noise_intervals
 from .discrete import shift_map
 from .engine import Engine, NoExactAnswer
 from .request import FACTUAL
@@ -51,7 +51,7 @@ SCM_CG = ("conditional Gaussian SCM: a real node is x = b[k] + W[k]Â·pa + sd[k]Â
           "node is the monotone inverse-CDF SCM: u ~ U(0,1), x = min{k : u < F(k | pa)}")
 
 
-class _CGTwin:
+class _CGTwin(WorldCopies):
     """The twin (multi-world) CG network of a counterfactual request, built on demand from the targets and evidence.
 
     A node keeps its factual copy in every world whose interventions do not
@@ -61,38 +61,14 @@ class _CGTwin:
     """
 
     def __init__(self, request) -> None:
-        self.request = request
+        super().__init__(request)
         self.model = request.model
-        self.dag = self.model.dag
-        self.order = {v: i for i, v in enumerate(self.dag.topological_order())}
-        self.changed = {key: (w.intervened | set(self.dag.descendants(w.intervened))) if w.intervened else set()
-                        for key, w in request.worlds.items()}
         self.mechs: dict = {}
-        self.names: dict = {}
         self.dos: dict = {}
         self.noise: dict = {}
 
-    def name(self, world: str, v) -> str:
-        """The internal name of node `v` in `world` (built, with its ancestors, on first use)."""
-        if v not in self.changed[world]:
-            world = FACTUAL
-        key = (world, v)
-        if key not in self.names:
-            i = self.order[v]
-            self.names[key] = f"f{i}" if world == FACTUAL else f"{world}_{i}"
-            if world == FACTUAL:
-                self._factual(v)
-            else:
-                self._changed(world, v)
-        return self.names[key]
-
     def _shares_noise(self, v) -> bool:
-        for key, w in self.request.worlds.items():
-            if key != FACTUAL and v in self.changed[key]:
-                mech = w.model.mechanisms[v]
-                if not (isinstance(mech, Intervened) and not mech.is_shift):
-                    return True
-        return False
+        return self.runs_natural_copy(v)
 
     def _u(self, v) -> str:
         """The shared noise root of `v` (added once)."""

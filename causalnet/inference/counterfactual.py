@@ -61,6 +61,7 @@ from .soft import METHOD_JOINT as SOFT_JOINT
 from .soft import soft_query
 
 __all__ = [
+    "WorldCopies",
     "DiscreteTwinEngine",
     "GaussianTwinEngine",
     "AdditiveNoiseEngine",
@@ -149,34 +150,25 @@ class _Twin:
         return type(e)(text)
 
 
-class _MultiWorld:
-    """The discrete network of a counterfactual request: one copy of each node per world that changes it.
+class WorldCopies:
+    """The twin networks' bookkeeping: one copy of each node per world that changes it, named on first use.
 
     A node keeps its factual copy in every world whose interventions do not
-    reach it. A changed copy is, in its world, a constant (``do``), a copy of
-    the node in another world (nested), or its natural mechanism — possibly
-    shifted — as a deterministic function of its parents *in that world* and
-    of the shared noise ``U_v`` (the CDF intervals of its factual table), so
-    that every world reuses the same exogenous value. Copies are built on
-    demand, from the targets and the evidence up to their ancestors.
+    reach it (``changed[world]``: the intervened nodes and their descendants).
+    :meth:`name` gives a copy's internal name (``f{i}`` factual, ``{world}_{i}``
+    changed, ``i`` the node's topological index) and builds it, with its
+    ancestors, the first time it is named, through the subclass's
+    ``_factual(v)`` and ``_changed(world, v)``. Used by the discrete and the
+    conditional-Gaussian twin engines.
     """
 
     def __init__(self, request) -> None:
         self.request = request
         self.dag = request.model.dag
         self.order = {v: i for i, v in enumerate(self.dag.topological_order())}
-        self.tables = {}                       # world key -> (cpts, cards, row_evidence) of its model
-        for key, w in request.worlds.items():
-            tables = model_tables(w.model)
-            if key == FACTUAL and tables[2]:
-                raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
-            self.tables[key] = tables
-        self.changed = {key: w.intervened | set(self.dag.descendants(w.intervened)) if w.intervened else set()
+        self.changed = {key: (w.intervened | set(self.dag.descendants(w.intervened))) if w.intervened else set()
                         for key, w in request.worlds.items()}
-        self.twin = _Twin()
         self.names: dict = {}
-        self.evidence: dict = {}               # internal name -> per-row states of per-row do copies
-        self.u: dict = {}
 
     def name(self, world: str, v) -> str:
         """The internal name of node `v` in `world`, built (with its ancestors) on first use."""
@@ -192,16 +184,45 @@ class _MultiWorld:
                 self._changed(world, v)
         return self.names[key]
 
-    def _shares_noise(self, v) -> bool:
-        """Whether `v` has parents and a copy, besides the factual one, that runs its natural mechanism."""
-        if not self.dag.parents(v):
-            return False
+    def runs_natural_copy(self, v, *, skip_nested: bool = False) -> bool:
+        """Whether a world other than the factual one changes `v` and runs its natural (possibly shifted)
+        mechanism there, so that the copies must share `v`'s noise (`skip_nested`: copies set to a node of
+        another world do not count)."""
         for key, w in self.request.worlds.items():
-            if key != FACTUAL and v in self.changed[key] and v not in w.nested:
+            if key != FACTUAL and v in self.changed[key] and not (skip_nested and v in w.nested):
                 mech = w.model.mechanisms[v]
                 if not (isinstance(mech, Intervened) and not mech.is_shift):
                     return True
         return False
+
+
+class _MultiWorld(WorldCopies):
+    """The discrete network of a counterfactual request: one copy of each node per world that changes it.
+
+    A node keeps its factual copy in every world whose interventions do not
+    reach it. A changed copy is, in its world, a constant (``do``), a copy of
+    the node in another world (nested), or its natural mechanism — possibly
+    shifted — as a deterministic function of its parents *in that world* and
+    of the shared noise ``U_v`` (the CDF intervals of its factual table), so
+    that every world reuses the same exogenous value. Copies are built on
+    demand, from the targets and the evidence up to their ancestors.
+    """
+
+    def __init__(self, request) -> None:
+        super().__init__(request)
+        self.tables = {}                       # world key -> (cpts, cards, row_evidence) of its model
+        for key, w in request.worlds.items():
+            tables = model_tables(w.model)
+            if key == FACTUAL and tables[2]:
+                raise ModelError("per-row interventions in the factual world are not supported in a counterfactual")
+            self.tables[key] = tables
+        self.twin = _Twin()
+        self.evidence: dict = {}               # internal name -> per-row states of per-row do copies
+        self.u: dict = {}
+
+    def _shares_noise(self, v) -> bool:
+        """Whether `v` has parents and a copy, besides the factual one, that runs its natural mechanism."""
+        return bool(self.dag.parents(v)) and self.runs_natural_copy(v, skip_nested=True)
 
     def _factual(self, v) -> None:
         cpts, cards, _ = self.tables[FACTUAL]
