@@ -1,6 +1,5 @@
 """DBN: the interface algorithm against the unrolled model's generic engine, pyAgrum and hand computations."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from numpy.testing import assert_allclose
 import causalnet as cn
 from causalnet.errors import EvidenceError, GraphError, ModelError
 from causalnet.inference.discrete import discrete_network
+from causalnet.io.agrum import to_agrum
 
 
 def _cpt(rng, parents, cards, k):
@@ -88,7 +88,8 @@ def test_smooth_and_filter_equal_pyagrum_lazy_propagation():
     ev_seq = {"O1": [0, 1, 1, 0, -1, 1], "O2": [2, -1, 0, 1, 2, -1]}
     post, filt = dbn.smooth(ev_seq, T), dbn.filter(ev_seq, T)
     model = dbn.unroll(T)
-    bn, names = _to_agrum(gum, model)
+    bn = to_agrum(model)
+    names = {v: str(v) for v in model.nodes}
     ev = {names[k]: x for k, x in _step_evidence(ev_seq).items()}
     ie = gum.LazyPropagation(bn)
     ie.setEvidence(ev)
@@ -99,29 +100,10 @@ def test_smooth_and_filter_equal_pyagrum_lazy_propagation():
             assert_allclose(post.probs[v][t], ref, rtol=0, atol=1e-10)
     last = {names[k]: x for k, x in _step_evidence(ev_seq).items()}
     ie2 = gum.LazyPropagation(bn)
-    ie2.setEvidence({k: x for k, x in last.items() if int(k.rsplit("_", 1)[1]) <= 2})
+    ie2.setEvidence({k: x for k, x in last.items() if int(k.rsplit("[", 1)[1].rstrip("]")) <= 2})
     ie2.makeInference()
     ref = np.asarray(ie2.posterior(names["H2[2]"]).toarray())
     assert_allclose(filt.probs["H2"][2], ref, rtol=0, atol=1e-10)
-
-
-def _to_agrum(gum, model):
-    """A pyAgrum copy of a discrete unrolled model; node 'A[3]' is named 'A_3'."""
-    from causalnet.inference.discrete import discrete_network
-
-    net = discrete_network(model)
-    names = {v: v.replace("[", "_").rstrip("]") for v in model.nodes}
-    bn = gum.BayesNet()
-    for v in model.dag.nodes:
-        bn.add(gum.RangeVariable(names[v], "", 0, net.cards[v] - 1))
-    for v in model.dag.nodes:
-        for p in model.dag.parents(v):
-            bn.addArc(names[p], names[v])
-    for v in model.dag.nodes:
-        parents = list(model.dag.parents(v))
-        for cfg in itertools.product(*[range(net.cards[p]) for p in parents]):
-            bn.cpt(names[v])[{names[p]: int(s) for p, s in zip(parents, cfg)}] = net.cpts[v][cfg].tolist()
-    return bn, names
 
 
 def test_pgmpy_1638_forward_query():
