@@ -101,13 +101,13 @@ class DifferenceInDifferences(Estimator):
     identification = "design"
     default_ci = "analytic"
 
+    estimands = ("att", "ate")
+    estimand_scope = "the effect on the treated group"
+
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
         if prep.kind != "binary":
             raise ModelError(f"method 'did' needs a binary treated-group indicator; {prep.treatment!r} is {prep.kind}")
-        if estimand not in ("ate", "att"):
-            raise ModelError(f"method 'did' estimates the effect on the treated group (estimand='att' or 'ate'), "
-                             f"got {estimand!r}")
         time = _column(prep.frame, options.get("time"), "time")
         levels = np.unique(time)
         if len(levels) != 2:
@@ -222,12 +222,13 @@ class RegressionDiscontinuity(Estimator):
     identification = "design"
     default_ci = "analytic"
 
+    estimands = ("ate",)
+    estimand_scope = "the effect at the cutoff"
+
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
         if prep.kind != "binary":
             raise ModelError(f"method 'rdd' needs a 0/1 treatment indicator; {prep.treatment!r} is {prep.kind}")
-        if estimand != "ate":
-            raise ModelError(f"method 'rdd' estimates the effect at the cutoff (estimand='ate'), got {estimand!r}")
         cutoff = options.get("cutoff")
         if cutoff is None or not np.isfinite(float(cutoff)):
             raise ModelError(f"method 'rdd' needs a finite cutoff=, got {cutoff!r}")

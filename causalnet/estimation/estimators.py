@@ -67,8 +67,15 @@ class Estimator:
     per_row = False
     #: A warning for ``ci="bootstrap"`` when the bootstrap is known to be invalid for the method.
     bootstrap_warning: str | None = None
+    #: The estimands the method estimates (None: all of them), and what its effect is, for the error.
+    estimands: tuple | None = None
+    estimand_scope = ""
 
     def __init__(self, prep: Prepared, estimand: str, options: dict) -> None:
+        if self.estimands is not None and estimand not in self.estimands:
+            allowed = " or ".join(f"estimand={e!r}" for e in self.estimands)
+            scope = f" ({self.estimand_scope})" if self.estimand_scope else ""
+            raise ModelError(f"method {self.name!r} estimates {allowed} only{scope}, got {estimand!r}")
         self.prep, self.estimand, self.options = prep, estimand, dict(options)
         self.r = prep.target(estimand)                                            # (n,)
         self.means = None
@@ -431,10 +438,11 @@ class TwoStageLeastSquares(Estimator):
     name = "iv"
     identification = "instrument"
 
+    estimands = ("ate",)
+    estimand_scope = "the local, linear effect"
+
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
-        if estimand not in ("ate",):
-            raise ModelError(f"method 'iv' estimates the (local, linear) effect only, estimand='ate'; got {estimand!r}")
         self.zi = np.asarray(options["instrument_matrix"], dtype=np.float64)      # (n, q)
         p = prep
         self.x = np.column_stack([np.ones(p.n), p.d, p.z])                        # (n, k)
@@ -492,10 +500,10 @@ class Plugin(Estimator):
     name = "plugin"
     identification = "plugin"
 
+    estimands = ("ate",)
+
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
-        if estimand != "ate":
-            raise ModelError(f"method 'plugin' estimates estimand='ate' only, got {estimand!r}")
         if prep.kind == "continuous":
             raise ModelError(f"method 'plugin' needs discrete data; the treatment {prep.treatment!r} is continuous")
         self.formula = options["formula"]

@@ -48,13 +48,14 @@ class FrontDoorLinear(Estimator):
     identification = "frontdoor"
     default_ci = "analytic"
 
+    estimands = ("ate",)
+    estimand_scope = "linear, homogeneous"
+
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
         if prep.d.shape[1] != 1:
             raise ModelError(f"method 'frontdoor' needs a binary or continuous treatment; {prep.treatment!r} "
                              f"is {prep.kind} (one regression column expected, got {prep.d.shape[1]})")
-        if estimand != "ate":
-            raise ModelError(f"method 'frontdoor' estimates estimand='ate' (linear, homogeneous), got {estimand!r}")
         self.scale = float(prep.d1[0, 0] - prep.d0[0, 0])
         self.x1 = np.column_stack([np.ones(prep.n), prep.d])                 # (n, 2): stage 1
         self.x2 = np.column_stack([np.ones(prep.n), prep.z, prep.d])         # (n, 2+km): stage 2

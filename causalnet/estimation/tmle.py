@@ -90,10 +90,10 @@ class TMLE(Weighting):
     name = "tmle"
     default_ci = "analytic"
 
+    estimands = ("ate",)
+
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
-        if estimand != "ate":
-            raise ModelError(f"method 'tmle' estimates estimand='ate' only, got {estimand!r}")
         if self.flexible:
             raise ModelError("method 'tmle' fits logistic/linear nuisance models; model= and propensity_model= "
                              "are not supported (use method='aipw' for cross-fitted flexible models)")
