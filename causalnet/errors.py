@@ -17,7 +17,8 @@ Hierarchy::
     ├── ResourceError       a table, tensor or file would exceed a limit (also MemoryError)
     ├── NumericalError      a computation left the finite numbers (also FloatingPointError)
     ├── ModelFileNotFoundError   a model file does not exist (also FileNotFoundError)
-    └── ModelFilePermissionError a model file cannot be read or written (also PermissionError)
+    ├── ModelFilePermissionError a model file cannot be read or written (also PermissionError)
+    └── ModelFileWriteError      a write stopped part-way: file-size limit, full disk (also OSError)
 
     CausalNetWarning        legal but suspicious input
 """
@@ -35,6 +36,7 @@ __all__ = [
     "NumericalError",
     "ModelFileNotFoundError",
     "ModelFilePermissionError",
+    "ModelFileWriteError",
     "CausalNetWarning",
 ]
 
@@ -94,6 +96,17 @@ class ModelFileNotFoundError(CausalNetError, FileNotFoundError):
 
 class ModelFilePermissionError(CausalNetError, PermissionError):
     """A model or data file cannot be read or written for lack of permission."""
+
+
+class ModelFileWriteError(CausalNetError, OSError):
+    """A file could not be written: the file-size limit (``EFBIG``), a full disk, an I/O error.
+
+    Also an ``OSError`` carrying the original ``errno`` and the path as ``filename``;
+    the message names the path. The writers are atomic, so the old file is left whole.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else OSError.__str__(self)
 
 
 class CausalNetWarning(UserWarning):

@@ -127,8 +127,8 @@ def test_results_never_hold_nan(make, fragment):
         make()
 
 
-def test_shape_mismatch_is_internal_model_error():
-    with pytest.raises(ModelError, match="internal"):
+def test_shape_mismatch_is_a_model_error_naming_probs():
+    with pytest.raises(ModelError, match=r"probs must have shape \(3,\) .* got \(2,\)"):
         DiscreteDistribution(("A",), [0.5, 0.5], (("x", "y", "z"),))
 
 

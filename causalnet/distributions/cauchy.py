@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import as_generator
+from ..arguments import as_generator, check_int
 from ..errors import ModelError
-from .results import result_label
+from ..limits import check_bytes
+from .results import as_points, result_label
 
 __all__ = ["Cauchy", "CauchyMarginals"]
 
@@ -79,6 +80,9 @@ class Cauchy:
         self.node = node
         self.query = query
 
+    def _name(self) -> str:
+        return "Cauchy" if self.node is None else f"Cauchy of {self.node!r}"
+
     # -- summaries -------------------------------------------------------------------
 
     @property
@@ -105,7 +109,7 @@ class Cauchy:
 
     def log_prob(self, x) -> np.ndarray:
         """Log density ``-log(π scale) - log(1 + ((x - loc)/scale)^2)``, elementwise (broadcast)."""
-        x = np.asarray(x, dtype=np.float64)
+        x = as_points(x, f"{self._name()}.log_prob")
         z = np.abs(x - self.loc) / self.scale
         with np.errstate(over="ignore"):
             l1p = np.where(z > 1e150, 2.0 * np.log(np.maximum(z, 1e-300)), np.log1p(z * z))
@@ -117,12 +121,12 @@ class Cauchy:
 
     def cdf(self, x) -> np.ndarray:
         """``P(X <= x) = 1/2 + atan((x - loc)/scale)/π`` (computed without cancellation in the tails)."""
-        x = np.asarray(x, dtype=np.float64)
+        x = as_points(x, f"{self._name()}.cdf")
         return np.arctan2(self.scale, self.loc - x) / np.pi
 
     def sf(self, x) -> np.ndarray:
         """``P(X > x)``."""
-        t = np.asarray(x, dtype=np.float64) - self.loc
+        t = as_points(x, f"{self._name()}.sf") - self.loc
         if not isinstance(t, np.ndarray) or t.ndim == 0 or t.shape != np.broadcast_shapes(t.shape, self.scale.shape):
             return np.arctan2(self.scale, t) / np.pi
         np.arctan2(self.scale, t, out=t)
@@ -135,7 +139,7 @@ class Cauchy:
         `c` broadcasts against `loc` (e.g. per-class thresholds of shape (V,)
         against scores of shape (n, T, V)).
         """
-        return self.sf(c)
+        return self.sf(as_points(c, f"{self._name()}.prob_greater"))
 
     def ppf(self, q) -> np.ndarray:
         """Quantile function ``loc + scale · tan(π (q - 1/2))``; ``q`` in [0, 1] broadcast against loc.
@@ -145,7 +149,10 @@ class Cauchy:
         ModelError
             If some q is outside [0, 1] or NaN.
         """
-        q = np.asarray(q, dtype=np.float64)
+        try:
+            q = np.asarray(q, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ModelError(f"{self._name()}.ppf: quantile levels must be numbers in [0, 1], got {q!r}") from None
         if not np.all((q >= 0) & (q <= 1)):
             raise ModelError(f"Cauchy.ppf: quantile levels must lie in [0, 1], got {q[~((q >= 0) & (q <= 1))].ravel()[0]!r}")
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -167,7 +174,11 @@ class Cauchy:
 
     def sample(self, size: int | tuple = (), seed: Any = None) -> np.ndarray:
         """Draws of shape ``(*size, *self.shape)`` (draw axes first)."""
-        size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+        if isinstance(size, (int, np.integer, bool, np.bool_)) or not isinstance(size, (tuple, list)):
+            size = (size,)
+        size = tuple(check_int(k, "Cauchy.sample size", low=0) for k in size)
+        check_bytes(8.0 * float(np.prod(size, dtype=np.float64)) * max(self.loc.size, 1),
+                    what=f"{size} draws of {self._name()}", cause="draws x shape x 8 bytes")
         rng = as_generator(seed)
         return self.loc + self.scale * rng.standard_cauchy(size + self.loc.shape)
 

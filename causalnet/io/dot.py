@@ -39,13 +39,19 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import GraphError, RenderError
+from ..errors import (
+    GraphError,
+    ModelFileNotFoundError,
+    ModelFilePermissionError,
+    ModelFileWriteError,
+    RenderError,
+)
 from ..graph.dag import DAG
 from ..graph.drawing import RENDER_HOOK, Drawable, to_dot
+from .files import atomic_fill
 
 __all__ = ["to_dot", "render", "find_renderer", "Drawable", "FORMATS", "RENDERERS"]
 
@@ -161,26 +167,15 @@ def _run(exe: str, fmt: str, source: str, out: str, name: str) -> None:
 
 
 def _write_atomically(path: Path, fmt: str, fill) -> None:
-    """Write `path` through a temporary file beside it: `fill(tmp_name)` writes it, then os.replace.
+    """Write `path` through :func:`~causalnet.io.files.atomic_fill`: `fill(tmp_name)` writes the temporary file.
 
-    A failure leaves the old file (or none) and removes the temporary file.
+    A failure leaves the old file (or none) and removes the temporary file; a file error
+    (folder not writable, a full disk, the file-size limit) becomes a RenderError naming `path`.
     """
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}.tmp", dir=path.parent)
-    except OSError as e:
-        raise RenderError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-    os.close(fd)
-    try:
-        fill(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes 0600; a written diagram gets the usual mode
-        os.replace(tmp, path)
-    except OSError as e:
-        raise RenderError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        atomic_fill(path, lambda f, tmp: fill(tmp), suffix=f".{fmt}.tmp")
+    except (ModelFileNotFoundError, ModelFilePermissionError, ModelFileWriteError) as e:
+        raise RenderError(str(e)) from e
 
 
 def render(

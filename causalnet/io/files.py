@@ -33,6 +33,7 @@ b'hello\\n'
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -47,9 +48,16 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .. import limits
-from ..errors import ModelError, ModelFileNotFoundError, ModelFilePermissionError, ResourceError
+from ..errors import (
+    CausalNetError,
+    ModelError,
+    ModelFileNotFoundError,
+    ModelFilePermissionError,
+    ModelFileWriteError,
+    ResourceError,
+)
 
-__all__ = ["CHUNK", "GZIP_MAGIC", "read_model_bytes", "read_source", "decompress", "decode_text", "atomic_write",
+__all__ = ["CHUNK", "GZIP_MAGIC", "read_model_bytes", "read_source", "decompress", "decode_text", "atomic_write", "atomic_fill",
            "as_path", "parse", "nesting_depth"]
 
 #: Bytes read (or decompressed) per step.
@@ -233,24 +241,63 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, compress: bool =
     Raises
     ------
     ModelFileNotFoundError
-        If the folder does not exist.
+        If the folder does not exist, or is a regular file (also ``FileNotFoundError``).
     ModelFilePermissionError
-        If the folder is not writable.
+        If the file or its folder is not writable (also ``PermissionError``).
+    ModelFileWriteError
+        If the write stops part-way: the file-size limit (``EFBIG``), a full disk, an I/O
+        error (also ``OSError``, with its ``errno``). The old file is left whole.
+    ModelError
+        If `path` is a directory.
     """
-    path = as_path(path, "the file to write")
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if compress:
         raw = gzip.compress(raw, mtime=0)
+
+    def fill(f: BinaryIO, tmp: str) -> None:
+        f.write(raw)
+
+    atomic_fill(path, fill)
+
+
+def atomic_fill(path: str | os.PathLike, fill: Callable[[BinaryIO, str], None], *, suffix: str = ".tmp") -> Path:
+    """Write `path` atomically through ``fill(f, tmp)``: `f` a binary file open on the temporary file `tmp`.
+
+    The one atomic-write primitive of causalnet: :func:`atomic_write` (every model and
+    estimator writer) and :func:`causalnet.render` go through it. The temporary file
+    (``.{name}.XXXX{suffix}`` in the target's folder) is flushed, synced, given the old
+    file's permissions (or the umask's default) and renamed over `path` with
+    :func:`os.replace`; on any failure it is removed and the old file is left whole.
+    ``fill`` may also write the temporary file by its name `tmp` (e.g. a subprocess does).
+
+    Parameters
+    ----------
+    path : str or path-like
+    fill : callable ``fill(f, tmp) -> None``
+        Writes the content. Exceptions it raises propagate unchanged (after clean-up),
+        except ``OSError``, which becomes one of the typed errors below.
+    suffix : str, default ".tmp"
+
+    Returns
+    -------
+    pathlib.Path
+        `path`.
+
+    Raises
+    ------
+    ModelFileNotFoundError, ModelFilePermissionError, ModelFileWriteError, ModelError
+        As :func:`atomic_write`; each names `path`.
+    """
+    path = as_path(path, "the file to write")
+    name = str(path)
     folder = path.parent
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except FileNotFoundError:
-        raise ModelFileNotFoundError(f"cannot write {str(path)!r}: no such folder {str(folder)!r}") from None
-    except PermissionError:
-        raise ModelFilePermissionError(f"permission denied: cannot write in {str(folder)!r}") from None
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=suffix)
+    except OSError as e:
+        raise _write_error(e, path, stage="folder") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            fill(f, tmp)
             f.flush()
             os.fsync(f.fileno())
         _keep_mode(path, tmp)
@@ -260,11 +307,38 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, compress: bool =
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(e, PermissionError):
-            raise ModelFilePermissionError(f"permission denied: cannot write {str(path)!r}") from None
-        if isinstance(e, IsADirectoryError):
-            raise ModelError(f"cannot write {str(path)!r}: it is a directory") from None
+        if isinstance(e, OSError) and not isinstance(e, CausalNetError):
+            raise _write_error(e, path, stage="file") from None
         raise
+    return Path(name)
+
+
+def _write_error(e: OSError, path: Path, *, stage: str) -> CausalNetError:
+    """The typed error for an ``OSError`` met while writing `path` (naming it)."""
+    name, folder = str(path), str(path.parent)
+    why = e.strerror or str(e)
+    if isinstance(e, FileNotFoundError):
+        return ModelFileNotFoundError(f"cannot write {name!r}: no such folder {folder!r}")
+    if isinstance(e, NotADirectoryError):
+        return ModelFileNotFoundError(f"cannot write {name!r}: {_not_a_folder(path)} is a file, not a folder")
+    if isinstance(e, PermissionError):
+        where = f"its folder {folder!r} is not writable" if stage == "folder" else "the file is not writable"
+        return ModelFilePermissionError(f"permission denied: cannot write {name!r} ({where})")
+    if isinstance(e, IsADirectoryError):
+        return ModelError(f"cannot write {name!r}: it is a directory")
+    if e.errno == errno.EFBIG:
+        why = "the file would exceed the file-size limit (ulimit -f / RLIMIT_FSIZE, or the filesystem's)"
+    err = ModelFileWriteError(f"cannot write {name!r}: {why}; the old file, if any, is left unchanged")
+    err.errno, err.filename = e.errno, name          # str(err) stays the message: no strerror
+    return err
+
+
+def _not_a_folder(path: Path) -> str:
+    """The first ancestor of `path` that exists and is not a directory, quoted (for messages)."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            return repr(str(parent))
+    return repr(str(path.parent))
 
 
 def _keep_mode(path: Path, tmp: str) -> None:
