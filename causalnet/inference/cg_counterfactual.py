@@ -75,7 +75,7 @@ class _CGTwin(WorldCopies):
         if v not in self.noise:
             name = self.noise[v] = f"u{self.order[v]}"
             if self.model.specs[v].kind == DISCRETE:
-                _, weights, _ = noise_intervals(self._table(v))
+                _, weights, _ = noise_intervals(self._table(v), v)
                 self.mechs[name] = Categorical(weights)
             else:
                 self.mechs[name] = LinearGaussian()
@@ -95,7 +95,7 @@ class _CGTwin(WorldCopies):
                 table = natural.table
                 return CPT(parents, table, states=specs[v].states) if parents else Categorical(table,
                                                                                             states=specs[v].states)
-            _, _, states = noise_intervals(self._table(v))                  # (*pa, m)
+            _, _, states = noise_intervals(self._table(v), v)               # (*pa, m)
             if isinstance(mech, Intervened):
                 states = shift_map(v, mech, K)[states]
             return CPT([*parents, self._u(v)], np.eye(K)[states], states=specs[v].states)

@@ -94,8 +94,12 @@ def exact_cdf(table: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(cdf, axis=-1)
 
 
-def noise_intervals(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def noise_intervals(table: np.ndarray, node: Hashable = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exogenous ``u`` of a CPT as a discrete variable.
+
+    The intervals are counted first and the tables they need (``states`` and the twin
+    network's one-hot CPT of ``(*pa, m, K)`` float64 entries) are sized against
+    ``causalnet.limits`` ``max_table_bytes`` before anything of that size is allocated.
 
     Returns
     -------
@@ -107,10 +111,20 @@ def noise_intervals(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
         The node's state on each interval for each parent configuration:
         ``#{k : F(k | pa) <= b_j}`` on ``[b_j, b_{j+1})`` — read at the left
         end, so no midpoint rounding can pick a state past the last one.
+
+    Raises
+    ------
+    ResourceError
+        If those tables would exceed ``max_table_bytes`` (the message names `node`).
     """
     cdf = exact_cdf(table)
     cuts = np.unique(np.concatenate([[0.0, 1.0], cdf.ravel()]))
     lo = cuts[:-1]
+    K = table.shape[-1]
+    rows = float(np.prod(table.shape[:-1], dtype=np.float64))
+    limits.check_bytes(8.0 * rows * len(lo) * K, what=f"the twin-network table of {node!r} (its noise cells)",
+                       cause=f"{rows:.0f} parent configurations x {len(lo)} noise intervals x {K} states x 8 "
+                             f"bytes: a CPT of {table.size} entries, memory grows with the square of its size")
     states = (cdf[..., None, :] <= lo[:, None]).sum(axis=-1)             # (*pa, m)
     return cuts, np.diff(cuts), np.minimum(states, table.shape[-1] - 1)
 
@@ -236,11 +250,8 @@ class _MultiWorld(WorldCopies):
     def _noise(self, v) -> np.ndarray:
         """The natural states of `v` on each noise interval, ``(*pa, m)``; adds the node ``U_v`` once."""
         table = self.tables[FACTUAL][0][v]
-        cuts, weights, natural = noise_intervals(table)                 # natural: (*pa, m)
+        cuts, weights, natural = noise_intervals(table, v)              # natural: (*pa, m)
         if v not in self.u:
-            limits.check_bytes(16.0 * natural.size * table.shape[-1], what=f"the twin-network tables of {v!r}",
-                               cause=f"a CPT of {table.size} entries cut into {len(weights)} noise intervals: "
-                                     f"memory grows with the square of the CPT size")
             self.u[v] = f"u{self.order[v]}"
             self.twin.add(self.u[v], weights, [], len(weights), f"U_{v}")
         return natural
