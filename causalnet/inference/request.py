@@ -695,8 +695,7 @@ def _decode(m, ev_raw: dict, do: Mapping) -> tuple[dict, dict, int | None]:
     sizes = {f"evidence on {key[1]!r}": a.shape[0] for key, a in ev.items()
              if a.ndim == len(m.specs[key[1]].shape) + 1}
     row_do = {}
-    for node in do:
-        mech = m.mechanisms[node]
+    for node, mech in m.mechanisms.items():        # the query's do and the model's own (a loaded m.do(...))
         if isinstance(mech, Intervened) and not mech.is_shift:
             a = np.asarray(mech.value)
             if a.ndim == len(m.specs[node].shape) + 1:
