@@ -713,6 +713,7 @@ class CausalModel:
 
     def to_dot(self, **options) -> str:
         """DOT text of the model's DAG with node kinds; see :func:`causalnet.graph.drawing.to_dot`."""
+        _graphs.drawing.check_dot_options("to_dot", options)
         return _graphs.drawing.to_dot(self, **options)
 
     def dot_node_attrs(self, node: Hashable) -> dict:

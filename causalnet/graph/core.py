@@ -336,6 +336,9 @@ class DAGCore:
         if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
             raise GraphError(f"DAG() expects an iterable of edges, got {type(edges).__name__} {edges!r:.60}")
         edges = edges if type(edges) is list else list(edges)
+        if nodes is None:
+            raise GraphError("DAG() expects nodes= as an iterable of node names (default: none besides the "
+                             "edges'), got None")
         nodes = list(_iterable(nodes, "node"))
         interned = _intern(edges, nodes) or _intern_checked(edges, nodes)
         order, pos, ids = interned
@@ -601,13 +604,15 @@ class DAGCore:
         The nodes themselves are excluded unless `include_self` (they are
         included anyway when they are ancestors of one another).
         """
-        return self._strict(self._par, nodes, include_self)
+        return self._strict(self._par, nodes, include_self, "ancestors")
 
     def descendants(self, nodes: Hashable | Iterable[Hashable], include_self: bool = False) -> frozenset:
         """Nodes reachable from `nodes` by a directed path (see :meth:`ancestors`)."""
-        return self._strict(self._chi, nodes, include_self)
+        return self._strict(self._chi, nodes, include_self, "descendants")
 
-    def _strict(self, adj: list, nodes: Any, include_self: bool) -> frozenset:
+    def _strict(self, adj: list, nodes: Any, include_self: bool, what: str) -> frozenset:
+        if nodes is None:
+            raise GraphError(f"{what}() expects a node or a set of nodes, got None")
         start = {self._pos[v] for v in self.node_set(nodes)}
         out: set = set()
         stack = list(start)

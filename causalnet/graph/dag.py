@@ -196,6 +196,7 @@ class DAG(DAGCore):
 
     def to_dot(self, **options) -> str:
         """DOT text for this graph; see :func:`causalnet.io.dot.to_dot` for the options."""
+        _graph.drawing.check_dot_options("to_dot", options, _graph.drawing.dot_text)
         return _graph.drawing.dot_text(self, **options)
 
     # -- identification (causalnet.graph.identification) ---------------------------

@@ -63,6 +63,8 @@ digraph {
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -70,7 +72,8 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import GraphError, RenderError
 from .core import DAGCore
 
-__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS", "legend_entries", "MARK_LEGEND", "RENDER_HOOK"]
+__all__ = ["dot_text", "to_dot", "Drawable", "RANKDIRS", "legend_entries", "MARK_LEGEND", "RENDER_HOOK",
+           "check_dot_options"]
 
 #: ``{"render": causalnet.io.dot.render}`` once :mod:`causalnet.io.dot` is loaded: objects below the io layer
 #: (a Markov network) render themselves through it without importing upward.
@@ -514,6 +517,23 @@ def to_dot(
                     title=title, rankdir=rankdir, node_style=_hook(obj, "dot_node_attrs"),
                     edge_style=_hook(obj, "dot_edge_attrs"),
                     legend=_legend(obj, dag) if legend else None)
+
+
+def check_dot_options(fn: str, options: Mapping[str, Any], target: Any = None) -> None:
+    """Refuse drawing options that `target` (default :func:`to_dot`) does not take, naming them.
+
+    Raises
+    ------
+    GraphError
+        ``"to_dot() has no option 'colour'; options: [...]"``, with a close match when there is one.
+    """
+    takes = [name for name, p in inspect.signature(target or to_dot).parameters.items()
+             if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = [k for k in options if k not in takes]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), takes, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise GraphError(f"{fn}() has no option {unknown[0]!r}{hint}; its options: {takes}")
 
 
 def _legend(obj: Any, dag: DAGCore) -> list:

@@ -21,7 +21,8 @@ import itertools
 import warnings
 from collections.abc import Iterator
 
-from ..errors import CausalNetWarning
+from ..arguments import check_int
+from ..errors import CausalNetWarning, GraphError
 from .core import DAGCore, closure
 from .criteria import check_max_sets, check_xy, check_xyz, collect_sets, int_set, observed_int_set, reachable_ints
 from .separation import bayes_ball
@@ -350,7 +351,7 @@ def frontdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_
     ------
     GraphError
         If a node is unknown or latent, `x` or `y` is empty, they overlap, or
-        `max_sets` is not a positive int or None.
+        `max_sets` or `max_candidates` is not a positive int or None.
 
     Notes
     -----
@@ -392,6 +393,8 @@ def frontdoor_adjustment_sets(dag: DAGCore, x, y, *, minimal: bool = False, max_
     fn = "frontdoor_adjustment_sets"
     xs, ys = check_xy(dag, fn, x, y)
     check_max_sets(fn, max_sets)
+    if max_candidates is not None:
+        check_int(max_candidates, f"{fn}: max_candidates (None or an int)", low=1, error=GraphError)
     ix = dag.index
     fd = _FrontDoor(ix, int_set(dag, xs), int_set(dag, ys), observed_int_set(dag))
     if not minimal:

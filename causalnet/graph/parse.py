@@ -129,7 +129,11 @@ def _statement(st: list[Token]) -> tuple[list[list[str]], list[str], list[str]]:
     latent: list[str] = []
     i = 0
     while True:
+        start = st[i][2]
         grp, i = _group(st, i)
+        if not grp and (arrows or (i < len(st) and st[i][0] == "arrow")):
+            raise GraphError(f"cannot parse graph text: an empty group '{{}}' beside an arrow at offset {start}; "
+                             f"an arrow needs a node on each side")
         is_latent, i = _attributes(st, i)
         if is_latent:
             latent.extend(grp)

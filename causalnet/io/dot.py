@@ -50,7 +50,7 @@ from ..errors import (
     RenderError,
 )
 from ..graph.dag import DAG
-from ..graph.drawing import RENDER_HOOK, Drawable, to_dot
+from ..graph.drawing import RENDER_HOOK, Drawable, check_dot_options, to_dot
 from .files import atomic_fill
 
 __all__ = ["to_dot", "render", "find_renderer", "Drawable", "FORMATS", "RENDERERS"]
@@ -220,6 +220,7 @@ def render(
     GraphError
         From :func:`to_dot`, on bad options.
     """
+    check_dot_options("render", to_dot_options)
     path = _as_path(path)
     fmt = _format_of(path, format)
     if not isinstance(obj, DAG) and not hasattr(obj, "dag") and callable(getattr(obj, "to_dot", None)):

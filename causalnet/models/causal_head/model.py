@@ -145,9 +145,11 @@ class CausalHead:
         alpha, lam, detach_gate : see the class
         seed : int or Generator, optional
         """
+        V = check_int(vocab_size, "vocab_size", low=1)
+        H = check_int(hidden, "hidden", low=1)
+        C = H if causal_dim is None else check_int(causal_dim, "causal_dim", low=1)
+        check_int(num_id, "num_id", low=0, high=V - 1)
         rng = as_generator(seed)
-        V, H = int(vocab_size), int(hidden)
-        C = H if causal_dim is None else int(causal_dim)
         p = {
             "W_loc": np.eye(C, H), "b_loc": np.zeros(C),
             "W_scale": np.zeros((C, H)), "b_scale": np.full(C, float(scale_init)),
@@ -568,8 +570,12 @@ class CausalHead:
         ids : int array of shape (n, T0 + max_new_tokens)
         values : array of shape (n, T0 + max_new_tokens)
         """
-        if mode not in MODES:
+        if not isinstance(mode, str) or mode not in MODES:
             raise ModelError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        steps = check_int(max_new_tokens, "max_new_tokens", low=0)
+        V = self._p["W_cls"].shape[0]
+        if eos_id is not None:
+            check_int(eos_id, "eos_id (a token id of the vocabulary)", low=0, high=V - 1)
         ids = np.asarray(input_ids)
         if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
             raise ShapeError(f"input_ids must be an (n, T0) integer array, got {ids.dtype} {ids.shape}")
@@ -584,7 +590,7 @@ class CausalHead:
         if mode == "noise" and eps_noise is None:
             eps_noise = rng.standard_cauchy((n, C))
         done = np.zeros(n, dtype=bool)
-        for _ in range(int(max_new_tokens)):
+        for _ in range(steps):
             z = np.asarray(backbone(ids, vals), dtype=np.float64)
             if z.ndim != 3 or z.shape[:2] != ids.shape:
                 raise ShapeError(f"the backbone returned {z.shape}; expected ({n}, {ids.shape[1]}, H)")

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ... import limits
+from ...arguments import check_int
 from ...errors import EvidenceError, ModelError, ShapeError
 from ...graph.dag import DAG
 from ...inference.dispatch import run_counterfactual, run_query
@@ -134,6 +135,8 @@ def _sequence_evidence(hmm, params, evidence) -> dict:
 
 def _request_parts(hmm, targets, evidence, do, T) -> tuple[list, bool, dict, int]:
     """``(names, single, evidence dict, T)``: the unrolled length covers targets, do and evidence."""
+    if T is not None:
+        T = check_int(T, "T (the sequence length)", low=1, error=EvidenceError)
     params = hmm.checked_params()
     names, single = _targets(targets)
     if evidence is None:

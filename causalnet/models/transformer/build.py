@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...arguments import check_real
+from ...arguments import as_generator, check_real
 from ...errors import ModelError, ShapeError
 from ...mechanisms.base import Mechanism
 from ...mechanisms.tensor import (
@@ -293,7 +293,7 @@ def attention(weights: Mapping | None = None, *, d_model: int | None = None, hea
     b = Builder(**_options(heads, view, scores, dtype, 1e-5, "relu", False))
     if sd is None:
         d = need_size(d_model, "d_model", "without weights")
-        sd = random_attention(np.random.default_rng(seed), d, bias)
+        sd = random_attention(as_generator(seed), d, bias)
     w = StateDict(sd)
     d = _check_width(b, w, d_model, "in_proj_weight" if "in_proj_weight" in sd else "q_proj_weight")
     b.width(d, "attention")
@@ -313,7 +313,7 @@ def _begin_layer(weights, options: dict, *, d_model, d_ff, cross: bool, padding:
     b = Builder(**options)
     if sd is None:
         d = need_size(d_model, "d_model", "without weights")
-        sd = random_layer(np.random.default_rng(seed), d, need_size(d_ff, "d_ff", "without weights"), cross)
+        sd = random_layer(as_generator(seed), d, need_size(d_ff, "d_ff", "without weights"), cross)
     w = StateDict(sd)
     d = b.width(_check_width(b, w, d_model, "self_attn.in_proj_weight"), kind)
     e = b.add("e", Input((None, d), b.dtype))
@@ -422,7 +422,7 @@ def _begin_stack(weights, kind: str, options: dict, *, layers, d_model, d_ff, vo
     sd = read_state_dict(weights)
     b = Builder(**options)
     if sd is None:
-        sd = random_stack(np.random.default_rng(seed), layers=need_size(layers, "layers", "without weights"),
+        sd = random_stack(as_generator(seed), layers=need_size(layers, "layers", "without weights"),
                            d=need_size(d_model, "d_model", "without weights"), ff=need_size(d_ff, "d_ff", "without weights"),
                            cross=cross, vocab=vocab, final_norm=final_norm, lm_head=lm_head)
     w = StateDict(sd)
@@ -566,8 +566,13 @@ def transformer(weights: Mapping | None = None, *, layers: int | tuple | None = 
     """
     sd = read_state_dict(weights)
     b = Builder(**_options(heads, view, scores, dtype, eps, activation, norm_first))
+    if isinstance(layers, (tuple, list)) and len(layers) != 2 or isinstance(vocab, (tuple, list)) and len(vocab) != 2:
+        bad, value = ("layers", layers) if isinstance(layers, (tuple, list)) and len(layers) != 2 else ("vocab", vocab)
+        raise ModelError(f"{bad} must be an int or a pair (encoder, decoder), got {value!r}")
+    layers = tuple(layers) if isinstance(layers, list) else layers
+    vocab = tuple(vocab) if isinstance(vocab, list) else vocab
     if sd is None:
-        rng = np.random.default_rng(seed)
+        rng = as_generator(seed)
         le, ld = (layers, layers) if not isinstance(layers, tuple) else layers
         vs, vt = (vocab, vocab) if not isinstance(vocab, tuple) else vocab
         d = need_size(d_model, "d_model", "without weights")

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...arguments import check_int, check_real
+from ...arguments import as_generator, check_int, check_real
 from ...errors import ModelError, ShapeError
 from ...inference.tensor import Incremental, Plan
 from ...model import CausalModel
@@ -110,7 +110,8 @@ def generate(model: CausalModel, prompt, steps: int, *, temperature: float = 0.0
     tokens = _check_prompt(prompt)
     check_int(steps, "steps", low=0)
     if eos is not None:
-        check_int(eos, "eos", low=0)
+        vocab = model.spec("I").shape[-1]                                # the LM head's logits: (..., V)
+        check_int(eos, f"eos (a token id of the vocabulary of {vocab})", low=0, high=vocab - 1)
     sampler = _Sampler(temperature, top_k, top_p, seed)
     patches = _patches(model, do)
     encoder = model.do({node: _as_shift(fs) for node, fs in patches.items()}) if patches else model
@@ -300,7 +301,7 @@ class _Sampler:
         self.top_p = None if top_p is None else check_real(top_p, "top_p")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ModelError(f"top_p must be in (0, 1], got {top_p!r}")
-        self.rng = np.random.default_rng(seed)
+        self.rng = as_generator(seed)
 
     def __call__(self, logits: np.ndarray) -> np.ndarray:
         return pick_tokens(logits, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, rng=self.rng)
