@@ -215,13 +215,13 @@ class CausalModel:
             except EvidenceError as e:
                 raise exc(str(e)) from None
         if isinstance(value, (Mapping, set, frozenset, str, bytes)) or callable(value):
-            raise exc(f"value for {node!r} must be numeric, got {type(value).__name__}")
+            raise exc(f"value for {node!r} must be numeric (a real node), got {type(value).__name__} {_short(value)}")
         try:
             raw = np.asarray(value)
         except (TypeError, ValueError, OverflowError):
             raise exc(f"value for {node!r} is not numeric (or is a ragged array): {_short(value)}") from None
         if raw.dtype.kind in "cSUV":                      # refuse before any cast: complex never becomes real
-            raise exc(f"value for {node!r} must be real numbers, got {raw.dtype} values")
+            raise exc(f"value for {node!r} must be real numbers, got {raw.dtype} values: {_short(value)}")
         try:
             arr = np.asarray(raw, dtype=spec.dtype)
         except (TypeError, ValueError, OverflowError):
@@ -231,7 +231,9 @@ class CausalModel:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise exc(f"value for {node!r} contains NaN or inf")
         if arr.ndim not in (len(spec.shape), len(spec.shape) + 1):
-            raise ShapeError(f"node {node!r} expects shape (n, *{spec.shape}) or {spec.shape}, got {arr.shape}")
+            one = f"shape {spec.shape}" if spec.shape else "a scalar"
+            batch = f"(n, {', '.join(map(str, spec.shape))})" if spec.shape else "(n,) (one value per row)"
+            raise ShapeError(f"value for {node!r} must be {one} or a batch of shape {batch}, got shape {arr.shape}")
         return arr
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from .. import inference
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
+from ..mechanisms.base import DISCRETE
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import LazyEngine, Registry
 from .request import check_approximate_options, counterfactual_request, map_request, query_request
@@ -66,11 +67,17 @@ def answer(request):
     request's canonical text (:func:`causalnet.inference.request.question_text`),
     whatever engine answered.
     """
+    values = request.target_values
+    if values is not None:
+        real = [v for (_, v), x in zip(request.targets, values) if request.model.specs[v].kind != DISCRETE]
+        if real:
+            x = values[[v for _, v in request.targets].index(real[0])]
+            raise EvidenceError(f"P({real[0]}={x!r}) asks for the probability of a value of {real[0]!r}, a continuous "
+                                f"node: it has a density, not probabilities; query P({real[0]}) for its distribution")
     registry = COUNTERFACTUAL_ENGINES if request.is_counterfactual else QUERY_ENGINES
     dist = registry.answer(request)
     if request.text is not None and hasattr(dist, "query"):
         dist.query = request.text
-    values = request.target_values
     if values is None:
         return dist
     if not isinstance(dist, DiscreteDistribution):
