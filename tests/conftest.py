@@ -2,6 +2,8 @@
 
 import collections
 import os
+import pathlib
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -79,7 +81,8 @@ def small_hmm():
 # Every bad-input / extreme-input property test calls the library through
 # ``guarded`` so that the invariants of issue 10 are checked in one place:
 # a valid answer or a CausalNetError; no NaN (and no inf unless allowed) in the
-# answer; the arguments (and the model) unchanged after a failure. The counts per
+# answer; the arguments (and the model) unchanged after a failure; optionally (issue 31)
+# files left whole after a failed write and the peak allocation bounded. The counts per
 # outcome class are written to $CAUSALNET_ROBUSTNESS_REPORT when it is set.
 
 ROBUSTNESS_COUNTS: collections.Counter = collections.Counter()
@@ -133,16 +136,39 @@ def _numbers(obj, depth=0):
             yield from _numbers(np.asarray(v) if isinstance(v, (float, int)) else v, depth + 1)
 
 
-def guarded(fn, *args, allow_neginf=False, **kwargs):
+def _files_state(paths):
+    """Each path's bytes (None when absent) and the listing of each path's folder (stray temporaries show)."""
+    state = {}
+    for p in paths:
+        p = pathlib.Path(p)
+        state[str(p)] = p.read_bytes() if p.is_file() else None
+        folder = p.parent
+        state[f"{folder}/*"] = sorted(x.name for x in folder.iterdir()) if folder.is_dir() else None
+    return state
+
+
+def guarded(fn, *args, allow_neginf=False, files=(), peak_bytes=None, **kwargs):
     """Call ``fn(*args, **kwargs)`` on possibly bad input and check issue 10's invariants.
 
     Returns the result, or the CausalNetError raised. Fails the test on any other
     exception, on NaN (or inf) in the result, or if a failed call changed an argument.
+
+    `fn` may be a class: its constructor is checked the same way (the result objects'
+    constructors refuse what no engine may return). ``files=`` names files a failed call
+    must leave as they were (bytes, or absence) with no new file beside them (a writer's
+    temporary). ``peak_bytes=`` fails the call if it allocated more than that at once
+    (tracemalloc, which numpy reports to): "nothing allocated past ``cn.limits``".
     """
     from causalnet.errors import CausalNetError
 
+    name = getattr(fn, "__qualname__", fn)
     target = getattr(fn, "__self__", None)
     before = _snapshot((args, kwargs, target))
+    disk = _files_state(files)
+    tracing = tracemalloc.is_tracing()
+    if peak_bytes is not None:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
     try:
         out = fn(*args, **kwargs)
     except CausalNetError as e:
@@ -150,11 +176,22 @@ def guarded(fn, *args, allow_neginf=False, **kwargs):
         after = _snapshot((args, kwargs, target))
         if after != before:
             ROBUSTNESS_COUNTS["input mutated"] += 1
-            raise AssertionError(f"{getattr(fn, '__qualname__', fn)} failed with {e!r} and changed its input") from e
+            raise AssertionError(f"{name} failed with {e!r} and changed its input") from e
+        if _files_state(files) != disk:
+            ROBUSTNESS_COUNTS["file changed"] += 1
+            raise AssertionError(f"{name} failed with {e!r} and changed or left files beside {list(files)}") from e
         return e
     except Exception as e:  # noqa: BLE001 - the point is to catch the untyped ones
         ROBUSTNESS_COUNTS["untyped error"] += 1
-        raise AssertionError(f"{getattr(fn, '__qualname__', fn)} raised untyped {type(e).__name__}: {e}") from e
+        raise AssertionError(f"{name} raised untyped {type(e).__name__}: {e}") from e
+    finally:
+        if peak_bytes is not None:
+            peak = tracemalloc.get_traced_memory()[1]
+            if not tracing:
+                tracemalloc.stop()
+            if peak > peak_bytes:
+                ROBUSTNESS_COUNTS["over the memory bound"] += 1
+                raise AssertionError(f"{name} allocated {peak} bytes at its peak, over {peak_bytes}")
     for arr in _numbers(out):
         bad = np.isnan(arr) | (np.isinf(arr) & ~(allow_neginf & (np.real(arr) < 0)))
         if np.any(bad):
