@@ -522,6 +522,8 @@ class EmpiricalDistribution:
     ------
     NumericalError
         If the weights hold NaN, inf or negative entries, or a row of them sums to 0.
+    ModelError
+        If a row of weights does not sum to 1 (within ``SUM_TOL``).
 
     Examples
     --------
@@ -545,6 +547,10 @@ class EmpiricalDistribution:
             raise NumericalError(f"EmpiricalDistribution over {list(self.variables)}: weights must be >= 0 with a "
                                  f"positive total per row; got min {float(np.min(self.weights, initial=0.0))} and a "
                                  f"smallest total {float(np.min(total, initial=1.0))}")
+        off = np.abs(np.atleast_1d(total) - 1.0)
+        if off.size and float(off.max()) > SUM_TOL:
+            raise ModelError(f"EmpiricalDistribution over {list(self.variables)}: weights must be normalised to 1 "
+                             f"per row, got a total {float(np.atleast_1d(total)[int(np.argmax(off))])!r}")
         self.ess = 1.0 / np.sum(self.weights ** 2, axis=-1)
 
     def _w(self, x: np.ndarray) -> np.ndarray:
@@ -659,19 +665,30 @@ class GaussianMixture:
     def __init__(self, variables, weights, means, covs, *, batched: bool = False, method: str = "exact",
                  scm: str | None = None, query: str | None = None, log_evidence=None) -> None:
         self.variables = tuple(variables)
-        self.weights = np.asarray(weights, dtype=np.float64)
-        self.means = np.asarray(means, dtype=np.float64)
-        self.covs = np.asarray(covs, dtype=np.float64)
+        owner = f"GaussianMixture over {list(self.variables)}"
+        self.weights = _float_array(weights, owner, "weights")
+        self.means = _float_array(means, owner, "means")
+        self.covs = _float_array(covs, owner, "covs")
         self.batched = batched
         self.method = method
         self.scm = scm
         self.query = query
         self.log_evidence = log_evidence
         _finite("GaussianMixture", self.variables, weights=self.weights, means=self.means, covs=self.covs)
-        d, K = len(self.variables), self.covs.shape[0]
-        if self.covs.shape != (K, d, d) or self.means.shape[-2:] != (K, d) or self.weights.shape[-1] != K:
-            raise ModelError(f"internal: mixture of {K} components over {d} variables with weights "
-                             f"{self.weights.shape}, means {self.means.shape}, covs {self.covs.shape}")
+        d, K = len(self.variables), (self.covs.shape[0] if self.covs.ndim else 0)
+        if (self.covs.shape != (K, d, d) or self.means.shape[-2:] != (K, d) or self.weights.ndim == 0
+                or self.weights.shape[-1] != K):
+            raise ModelError(f"{owner}: a mixture of K components needs weights (K,) or (n, K), means (K, d) and "
+                             f"covs (K, d, d) with d={d}; got weights {self.weights.shape}, means "
+                             f"{self.means.shape}, covs {self.covs.shape}")
+        if self.weights.size and (float(self.weights.min()) < -SUM_TOL
+                                  or float(np.max(np.abs(self.weights.sum(axis=-1) - 1.0))) > SUM_TOL):
+            raise ModelError(f"{owner}: weights must be >= 0 and sum to 1 (per row), got totals "
+                             f"{_short(self.weights.sum(axis=-1).tolist())} and a smallest weight "
+                             f"{float(self.weights.min())!r}")
+        for k in range(K):
+            _check_moments(f"{owner}, component {k}", self.variables, self.means.reshape(-1, K, d)[0, k]
+                           if self.means.size else np.zeros(d), self.covs[k], False)
 
     @property
     def label(self) -> str:
