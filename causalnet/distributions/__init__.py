@@ -5,7 +5,9 @@
   they print;
 * :mod:`.mixed` — :class:`MixedDistribution`, the joint law of discrete and
   real variables of a conditional Gaussian network;
-* :mod:`.cauchy` — :class:`Cauchy` and :class:`CauchyMarginals`.
+* :mod:`.cauchy` — :class:`Cauchy` and :class:`CauchyMarginals`;
+* :mod:`.checks` — what every result constructor refuses (probabilities not summing
+  to 1, a covariance not positive semidefinite, NaN points).
 
 Every result says which engine produced it (``.method``) and which question it
 answers (``.query``, set by the front door: ``P(Wet | do(Sprinkler=on), Rain=yes)``),

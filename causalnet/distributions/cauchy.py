@@ -17,7 +17,8 @@ import numpy as np
 from ..arguments import as_generator, check_int
 from ..errors import ModelError
 from ..limits import check_bytes
-from .results import as_points, result_label
+from .checks import as_points
+from .results import result_label
 
 __all__ = ["Cauchy", "CauchyMarginals"]
 

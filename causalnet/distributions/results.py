@@ -40,9 +40,9 @@ import numpy as np
 from ..arguments import as_generator, check_int
 from ..errors import EvidenceError, ModelError, NumericalError
 from ..limits import check_bytes
+from .checks import SUM_TOL, as_points, check_moments, check_probs, float_array, short_repr
 
-__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture", "table_text", "result_label",
-           "as_points", "SUM_TOL"]
+__all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture", "table_text", "result_label"]
 
 
 # -- shared by every result: its label, the finite check, the table text ---------------------
@@ -64,92 +64,6 @@ def _finite(what: str, variables: tuple, **arrays) -> None:
         if a is not None and a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
             raise NumericalError(f"{what} over {list(variables)}: {name} holds NaN or inf "
                                  f"({int(np.sum(~np.isfinite(a)))} of {a.size} entries)")
-
-
-SUM_TOL = 1e-6
-"""How far a distribution's probabilities may sum from 1 (per row) and dip below 0 (rounding)."""
-
-
-def as_points(x: Any, what: str) -> np.ndarray:
-    """`x` as a float array of points at which to evaluate a density or cdf; NaN refused.
-
-    Infinities are legal points (a cdf is 0 or 1 there, a log density -inf).
-
-    Raises
-    ------
-    EvidenceError
-        Naming `what`, if `x` is not numeric or holds NaN (as the query front door refuses NaN evidence).
-    """
-    if isinstance(x, (str, bytes)) or (isinstance(x, np.ndarray) and x.dtype.kind not in "biuf"):
-        raise EvidenceError(f"{what}: points must be real numbers, got {_short(x)}")
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise EvidenceError(f"{what}: points must be real numbers, got {_short(x)}") from None
-    if np.isnan(a).any():
-        raise EvidenceError(f"{what}: points hold NaN ({int(np.isnan(a).sum())} of {a.size}); "
-                            f"give real numbers (drop or impute the missing values)")
-    return a
-
-
-def _float_array(x: Any, owner: str, what: str) -> np.ndarray:
-    """`x` as a float64 array, or a ModelError naming `owner` and the argument `what`."""
-    try:
-        return np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ModelError(f"{owner}: {what} must be a rectangular array of real numbers, got {_short(x)}") from None
-
-
-def _short(x: Any) -> str:
-    text = repr(x)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _check_probs(variables: tuple, probs: np.ndarray, batched: bool, cards: tuple) -> None:
-    """Refuse probabilities of the wrong shape, negative, or not summing to 1 (per row)."""
-    got = probs.shape[1:] if batched else probs.shape
-    if got != cards or (batched and probs.ndim == 0):
-        lead = "(n, " if batched else "("
-        raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must have shape {lead}"
-                         f"{', '.join(map(str, cards))}{',' if len(cards) == 1 and not batched else ''}) for "
-                         f"states of sizes {cards}, got {probs.shape}")
-    if probs.dtype.kind != "f" or not np.all(np.isfinite(probs)):
-        return                                                          # NaN/inf: _finite names them
-    if probs.size and float(probs.min()) < -SUM_TOL:
-        raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must be >= 0, "
-                         f"got {float(probs.min())!r}")
-    if not probs.size:
-        return
-    totals = probs.reshape(probs.shape[0], -1).sum(axis=1) if batched else np.asarray([probs.sum()])
-    off = np.abs(totals - 1.0)
-    if off.size and float(off.max()) > SUM_TOL:
-        i = int(np.argmax(off))
-        row = f" in row {i}" if batched else ""
-        raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must sum to 1{row}, "
-                         f"got {float(totals[i])!r}")
-
-
-def _check_moments(owner: str, variables: tuple, mean: np.ndarray, cov: np.ndarray, batched: bool) -> None:
-    """Refuse a mean or covariance of the wrong shape, an asymmetric or not positive semidefinite covariance."""
-    d = len(variables)
-    want = "(n, d)" if batched else "(d,)"
-    if mean.ndim != (2 if batched else 1) or mean.shape[-1] != d:
-        raise ModelError(f"{owner}: mean must have shape {want} with d={d}, got {mean.shape}")
-    if cov.shape != (d, d):
-        raise ModelError(f"{owner}: cov must have shape (d, d) with d={d}, got {cov.shape}")
-    if not d:
-        return
-    scale = max(float(np.max(np.abs(cov))), 1.0)
-    if not np.allclose(cov, cov.T, rtol=1e-8, atol=1e-10 * scale):
-        raise ModelError(f"{owner}: cov must be symmetric, got a largest asymmetry "
-                         f"{float(np.max(np.abs(cov - cov.T)))!r}")
-    var = np.diag(cov)
-    if float(var.min()) < 0:
-        i = int(np.argmin(var))
-        raise ModelError(f"{owner}: the variance of {variables[i]!r} must be >= 0, got {float(var[i])!r}")
-    low = float(np.linalg.eigvalsh(cov).min())
-    if low < -1e-8 * scale:
-        raise ModelError(f"{owner}: cov must be positive semidefinite, got an eigenvalue {low!r}")
 
 
 def _fmt(x) -> str:
@@ -245,11 +159,11 @@ class DiscreteDistribution:
         self.iterations = iterations
         self.diagnostics = diagnostics
         self.variables = tuple(variables)
-        self.probs = _float_array(probs, f"DiscreteDistribution over {list(self.variables)}", "probs")
+        self.probs = float_array(probs, f"DiscreteDistribution over {list(self.variables)}", "probs")
         self._states = tuple(tuple(s) for s in states)
         self.batched = bool(batched)
         self.method = method
-        self.std_err = None if std_err is None else _float_array(std_err, "DiscreteDistribution", "std_err")
+        self.std_err = None if std_err is None else float_array(std_err, "DiscreteDistribution", "std_err")
         self.scm = scm
         self.log_evidence = log_evidence
         self.query = query
@@ -257,7 +171,7 @@ class DiscreteDistribution:
             raise ModelError(f"DiscreteDistribution over {list(self.variables)}: needs one tuple of states per "
                              f"variable, got {len(self._states)}")
         _finite("DiscreteDistribution", self.variables, probs=self.probs, std_err=self.std_err)
-        _check_probs(self.variables, self.probs, self.batched, tuple(len(s) for s in self._states))
+        check_probs(self.variables, self.probs, self.batched, tuple(len(s) for s in self._states))
 
     @property
     def states(self) -> tuple:
@@ -409,14 +323,14 @@ class Gaussian:
                  scm: str | None = None, query: str | None = None) -> None:
         self.variables = tuple(variables)
         owner = f"Gaussian over {list(self.variables)}"
-        self.mean = _float_array(mean, owner, "mean")
-        self.cov = _float_array(cov, owner, "cov")
+        self.mean = float_array(mean, owner, "mean")
+        self.cov = float_array(cov, owner, "cov")
         self.batched = bool(batched)
         self.method = method
         self.scm = scm
         self.query = query
         _finite("Gaussian", self.variables, mean=self.mean, cov=self.cov)
-        _check_moments(owner, self.variables, self.mean, self.cov, self.batched)
+        check_moments(owner, self.variables, self.mean, self.cov, self.batched)
 
     @property
     def var(self) -> np.ndarray:
@@ -666,9 +580,9 @@ class GaussianMixture:
                  scm: str | None = None, query: str | None = None, log_evidence=None) -> None:
         self.variables = tuple(variables)
         owner = f"GaussianMixture over {list(self.variables)}"
-        self.weights = _float_array(weights, owner, "weights")
-        self.means = _float_array(means, owner, "means")
-        self.covs = _float_array(covs, owner, "covs")
+        self.weights = float_array(weights, owner, "weights")
+        self.means = float_array(means, owner, "means")
+        self.covs = float_array(covs, owner, "covs")
         self.batched = batched
         self.method = method
         self.scm = scm
@@ -684,10 +598,10 @@ class GaussianMixture:
         if self.weights.size and (float(self.weights.min()) < -SUM_TOL
                                   or float(np.max(np.abs(self.weights.sum(axis=-1) - 1.0))) > SUM_TOL):
             raise ModelError(f"{owner}: weights must be >= 0 and sum to 1 (per row), got totals "
-                             f"{_short(self.weights.sum(axis=-1).tolist())} and a smallest weight "
+                             f"{short_repr(self.weights.sum(axis=-1).tolist())} and a smallest weight "
                              f"{float(self.weights.min())!r}")
         for k in range(K):
-            _check_moments(f"{owner}, component {k}", self.variables, self.means.reshape(-1, K, d)[0, k]
+            check_moments(f"{owner}, component {k}", self.variables, self.means.reshape(-1, K, d)[0, k]
                            if self.means.size else np.zeros(d), self.covs[k], False)
 
     @property
