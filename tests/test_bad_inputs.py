@@ -43,6 +43,12 @@ def _backbone(ids, vals):
     return np.ones(ids.shape + (4,))                                     # (n, t, H)
 
 
+def _seq2seq():
+    from causalnet.models.recurrent.seq2seq import seq2seq
+
+    return seq2seq(src_vocab=7, tgt_vocab=6, embed=4, hidden=5, T_src=2, T_tgt=1, src_lengths=True, seed=0)
+
+
 def _head_initialise(**kw):
     from causalnet.models.causal_head import CausalHead
 
@@ -103,6 +109,10 @@ ITEMS = {
                                                                       padding=True, seed=0).forward(
         {"x": np.array([[1, 2, 3, 99]]), "pad": np.array([[False, False, False, True]])}),
         ShapeError, ["'x'", "99", "[0, 11)"]),
+    "padded recurrent encoder ids outside": (lambda: _seq2seq().forward(
+        {"src[0]": np.array([1, 2]), "src[1]": np.array([3, 99]), "tgt[0]": np.array([1, 1]),
+         "src_lengths": np.array([2, 1])}),
+        ShapeError, ["'src[1]'", "99", "[0, 7)"]),
     # untyped
     "Gaussian.sample(-1)": (lambda: _GAUSS.sample(-1), ModelError, ["size", "-1"]),
     "Gaussian.sample('a')": (lambda: _GAUSS.sample("a"), ModelError, ["size", "'a'"]),
