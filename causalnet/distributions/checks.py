@@ -101,7 +101,7 @@ def check_moments(owner: str, variables: tuple, mean: np.ndarray, cov: np.ndarra
         raise ModelError(f"{owner}: cov must be symmetric, got a largest asymmetry "
                          f"{float(np.max(np.abs(cov - cov.T)))!r}")
     var = np.diag(cov)
-    if float(var.min()) < 0:
+    if float(var.min()) < -1e-8 * scale:                                  # rounding of a conditioned cov is legal
         i = int(np.argmin(var))
         raise ModelError(f"{owner}: the variance of {variables[i]!r} must be >= 0, got {float(var[i])!r}")
     low = float(np.linalg.eigvalsh(cov).min())

@@ -97,8 +97,9 @@ def exact_cdf(table: np.ndarray) -> np.ndarray:
 def noise_intervals(table: np.ndarray, node: Hashable = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exogenous ``u`` of a CPT as a discrete variable.
 
-    The intervals are counted first and the tables they need (``states`` and the twin
-    network's one-hot CPT of ``(*pa, m, K)`` float64 entries) are sized against
+    The intervals are counted first and the tables they need (the comparison behind
+    ``states``, ``states`` itself and the twin network's one-hot CPT of ``(*pa, m, K)``
+    float64 entries) are sized against
     ``causalnet.limits`` ``max_table_bytes`` before anything of that size is allocated.
 
     Returns
@@ -122,9 +123,12 @@ def noise_intervals(table: np.ndarray, node: Hashable = None) -> tuple[np.ndarra
     lo = cuts[:-1]
     K = table.shape[-1]
     rows = float(np.prod(table.shape[:-1], dtype=np.float64))
-    limits.check_bytes(8.0 * rows * len(lo) * K, what=f"the twin-network table of {node!r} (its noise cells)",
-                       cause=f"{rows:.0f} parent configurations x {len(lo)} noise intervals x {K} states x 8 "
-                             f"bytes: a CPT of {table.size} entries, memory grows with the square of its size")
+    cells = rows * len(lo)
+    # the comparison (bool, K per cell), the states (int64) and the twin's one-hot CPT (float64, K per cell)
+    limits.check_bytes(cells * (9.0 * K + 8.0), what=f"the twin-network tables of {node!r} (its noise cells)",
+                       cause=f"{rows:.0f} parent configurations x {len(lo)} noise intervals = {cells:.0f} cells of "
+                             f"{9 * K + 8} bytes ({K} states): a CPT of {table.size} entries, memory grows with the "
+                             f"square of the CPT size")
     states = (cdf[..., None, :] <= lo[:, None]).sum(axis=-1)             # (*pa, m)
     return cuts, np.diff(cuts), np.minimum(states, table.shape[-1] - 1)
 
