@@ -322,7 +322,8 @@ def _write_error(e: OSError, path: Path, *, stage: str) -> CausalNetError:
     if isinstance(e, NotADirectoryError):
         return ModelFileNotFoundError(f"cannot write {name!r}: {_not_a_folder(path)} is a file, not a folder")
     if isinstance(e, PermissionError):
-        where = f"its folder {folder!r} is not writable" if stage == "folder" else "the file is not writable"
+        where = (f"its folder {folder!r} is not writable" if stage == "folder"
+                 else f"the file, or its folder {folder!r}, is not writable")
         return ModelFilePermissionError(f"permission denied: cannot write {name!r} ({where})")
     if isinstance(e, IsADirectoryError):
         return ModelError(f"cannot write {name!r}: it is a directory")
