@@ -210,7 +210,8 @@ def string_codes(values) -> tuple[np.ndarray, list] | None:
     if getattr(dtype, "kind", None) == "U":
         return reference_codes(np.asarray(values, dtype=object))
     if _is_string_dtype(dtype):
-        if len(values) >= KERNEL_MIN_ROWS and numba_available():
+        in_arrow = getattr(dtype, "storage", "pyarrow") == "pyarrow"                   # not Python objects
+        if in_arrow and len(values) >= KERNEL_MIN_ROWS and numba_available():
             fast = arrow_codes(values)
             if fast is not None:
                 return fast
