@@ -3,16 +3,21 @@
 Data read from CSV files arrive as strings — pandas ``str`` / ``StringDtype``
 columns (stored in Arrow buffers or as Python objects) or plain ``object``
 columns — not as categoricals. :func:`string_codes` turns such a column into
-``codes`` ``(n,)`` (``-1`` where the cell is missing) and its distinct strings
-in order of first appearance, at the cost of one hash pass over the column:
+integer ``codes`` ``(n,)`` (``-1`` where the cell is missing) and its distinct
+strings in order of first appearance, at the cost of one hash pass over the
+column:
 
-- an Arrow-backed column without missing cells is read straight from its
-  offsets and bytes by a compiled kernel (:func:`arrow_codes`), when numba is
-  installed and the column is long enough for the kernel to pay (``n >=``
-  :data:`KERNEL_MIN_ROWS`; the kernel is compiled once and kept in the per-user
-  kernel cache of :mod:`causalnet.runtime`);
-- every other string column goes through ``pandas.factorize`` (the reference,
-  :func:`reference_codes`; missing cells — None, NaN, pd.NA — become ``-1``).
+- an Arrow-backed column (pandas ``str`` under pandas 3, ``string[pyarrow]``)
+  is dictionary-encoded by Arrow itself (:func:`dictionary_codes`, C++; no
+  copy of the strings into Python objects), or read straight from its offsets
+  and bytes by a compiled kernel (:func:`arrow_codes`) when the ``strings``
+  kernel family's backend says so (:mod:`causalnet.runtime`: ``"auto"``
+  compiles once this process has spent :data:`AUTO_SECONDS` dictionary-encoding
+  columns of at least :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never
+  waits for numba to load);
+- every other string column goes through ``pandas.factorize``
+  (:func:`reference_codes`, the reference the others are tested against;
+  missing cells — None, NaN, pd.NA — become ``-1``).
 
 A column that is not made of strings only (numbers, a mixture of strings and
 numbers, bytes, categoricals) gives ``None``: callers keep their own rule for
@@ -20,10 +25,11 @@ it, because a hash table would merge values Python tells apart (``1``,
 ``1.0`` and ``True`` hash alike).
 
 What the distinct strings *mean* is decided by the caller, on those few
-strings only: :func:`causalnet.learning.data.as_table` maps them to the
-column's states (sorted, or the model's declared ones), and the DataFrame
-front door of the queries (:mod:`causalnet.inference.frames`) decodes them by
-the one rule of :func:`causalnet.values.decode_states`.
+strings only, and the rows are then recoded by one ``take``:
+:func:`causalnet.learning.data.as_table` maps them to the column's states
+(sorted, or the declared ones), and the DataFrame front door of the queries
+(:mod:`causalnet.inference.frames`) decodes them by the one rule of
+:func:`causalnet.values.decode_states`.
 
 Symbols: ``n`` rows, ``k`` distinct strings.
 
@@ -39,15 +45,19 @@ True
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from ..runtime import jit, numba_available
+from ..runtime import get_backend, jit, numba_available
 
-__all__ = ["string_codes", "reference_codes", "arrow_codes", "arrow_buffers", "KERNEL_MIN_ROWS",
-           "KERNEL_MAX_UNIQUES", "codes_kernel"]
+__all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes", "arrow_buffers",
+           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel"]
 
-#: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: pandas.factorize).
+#: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: Arrow's dictionary encoding).
 KERNEL_MIN_ROWS = 20_000
+#: Under the ``"auto"`` backend the kernel is compiled once dictionary encoding has taken this long in the process.
+AUTO_SECONDS = 1.0
 #: The kernel compares each cell with every distinct string seen so far; past this many it hands over to pandas.
 KERNEL_MAX_UNIQUES = 64
 
@@ -160,7 +170,7 @@ def arrow_codes(values) -> tuple[np.ndarray, list] | None:
 
     Returns None when the column is not such a column or has more than
     :data:`KERNEL_MAX_UNIQUES` distinct strings (the caller then uses
-    :func:`reference_codes`).
+    :func:`dictionary_codes`).
     """
     bufs = arrow_buffers(values)
     if bufs is None:
@@ -174,17 +184,72 @@ def arrow_codes(values) -> tuple[np.ndarray, list] | None:
     return codes, uniques
 
 
+def dictionary_codes(values) -> tuple[np.ndarray, list] | None:
+    """:func:`string_codes` of an Arrow-backed column by Arrow's own ``dictionary_encode`` (None if not Arrow).
+
+    The codes are Arrow's int32 indices (``-1`` where missing), viewed without a copy when nothing is missing.
+    """
+    array = getattr(values, "array", values)
+    to_arrow = getattr(array, "__arrow_array__", None)
+    if to_arrow is None:
+        return None
+    import pyarrow as pa  # present whenever a column is stored in Arrow
+    import pyarrow.compute as pc
+
+    arr = to_arrow()
+    if isinstance(arr, pa.ChunkedArray):                                 # one dictionary for the whole column
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    encoded = pc.dictionary_encode(arr)
+    indices = encoded.indices if not encoded.indices.null_count else pc.fill_null(encoded.indices, -1)
+    return indices.to_numpy(), encoded.dictionary.to_pylist()                              # (n,) int32, (k,)
+
+
 def reference_codes(values) -> tuple[np.ndarray, list]:
     """:func:`string_codes` by ``pandas.factorize`` (the reference every other path is tested against)."""
     import pandas as pd  # optional heavy dependency, imported on use
 
     codes, uniques = pd.factorize(values, use_na_sentinel=True)                          # (n,), (k,)
     out = [v.item() if isinstance(v, np.generic) else v for v in np.asarray(uniques, dtype=object).tolist()]
-    return np.asarray(codes, dtype=np.int64), out
+    return np.asarray(codes), out
+
+
+#: seconds this process has spent dictionary-encoding Arrow columns long enough for the kernel
+_spent = [0.0]
+
+
+def kernel_wanted(n: int) -> bool:
+    """Whether an Arrow column of `n` rows goes to the compiled kernel (the ``strings`` backend decides).
+
+    ``"numba"``: always (numba installed); ``"numpy"``: never; ``"auto"``:
+    for columns of at least :data:`KERNEL_MIN_ROWS` rows once Arrow's
+    dictionary encoding of such columns has taken :data:`AUTO_SECONDS` in
+    this process (loading numba and the kernel costs about a second, more
+    than a one-off fit saves).
+    """
+    backend = get_backend("strings")
+    if backend == "numpy" or not numba_available():
+        return False
+    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] >= AUTO_SECONDS)
+
+
+def _arrow_string_codes(values) -> tuple[np.ndarray, list] | None:
+    """An Arrow-backed string column by the kernel or by Arrow's dictionary encoding (None: not Arrow)."""
+    n = len(values)
+    if kernel_wanted(n):
+        fast = arrow_codes(values)
+        if fast is not None:
+            return fast
+    start = time.perf_counter()
+    out = dictionary_codes(values)
+    if n >= KERNEL_MIN_ROWS:
+        _spent[0] += time.perf_counter() - start
+    return out
 
 
 def string_codes(values) -> tuple[np.ndarray, list] | None:
-    """``(codes (n,) int64, distinct strings in order of first appearance)``, or None if `values` are not strings.
+    """``(codes (n,), distinct strings in order of first appearance)``, or None if `values` are not strings.
 
     Parameters
     ----------
@@ -195,9 +260,10 @@ def string_codes(values) -> tuple[np.ndarray, list] | None:
 
     Returns
     -------
-    codes : ndarray of shape (n,), int64
+    codes : integer ndarray of shape (n,)
         Index into the distinct strings; ``-1`` where the cell is missing
-        (None, NaN, pd.NA).
+        (None, NaN, pd.NA). Its integer width depends on the path (int32
+        from Arrow, int64 otherwise): callers index a lookup table with it.
     uniques : list of str
         The distinct strings, in order of first appearance.
 
@@ -210,11 +276,10 @@ def string_codes(values) -> tuple[np.ndarray, list] | None:
     if getattr(dtype, "kind", None) == "U":
         return reference_codes(np.asarray(values, dtype=object))
     if _is_string_dtype(dtype):
-        in_arrow = getattr(dtype, "storage", "pyarrow") == "pyarrow"                   # not Python objects
-        if in_arrow and len(values) >= KERNEL_MIN_ROWS and numba_available():
-            fast = arrow_codes(values)
-            if fast is not None:
-                return fast
+        if getattr(dtype, "storage", "pyarrow") == "pyarrow":                         # not Python objects
+            out = _arrow_string_codes(values)
+            if out is not None:
+                return out
         return reference_codes(values)
     if not isinstance(dtype, np.dtype) or dtype.kind != "O":
         return None

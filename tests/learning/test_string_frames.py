@@ -16,8 +16,17 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import causalnet as cn
+from causalnet import runtime
+from causalnet.learning import strings
 from causalnet.learning.data import as_table
-from causalnet.learning.strings import KERNEL_MAX_UNIQUES, KERNEL_MIN_ROWS, arrow_codes, reference_codes, string_codes
+from causalnet.learning.strings import (
+    KERNEL_MAX_UNIQUES,
+    KERNEL_MIN_ROWS,
+    arrow_codes,
+    dictionary_codes,
+    reference_codes,
+    string_codes,
+)
 
 pa = pytest.importorskip("pyarrow")
 pytestmark = pytest.mark.filterwarnings("ignore:node .* no data for")
@@ -43,12 +52,6 @@ def _categorical(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype(object).astype("category")
 
 
-def _tables_by_name(model, v):
-    """The CPT of `v` with its axes' states, for comparing fits whose states may be ordered differently."""
-    mech = model.mechanisms[v]
-    return mech.table if hasattr(mech, "table") else mech.probs
-
-
 # -- the kernel against pandas.factorize ----------------------------------------------------------------------------
 
 
@@ -62,20 +65,45 @@ def test_arrow_kernel_equals_factorize(values, large, start):
     assert np.array_equal(codes, ref_codes)
 
 
-def test_arrow_kernel_on_chunked_and_long_columns():
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(WORDS), st.none()), min_size=1, max_size=60), st.booleans())
+def test_arrow_dictionary_codes_equal_factorize(values, large):
+    s = _arrow_series(values, large)
+    codes, uniques = dictionary_codes(s)
+    ref_codes, ref_uniques = reference_codes(s.astype(object))
+    assert uniques == ref_uniques
+    assert np.array_equal(codes, ref_codes)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_long_and_chunked_columns_on_both_backends(backend):
     rng = np.random.default_rng(0)
     values = rng.choice(WORDS, size=KERNEL_MIN_ROWS + 17).tolist()
     chunked = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([values[:100], values[100:]])))
-    for s in (chunked, pd.Series(values, dtype="str")):
-        codes, uniques = string_codes(s)                                      # long enough: the kernel
-        ref_codes, ref_uniques = reference_codes(np.asarray(values, dtype=object))
-        assert uniques == ref_uniques and np.array_equal(codes, ref_codes)
+    ref_codes, ref_uniques = reference_codes(np.asarray(values, dtype=object))
+    with runtime.backend("strings", backend):
+        for s in (chunked, pd.Series(values, dtype="str"), pd.Series(values, dtype="string[pyarrow]")):
+            codes, uniques = string_codes(s)
+            assert uniques == ref_uniques and np.array_equal(codes, ref_codes)
 
 
-def test_arrow_kernel_hands_over_past_max_uniques():
+def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypatch):
+    with runtime.backend("strings", "auto"):
+        assert not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+        monkeypatch.setattr(strings, "AUTO_SECONDS", 0.0)
+        assert strings.kernel_wanted(KERNEL_MIN_ROWS) and not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+    with runtime.backend("strings", "numpy"):
+        assert not strings.kernel_wanted(10 ** 9)
+    with runtime.backend("strings", "numba"):
+        assert strings.kernel_wanted(1)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_arrow_kernel_hands_over_past_max_uniques(backend):
     values = [f"v{i}" for i in range(KERNEL_MAX_UNIQUES + 1)]
     assert arrow_codes(_arrow_series(values, True)) is None
-    codes, uniques = string_codes(pd.Series(values * 400, dtype="str"))       # long: tries the kernel, hands over
+    with runtime.backend("strings", backend):
+        codes, uniques = string_codes(pd.Series(values * 400, dtype="str"))
     assert uniques == values and np.array_equal(codes, np.tile(np.arange(len(values)), 400))
 
 
@@ -198,7 +226,13 @@ def test_fitted_cpts_on_a_string_frame_equal_pgmpy():
 
     m = cn.gallery.load("alarm")
     df = m.sample(KERNEL_MIN_ROWS + 1000, seed=11).to_pandas().astype(str)    # long enough for the kernel
-    ours = cn.fit(m.dag, df)
+    with runtime.backend("strings", "numba"):
+        ours = cn.fit(m.dag, df)
+    with runtime.backend("strings", "numpy"):
+        other = cn.fit(m.dag, df)
+    for v in m.nodes:
+        assert other.states(v) == ours.states(v)
+        assert np.array_equal(other.mechanisms[v].table, ours.mechanisms[v].table)
     ref = MaximumLikelihoodEstimator(DiscreteBayesianNetwork(list(m.dag.edges)), df)
     for v in m.nodes:
         cpd = ref.estimate_cpd(v)
@@ -242,10 +276,12 @@ def test_query_unknown_string_names_column_row_and_value(dtype):
         m.query("Wet", evidence=df)
 
 
-def test_query_reads_long_string_frames_by_the_kernel():
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_query_reads_long_string_frames_on_both_backends(backend):
     m = cn.gallery.load("sprinkler")
     df = m.sample(KERNEL_MIN_ROWS + 3, seed=2).to_pandas().drop(columns=["Wet"])
-    a = m.query("Wet", evidence=df.astype(str))
+    with runtime.backend("strings", backend):
+        a = m.query("Wet", evidence=df.astype(str))
     b = m.query("Wet", evidence=df)
     assert_allclose(a.probs, b.probs, rtol=0, atol=1e-12)
 
