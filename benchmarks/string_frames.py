@@ -19,10 +19,14 @@ dtype, Arrow-backed under pandas 3) and as Python ``object`` strings.
   ``m.query("Wet", evidence=frame)`` (one posterior per row), strings against
   categoricals.
 
-Times are medians of CPU time (``time.process_time``, BLAS/numba threads
-pinned to one) over ``--repeats`` runs, after one untimed run of every
-contender (the first string fit of a process also loads the compiled
-factorisation kernel; that first call is printed apart, as ``cold``).
+The string frames are timed under both backends of the ``strings`` kernel
+family (:mod:`causalnet.runtime`): ``numpy`` (Arrow's own dictionary
+encoding; what a fresh process uses, ``"auto"`` switching to the kernel only
+after a second spent encoding) and ``numba`` (the compiled kernel). Times are
+medians of CPU time (``time.process_time``, BLAS/numba threads pinned to one)
+over ``--repeats`` runs, after one untimed run of every contender; the first
+string fit of the process under each backend is printed apart (``cold``: for
+``numba`` it includes importing numba and loading the cached kernel).
 
 Before any ratio is printed the answers are checked (exit status 1 on a
 failure): the string fit's CPTs equal the categorical fit's and pgmpy's to
@@ -46,6 +50,7 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 import causalnet as cn  # noqa: E402
+from causalnet import runtime  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agreement import require, require_close  # noqa: E402
@@ -101,26 +106,35 @@ def frames(model, n: int):
 
 
 def line(task: str, figures: dict, ratios: dict) -> None:
-    parts = [f"{task:<34}"] + [f"{k} {v:7.4f}s" for k, v in figures.items()] + [f"{k} {v:6.2f}x" for k, v in ratios.items()]
+    parts = [f"{task:<40}"] + [f"{k} {v:7.4f}s" for k, v in figures.items()] + [f"{k} {v:6.2f}x" for k, v in ratios.items()]
     print("  ".join(parts), flush=True)
+
+
+def fits(dag, frame, backend: str, repeat: int) -> tuple[float, float, object]:
+    """``(cold, median, model)`` of ``cn.fit(dag, frame)`` under the ``strings`` backend `backend`."""
+    with runtime.backend("strings", backend):
+        first = cold(lambda: cn.fit(dag, frame))
+        t, model = timed(lambda: cn.fit(dag, frame), repeat)
+    return first, t, model
 
 
 def bench_alarm(n: int, repeat: int) -> None:
     alarm = cn.gallery.load("alarm")
     cats, strings, objects = frames(alarm, n)
     states = {v: alarm.states(v) for v in alarm.nodes}
-    first = cold(lambda: cn.fit(alarm.dag, strings))
-    for f in (cats, objects):
-        cold(lambda f=f: cn.fit(alarm.dag, f))
-    t_str, fit_str = timed(lambda: cn.fit(alarm.dag, strings), repeat)
+    cold_np, t_np, fit_np = fits(alarm.dag, strings, "numpy", repeat)
+    cold_nb, t_nb, fit_nb = fits(alarm.dag, strings, "numba", repeat)
+    cold(lambda: cn.fit(alarm.dag, cats))
     t_cat, fit_cat = timed(lambda: cn.fit(alarm.dag, cats), repeat)
-    t_obj, fit_obj = timed(lambda: cn.fit(alarm.dag, objects), repeat)
-    require_close("alarm: string fit vs categorical fit", [by_name(fit_str, v, states) for v in alarm.nodes],
-                  [fit_cat.mechanisms[v].table for v in alarm.nodes], atol=1e-12)
+    _, t_obj, fit_obj = fits(alarm.dag, objects, "numpy", repeat)
+    for name, fitted in (("numpy", fit_np), ("numba", fit_nb)):
+        require_close(f"alarm: string fit ({name}) vs categorical fit",
+                      [by_name(fitted, v, states) for v in alarm.nodes],
+                      [fit_cat.mechanisms[v].table for v in alarm.nodes], atol=1e-12)
     require_close("alarm: object fit vs string fit", [fit_obj.mechanisms[v].table for v in alarm.nodes],
-                  [fit_str.mechanisms[v].table for v in alarm.nodes], atol=0)
-    figures = {"causalnet str": t_str, "categorical": t_cat, "object": t_obj}
-    ratios = {"str/categorical": t_str / t_cat}
+                  [fit_np.mechanisms[v].table for v in alarm.nodes], atol=0)
+    figures = {"str numpy": t_np, "str numba": t_nb, "categorical": t_cat, "object": t_obj}
+    ratios = {"str/cat numpy": t_np / t_cat, "str/cat numba": t_nb / t_cat}
     try:
         from pgmpy.estimators import MaximumLikelihoodEstimator  # optional heavy dependency
         from pgmpy.models import DiscreteBayesianNetwork
@@ -132,43 +146,45 @@ def bench_alarm(n: int, repeat: int) -> None:
                                               strings).get_parameters(n_jobs=1)
         cold(pgmpy_fit)
         t_pg, cpds = timed(pgmpy_fit, repeat)
-        ours = [by_name(fit_str, c.variable, states) for c in cpds]
-        theirs = pgmpy_tables(cpds, fit_str, states)
+        ours = [by_name(fit_np, c.variable, states) for c in cpds]
+        theirs = pgmpy_tables(cpds, fit_np, states)
         seen = [np.isfinite(t).all(axis=-1) for t in theirs]
         require_close("alarm: string fit vs pgmpy", [o[s] for o, s in zip(ours, seen)],
                       [t[s] for t, s in zip(theirs, seen)], atol=1e-12)
         figures["pgmpy str"] = t_pg
-        ratios["pgmpy/causalnet str"] = t_pg / t_str
-    line(f"fit, alarm, {n} rows", figures, ratios)
-    print(f"{'':<34}cold (first string fit of the process) {first:.4f}s", flush=True)
+        ratios["pgmpy/str numpy"] = t_pg / t_np
+        ratios["pgmpy/str numba"] = t_pg / t_nb
+    line(f"fit, alarm, {n} rows", figures, {})
+    line("", {}, ratios)
+    print(f"{'':<34}cold (first string fit of the process): numpy {cold_np:.4f}s, numba {cold_nb:.4f}s", flush=True)
 
 
 def bench_sprinkler(n: int, repeat: int) -> None:
     m = cn.gallery.load("sprinkler")
     cats, strings, _ = frames(m, n)
     states = {v: m.states(v) for v in m.nodes}
-    for f in (cats, strings):
-        cold(lambda f=f: cn.fit(m.dag, f))
-    t_str, fit_str = timed(lambda: cn.fit(m.dag, strings), repeat)
+    cold(lambda: cn.fit(m.dag, cats))
     t_cat, fit_cat = timed(lambda: cn.fit(m.dag, cats), repeat)
-    require_close("sprinkler: string fit vs categorical fit", [by_name(fit_str, v, states) for v in m.nodes],
-                  [fit_cat.mechanisms[v].table for v in m.nodes], atol=1e-12)
-    line(f"fit, sprinkler, {n} rows", {"causalnet str": t_str, "categorical": t_cat},
-         {"str/categorical": t_str / t_cat})
-    s_str, score_str = timed(lambda: cn.score(m.dag, strings, score="bic"), repeat)
     s_cat, score_cat = timed(lambda: cn.score(m.dag, cats, score="bic"), repeat)
-    require(abs(score_str - score_cat) <= 1e-9 * abs(score_cat), f"sprinkler BIC: strings {score_str} vs "
-            f"categoricals {score_cat}")
-    line(f"score (BIC), sprinkler, {n} rows", {"causalnet str": s_str, "categorical": s_cat},
-         {"str/categorical": s_str / s_cat})
     ev_str, ev_cat = strings.drop(columns=["Wet"]), cats.drop(columns=["Wet"])
-    for f in (ev_str, ev_cat):
-        cold(lambda f=f: m.query("Wet", evidence=f))
-    q_str, ans_str = timed(lambda: m.query("Wet", evidence=ev_str), repeat)
+    cold(lambda: m.query("Wet", evidence=ev_cat))
     q_cat, ans_cat = timed(lambda: m.query("Wet", evidence=ev_cat), repeat)
-    require_close("sprinkler: per-row posteriors, strings vs categoricals", ans_str.probs, ans_cat.probs, atol=1e-12)
-    line(f"query per row, sprinkler, {n} rows", {"causalnet str": q_str, "categorical": q_cat},
-         {"str/categorical": q_str / q_cat})
+    for backend in ("numpy", "numba"):
+        _, t_str, fit_str = fits(m.dag, strings, backend, repeat)
+        require_close(f"sprinkler: string fit ({backend}) vs categorical fit",
+                      [by_name(fit_str, v, states) for v in m.nodes],
+                      [fit_cat.mechanisms[v].table for v in m.nodes], atol=1e-12)
+        with runtime.backend("strings", backend):
+            s_str, score_str = timed(lambda: cn.score(m.dag, strings, score="bic"), repeat)
+            cold(lambda: m.query("Wet", evidence=ev_str))
+            q_str, ans_str = timed(lambda: m.query("Wet", evidence=ev_str), repeat)
+        require(abs(score_str - score_cat) <= 1e-9 * abs(score_cat), f"sprinkler BIC: strings {score_str} vs "
+                f"categoricals {score_cat}")
+        require_close(f"sprinkler: per-row posteriors, strings ({backend}) vs categoricals", ans_str.probs,
+                      ans_cat.probs, atol=1e-12)
+        for task, a, b in (("fit", t_str, t_cat), ("score (BIC)", s_str, s_cat), ("query per row", q_str, q_cat)):
+            line(f"{task}, sprinkler, {n} rows, {backend}", {"causalnet str": a, "categorical": b},
+                 {"str/categorical": a / b})
 
 
 def main(argv=None) -> int:
