@@ -179,8 +179,7 @@ def arrow_codes(values) -> tuple[np.ndarray, list] | None:
     codes, starts, lengths = codes_kernel(offsets, data, KERNEL_MAX_UNIQUES)          # (n,), (k,), (k,)
     if len(codes) != len(offsets) - 1:
         return None
-    raw = data.tobytes() if len(starts) else b""
-    uniques = [raw[s: s + m].decode("utf-8") for s, m in zip(starts.tolist(), lengths.tolist())]
+    uniques = [data[s: s + m].tobytes().decode("utf-8") for s, m in zip(starts.tolist(), lengths.tolist())]
     return codes, uniques
 
 

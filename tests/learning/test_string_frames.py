@@ -301,3 +301,24 @@ def test_dask_string_partitions_equal_pandas():
     assert cn.score(m.dag, ddf) == pytest.approx(cn.score(m.dag, df), rel=1e-12)
     q = m.query("dysp", evidence=ddf.drop(columns=["dysp"])).compute()
     assert_allclose(q.to_numpy(), m.query("dysp", evidence=df.drop(columns=["dysp"])).probs, rtol=0, atol=1e-12)
+
+
+# -- effects from data (cn.estimate) ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+@pytest.mark.parametrize("method", ["regression", "aipw"])
+def test_estimate_strings_equal_categoricals(dtype, method):
+    rng = np.random.default_rng(4)
+    n = 3000
+    z = rng.choice(["low", "mid", "high"], size=n)                                  # a categorical covariate
+    t = np.where(rng.random(n) < np.where(z == "high", 0.7, 0.3), "treated", "control")
+    y = 2.0 * (t == "treated") + (z == "mid") - 0.5 * (z == "low") + rng.normal(size=n)
+    base = pd.DataFrame({"Z": z, "T": t, "Y": y})
+    g = "Z -> T; Z -> Y; T -> Y"
+    strings = base.astype({"Z": dtype, "T": dtype})
+    cats = base.astype({"Z": "category", "T": "category"})
+    a = cn.estimate(g, strings, "T", "Y", method=method, treated="treated", control="control")
+    b = cn.estimate(g, cats, "T", "Y", method=method, treated="treated", control="control")
+    assert a.value == pytest.approx(b.value, rel=1e-12, abs=1e-12)
+    assert a.value == pytest.approx(2.0, abs=0.2)                                    # the true effect
