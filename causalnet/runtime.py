@@ -30,7 +30,7 @@ All are read when first needed, never written (except ``numba``'s own cache
 setting, see below). A flag is true when set to anything but ``""``, ``0``,
 ``false``, ``no`` or ``off`` (any case):
 
-``CAUSALNET_GRAPH_BACKEND``, ``CAUSALNET_CHAIN_BACKEND``, ``CAUSALNET_TENSOR_BACKEND``
+``CAUSALNET_GRAPH_BACKEND``, ``CAUSALNET_CHAIN_BACKEND``, ``CAUSALNET_TENSOR_BACKEND``, ``CAUSALNET_STRINGS_BACKEND``
     ``auto``, ``numba`` or ``numpy``; another value is ignored with a warning.
 ``CAUSALNET_CACHE_DIR``
     Where compiled kernels are cached (default: the per-user cache,
