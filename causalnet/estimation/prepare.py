@@ -28,8 +28,9 @@ import numpy as np
 from ..errors import EvidenceError, GraphError, ModelError
 from ..graph.core import DAGCore
 from ..graph.dag import DAG
+from ..learning.strings import string_codes
 
-__all__ = ["Prepared", "prepare", "as_frame", "as_dag"]
+__all__ = ["Prepared", "prepare", "as_frame", "as_dag", "indicators"]
 
 
 def as_dag(graph: Any, who: str) -> DAGCore:
@@ -75,6 +76,22 @@ def _is_discrete(col) -> bool:
         or pd.api.types.is_bool_dtype(col)
 
 
+def indicators(col, levels: Sequence) -> np.ndarray:
+    """``(n, len(levels))`` float indicators ``col == level``: a string column is factorised once and compared as codes.
+
+    Other columns are compared value by value by numpy (``col.to_numpy() == level``).
+    """
+    coded = string_codes(col)
+    if coded is not None:
+        codes, uniques = coded
+        where = {u: j for j, u in enumerate(uniques)}
+        ids = np.array([where.get(lev, -2) if isinstance(lev, str) else -2 for lev in levels], dtype=np.int64)
+        return (np.asarray(codes)[:, None] == ids[None, :]).astype(np.float64)                  # (n, j)
+    t = col.to_numpy()
+    return np.column_stack([(t == lev) for lev in levels]).astype(np.float64) if len(levels) else \
+        np.empty((len(t), 0))
+
+
 def encode(frame, names: Sequence[Hashable], role: str) -> tuple[np.ndarray, list]:
     """Columns `names` as a real matrix (n, k): numbers as they are, categories one-hot without the first level."""
     import pandas as pd
@@ -84,9 +101,9 @@ def encode(frame, names: Sequence[Hashable], role: str) -> tuple[np.ndarray, lis
         col = _column(frame, v, role)
         if _is_discrete(col) and not pd.api.types.is_bool_dtype(col):
             levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(col.unique(), key=str)
-            for lev in levels[1:]:
-                blocks.append((col == lev).to_numpy(np.float64))
-                labels.append(f"{v}[{lev}]")
+            if len(levels) > 1:
+                blocks.append(indicators(col, levels[1:]))                                      # (n, k-1)
+            labels.extend(f"{v}[{lev}]" for lev in levels[1:])
         else:
             blocks.append(col.to_numpy(np.float64))
             labels.append(str(v))
@@ -154,12 +171,12 @@ class Prepared:
                                         f"in the data; values: {levels[:10]}")
             if treated == control:
                 raise ModelError(f"treated and control are the same value {treated!r}")
-            t = col.to_numpy()
-            self.t = t
-            self.a1, self.a0 = (t == treated).astype(np.float64), (t == control).astype(np.float64)
+            self.t = col.to_numpy()
             ref = control if self.kind == "binary" else levels[0]
             cols = [lev for lev in levels if lev != ref]
-            self.d = np.column_stack([(t == lev) for lev in cols]).astype(np.float64)        # (n, j)
+            arms = indicators(col, [treated, control, *cols])                                # (n, 2 + j)
+            self.a1, self.a0 = arms[:, 0].copy(), arms[:, 1].copy()
+            self.d = np.ascontiguousarray(arms[:, 2:])                                      # (n, j)
             self.d1 = np.tile([float(lev == treated) for lev in cols], (self.n, 1))         # (n, j)
             self.d0 = np.tile([float(lev == control) for lev in cols], (self.n, 1))         # (n, j)
         else:

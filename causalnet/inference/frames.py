@@ -50,6 +50,8 @@ from .. import learning
 from ..distributions import DiscreteDistribution, Gaussian, GaussianMixture
 from ..errors import EvidenceError, ModelError
 from ..learning.data import is_dask_collection, is_pandas_frame
+from ..learning.strings import string_codes
+from ..values import decode_states
 from .dispatch import run_query
 from .request import PER_ROW, as_target_list, question_text
 
@@ -76,8 +78,52 @@ def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, meth
                        soft_evidence=soft_evidence, **options)
 
 
+def _state_indices(model: Any, node: Hashable, series) -> np.ndarray | None:
+    """``(n,)`` state indices of a string column (-1 where missing), or None when another rule must read it.
+
+    The column is factorised once (:func:`causalnet.learning.strings.string_codes`
+    or a categorical's own codes) and only its distinct values are decoded, by
+    the one rule of :func:`causalnet.values.decode_states`. Not for nodes whose
+    state names are integers (indices would be read as names there).
+
+    Raises
+    ------
+    EvidenceError
+        Naming the column, the first row holding the value and the value.
+    """
+    states = tuple(model.states(node))
+    if any(isinstance(s, (int, np.integer)) for s in states):
+        return None
+    if str(getattr(series, "dtype", "")) == "category":
+        codes = np.asarray(series.cat.codes, dtype=np.int64)                              # (n,)
+        uniques = series.cat.categories.tolist()
+        if not all(isinstance(u, str) for u in uniques):
+            return None
+    else:
+        coded = string_codes(series)
+        if coded is None:
+            return None
+        codes, uniques = coded
+    lut = np.empty(len(uniques) + 1, dtype=np.int64)                                      # (k+1,): -1 last
+    lut[-1] = -1
+    for j, u in enumerate(uniques):
+        try:
+            lut[j] = decode_states(node, states, u)
+        except EvidenceError as e:
+            if not np.any(codes == j):                                                    # an unused category
+                lut[j] = -1
+                continue
+            row = int(np.flatnonzero(codes == j)[0])
+            raise EvidenceError(f"column {node!r}, row {row} of the data frame: {e}") from None
+    return lut[codes]                                                                     # (n,)
+
+
 def _column_values(model: Any, node: Hashable, series) -> tuple[np.ndarray, np.ndarray]:
-    """``(values (n,), missing (n,))``: state names (object) for a discrete node, floats for a real one."""
+    """``(values (n,), missing (n,))``: state indices or names for a discrete node, floats for a real one."""
+    if model.spec(node).is_discrete:
+        coded = _state_indices(model, node, series)
+        if coded is not None:
+            return coded, coded < 0
     missing = np.asarray(series.isna(), dtype=bool)                                # (n,)
     if model.spec(node).is_discrete:
         values = np.array(series.astype(object), dtype=object)                       # (n,), a copy

@@ -4,6 +4,9 @@ The map:
 
 - :mod:`~causalnet.learning.data` — a DataFrame or mapping of arrays as integer
   codes and real columns; family counts by ``np.bincount``.
+- :mod:`~causalnet.learning.strings` — string columns factorised once per column
+  (Arrow's dictionary encoding, ``pandas.factorize`` or a compiled kernel), shared
+  by every path that reads a DataFrame.
 - :mod:`~causalnet.learning.problem` — a structure and a table validated together.
 - :mod:`~causalnet.learning.parameters` — Dirichlet priors (none, BDeu, K2,
   explicit) and least squares.

@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import ModelError
+from .strings import string_codes
 
 __all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "MAX_INTEGER_STATES",
            "is_dask_collection", "is_pandas_frame"]
@@ -193,14 +194,46 @@ def _check_card(name, card: int) -> None:
                          f"{limits.get('max_states')}: too many states for a discrete node")
 
 
+def _sorted_values(values: list) -> list:
+    """`values` sorted (their first-seen order when they do not compare, as np.unique would fail)."""
+    try:
+        return sorted(values)
+    except TypeError:
+        return list(values)
+
+
+def _coded_column(name, codes: np.ndarray, uniques: list, states) -> DiscreteColumn:
+    """A column from `codes` (n,) into `uniques` (-1 missing): states sorted, or `states` with each value checked.
+
+    Only the distinct values are looked at (one dict lookup each); the rows are
+    recoded by one ``take``.
+    """
+    if states is None:
+        st = tuple(_sorted_values(uniques))
+        _check_card(name, len(st))
+    else:
+        st = tuple(states)
+    lookup = {s: i for i, s in enumerate(st)}
+    lut = np.empty(len(uniques) + 1, dtype=np.int64)                                          # (k+1,): -1 last
+    lut[-1] = -1
+    for v in _sorted_values(uniques):
+        if v not in lookup:
+            raise ModelError(f"column {name!r} has the value {v!r}, which is not among its states {list(st)}")
+    for j, v in enumerate(uniques):
+        lut[j] = lookup[v]
+    return DiscreteColumn(lut[codes], st)                                                      # (n,); -1 -> -1
+
+
 def _categorical_column(name, series, states) -> DiscreteColumn:
     cats = tuple(series.cat.categories.tolist())
     codes = np.asarray(series.cat.codes, dtype=np.int64)
     if states is None or tuple(states) == cats:
         _check_card(name, len(cats))
         return DiscreteColumn(codes, cats)
-    values = np.asarray(cats, dtype=object)[np.maximum(codes, 0)]
-    return DiscreteColumn(_codes_for(name, values, codes < 0, tuple(states)), tuple(states))
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(cats)))          # categories present
+    lut = np.full(len(cats) + 1, -1, dtype=np.int64)
+    lut[used] = np.arange(len(used))
+    return _coded_column(name, lut[codes], [cats[j] for j in used], states)
 
 
 def _is_missing(arr: np.ndarray) -> np.ndarray:
@@ -231,6 +264,9 @@ def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
     if hasattr(raw, "cat"):
         if str(raw.dtype) == "category":
             return _categorical_column(name, raw, states)
+    coded = string_codes(raw)
+    if coded is not None:                                       # strings: factorised once, never per value
+        return _coded_column(name, *coded, states)
     arr = _to_numpy(raw)
     if states is None and arr.dtype.kind in "fc":
         if arr.dtype.kind == "c":

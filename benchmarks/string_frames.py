@@ -1,0 +1,207 @@
+"""DataFrames of strings (issue 31): fitting, scoring and querying string columns against categoricals and pgmpy.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/string_frames.py            # alarm and sprinkler, 10^5 rows, 5 repeats
+    PYTHONPATH=. python benchmarks/string_frames.py --quick    # 10^4 rows, 2 repeats
+
+Data arrive from CSV files as strings. Each workload is one frame sampled
+from the model, held three ways: pandas categoricals (the model's states as
+categories), the same columns as strings (``df.astype(str)``: pandas' ``str``
+dtype, Arrow-backed under pandas 3) and as Python ``object`` strings.
+
+- alarm (37 columns), 10^5 rows: ``cn.fit`` on the string frame, on the
+  categorical frame and on the object frame, and pgmpy's
+  ``MaximumLikelihoodEstimator(...).get_parameters(n_jobs=1)`` on the same
+  string frame (its construction inside the clock, as ``cn.fit`` builds
+  everything inside its own);
+- sprinkler, 10^5 rows: ``cn.fit``, ``cn.score`` (BIC) and
+  ``m.query("Wet", evidence=frame)`` (one posterior per row), strings against
+  categoricals.
+
+The string frames are timed under both backends of the ``strings`` kernel
+family (:mod:`causalnet.runtime`): ``numpy`` (Arrow's own dictionary
+encoding; what a fresh process uses, ``"auto"`` switching to the kernel only
+after a second spent encoding) and ``numba`` (the compiled kernel). Times are
+medians of CPU time (``time.process_time``, BLAS/numba threads pinned to one)
+over ``--repeats`` runs, after one untimed run of every contender; the first
+string fit of the process under each backend is printed apart (``cold``: for
+``numba`` it includes importing numba and loading the cached kernel).
+
+Before any ratio is printed the answers are checked (exit status 1 on a
+failure): the string fit's CPTs equal the categorical fit's and pgmpy's to
+1e-12 (states matched by name), the object fit equals the string fit, and the
+string frame's scores and per-row posteriors equal the categorical frame's.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import causalnet as cn  # noqa: E402
+from causalnet import runtime  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agreement import require, require_close  # noqa: E402
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    """Median CPU seconds of `repeat` calls of `fn` (after the caller's warm-up) and the last answer."""
+    times, out = [], None
+    for _ in range(repeat):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.process_time()
+            out = fn()
+            times.append(time.process_time() - t)
+    return statistics.median(times), out
+
+
+def cold(fn) -> float:
+    """CPU seconds of one call of `fn` (the first of the process for that path)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.process_time()
+        fn()
+        return time.process_time() - t
+
+
+def by_name(model, v, states) -> np.ndarray:
+    """The CPT of `v` with every axis in the state order `states` names (fits may sort states differently)."""
+    mech = model.mechanisms[v]
+    table = mech.table
+    for ax, u in enumerate([*getattr(mech, "parents", ()), v]):
+        table = np.take(table, [list(map(str, model.states(u))).index(str(s)) for s in states[u]], axis=ax)
+    return table
+
+
+def pgmpy_tables(cpds, model, states) -> list:
+    """pgmpy's CPDs as causalnet's tables, axes (parents..., node) and states in the order of `states`."""
+    out = []
+    for cpd in cpds:
+        v = cpd.variable
+        axes = [*model.mechanisms[v].parents, v] if hasattr(model.mechanisms[v], "parents") else [v]
+        vals = np.asarray(cpd.get_values(), dtype=float).reshape(list(cpd.cardinality))
+        for i, name in enumerate(cpd.variables):
+            vals = np.take(vals, [list(map(str, cpd.state_names[name])).index(str(s)) for s in states[name]], axis=i)
+        out.append(np.transpose(vals, [cpd.variables.index(a) for a in axes]))
+    return out
+
+
+def frames(model, n: int):
+    cats = model.sample(n, seed=0).to_pandas()                                    # categories: the model's states
+    strings = cats.astype(str)
+    return cats, strings, strings.astype(object)
+
+
+def line(task: str, figures: dict, ratios: dict) -> None:
+    parts = [f"{task:<40}"] + [f"{k} {v:7.4f}s" for k, v in figures.items()] + [f"{k} {v:6.2f}x" for k, v in ratios.items()]
+    print("  ".join(parts), flush=True)
+
+
+def fits(dag, frame, backend: str, repeat: int) -> tuple[float, float, object]:
+    """``(cold, median, model)`` of ``cn.fit(dag, frame)`` under the ``strings`` backend `backend`."""
+    with runtime.backend("strings", backend):
+        first = cold(lambda: cn.fit(dag, frame))
+        t, model = timed(lambda: cn.fit(dag, frame), repeat)
+    return first, t, model
+
+
+def bench_alarm(n: int, repeat: int) -> None:
+    alarm = cn.gallery.load("alarm")
+    cats, strings, objects = frames(alarm, n)
+    states = {v: alarm.states(v) for v in alarm.nodes}
+    cold_np, t_np, fit_np = fits(alarm.dag, strings, "numpy", repeat)
+    cold_nb, t_nb, fit_nb = fits(alarm.dag, strings, "numba", repeat)
+    cold(lambda: cn.fit(alarm.dag, cats))
+    t_cat, fit_cat = timed(lambda: cn.fit(alarm.dag, cats), repeat)
+    _, t_obj, fit_obj = fits(alarm.dag, objects, "numpy", repeat)
+    for name, fitted in (("numpy", fit_np), ("numba", fit_nb)):
+        require_close(f"alarm: string fit ({name}) vs categorical fit",
+                      [by_name(fitted, v, states) for v in alarm.nodes],
+                      [fit_cat.mechanisms[v].table for v in alarm.nodes], atol=1e-12)
+    require_close("alarm: object fit vs string fit", [fit_obj.mechanisms[v].table for v in alarm.nodes],
+                  [fit_np.mechanisms[v].table for v in alarm.nodes], atol=0)
+    figures = {"str numpy": t_np, "str numba": t_nb, "categorical": t_cat, "object": t_obj}
+    ratios = {"str/cat numpy": t_np / t_cat, "str/cat numba": t_nb / t_cat}
+    try:
+        from pgmpy.estimators import MaximumLikelihoodEstimator  # optional heavy dependency
+        from pgmpy.models import DiscreteBayesianNetwork
+    except ImportError:
+        MaximumLikelihoodEstimator = None
+    if MaximumLikelihoodEstimator is not None:
+        def pgmpy_fit():
+            return MaximumLikelihoodEstimator(DiscreteBayesianNetwork(list(alarm.dag.edges)),
+                                              strings).get_parameters(n_jobs=1)
+        cold(pgmpy_fit)
+        t_pg, cpds = timed(pgmpy_fit, repeat)
+        ours = [by_name(fit_np, c.variable, states) for c in cpds]
+        theirs = pgmpy_tables(cpds, fit_np, states)
+        seen = [np.isfinite(t).all(axis=-1) for t in theirs]
+        require_close("alarm: string fit vs pgmpy", [o[s] for o, s in zip(ours, seen)],
+                      [t[s] for t, s in zip(theirs, seen)], atol=1e-12)
+        figures["pgmpy str"] = t_pg
+        ratios["pgmpy/str numpy"] = t_pg / t_np
+        ratios["pgmpy/str numba"] = t_pg / t_nb
+    line(f"fit, alarm, {n} rows", figures, {})
+    line("", {}, ratios)
+    print(f"{'':<34}cold (first string fit of the process): numpy {cold_np:.4f}s, numba {cold_nb:.4f}s", flush=True)
+
+
+def bench_sprinkler(n: int, repeat: int) -> None:
+    m = cn.gallery.load("sprinkler")
+    cats, strings, _ = frames(m, n)
+    states = {v: m.states(v) for v in m.nodes}
+    cold(lambda: cn.fit(m.dag, cats))
+    t_cat, fit_cat = timed(lambda: cn.fit(m.dag, cats), repeat)
+    s_cat, score_cat = timed(lambda: cn.score(m.dag, cats, score="bic"), repeat)
+    ev_str, ev_cat = strings.drop(columns=["Wet"]), cats.drop(columns=["Wet"])
+    cold(lambda: m.query("Wet", evidence=ev_cat))
+    q_cat, ans_cat = timed(lambda: m.query("Wet", evidence=ev_cat), repeat)
+    for backend in ("numpy", "numba"):
+        _, t_str, fit_str = fits(m.dag, strings, backend, repeat)
+        require_close(f"sprinkler: string fit ({backend}) vs categorical fit",
+                      [by_name(fit_str, v, states) for v in m.nodes],
+                      [fit_cat.mechanisms[v].table for v in m.nodes], atol=1e-12)
+        with runtime.backend("strings", backend):
+            s_str, score_str = timed(lambda: cn.score(m.dag, strings, score="bic"), repeat)
+            cold(lambda: m.query("Wet", evidence=ev_str))
+            q_str, ans_str = timed(lambda: m.query("Wet", evidence=ev_str), repeat)
+        require(abs(score_str - score_cat) <= 1e-9 * abs(score_cat), f"sprinkler BIC: strings {score_str} vs "
+                f"categoricals {score_cat}")
+        require_close(f"sprinkler: per-row posteriors, strings ({backend}) vs categoricals", ans_str.probs,
+                      ans_cat.probs, atol=1e-12)
+        for task, a, b in (("fit", t_str, t_cat), ("score (BIC)", s_str, s_cat), ("query per row", q_str, q_cat)):
+            line(f"{task}, sprinkler, {n} rows, {backend}", {"causalnet str": a, "categorical": b},
+                 {"str/categorical": a / b})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="10^4 rows, 2 repeats")
+    args = ap.parse_args(argv)
+    n, repeat = (10_000, 2) if args.quick else (args.rows, args.repeats)
+    with open("/proc/loadavg") if os.path.exists("/proc/loadavg") else open(os.devnull) as f:
+        load = f.read().split()[:3]
+    print(f"string frames: {n} rows, medians of {repeat} CPU-time runs; load average {' '.join(load) or 'n/a'}",
+          flush=True)
+    bench_alarm(n, repeat)
+    bench_sprinkler(n, repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,324 @@
+"""DataFrames of strings (issue 31): factorised once per column, and every path gives the categorical answer.
+
+The compiled Arrow kernel is checked against ``pandas.factorize`` on random
+columns; string frames (``str``, ``string[python]``, ``string[pyarrow]``,
+``object``) against the same frames as categoricals through ``as_table``,
+``fit``, ``score``, ``learn_structure``, queries and predictions with
+DataFrame evidence and Dask partitions; and the fitted CPTs of a string frame
+against pgmpy's ``MaximumLikelihoodEstimator``.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+import causalnet as cn
+from causalnet import runtime
+from causalnet.learning import strings
+from causalnet.learning.data import as_table
+from causalnet.learning.strings import (
+    KERNEL_MAX_UNIQUES,
+    KERNEL_MIN_ROWS,
+    arrow_codes,
+    dictionary_codes,
+    reference_codes,
+    string_codes,
+)
+
+pa = pytest.importorskip("pyarrow")
+pytestmark = pytest.mark.filterwarnings("ignore:node .* no data for")
+
+STRING_DTYPES = ["str", "string[python]", "string[pyarrow]", "object"]
+#: strings that stress the kernel's key: empty, NUL bytes, 7/8/9-byte prefixes shared, non-ASCII
+WORDS = ["", "a", "b", "ab", "\x00", "a\x00", "abcdefg", "abcdefgh", "abcdefgi", "abcdefghij", "abcdefghik",
+         "é", "ée", "日本", "NORMAL", "LOW", "HIGH", "TRUE", "FALSE", "ESOPHAGEAL", "ONESIDED"]
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _arrow_series(values, large: bool) -> pd.Series:
+    return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(values, pa.large_string() if large else pa.string())))
+
+
+def _as(df: pd.DataFrame, dtype: str) -> pd.DataFrame:
+    """`df` (object columns of str/None) with every column in `dtype` (missing cells stay missing)."""
+    return df.astype(object) if dtype == "object" else df.astype(dtype)
+
+
+def _categorical(df: pd.DataFrame) -> pd.DataFrame:
+    """The same frame with categorical columns, categories sorted (the order strings get)."""
+    return df.astype(object).astype("category")
+
+
+# -- the kernel against pandas.factorize ----------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=60), st.booleans(), st.integers(0, 5))
+def test_arrow_kernel_equals_factorize(values, large, start):
+    s = _arrow_series(values, large).iloc[min(start, len(values) - 1):]      # a slice: the array has an offset
+    codes, uniques = arrow_codes(s)
+    ref_codes, ref_uniques = reference_codes(s.astype(object))
+    assert uniques == ref_uniques
+    assert np.array_equal(codes, ref_codes)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(WORDS), st.none()), min_size=1, max_size=60), st.booleans())
+def test_arrow_dictionary_codes_equal_factorize(values, large):
+    s = _arrow_series(values, large)
+    codes, uniques = dictionary_codes(s)
+    ref_codes, ref_uniques = reference_codes(s.astype(object))
+    assert uniques == ref_uniques
+    assert np.array_equal(codes, ref_codes)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_long_and_chunked_columns_on_both_backends(backend):
+    rng = np.random.default_rng(0)
+    values = rng.choice(WORDS, size=KERNEL_MIN_ROWS + 17).tolist()
+    chunked = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([values[:100], values[100:]])))
+    ref_codes, ref_uniques = reference_codes(np.asarray(values, dtype=object))
+    with runtime.backend("strings", backend):
+        for s in (chunked, pd.Series(values, dtype="str"), pd.Series(values, dtype="string[pyarrow]")):
+            codes, uniques = string_codes(s)
+            assert uniques == ref_uniques and np.array_equal(codes, ref_codes)
+
+
+def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypatch):
+    with runtime.backend("strings", "auto"):
+        assert not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+        monkeypatch.setattr(strings, "AUTO_SECONDS", 0.0)
+        assert strings.kernel_wanted(KERNEL_MIN_ROWS) and not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+    with runtime.backend("strings", "numpy"):
+        assert not strings.kernel_wanted(10 ** 9)
+    with runtime.backend("strings", "numba"):
+        assert strings.kernel_wanted(1)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_arrow_kernel_hands_over_past_max_uniques(backend):
+    values = [f"v{i}" for i in range(KERNEL_MAX_UNIQUES + 1)]
+    assert arrow_codes(_arrow_series(values, True)) is None
+    with runtime.backend("strings", backend):
+        codes, uniques = string_codes(pd.Series(values * 400, dtype="str"))
+    assert uniques == values and np.array_equal(codes, np.tile(np.arange(len(values)), 400))
+
+
+def test_missing_cells_are_minus_one_on_every_dtype():
+    for dtype in STRING_DTYPES:
+        s = pd.Series(["b", None, "a", "b"] * (KERNEL_MIN_ROWS // 4 + 1), dtype=object).astype(dtype)
+        codes, uniques = string_codes(s)
+        assert uniques == ["b", "a"], dtype
+        assert np.array_equal(codes[:4], [0, -1, 1, 0]), dtype
+
+
+@pytest.mark.parametrize("values", [[1, 2], [1.0, None], ["a", 1], [b"a", b"b"], [True, "a"]])
+def test_non_string_columns_are_left_to_the_caller(values):
+    assert string_codes(pd.Series(values, dtype=object)) is None
+
+
+# -- as_table: strings read as the categorical of the same values ------------------------------------------------------
+
+
+frames = st.integers(1, 40).flatmap(lambda n: st.fixed_dictionaries({
+    c: st.lists(st.sampled_from(["x", "y", "zz", "ESOPHAGEAL", None]), min_size=n, max_size=n) for c in "ABC"}))
+
+
+@SETTINGS
+@given(frames, st.sampled_from(STRING_DTYPES))
+def test_as_table_strings_equal_categoricals(cols, dtype):
+    df = pd.DataFrame(cols, dtype=object)
+    if df.isna().all().any():
+        return                                                                # an all-missing column has no states
+    strings, cats = as_table(_as(df, dtype)), as_table(_categorical(df))
+    for c in "ABC":
+        assert strings.states(c) == cats.states(c)
+        assert np.array_equal(strings.column(c).codes, cats.column(c).codes)
+
+
+@SETTINGS
+@given(frames, st.sampled_from(STRING_DTYPES))
+def test_as_table_with_declared_states(cols, dtype):
+    df = pd.DataFrame(cols, dtype=object)
+    declared = {c: ("zz", "y", "ESOPHAGEAL", "x", "unseen") for c in "ABC"}
+    strings, cats = as_table(_as(df, dtype), states=declared), as_table(_categorical(df), states=declared)
+    for c in "ABC":
+        assert strings.states(c) == declared[c]
+        expect = [-1 if v is None else declared[c].index(v) for v in cols[c]]
+        assert strings.column(c).codes.tolist() == expect
+        assert np.array_equal(cats.column(c).codes, strings.column(c).codes)
+
+
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+def test_unknown_string_names_column_and_value(dtype):
+    df = _as(pd.DataFrame({"A": ["x", "y", "w"]}, dtype=object), dtype)
+    with pytest.raises(cn.ModelError, match=r"column 'A' has the value 'w', which is not among its states"):
+        as_table(df, states={"A": ("x", "y")})
+
+
+# -- fit, score, structure: identical on strings and categoricals -----------------------------------------------------
+
+
+def _aligned(model, v, states):
+    """CPT of `v` with every axis in the order `states` names."""
+    mech = model.mechanisms[v]
+    table = mech.table
+    for ax, u in enumerate([*getattr(mech, "parents", ()), v]):
+        table = np.take(table, [model.states(u).index(s) for s in states[u]], axis=ax)
+    return table
+
+
+@SETTINGS
+@given(st.integers(0, 2 ** 31), st.sampled_from(STRING_DTYPES), st.sampled_from(["mle", "bayes"]))
+def test_fit_strings_equals_categoricals(seed, dtype, method):
+    m = cn.gallery.load("asia")
+    df = m.sample(300, seed=seed).to_pandas()                                  # categories: the model's order
+    strings = _as(df.astype(str), dtype)
+    cats = cn.fit(m.dag, df, method=method)
+    declared = cn.fit(m.dag, strings, method=method, states={v: m.states(v) for v in m.nodes})
+    for v in m.nodes:
+        assert declared.states(v) == m.states(v)
+        assert_allclose(declared.mechanisms[v].table, cats.mechanisms[v].table, rtol=0, atol=1e-12)
+    if all(df[v].nunique() == len(m.states(v)) for v in m.nodes):           # every state seen: sorted states
+        inferred = cn.fit(m.dag, strings, method=method)
+        for v in m.nodes:
+            assert inferred.states(v) == tuple(sorted(m.states(v)))
+            assert_allclose(_aligned(inferred, v, {u: m.states(u) for u in m.nodes}), cats.mechanisms[v].table,
+                            rtol=0, atol=1e-12)
+
+
+def test_fit_with_missing_strings_equals_categoricals():
+    m = cn.gallery.load("sprinkler")
+    df = m.sample(400, seed=5).to_pandas().astype(object)
+    df.iloc[::7, 1] = None                                                     # missing cells: EM
+    cats = _categorical(df)
+    for dtype in STRING_DTYPES:
+        a, b = cn.fit(m.dag, _as(df, dtype), method="em", seed=0), cn.fit(m.dag, cats, method="em", seed=0)
+        for v in m.nodes:
+            assert a.states(v) == b.states(v)
+            assert_allclose(a.mechanisms[v].table, b.mechanisms[v].table, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+def test_score_and_structure_strings_equal_categoricals(dtype):
+    m = cn.gallery.load("asia")
+    df = m.sample(2000, seed=7).to_pandas().astype(object)
+    strings, cats = _as(df, dtype), _categorical(df)
+    for score in ("bic", "bdeu", "k2"):
+        assert cn.score(m.dag, strings, score=score) == cn.score(m.dag, cats, score=score)
+    assert set(cn.learn_structure(strings).edges) == set(cn.learn_structure(cats).edges)
+    a, b = cn.learn_structure(strings, method="pc"), cn.learn_structure(cats, method="pc")
+    assert set(a.directed_edges) == set(b.directed_edges)
+    assert {frozenset(e) for e in a.undirected_edges} == {frozenset(e) for e in b.undirected_edges}
+
+
+# -- the oracle: pgmpy on the same string frame ----------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_fitted_cpts_on_a_string_frame_equal_pgmpy():
+    pytest.importorskip("pgmpy")
+    from pgmpy.estimators import MaximumLikelihoodEstimator
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    m = cn.gallery.load("alarm")
+    df = m.sample(KERNEL_MIN_ROWS + 1000, seed=11).to_pandas().astype(str)    # long enough for the kernel
+    with runtime.backend("strings", "numba"):
+        ours = cn.fit(m.dag, df)
+    with runtime.backend("strings", "numpy"):
+        other = cn.fit(m.dag, df)
+    for v in m.nodes:
+        assert other.states(v) == ours.states(v)
+        assert np.array_equal(other.mechanisms[v].table, ours.mechanisms[v].table)
+    ref = MaximumLikelihoodEstimator(DiscreteBayesianNetwork(list(m.dag.edges)), df)
+    for v in m.nodes:
+        cpd = ref.estimate_cpd(v)
+        parents = list(ours.mechanisms[v].parents) if hasattr(ours.mechanisms[v], "parents") else []
+        vals = np.moveaxis(cpd.values, 0, -1)                                   # (*pgmpy parents, card)
+        names = list(cpd.variables)[1:]
+        vals = vals.transpose([*[names.index(p) for p in parents], len(parents)])
+        for ax, u in enumerate([*parents, v]):
+            vals = np.take(vals, [cpd.state_names[u].index(s) for s in ours.states(u)], axis=ax)
+        seen = ours.mechanisms[v].table if parents else ours.mechanisms[v].probs
+        rows = np.isfinite(vals).all(axis=-1)                                   # pgmpy: unseen parent rows uniform
+        assert_allclose(seen[rows], vals[rows], rtol=0, atol=1e-12)
+
+
+# -- queries and predictions with DataFrame evidence -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+def test_query_and_predict_strings_equal_categoricals(dtype):
+    m = cn.gallery.load("asia")
+    df = m.sample(500, seed=3).to_pandas().drop(columns=["dysp"]).astype(object)
+    df.iloc[::5, 0] = None
+    strings = _as(df, dtype)
+    cats = df.astype(pd.CategoricalDtype(["no", "yes"]))                     # declared order, as the model's
+    named = {c: df[c].to_numpy(dtype=object) for c in df.columns}
+    a, b = m.query("dysp", evidence=strings), m.query("dysp", evidence=cats)
+    assert_allclose(a.probs, b.probs, rtol=0, atol=1e-12)
+    rows = ~df.isna().any(axis=1).to_numpy()
+    c = m.query("dysp", evidence={k: v[rows] for k, v in named.items()})     # the dict front door, complete rows
+    assert_allclose(a.probs[rows], c.probs, rtol=0, atol=1e-12)
+    pa_, pb = m.predict(strings), m.predict(cats)
+    for col in pa_.columns:
+        assert pa_[col].astype(object).tolist() == pb[col].astype(object).tolist()
+
+
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+def test_query_unknown_string_names_column_row_and_value(dtype):
+    m = cn.gallery.load("sprinkler")
+    df = _as(pd.DataFrame({"Rain": ["yes", "no", "maybe"]}, dtype=object), dtype)
+    with pytest.raises(cn.EvidenceError, match=r"column 'Rain', row 2 .*no state 'maybe'"):
+        m.query("Wet", evidence=df)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_query_reads_long_string_frames_on_both_backends(backend):
+    m = cn.gallery.load("sprinkler")
+    df = m.sample(KERNEL_MIN_ROWS + 3, seed=2).to_pandas().drop(columns=["Wet"])
+    with runtime.backend("strings", backend):
+        a = m.query("Wet", evidence=df.astype(str))
+    b = m.query("Wet", evidence=df)
+    assert_allclose(a.probs, b.probs, rtol=0, atol=1e-12)
+
+
+# -- Dask partitions -------------------------------------------------------------------------------------------------
+
+
+def test_dask_string_partitions_equal_pandas():
+    dd = pytest.importorskip("dask.dataframe")
+    m = cn.gallery.load("asia")
+    df = m.sample(3000, seed=9).to_pandas().astype(str)
+    ddf = dd.from_pandas(df, npartitions=4)
+    a, b = cn.fit(m.dag, ddf), cn.fit(m.dag, df)
+    for v in m.nodes:
+        assert a.states(v) == b.states(v)
+        assert_allclose(a.mechanisms[v].table, b.mechanisms[v].table, rtol=0, atol=1e-12)
+    assert cn.score(m.dag, ddf) == pytest.approx(cn.score(m.dag, df), rel=1e-12)
+    q = m.query("dysp", evidence=ddf.drop(columns=["dysp"])).compute()
+    assert_allclose(q.to_numpy(), m.query("dysp", evidence=df.drop(columns=["dysp"])).probs, rtol=0, atol=1e-12)
+
+
+# -- effects from data (cn.estimate) ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+@pytest.mark.parametrize("method", ["regression", "aipw"])
+def test_estimate_strings_equal_categoricals(dtype, method):
+    rng = np.random.default_rng(4)
+    n = 3000
+    z = rng.choice(["low", "mid", "high"], size=n)                                  # a categorical covariate
+    t = np.where(rng.random(n) < np.where(z == "high", 0.7, 0.3), "treated", "control")
+    y = 2.0 * (t == "treated") + (z == "mid") - 0.5 * (z == "low") + rng.normal(size=n)
+    base = pd.DataFrame({"Z": z, "T": t, "Y": y})
+    g = "Z -> T; Z -> Y; T -> Y"
+    strings = base.astype({"Z": dtype, "T": dtype})
+    cats = base.astype({"Z": "category", "T": "category"})
+    a = cn.estimate(g, strings, "T", "Y", method=method, treated="treated", control="control")
+    b = cn.estimate(g, cats, "T", "Y", method=method, treated="treated", control="control")
+    assert a.value == pytest.approx(b.value, rel=1e-12, abs=1e-12)
+    assert a.value == pytest.approx(2.0, abs=0.2)                                    # the true effect
