@@ -222,8 +222,9 @@ class DiscreteEngine(Engine):
         index = net.dag.index.pos
         probs, log_ev = net.query_indices(tuple(index[t] for t in free), idx, n, joint=True)
         if len(free) < len(names):
-            probs = embed_point_masses(probs, free, names, ev, [net.cards[t] for t in names], request.n_rows)
-        return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=request.batched,
+            probs = embed_point_masses(probs, free, names, ev, [net.cards[t] for t in names], n)
+        # n, not request.n_rows: a model built under a per-row do answers one row per do value
+        return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=n is not None,
                                     method=METHOD, log_evidence=log_ev)
 
     def map(self, request) -> tuple[dict, np.ndarray | float]:
