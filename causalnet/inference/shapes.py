@@ -2,9 +2,11 @@
 
 A *query shape* is what stays the same when a user asks the same question
 with new evidence values: the targets, the evidence nodes in the order given,
-and the method. The first time a shape is asked, the front door builds and
-validates the full :class:`~causalnet.inference.request.Request` as always,
-and asks the registry which engine would answer it
+and the method. The first two times a shape is asked, the front door builds and
+validates the full :class:`~causalnet.inference.request.Request` as always
+(the first time it only notes that the shape was asked, so that a question
+asked once costs what it did); the second time it also asks the registry
+which engine would answer it
 (:meth:`~causalnet.inference.engine.Registry.first_exact`). When that engine
 is the discrete one and the question is a plain, unbatched query (no ``do``,
 no soft evidence, no per-row values, no ``P(Y=y | ...)`` value), the shape is
@@ -35,7 +37,8 @@ Examples
 --------
 >>> import causalnet as cn
 >>> m = cn.gallery.load("sprinkler")
->>> a = m.query("Wet", evidence={"Rain": "yes"})         # validated, then compiled
+>>> a = m.query("Wet", evidence={"Rain": "yes"})         # validated
+>>> b = m.query("Wet", evidence={"Rain": "no"})          # validated, then compiled
 >>> b = m.query("Wet", evidence={"Rain": "no"})          # the compiled shape answers
 >>> b.query, b.method
 ('P(Wet | Rain=no)', 'exact (variable elimination)')
@@ -69,6 +72,7 @@ MAX_SHAPES = 4096
 UNKNOWN = object()
 """What :func:`find_shape` returns for a shape not learned yet (None: learned, not compilable)."""
 _SCALARS = (str, int)
+_SEEN = object()
 _DEFAULT_SAMPLES = 100_000
 
 
@@ -106,23 +110,30 @@ def shape_key(targets, evidence, do, method, n_samples, seed, soft_evidence, opt
 
 
 def find_shape(model, key: tuple, version: int):
-    """The learned shape of `key` on `model`: a :class:`QueryShape`, None (not compilable) or :data:`UNKNOWN`."""
+    """The learned shape of `key` on `model`: a :class:`QueryShape`, None (not compilable) or :data:`UNKNOWN`
+    (never asked, asked once only, or learned under another registry version)."""
     got = model.cache.get(CACHE_KEY, {}).get(key)
-    if got is None or got[0] != version:
+    if got is None or got[0] != version or got[1] is _SEEN:
         return UNKNOWN
     return got[1]
 
 
 def learn_shape(model, key: tuple, request, registry) -> None:
-    """Record, for `key`, the :class:`QueryShape` of the validated `request` (or None when it has none)."""
-    shape = None
-    plain = not (request.is_counterfactual or request.batched or request.target_values is not None
-                 or request.soft or request.options or request.row_do)
-    if plain and isinstance(registry.first_exact(request), DiscreteEngine):
-        net = discrete_network(request.model)
-        if net is not None and not net.row_evidence:
-            shape = QueryShape(request.model, net, request.nodes, list(request.observed))
+    """Learn from the validated `request` of shape `key`: the first time, only that it was asked; the
+    second time, its :class:`QueryShape` (or None when it has none). A question asked once costs
+    nothing more than before."""
     shapes = model.cache.setdefault(CACHE_KEY, {})
+    prev = shapes.get(key)
+    if prev is None or prev[0] != registry.version:
+        shape = _SEEN
+    else:
+        shape = None
+        plain = not (request.is_counterfactual or request.batched or request.target_values is not None
+                     or request.soft or request.options or request.row_do)
+        if plain and isinstance(registry.first_exact(request), DiscreteEngine):
+            net = discrete_network(request.model)
+            if net is not None and not net.row_evidence:
+                shape = QueryShape(request.model, net, request.nodes, list(request.observed))
     if len(shapes) >= MAX_SHAPES:
         shapes.clear()
     shapes[key] = (registry.version, shape)
@@ -136,12 +147,16 @@ def state_map(model, node: Hashable) -> dict:
     got = maps.get(node)
     if got is None:
         states = model.specs[node].states
-        got = {}
-        for value in [s for s in states if type(s) in _SCALARS] + list(range(len(states))):
-            try:
-                got[value] = int(decode_states(node, states, value))
-            except EvidenceError:
-                continue
+        if all(type(s) is str for s in states):           # names, then indices: decode_states' rule
+            got = {i: i for i in range(len(states))}
+            got.update({s: i for i, s in enumerate(states)})
+        else:
+            got = {}
+            for value in [s for s in states if type(s) in _SCALARS] + list(range(len(states))):
+                try:
+                    got[value] = int(decode_states(node, states, value))
+                except EvidenceError:
+                    continue
         maps[node] = got
     return got
 

@@ -36,7 +36,7 @@ def _same(a, b):
 
 
 def _compiled(model):
-    return [s for _, s in model.cache.get(CACHE_KEY, {}).values() if s is not None]
+    return [s for _, s in model.cache.get(CACHE_KEY, {}).values() if isinstance(s, QueryShape)]
 
 
 def _network_model(dag, cpts, card):
@@ -52,7 +52,7 @@ def _network_model(dag, cpts, card):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n_ev=st.integers(0, 3), calls=st.integers(2, 6), by_index=st.booleans())
+@given(seed=st.integers(0, 10_000), n_ev=st.integers(0, 3), calls=st.integers(3, 6), by_index=st.booleans())
 def test_repeated_shape_matches_brute_force_and_the_full_door(seed, n_ev, calls, by_index):
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, 7, cards=(2, 3))
@@ -70,6 +70,13 @@ def test_repeated_shape_matches_brute_force_and_the_full_door(seed, n_ev, calls,
         assert_allclose(got.log_evidence, np.log(pe), rtol=0, atol=1e-10)
         _same(got, _full(m, target, ev))
     assert len(_compiled(m)) == 1                       # one shape, compiled once, answered every later call
+
+
+def test_a_shape_asked_once_is_only_noted(sprinkler):
+    sprinkler.query("Wet", evidence={"Rain": "yes"})
+    assert _compiled(sprinkler) == [] and len(sprinkler.cache[CACHE_KEY]) == 1
+    sprinkler.query("Wet", evidence={"Rain": "no"})
+    assert len(_compiled(sprinkler)) == 1
 
 
 def test_alarm_repeated_calls_equal_a_fresh_model():
@@ -171,13 +178,14 @@ def test_a_resource_error_falls_back_as_auto_always_did(asia, monkeypatch):
 
 
 def test_calls_a_shape_cannot_take_are_not_compiled(sprinkler):
-    sprinkler.query("Wet", evidence={"Rain": np.array(["yes", "no"])})           # batched
+    for _ in range(3):
+        sprinkler.query("Wet", evidence={"Rain": np.array(["yes", "no"])})       # batched
     sprinkler.query("Wet", evidence={"Rain": "yes"}, do={"Sprinkler": "on"})   # do
     sprinkler.query("P(Wet | Rain=yes)")                                        # a query string
     sprinkler.query("Wet", evidence={"Rain": "yes"}, method="sampling", seed=0)
     assert _compiled(sprinkler) == []
     per_row = sprinkler.do({"Sprinkler": np.array(["on", "off"])})
-    for _ in range(2):                                  # one answer per do row (was a ModelError)
+    for _ in range(3):                                  # one answer per do row (was a ModelError)
         got = per_row.query("Wet", evidence={"Rain": "yes"})
         assert got.batched and got.probs.shape == (2, 2)
         assert_allclose(got.probs[0], sprinkler.query("Wet", evidence={"Rain": "yes"}, do={"Sprinkler": "on"}).probs)
