@@ -273,3 +273,29 @@ def test_tables_cannot_be_changed_under_a_compiled_shape(sprinkler):
     sprinkler.query("Wet", evidence={"Rain": "yes"})
     with pytest.raises(ValueError):                     # read-only: a model is immutable
         sprinkler.mechanisms["Rain"].table[0] = 0.5
+
+
+# -- arrays of state names decode by the one rule -----------------------------------------------
+
+
+@settings(max_examples=50, deadline=None)
+@given(picks=st.lists(st.integers(0, 3), min_size=1, max_size=40), kind=st.sampled_from(["object", "U", "list"]))
+def test_name_arrays_decode_as_each_name_alone(picks, kind):
+    from causalnet.values import decode_states
+
+    states = ("lo", "mid", "hi", "1")
+    names = [states[k] for k in picks]
+    value = names if kind == "list" else np.array(names, dtype=object if kind == "object" else str)
+    got = decode_states("X", states, value)
+    assert got.dtype == np.int64 and got.tolist() == [int(decode_states("X", states, s)) for s in names]
+    assert got.tolist() == picks
+
+
+def test_an_unknown_name_in_an_array_names_its_row():
+    from causalnet.values import decode_states
+
+    with pytest.raises(EvidenceError, match=r"has no state 'nah' \(row 2\)"):
+        decode_states("X", ("no", "yes"), np.array(["yes", "no", "nah", "nah"], dtype=object))
+    with pytest.raises(EvidenceError, match=r"has no state True \(row 1\)"):   # a bool is no name, even mixed in
+        decode_states("X", ("no", "yes"), np.array(["yes", True], dtype=object))
+    assert decode_states("X", ("no", "yes"), np.array(["yes", 0], dtype=object)).tolist() == [1, 0]
