@@ -85,7 +85,7 @@ def shape_key(targets, evidence, do, method, n_samples, seed, soft_evidence, opt
     list or tuple of node names.
     """
     if (do is not None or soft_evidence is not None or options or seed is not None
-            or n_samples != _DEFAULT_SAMPLES or method not in ("auto", "exact")):
+            or type(n_samples) is not int or n_samples != _DEFAULT_SAMPLES or method not in ("auto", "exact")):
         return None
     if evidence is None:
         ev_nodes: tuple = ()

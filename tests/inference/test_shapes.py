@@ -193,6 +193,14 @@ def test_calls_a_shape_cannot_take_are_not_compiled(sprinkler):
     assert _compiled(per_row) == []
 
 
+def test_bad_options_are_refused_on_every_call(sprinkler):
+    for _ in range(3):
+        sprinkler.query("Wet", evidence={"Rain": "yes"})
+    for bad in ({"n_samples": 100_000.0}, {"n_samples": 0}, {"method": "magic"}, {"seed": "x"}):
+        with pytest.raises(cn.CausalNetError):
+            sprinkler.query("Wet", evidence={"Rain": "yes"}, **bad)
+
+
 def test_the_number_of_shapes_is_bounded(monkeypatch, asia):
     monkeypatch.setattr(shapes, "MAX_SHAPES", 3)
     for t in ("dysp", "xray", "lung", "tub", "bronc"):
