@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["bif_path", "load_causalnet", "load_pyagrum", "forward_sample", "median_time",
+__all__ = ["bif_path", "plain_bif", "load_causalnet", "load_pyagrum", "forward_sample", "median_time",
            "in_subprocess", "peak_rss_mib", "limit_blas"]
 
 _DATA = Path(__file__).resolve().parents[1] / "causalnet" / "data"
@@ -58,15 +58,22 @@ def load_causalnet(name: str):
     return DiscreteBN(model.dag, cpts, cards), list(model.dag.nodes), cards
 
 
+def plain_bif(name: str) -> Path:
+    """The BIF file of network `name`, uncompressed into the temporary directory (both libraries read it)."""
+    tmp = Path(tempfile.gettempdir()) / f"causalnet-bench-{name}.bif"
+    if not tmp.exists():
+        part = tmp.with_suffix(f".{os.getpid()}.part")
+        with gzip.open(bif_path(name), "rb") as src, open(part, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.replace(part, tmp)
+    return tmp
+
+
 def load_pyagrum(name: str):
     """pyAgrum's ``BayesNet`` of network `name` (from the same BIF file)."""
     import pyagrum as gum
 
-    tmp = Path(tempfile.gettempdir()) / f"causalnet-bench-{name}.bif"
-    if not tmp.exists():
-        with gzip.open(bif_path(name), "rb") as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    return gum.loadBN(str(tmp))
+    return gum.loadBN(str(plain_bif(name)))
 
 
 def forward_sample(bn, n: int, rng) -> dict:

@@ -115,6 +115,15 @@ def decode_states(node: Hashable, states: tuple, value) -> np.ndarray:
         return arr.astype(np.int64)
     # resolve each distinct value once, then index: no Python loop over rows
     flat = arr.tolist()
+    distinct = dict.fromkeys(flat)                         # 1, 1.0 and True would merge here: names only
+    if all(type(k) is str for k in distinct):              # (the common case): the values are the keys
+        codes = {}
+        for k in distinct:
+            try:
+                codes[k] = _decode_one(node, states, lookup, int_names, k)
+            except EvidenceError:
+                _decode_one(node, states, lookup, int_names, k, f" (row {flat.index(k)})")
+        return np.fromiter(map(codes.__getitem__, flat), dtype=np.int64, count=len(flat))
     uniq = list(dict.fromkeys(_key(v) for v in flat))
     codes = {}
     for k in uniq:

@@ -61,7 +61,7 @@ def result_label(query: str | None, variables: tuple) -> str:
 def _finite(what: str, variables: tuple, **arrays) -> None:
     """Refuse NaN/inf in a result: the engine that built it went wrong (issue 10)."""
     for name, a in arrays.items():
-        if a is not None and a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+        if a is not None and a.dtype.kind in "fc" and not np.isfinite(a).all():
             raise NumericalError(f"{what} over {list(variables)}: {name} holds NaN or inf "
                                  f"({int(np.sum(~np.isfinite(a)))} of {a.size} entries)")
 

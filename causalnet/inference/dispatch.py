@@ -20,6 +20,9 @@ The model families register their fast engines ahead of these when they are
 imported (``causalnet`` imports them all): the CRF and HMM chain engines
 (:mod:`causalnet.models.crf.engine`, :mod:`causalnet.models.hmm.engine`).
 
+A plain query asked again with new evidence values skips the request: its
+shape, compiled the first time (:mod:`causalnet.inference.shapes`), answers.
+
 ``result.method`` names the engine that answered (and any exact engine that
 passed before it, with its reason); ``result.query`` is the question, set here
 and only here. A new engine plugs in with
@@ -35,6 +38,7 @@ from ..mechanisms.base import DISCRETE
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import LazyEngine, Registry
 from .request import check_approximate_options, counterfactual_request, map_request, query_request
+from .shapes import UNKNOWN, find_shape, learn_shape, shape_key
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
@@ -88,9 +92,24 @@ def answer(request):
 
 def run_query(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None,
               soft_evidence=None, **options):
-    """``model.query(...)``: see :meth:`causalnet.CausalModel.query`."""
-    return answer(query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
-                                soft_evidence=soft_evidence, **options))
+    """``model.query(...)``: see :meth:`causalnet.CausalModel.query`.
+
+    A plain call whose shape (targets, evidence nodes, method) was asked
+    before is answered by its compiled :class:`~causalnet.inference.shapes.QueryShape`
+    (cached on the model); any other call, and any value the shape cannot
+    decode, builds and validates the full request.
+    """
+    key = shape_key(targets, evidence, do, method, n_samples, seed, soft_evidence, options)
+    shape = UNKNOWN if key is None else find_shape(model, key, QUERY_ENGINES.version)
+    if shape is not None and shape is not UNKNOWN:
+        got = shape.answer(evidence)
+        if got is not None:
+            return got
+    request = query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
+                            soft_evidence=soft_evidence, **options)
+    if key is not None and shape is UNKNOWN:
+        learn_shape(model, key, request, QUERY_ENGINES)
+    return answer(request)
 
 
 def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None,

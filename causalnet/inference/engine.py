@@ -124,11 +124,17 @@ class Registry:
     engines : iterable of Engine
     what : str
         What the registry answers ("query", "counterfactual"), for messages.
+
+    Attributes
+    ----------
+    version : int
+        Bumped by every :meth:`register` and :meth:`unregister`.
     """
 
     def __init__(self, engines: Iterable[Engine | LazyEngine] = (), what: str = "query") -> None:
         self._engines: list = []
         self.what = what
+        self.version = 0
         for e in engines:
             self.register(e)
 
@@ -147,12 +153,14 @@ class Registry:
             self._engines.insert(names.index(before), engine)
         else:
             self._engines.append(engine)
+        self.version += 1
 
     def unregister(self, engine: Engine) -> None:
         """Remove `engine` (the same object that was registered)."""
         if not any(e is engine for e in self._all()):
             raise ModelError(f"{engine!r} is not registered")
         self._engines = [e for e in self._engines if e is not engine]
+        self.version += 1
 
     def _get(self, i: int) -> Engine:
         """The i-th engine, its module loaded now if it was registered lazily."""
@@ -173,6 +181,20 @@ class Registry:
 
     def __iter__(self) -> Iterator[Engine]:
         return iter(self._all())
+
+    def first_exact(self, request) -> Engine | None:
+        """The exact engine that ``method="auto"`` or ``"exact"`` would try first for `request` (None: none accepts).
+
+        Loads the engines up to that one only. The front door's compiled query
+        shapes (:mod:`causalnet.inference.shapes`) use it to learn once which
+        engine answers a shape; :attr:`version` changes whenever an engine is
+        registered or removed, so that what they learned is dropped.
+        """
+        soft = bool(getattr(request, "soft", None))
+        for engine in self._lazy():
+            if engine.exact and (engine.soft_evidence or not soft) and engine.accepts(request):
+                return engine
+        return None
 
     def names(self) -> list[str]:
         """The engines' names, in order of preference (loads nothing)."""

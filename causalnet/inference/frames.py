@@ -67,7 +67,8 @@ def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, meth
     ``(n, K)`` (one per row of the frame; pandas only), and the approximate
     engines' options pass through to every pattern's batched query.
     """
-    frame = is_dask_collection(evidence) or is_pandas_frame(evidence)
+    frame = type(evidence) is not dict and evidence is not None and (
+        is_dask_collection(evidence) or is_pandas_frame(evidence))
     if not frame:
         return run_query(model, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
                          soft_evidence=soft_evidence, **options)

@@ -57,7 +57,7 @@ from ..queries import Query, Term, parse_query
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
            "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",
-           "check_approximate_options", "decode_soft_evidence", "as_target_list"]
+           "check_approximate_options", "decode_soft_evidence", "as_target_list", "QUESTION_TERMS"]
 
 FACTUAL = "f"
 COUNTERFACTUAL = "c"

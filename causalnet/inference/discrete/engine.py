@@ -66,9 +66,11 @@ def model_tables(model) -> tuple[dict, dict, dict] | None:
     specs = model.specs
     result = None
     if all(s.kind == DISCRETE for s in specs.values()):
-        cpts, cards, row_ev = {}, {v: specs[v].card for v in model.nodes}, {}
+        cpts, cards, row_ev = {}, {v: len(specs[v].states) for v in model.nodes}, {}
+        order, index = model.dag.nodes, model.dag.index
         for v in model.nodes:
-            table = node_table(model, v, cards, row_ev)
+            dag_parents = [order[i] for i in sorted(index.par[index.pos[v]])]      # DAG parent order
+            table = node_table(model, v, cards, row_ev, dag_parents)
             if table is None:
                 break
             cpts[v] = table
@@ -95,18 +97,19 @@ def discrete_network(model) -> DiscreteBN | None:
     return bn
 
 
-def node_table(model, v, cards: dict, row_evidence: dict) -> np.ndarray | None:
+def node_table(model, v, cards: dict, row_evidence: dict, dag_parents: list | None = None) -> np.ndarray | None:
     """The table of node `v` of an all-discrete model, axes in DAG parent order then `v`; None if not tabulable.
 
     `cards` maps every node to its number of states; a per-row ``do`` on `v`
     adds its states to `row_evidence` (and gives a uniform root).
+    `dag_parents`: ``list(model.dag.parents(v))`` when the caller has it.
     """
     mech = model.mechanisms[v]
     table = _table(model, v, mech, cards, row_evidence)
     if table is None:
         return None
     order = list(mech.parents)
-    dag_order = list(model.dag.parents(v))
+    dag_order = list(model.dag.parents(v)) if dag_parents is None else dag_parents
     if order != dag_order:
         table = np.transpose(table, [order.index(p) for p in dag_order] + [len(order)])
     return np.ascontiguousarray(table)
@@ -222,8 +225,9 @@ class DiscreteEngine(Engine):
         index = net.dag.index.pos
         probs, log_ev = net.query_indices(tuple(index[t] for t in free), idx, n, joint=True)
         if len(free) < len(names):
-            probs = embed_point_masses(probs, free, names, ev, [net.cards[t] for t in names], request.n_rows)
-        return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=request.batched,
+            probs = embed_point_masses(probs, free, names, ev, [net.cards[t] for t in names], n)
+        # n, not request.n_rows: a model built under a per-row do answers one row per do value
+        return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=n is not None,
                                     method=METHOD, log_evidence=log_ev)
 
     def map(self, request) -> tuple[dict, np.ndarray | float]:
