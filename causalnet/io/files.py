@@ -33,12 +33,9 @@ b'hello\\n'
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import re
 import stat
-import tempfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -237,6 +234,9 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, compress: bool =
     ModelFilePermissionError
         If the folder is not writable.
     """
+    import gzip  # stdlib modules a reader never needs load with the first write
+    import tempfile
+
     path = as_path(path, "the file to write")
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if compress:
@@ -340,6 +340,8 @@ def parse(text: str) -> Any:
     ModelError
         Naming the line and column of malformed JSON, the duplicated key, or the depth.
     """
+    import json  # loaded by the first JSON read: a BIF or CSV reader never needs it
+
     cap = limits.get("max_nesting")
     depth = nesting_depth(text)
     if depth > cap:
