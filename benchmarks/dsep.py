@@ -23,7 +23,8 @@ queries of each kind.
 
 Two figures per size and kind:
 
-* **first**: the first ``--first-queries`` queries of a fresh process. Each
+* **first k**: the first 20, and the first ``--first-queries`` (200), queries
+  of a fresh process, per query. Each
   library runs in its own child process (``--rounds`` rounds, causalnet and
   pyAgrum interleaved, median): it reads the graph and the queries from a
   file and builds its graph (not timed, for either library), then the clock
@@ -127,6 +128,10 @@ def gum_dag(g: cn.DAG):
     return d, ids
 
 
+#: The first-query figure is given for the first FIRST queries and for the first --first-queries.
+FIRST = 20
+
+
 def first_child(path: str, lib: str) -> None:
     """A fresh process's side of the first-query figure: print CPU seconds of the first queries and the answers."""
     with open(path) as f:
@@ -139,7 +144,9 @@ def first_child(path: str, lib: str) -> None:
                set(map(own, z))) for x, y, z in qs]
         gc.collect()                                   # the garbage of reading the file is not the queries' cost
         t0 = time.process_time()
-        answers = [g.d_separated(x, y, z) for x, y, z in qs]
+        answers = [g.d_separated(x, y, z) for x, y, z in qs[:FIRST]]
+        t_first = time.process_time() - t0
+        answers += [g.d_separated(x, y, z) for x, y, z in qs[FIRST:]]
     else:
         import pyagrum as gum
 
@@ -151,13 +158,18 @@ def first_child(path: str, lib: str) -> None:
                else [ids[v] for v in y], [ids[v] for v in z]) for x, y, z in qs]
         gc.collect()
         t0 = time.process_time()
-        answers = [bool(d.dSeparation(x, y, z)) for x, y, z in qs]
-    print(json.dumps([time.process_time() - t0, answers]))
+        answers = [bool(d.dSeparation(x, y, z)) for x, y, z in qs[:FIRST]]
+        t_first = time.process_time() - t0
+        answers += [bool(d.dSeparation(x, y, z)) for x, y, z in qs[FIRST:]]
+    print(json.dumps([t_first, time.process_time() - t0, answers]))
 
 
-def first_queries(g: cn.DAG, qs: list, args) -> tuple[float, float, list]:
-    """Median CPU seconds per query of the first `args.first_queries` queries of fresh causalnet and pyAgrum
-    processes (interleaved, `args.rounds` rounds), and the answers (checked to agree)."""
+def first_queries(g: cn.DAG, qs: list, args) -> tuple[dict, list]:
+    """Median CPU seconds per query of the first FIRST and the first `args.first_queries` queries of fresh
+    causalnet and pyAgrum processes (interleaved, `args.rounds` rounds), and the answers (checked to agree).
+
+    Returns ``({(lib, k): seconds per query}, answers)``.
+    """
     qs = qs[:args.first_queries]
     spec = {"nodes": list(g.nodes), "edges": [list(e) for e in g.edges],
             "queries": [[x if isinstance(x, str) else sorted(x), y if isinstance(y, str) else sorted(y), sorted(z)]
@@ -169,22 +181,23 @@ def first_queries(g: cn.DAG, qs: list, args) -> tuple[float, float, list]:
     path = os.path.join(tmp, "queries.json")
     with open(path, "w") as f:
         json.dump(spec, f)
-    times: dict = {"causalnet": [], "pyagrum": []}
+    times: dict = {(lib, k): [] for lib in ("causalnet", "pyagrum") for k in (FIRST, len(qs))}
     answers = None
     try:
         for r in range(args.rounds + 1):
             for lib in ("causalnet", "pyagrum") if r % 2 == 0 else ("pyagrum", "causalnet"):
                 out = subprocess.run([sys.executable, __file__, "--first-child", path, lib], capture_output=True,
                                      text=True, check=True, env=env)
-                t, a = json.loads(out.stdout.strip().splitlines()[-1])
+                t_first, t_all, a = json.loads(out.stdout.strip().splitlines()[-1])
                 if answers is not None and a != answers:
                     raise SystemExit(f"first queries: {lib}'s answers differ (round {r})")
                 answers = a
                 if r:
-                    times[lib].append(t / len(qs))
+                    times[lib, FIRST].append(t_first / min(FIRST, len(qs)))
+                    times[lib, len(qs)].append(t_all / len(qs))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return statistics.median(times["causalnet"]), statistics.median(times["pyagrum"]), answers
+    return {key: statistics.median(v) for key, v in times.items()}, answers
 
 
 def compare(n: int, args) -> list[tuple]:
@@ -199,7 +212,8 @@ def compare(n: int, args) -> list[tuple]:
     for kind, qs in kinds.items():
         qi = [(ids[x] if isinstance(x, str) else [ids[v] for v in x], [ids[v] for v in y] if isinstance(y, set)
                else ids[y], [ids[v] for v in z]) for x, y, z in qs]
-        f_cn, f_gum, a_first = first_queries(g, qs, args) if args.first_queries else (np.nan, np.nan, None)
+        first, a_first = first_queries(g, qs, args) if args.first_queries else ({}, None)
+        k = min(args.first_queries, len(qs))
         t_cn, a_cn = batch_seconds(lambda x, y, z: g.d_separated(x, y, z), qs, args.repeats)
         t_gum, a_gum = batch_seconds(lambda x, y, z: d.dSeparation(x, y, z), qi, args.repeats)
         nq = min(args.peer_queries, len(qs))
@@ -208,9 +222,11 @@ def compare(n: int, args) -> list[tuple]:
             raise SystemExit(f"answers differ at n={n}, {kind} queries")
         cn_ms, gum_ms, nx_ms = 1e3 * t_cn / len(qs), 1e3 * t_gum / len(qs), 1e3 * t_nx / nq
         rows.append((n, kind, len(qs), sum(a_cn), cn_ms, gum_ms, gum_ms / cn_ms, nx_ms, nx_ms / cn_ms))
-        print(f"{n:>7} {kind:>8} {len(qs):>6} {sum(a_cn):>6} {1e3 * f_cn:>9.4f} {1e3 * f_gum:>9.4f} "
-              f"{f_gum / f_cn:>6.1f}x {cn_ms:>9.4f} {gum_ms:>9.4f} {gum_ms / cn_ms:>6.1f}x "
-              f"{nx_ms:>9.3f} {nx_ms / cn_ms:>7.0f}x", flush=True)
+        cells = "".join(f"{1e3 * first[c]:>9.4f} {1e3 * first[p]:>9.4f} {first[p] / first[c]:>6.1f}x "
+                        for c, p in ((("causalnet", FIRST), ("pyagrum", FIRST)), (("causalnet", k), ("pyagrum", k)))
+                        if first)
+        print(f"{n:>7} {kind:>8} {len(qs):>6} {sum(a_cn):>6} {cells}{cn_ms:>9.4f} {gum_ms:>9.4f} "
+              f"{gum_ms / cn_ms:>6.1f}x {nx_ms:>9.3f} {nx_ms / cn_ms:>7.0f}x", flush=True)
     return rows
 
 
@@ -259,8 +275,9 @@ def main(argv=None) -> None:
     ap.add_argument("--peer-queries", type=int, default=50, help="queries of each kind timed for networkx")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--zsize", type=int, default=10)
-    ap.add_argument("--first-queries", type=int, default=20,
-                    help="queries timed at the start of fresh processes (0: skip the first-query figures)")
+    ap.add_argument("--first-queries", type=int, default=200,
+                    help=f"queries timed at the start of fresh processes, the first {FIRST} of them also on their "
+                         f"own (0: skip the first-query figures)")
     ap.add_argument("--rounds", type=int, default=5, help="fresh processes per library for the first-query figures")
     ap.add_argument("--nx-build-size", type=int, default=20_000)
     ap.add_argument("--nx-build-queries", type=int, default=200)
@@ -268,13 +285,17 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.quick:
         args.queries, args.parent_queries, args.peer_queries, args.repeats, args.rounds = 200, 40, 10, 3, 3
+        args.first_queries = min(args.first_queries, 40)
         args.nx_build_queries = 50
     args.compile_s = kernels.compile_kernel()
     print(f"causalnet kernel compiled (or loaded from the per-user cache) in {args.compile_s:.2f} s before the steady "
           f"figures; load: {os.getloadavg()[0]:.1f}")
-    print(f"ms per query: 'first' = the first {args.first_queries} queries of fresh processes (median of {args.rounds}),"
-          f" 'steady' = median of {args.repeats} batches in this process")
-    print(f"{'nodes':>7} {'kind':>8} {'queries':>6} {'sep':>6} {'cn first':>9} {'gum first':>9} {'ratio':>7} "
+    print(f"ms per query: 'first k' = over the first k queries of fresh processes (median of {args.rounds}), "
+          f"'steady' = median of {args.repeats} batches in this process")
+    k = args.first_queries
+    head = (f"{'cn ' + str(FIRST):>9} {'gum ' + str(FIRST):>9} {'ratio':>7} {'cn ' + str(k):>9} {'gum ' + str(k):>9} "
+            f"{'ratio':>7} ") if k else ""
+    print(f"{'nodes':>7} {'kind':>8} {'queries':>6} {'sep':>6} {head}"
           f"{'cn steady':>9} {'gum steady':>9} {'ratio':>7} {'nx ms':>9} {'nx/cn':>8}")
     for n in args.sizes:
         compare(n, args)
