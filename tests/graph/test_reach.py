@@ -147,3 +147,31 @@ def test_memo_budget_is_shared_and_counted():
     assert memo.ancestors(ix.par, ix.pos["a29"]) is None and memo.full
     assert memo.ancestors(ix.par, ix.pos["a5"]) == frozenset(range(6))     # stored sets still answer
     assert ancestral_set(memo, ix.par, [ix.pos["a29"]]) == set(range(30))  # the plain search past the budget
+
+
+def test_first_queries_of_a_process_never_load_numba():
+    # a script's first queries are answered in Python: numba is not even imported (issue 23)
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(cn.__file__).parent.parent
+    code = """
+import sys, json, numpy as np, causalnet as cn
+rng = np.random.default_rng(0)
+names = [f"v{i}" for i in range(2000)]
+a, b = rng.integers(0, 2000, 5000), rng.integers(0, 2000, 5000)
+g = cn.DAG([(names[min(i, j)], names[max(i, j)]) for i, j in zip(a, b) if i != j], nodes=names)
+out = [g.d_separated(names[i], names[i + 1], set(names[i + 2:i + 12])) for i in range(0, 1000, 5)]
+x = names[1500]
+out.append(g.d_separated(x, set(names) - g.descendants(x, include_self=True) - set(g.parents(x)), set(g.parents(x))))
+print(json.dumps(["numba" in sys.modules, out]))
+"""
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("CAUSALNET_GRAPH_BACKEND", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert r.returncode == 0, r.stderr
+    numba_loaded, answers = json.loads(r.stdout)
+    assert numba_loaded is False and answers[-1] is True and len(answers) == 201
