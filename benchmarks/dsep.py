@@ -5,6 +5,7 @@ Usage::
     python benchmarks/dsep.py                    # 10^3, 10^4, 10^5 nodes; then networkx with build at 2*10^4
     python benchmarks/dsep.py --quick            # fewer queries (smoke run)
     python benchmarks/dsep.py --sizes 1000 --queries 500 --repeats 7
+    python benchmarks/dsep.py --sizes 1000 10000 --nx-build-size 0   # the four rows of issue 30
 
 Every graph has mean out-degree 2.5 (node names hide the topological order).
 Two query kinds, answered by every library in one process and checked to be
@@ -17,9 +18,31 @@ identical:
 causalnet gets node names (sets of str), pyAgrum node ids (lists of int), as
 each is used. Times are CPU seconds (``time.process_time``) of the whole batch
 of queries, median of ``--repeats`` batches, divided by the number of queries.
-causalnet's compiled kernel is compiled once before timing (the seconds are
-printed: a one-off per process; see docs/performance.md). Ratios are peer time
-/ causalnet time. networkx is timed on ``--peer-queries`` queries of each kind.
+Ratios are peer time / causalnet time. networkx is timed on ``--peer-queries``
+queries of each kind.
+
+Two figures per size and kind:
+
+* **first k**: the first 20, and the first ``--first-queries`` (200), queries
+  of a fresh process, per query. Each
+  library runs in its own child process (``--rounds`` rounds, causalnet and
+  pyAgrum interleaved, median): it reads the graph and the queries from a
+  file and builds its graph (not timed, for either library), then the clock
+  runs over its first queries. The children load modules from bytecode, as
+  after an install (a first, uncounted round writes it); both collect the
+  garbage of reading the file before the clock starts, and causalnet's
+  queries name nodes by the graph's own name objects, as queries built from
+  ``g.nodes`` or ``g.descendants`` do (and as in the steady batches). For causalnet that includes whatever the first
+  queries build (the graph's adjacency lists, the memoized ancestor sets) and
+  the default backend ``"auto"``, which answers in plain Python until the
+  compiled kernel would pay (see docs/performance.md); nothing is compiled
+  or loaded beforehand.
+* **steady**: this process, after the compiled kernel is compiled (or loaded
+  from the per-user cache; the seconds are printed), every query of the list,
+  ``--repeats`` times: what a long-running process gets.
+
+Every child's answers, and those of the steady batches, are checked to be
+identical across libraries before any ratio is printed (exit status 1 otherwise).
 
 The last table is networkx with graph construction included, at 2*10^4 nodes:
 ``nx.DiGraph(edges)`` plus the queries vs ``cn.DAG(edges)`` plus the queries.
@@ -34,10 +57,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import networkx as nx  # noqa: E402
@@ -102,6 +128,78 @@ def gum_dag(g: cn.DAG):
     return d, ids
 
 
+#: The first-query figure is given for the first FIRST queries and for the first --first-queries.
+FIRST = 20
+
+
+def first_child(path: str, lib: str) -> None:
+    """A fresh process's side of the first-query figure: print CPU seconds of the first queries and the answers."""
+    with open(path) as f:
+        spec = json.load(f)
+    qs = spec["queries"]
+    if lib == "causalnet":
+        g = cn.DAG([tuple(e) for e in spec["edges"]], nodes=spec["nodes"])
+        own = {v: v for v in g.nodes}.__getitem__     # the graph's own name objects, as in queries built from g
+        qs = [(own(x) if isinstance(x, str) else set(map(own, x)), own(y) if isinstance(y, str) else set(map(own, y)),
+               set(map(own, z))) for x, y, z in qs]
+        gc.collect()                                   # the garbage of reading the file is not the queries' cost
+        t0 = time.process_time()
+        answers = [g.d_separated(x, y, z) for x, y, z in qs[:FIRST]]
+        t_first = time.process_time() - t0
+        answers += [g.d_separated(x, y, z) for x, y, z in qs[FIRST:]]
+    else:
+        import pyagrum as gum
+
+        d = gum.DAG()
+        ids = {v: d.addNode() for v in spec["nodes"]}
+        for u, v in spec["edges"]:
+            d.addArc(ids[u], ids[v])
+        qs = [(ids[x] if isinstance(x, str) else [ids[v] for v in x], ids[y] if isinstance(y, str)
+               else [ids[v] for v in y], [ids[v] for v in z]) for x, y, z in qs]
+        gc.collect()
+        t0 = time.process_time()
+        answers = [bool(d.dSeparation(x, y, z)) for x, y, z in qs[:FIRST]]
+        t_first = time.process_time() - t0
+        answers += [bool(d.dSeparation(x, y, z)) for x, y, z in qs[FIRST:]]
+    print(json.dumps([t_first, time.process_time() - t0, answers]))
+
+
+def first_queries(g: cn.DAG, qs: list, args) -> tuple[dict, list]:
+    """Median CPU seconds per query of the first FIRST and the first `args.first_queries` queries of fresh
+    causalnet and pyAgrum processes (interleaved, `args.rounds` rounds), and the answers (checked to agree).
+
+    Returns ``({(lib, k): seconds per query}, answers)``.
+    """
+    qs = qs[:args.first_queries]
+    spec = {"nodes": list(g.nodes), "edges": [list(e) for e in g.edges],
+            "queries": [[x if isinstance(x, str) else sorted(x), y if isinstance(y, str) else sorted(y), sorted(z)]
+                        for x, y, z in qs]}
+    tmp = tempfile.mkdtemp(prefix="cn-dsep-")
+    # as after `pip install`: modules load from their bytecode (written by round 0, which is not counted)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pyc")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    path = os.path.join(tmp, "queries.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    times: dict = {(lib, k): [] for lib in ("causalnet", "pyagrum") for k in (FIRST, len(qs))}
+    answers = None
+    try:
+        for r in range(args.rounds + 1):
+            for lib in ("causalnet", "pyagrum") if r % 2 == 0 else ("pyagrum", "causalnet"):
+                out = subprocess.run([sys.executable, __file__, "--first-child", path, lib], capture_output=True,
+                                     text=True, check=True, env=env)
+                t_first, t_all, a = json.loads(out.stdout.strip().splitlines()[-1])
+                if answers is not None and a != answers:
+                    raise SystemExit(f"first queries: {lib}'s answers differ (round {r})")
+                answers = a
+                if r:
+                    times[lib, FIRST].append(t_first / min(FIRST, len(qs)))
+                    times[lib, len(qs)].append(t_all / len(qs))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {key: statistics.median(v) for key, v in times.items()}, answers
+
+
 def compare(n: int, args) -> list[tuple]:
     edges = random_dag(n, 2.5, seed=n)
     nodes = sorted({v for e in edges for v in e})
@@ -114,16 +212,21 @@ def compare(n: int, args) -> list[tuple]:
     for kind, qs in kinds.items():
         qi = [(ids[x] if isinstance(x, str) else [ids[v] for v in x], [ids[v] for v in y] if isinstance(y, set)
                else ids[y], [ids[v] for v in z]) for x, y, z in qs]
+        first, a_first = first_queries(g, qs, args) if args.first_queries else ({}, None)
+        k = min(args.first_queries, len(qs))
         t_cn, a_cn = batch_seconds(lambda x, y, z: g.d_separated(x, y, z), qs, args.repeats)
         t_gum, a_gum = batch_seconds(lambda x, y, z: d.dSeparation(x, y, z), qi, args.repeats)
         nq = min(args.peer_queries, len(qs))
         t_nx, a_nx = batch_seconds(lambda x, y, z: nx.is_d_separator(G, x, y, z), qs[:nq], 1)
-        if a_cn != a_gum or a_cn[:nq] != a_nx:
+        if a_cn != a_gum or a_cn[:nq] != a_nx or (a_first is not None and a_first != a_cn[:len(a_first)]):
             raise SystemExit(f"answers differ at n={n}, {kind} queries")
         cn_ms, gum_ms, nx_ms = 1e3 * t_cn / len(qs), 1e3 * t_gum / len(qs), 1e3 * t_nx / nq
         rows.append((n, kind, len(qs), sum(a_cn), cn_ms, gum_ms, gum_ms / cn_ms, nx_ms, nx_ms / cn_ms))
-        print(f"{n:>7} {kind:>8} {len(qs):>6} {sum(a_cn):>6} {cn_ms:>10.4f} {gum_ms:>10.4f} {gum_ms / cn_ms:>7.1f}x "
-              f"{nx_ms:>10.3f} {nx_ms / cn_ms:>8.0f}x", flush=True)
+        cells = "".join(f"{1e3 * first[c]:>9.4f} {1e3 * first[p]:>9.4f} {first[p] / first[c]:>6.1f}x "
+                        for c, p in ((("causalnet", FIRST), ("pyagrum", FIRST)), (("causalnet", k), ("pyagrum", k)))
+                        if first)
+        print(f"{n:>7} {kind:>8} {len(qs):>6} {sum(a_cn):>6} {cells}{cn_ms:>9.4f} {gum_ms:>9.4f} "
+              f"{gum_ms / cn_ms:>6.1f}x {nx_ms:>9.3f} {nx_ms / cn_ms:>7.0f}x", flush=True)
     return rows
 
 
@@ -162,6 +265,9 @@ def main(argv=None) -> None:
     if argv[:1] == ["--fresh-build"]:              # the child of networkx_with_build: nothing compiled yet
         print(json.dumps(build_and_ask(*map(int, argv[1:4]))))
         return
+    if argv[:1] == ["--first-child"]:              # a child of first_queries
+        first_child(argv[1], argv[2])
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000])
     ap.add_argument("--queries", type=int, default=1000, help="random queries per size")
@@ -169,17 +275,28 @@ def main(argv=None) -> None:
     ap.add_argument("--peer-queries", type=int, default=50, help="queries of each kind timed for networkx")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--zsize", type=int, default=10)
+    ap.add_argument("--first-queries", type=int, default=200,
+                    help=f"queries timed at the start of fresh processes, the first {FIRST} of them also on their "
+                         f"own (0: skip the first-query figures)")
+    ap.add_argument("--rounds", type=int, default=5, help="fresh processes per library for the first-query figures")
     ap.add_argument("--nx-build-size", type=int, default=20_000)
     ap.add_argument("--nx-build-queries", type=int, default=200)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
-        args.queries, args.parent_queries, args.peer_queries, args.repeats = 200, 40, 10, 3
+        args.queries, args.parent_queries, args.peer_queries, args.repeats, args.rounds = 200, 40, 10, 3, 3
+        args.first_queries = min(args.first_queries, 40)
         args.nx_build_queries = 50
     args.compile_s = kernels.compile_kernel()
-    print(f"causalnet kernel compiled in {args.compile_s:.2f} s (once per process); load: {os.getloadavg()[0]:.1f}")
-    print(f"{'nodes':>7} {'kind':>8} {'queries':>6} {'sep':>6} {'cn ms':>10} {'gum ms':>10} {'gum/cn':>8} "
-          f"{'nx ms':>10} {'nx/cn':>9}")
+    print(f"causalnet kernel compiled (or loaded from the per-user cache) in {args.compile_s:.2f} s before the steady "
+          f"figures; load: {os.getloadavg()[0]:.1f}")
+    print(f"ms per query: 'first k' = over the first k queries of fresh processes (median of {args.rounds}), "
+          f"'steady' = median of {args.repeats} batches in this process")
+    k = args.first_queries
+    head = (f"{'cn ' + str(FIRST):>9} {'gum ' + str(FIRST):>9} {'ratio':>7} {'cn ' + str(k):>9} {'gum ' + str(k):>9} "
+            f"{'ratio':>7} ") if k else ""
+    print(f"{'nodes':>7} {'kind':>8} {'queries':>6} {'sep':>6} {head}"
+          f"{'cn steady':>9} {'gum steady':>9} {'ratio':>7} {'nx ms':>9} {'nx/cn':>8}")
     for n in args.sizes:
         compare(n, args)
     if args.nx_build_size:

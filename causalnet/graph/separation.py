@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,6 +44,7 @@ from .. import limits, runtime
 from ..errors import GraphError
 from . import kernels
 from .core import DAGCore, GraphIndex, closure
+from .reach import MEMO_ELEMENTS, ClosureMemo, ancestral_set, ball_reaches, local_markov_reach
 
 __all__ = [
     "d_separated",
@@ -58,9 +58,14 @@ __all__ = [
     "set_backend",
 ]
 
-# Graphs at least this large use the frontier-at-a-time numpy search; smaller
-# ones the plain Python search (numpy's per-call overhead dominates there).
+# Before the compiled kernel pays, a query runs the Bayes ball in plain Python
+# inside the ancestral set of X, Y and Z, from memoized ancestor sets
+# (:mod:`causalnet.graph.reach`). Once a graph's memo is full (its budget of
+# stored elements, _MEMO_ELEMENTS, is spent: graphs whose ancestor sets are
+# huge), graphs at least this large use the frontier-at-a-time numpy search
+# (numpy's per-call overhead dominates on smaller ones).
 _NUMPY_MIN_NODES = 8000
+_MEMO_ELEMENTS = MEMO_ELEMENTS
 
 # The compiled kernel serves graphs of at least this many nodes (on smaller
 # ones the Python search is as fast), once the Python searches of this process
@@ -79,13 +84,49 @@ _state = {"python_s": 0.0}
 _STATEMENT_BYTES = 120
 
 
-@dataclass(frozen=True)
 class Independence:
-    """A conditional independence statement ``x ⊥ y | given``."""
+    """A conditional independence statement ``x ⊥ y | given`` (immutable, hashable; compares by its fields).
+
+    Parameters
+    ----------
+    x, y : node
+    given : frozenset of nodes
+    """
+
+    __slots__ = ("x", "y", "given")
+    __match_args__ = ("x", "y", "given")
 
     x: Hashable
     y: Hashable
     given: frozenset
+
+    def __init__(self, x: Hashable, y: Hashable, given: frozenset) -> None:
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "given", given)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"Independence is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Independence is immutable: cannot delete {name!r}")
+
+    def _fields(self) -> tuple:
+        return (self.x, self.y, self.given)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Independence(x={self.x!r}, y={self.y!r}, given={self.given!r})"
+
+    def __reduce__(self):
+        return (Independence, self._fields())
 
     def __str__(self) -> str:
         g = ", ".join(map(str, sorted(self.given, key=str)))
@@ -226,37 +267,50 @@ def _node_names(ix: GraphIndex) -> frozenset:
 def _answer(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list[int], ynames) -> bool | None:
     """d-separation on indices; Y as indices `yi`, or by name (`ynames`) when `yi` is None.
 
-    None when two of the sets overlap (the checked path then raises).
+    None when two of the sets overlap (the checked path then raises). A
+    query whose Z holds the parents of X and nothing below X is answered
+    from De(X) (:func:`causalnet.graph.reach.local_markov_reach`); others by
+    the compiled kernel once it pays (:func:`_use_kernel`), else in Python.
     """
+    order = ix.nodes
+    zs = set(zi)
     if yi is None:
-        order = ix.nodes
         if any(order[i] in ynames for i in xi) or any(order[i] in ynames for i in zi):
             return None
+    elif not zs.isdisjoint(yi) or not set(xi).isdisjoint(yi):
+        return None
+    if not zs.isdisjoint(xi):
+        return None
+    s = _scratch(ix)
+    if yi is None:
+        de = local_markov_reach(s.memo, ix.par, ix.chi, xi, zs)
+        if de is not None:
+            return ynames.isdisjoint(map(order.__getitem__, de))
     if _use_kernel(ix.n):
         return _answer_kernel(ix, xi, yi, zi, ynames)
-    xs, zs = set(xi), set(zi)
-    if xs & zs or (yi is not None and (xs & set(yi) or zs & set(yi))):
-        return None
     t0 = time.perf_counter()
     if yi is None:
-        up, down = bayes_ball(ix.par, ix.chi, xi, zi)
-        order = ix.nodes
+        up, down = bayes_ball(ix.par, ix.chi, xi, zs)
         answer = ynames.isdisjoint([order[i] for i in up | down])
-    elif ix.n >= _NUMPY_MIN_NODES:
+    elif s.memo.full and ix.n >= _NUMPY_MIN_NODES:
         answer = not _reach_numpy(ix, xi, yi, zi)
     else:
-        answer = not _reach_python(ix, xi, yi, zi)
+        anc = ancestral_set(s.memo, ix.par, [*xi, *yi, *zi])
+        answer = not ball_reaches(ix.par, ix.chi, anc, xi, set(yi), zs)
     _state["python_s"] += time.perf_counter() - t0
     return answer
 
 
 def _answer_kernel(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list[int], ynames) -> bool | None:
     s = _scratch(ix)
+    if s.kernel is None:
+        s.kernel = (*kernels.scratch(ix.n), np.empty(ix.n, dtype=np.int64))
+    work, stack, epoch, out = s.kernel
     xa = np.array(xi, dtype=np.int64)
     za = np.array(zi, dtype=np.int64)
     ya = za[:0] if yi is None else np.array(yi, dtype=np.int64)
     r = kernels.bayes_ball_kernel(ix.p_ptr, ix.p_idx, ix.c_ptr, ix.c_idx, xa, ya, za,
-                                  s.work, s.stack, s.epoch, yi is not None, s.out)
+                                  work, stack, epoch, yi is not None, out)
     if r == kernels.OVERLAP:
         return None
     if r == kernels.CONNECTED:
@@ -264,18 +318,22 @@ def _answer_kernel(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list
     if yi is not None:
         return True
     order = ix.nodes
-    return ynames.isdisjoint([order[i] for i in s.out[:r].tolist()])
+    return ynames.isdisjoint([order[i] for i in out[:r].tolist()])
 
 
 class _Scratch:
-    """Per-index working memory of the compiled search (see :func:`causalnet.graph.kernels.scratch`)."""
+    """What d-separation keeps with a graph's index: the closure memo, the node names, the kernel's arrays.
 
-    __slots__ = ("work", "stack", "epoch", "out", "names")
+    The kernel's arrays (:func:`causalnet.graph.kernels.scratch` and an
+    output row) are allocated on the kernel's first query on the graph.
+    """
+
+    __slots__ = ("memo", "names", "kernel")
 
     def __init__(self, n: int) -> None:
-        self.work, self.stack, self.epoch = kernels.scratch(n)
-        self.out = np.empty(n, dtype=np.int64)
+        self.memo = ClosureMemo(n, _MEMO_ELEMENTS)
         self.names = None
+        self.kernel = None
 
 
 def _scratch(ix: GraphIndex) -> _Scratch:

@@ -117,6 +117,11 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _NUMBER_TOKEN = re.compile(r"[^\s,]+")
 _NUMBERS = re.compile(r"[\d.eE+\-,\s]*\Z")            # plain numbers only: no nan, inf, 1_0, comments
 _ROW = re.compile(r"\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);")   # a row with no quotes or comments
+_NEXT_ROW = re.compile(r"\s*\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);")   # the same after blanks
+# The common variable block in one match (bare names, one 'type' line, no property, no comment); any
+# other block, and any block this one would accept with an error, goes through the token-by-token parser.
+_VARIABLE = re.compile(r'\s*([^\s{}()\[\];|,"/]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}()\[\];|"/]*)\}'
+                       r"\s*;?\s*\}")
 
 
 def _plain_numbers(seg: str) -> list[float] | None:
@@ -291,6 +296,16 @@ class _BifParser:
         self.pos += 1
 
     def _variable(self, start: int) -> None:
+        m = _VARIABLE.match(self.text, self.pos)
+        if m:
+            name, k, states = m.group(1), int(m.group(2)), m.group(3).replace(",", " ").split()
+            if name not in self.states and len(states) == k >= 1 and len(set(states)) == k:
+                check_table_size([k], f"the states of {name!r}")
+                self.pos = m.end()
+                self.order.append(name)
+                self.states[name] = states
+                self.var_pos[name] = start
+                return
         p = self.here()
         name = self.word("a variable name")
         if name in self.states:
@@ -364,9 +379,15 @@ class _BifParser:
                 m = _ROW.match(self.text, p)
                 vals = _plain_numbers(m.group(2)) if m else None
                 if vals:
-                    cfg = m.group(1).replace(",", " ").replace("|", " ").split()
-                    block.rows.append((cfg, p, vals, m.start(2)))
-                    self.pos = m.end()
+                    while vals:         # this row and the plain rows after it, one match each
+                        cfg = m.group(1).replace(",", " ").replace("|", " ").split()
+                        block.rows.append((cfg, p, vals, m.start(2)))
+                        self.pos = m.end()
+                        m = _NEXT_ROW.match(self.text, self.pos)
+                        if not m:
+                            break
+                        vals = _plain_numbers(m.group(2))
+                        p = m.start(1) - 1
                     continue
                 self.pos += 1
                 cfg = self.words_until(")", "a parent state")
@@ -477,24 +498,26 @@ class _BifParser:
         if b.default is not None or len(b.rows) < math.prod(float(c) for c in pcards):
             # a default row expands, and missing rows are searched for: check before allocating
             check_table_size([*pcards, k], f"the table of {child!r}")
-        table = np.empty((*pcards, k))                                                 # (*pcards, k)
-        filled = np.zeros(pcards, dtype=bool)
-        if b.default is not None:
-            table[...] = b.default[0]
+        strides = [math.prod(pcards[i + 1:]) for i in range(len(pcards))]         # C order over the parents
+        flat: list = [None] * math.prod(pcards)                                       # (prod(pcards),) rows
         lookups = [{s: i for i, s in enumerate(self.states[pa])} for pa in pnames]
         row_pos: dict[tuple, int] = {}
         for cfg, cp, vals, vp in b.rows:
             idx = self._row_index(child, cfg, cp, pnames, lookups)
-            if filled[idx]:
+            at = sum(i * st for i, st in zip(idx, strides))
+            if flat[at] is not None:
                 self.fail(cp, f"row ({', '.join(cfg)}) of {child!r} is given twice")
-            self._check_row_length(vals, vp, f"row ({', '.join(cfg)}) of {child!r}", child)
-            table[idx] = vals
-            filled[idx] = True
+            if len(vals) != k:
+                self._check_row_length(vals, vp, f"row ({', '.join(cfg)}) of {child!r}", child)
+            flat[at] = vals
             row_pos[idx] = cp
-        if b.default is None and not filled.all():
-            miss = tuple(int(i) for i in np.argwhere(~filled)[0])
-            cfg = ", ".join(self.states[pa][i] for pa, i in zip(pnames, miss))
+        if b.default is not None:
+            flat = [b.default[0] if r is None else r for r in flat]
+        elif None in flat:
+            miss = np.unravel_index(flat.index(None), pcards)
+            cfg = ", ".join(self.states[pa][int(i)] for pa, i in zip(pnames, miss))
             self.fail(b.pos, f"the probability block of {child!r} has no row for ({cfg}) and no 'default' row")
+        table = np.array(flat, dtype=np.float64).reshape(*pcards, k)                   # (*pcards, k)
         return table, default_pos, row_pos
 
     def _row_index(self, child: str, cfg: list, cp: int, pnames: list, lookups: list) -> tuple:

@@ -34,12 +34,9 @@ b'hello\\n'
 from __future__ import annotations
 
 import errno
-import gzip
-import json
 import os
 import re
 import stat
-import tempfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -250,6 +247,8 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, compress: bool =
     ModelError
         If `path` is a directory.
     """
+    import gzip  # stdlib modules a reader never needs load with the first write
+
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if compress:
         raw = gzip.compress(raw, mtime=0)
@@ -288,6 +287,8 @@ def atomic_fill(path: str | os.PathLike, fill: Callable[[BinaryIO, str], None], 
     ModelFileNotFoundError, ModelFilePermissionError, ModelFileWriteError, ModelError
         As :func:`atomic_write`; each names `path`.
     """
+    import tempfile  # loaded by the first write: a reader never needs it
+
     path = as_path(path, "the file to write")
     name = str(path)
     folder = path.parent
@@ -415,6 +416,8 @@ def parse(text: str) -> Any:
     ModelError
         Naming the line and column of malformed JSON, the duplicated key, or the depth.
     """
+    import json  # loaded by the first JSON read: a BIF or CSV reader never needs it
+
     cap = limits.get("max_nesting")
     depth = nesting_depth(text)
     if depth > cap:

@@ -332,12 +332,13 @@ def as_real_array(value: Any, who: str, name: str, *, shape: tuple | None = None
         raise ModelError(f"{who}: {name} must have {ndim} axes, got shape {arr.shape}")
     if shape is not None and arr.shape != tuple(shape):
         raise ModelError(f"{who}: {name} must have shape {tuple(shape)}, got shape {arr.shape}")
-    need = " and ".join(w for w, on in (("finite", finite), (">= 0", nonnegative)) if on)
-    bad_mask = (~np.isfinite(arr) if finite else np.zeros(arr.shape, bool)) | (nonnegative & (arr < 0))
-    if np.any(bad_mask):
-        bad = tuple(int(i) for i in np.argwhere(bad_mask)[0])
-        at = f" at {bad}" if bad else ""
-        raise ModelError(f"{who}: {name} must be {need}, got {float(arr[bad])}{at}")
+    if finite or nonnegative:
+        bad_mask = (~np.isfinite(arr) if finite else np.zeros(arr.shape, bool)) | (nonnegative & (arr < 0))
+        if bad_mask.any():
+            need = " and ".join(w for w, on in (("finite", finite), (">= 0", nonnegative)) if on)
+            bad = tuple(int(i) for i in np.argwhere(bad_mask)[0])
+            at = f" at {bad}" if bad else ""
+            raise ModelError(f"{who}: {name} must be {need}, got {float(arr[bad])}{at}")
     arr.setflags(write=False)
     return arr
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
-from causalnet import GraphError
+from causalnet import GraphError, runtime
 from causalnet.graph import kernels
 from causalnet.graph import separation as sep
 
@@ -34,15 +34,20 @@ def dags(draw, max_nodes=9):
 
 
 def use_engine(engine, monkeypatch):
-    """Pin one search: the Python one, the numpy frontier search, or the compiled kernel (on any size)."""
-    monkeypatch.setitem(sep._state, "backend", "numba" if engine == "kernel" else "python")
+    """Pin one search on any size: the Python ball in the ancestral set from memoized closures
+    ("python"), the same without memo (a spent budget: "python-nomemo"), the numpy frontier search
+    ("numpy"), or the compiled kernel ("kernel")."""
     monkeypatch.setattr(sep, "_NUMPY_MIN_NODES", 0 if engine == "numpy" else 10**9)
+    monkeypatch.setattr(sep, "_MEMO_ELEMENTS", 0 if engine in ("numpy", "python-nomemo") else sep.MEMO_ELEMENTS)
     monkeypatch.setattr(sep, "_KERNEL_MIN_NODES", 0)
+    monkeypatch.setattr(runtime, "_backends", {**runtime._backends,
+                                               "graph": "numba" if engine == "kernel" else "numpy"})
     if engine == "kernel":
         kernels.compile_kernel()
+    assert sep._use_kernel(10) is (engine == "kernel")
 
 
-@pytest.mark.parametrize("engine", ["python", "numpy", "kernel"])
+@pytest.mark.parametrize("engine", ["python", "python-nomemo", "numpy", "kernel"])
 def test_matches_networkx_on_random_queries(engine, seed, monkeypatch):
     rng = np.random.default_rng(seed)
     use_engine(engine, monkeypatch)

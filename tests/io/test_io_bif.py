@@ -644,3 +644,62 @@ def test_we_read_what_pgmpy_writes(tmp_path):
         for v in m.nodes:
             assert back.mechanisms[v].parents == m.mechanisms[v].parents
             assert back.mechanisms[v].table.tobytes() == m.mechanisms[v].table.tobytes()
+
+
+# -- the one-match fast paths (a variable block, a run of plain rows) against the token-by-token parser --
+
+
+def _read_token_by_token(text, monkeypatch):
+    from causalnet.io import bif
+
+    never = re.compile(r"(?!)")
+    with monkeypatch.context() as mp:
+        mp.setattr(bif, "_VARIABLE", never)
+        mp.setattr(bif, "_NEXT_ROW", never)
+        return read_bif(text)
+
+
+def _same_model(a, b):
+    assert list(a.dag.nodes) == list(b.dag.nodes) and a.latent == b.latent
+    for v in a.dag.nodes:
+        ma, mb = a.mechanisms[v], b.mechanisms[v]
+        assert type(ma) is type(mb) and tuple(ma.parents) == tuple(mb.parents) and ma.states == mb.states
+        assert ma.table.shape == mb.table.shape and np.array_equal(ma.table, mb.table)   # bit for bit
+
+
+@pytest.mark.parametrize("name", ["asia", "alarm", "child", "insurance", "hailfinder", "win95pts", "survey"])
+def test_fast_paths_read_the_shipped_networks_as_the_token_parser_does(name, monkeypatch):
+    from pathlib import Path
+
+    import causalnet
+
+    text = gzip.decompress((Path(causalnet.__file__).parent / "data" / f"{name}.bif.gz").read_bytes()).decode()
+    fast = read_bif(text)
+    _same_model(fast, _read_token_by_token(text, monkeypatch))
+    # the same file with a comment and a property wedged between rows and blocks: the fast paths step aside
+    odd = re.sub(r"(\) [^;]*;\n)", r"\1  // note\n", text, count=5).replace("{\n  type", "{ property x = 1 ;\n  type", 3)
+    _same_model(read_bif(odd), fast)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([" ", "\n", "\t", "  \n  "]), st.sampled_from([" ", "\n", ",", " , ", ",,"]),
+       st.sampled_from(["", "state", "row"]))
+def test_fast_paths_agree_on_spacing_and_fall_back_on_errors(a, b, bad):
+    text = (f"variable X {{ type discrete [ 2 ] {{ lo{b}hi }}{a};{a}}}\n"
+            f"variable Y {{{a}type discrete[2]{{a{b}b}} }}\n"
+            f"probability ( X ) {{ table 0.5, 0.5; }}\n"
+            f"probability ( Y | X ) {{{a}(lo) 0.1{b}0.9;{a}(hi){a}0.2, 0.8;{a}}}\n")
+    if bad:    # a state or a row given twice: both parsers give the same error
+        text = text.replace(f"{{a{b}b}}", f"{{a{b}a}}") if bad == "state" else text.replace("(hi)", "(lo)")
+        with pytest.raises(ModelError) as fast:
+            read_bif(text)
+        with pytest.MonkeyPatch.context() as mp, pytest.raises(ModelError) as slow:
+            _read_token_by_token(text, mp)
+        assert str(fast.value) == str(slow.value)
+        assert "twice" in str(fast.value)
+        return
+    m = read_bif(text)
+    assert m.mechanisms["X"].states == ("lo", "hi") and m.mechanisms["Y"].states == ("a", "b")
+    assert_allclose(m.mechanisms["Y"].table, [[0.1, 0.9], [0.2, 0.8]], rtol=0, atol=0)
+    with pytest.MonkeyPatch.context() as mp:
+        _same_model(m, _read_token_by_token(text, mp))
