@@ -604,6 +604,9 @@ class PlanForward(Engine):
         plans = request.model.cache.setdefault("forward: plans", {})
         key = (given, keep)
         if key not in plans:
+            if keep is not None:                  # in the reference run's order
+                kept = set(keep)
+                keep = tuple(v for v in request.model.dag.topological_order() if v in kept)
             try:
                 plan = Plan(request.model, outputs=keep, inputs=given)
             except ModelError:

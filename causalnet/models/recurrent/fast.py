@@ -340,7 +340,9 @@ class RecurrentForward(Engine):
         trace = _FilledTrace(vals, model, X.shape[0], self.name)
         if request.keep is None:
             return trace
-        return Trace({k: trace[k] for k in request.keep}, model.specs, method=self.name)
+        kept = set(request.keep)                                         # in the reference run's order
+        return Trace({k: trace[k] for k in model.dag.topological_order() if k in kept}, model.specs,
+                     method=self.name)
 
 
 def _add_states(vals: dict, out: np.ndarray, k: int, dirs: int) -> None:
