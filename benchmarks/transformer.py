@@ -192,7 +192,9 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=True, dtype=tdt).eval()
     sd = {k: v.detach().numpy() for k, v in layer.state_dict().items()}
-    model = tf.from_torch(sd, heads=h, dtype=args.dtype)
+    model = tf.from_torch(layer)                      # the ordinary call: the module's own dtype is kept
+    if model.spec("enc.0.n").dtype != np.dtype(args.dtype):
+        raise SystemExit(f"from_torch rebuilt the {args.dtype} module in {model.spec('enc.0.n').dtype}")
     plan = Plan(model, outputs=["enc.0.n"])
     np_run = numpy_layer(sd, h)
     # the same numpy code with Fortran-ordered matrices: each W.T is C-contiguous, BLAS's NN product

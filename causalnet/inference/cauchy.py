@@ -86,12 +86,13 @@ class _Term:
     source's shape; ``out_ndim = M.ndim - r``.
     """
 
-    __slots__ = ("M", "r", "out_ndim")
+    __slots__ = ("M", "r", "out_ndim", "absM")
 
-    def __init__(self, M: np.ndarray, r: int, out_ndim: int) -> None:
+    def __init__(self, M: np.ndarray, r: int, out_ndim: int, absM: np.ndarray | None = None) -> None:
         self.M = M
         self.r = r
         self.out_ndim = out_ndim
+        self.absM = absM                 # |M| when known beforehand (a model's weight: cached on the model)
 
     def scaled(self, c: float) -> _Term:
         return self if c == 1 else _Term(c * self.M, self.r, self.out_ndim)
@@ -206,7 +207,7 @@ class AffineCauchy:
                 groups[key] = [t, np.abs(d)]
         for (_, r, sg), (t, acc) in groups.items():
             acc = np.broadcast_to(acc, (n, *sg))
-            absM = np.abs(t.M)
+            absM = np.abs(t.M) if t.absM is None else t.absM
             if r == 1 and absM.ndim == 2:
                 c = acc @ absM.T                              # (n, *lead, c) -> (n, *lead, k)
             elif r == 1 and absM.ndim == 1:
@@ -399,6 +400,7 @@ def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
     values: dict = {}
     forms: dict = {}
     sources: dict = {}
+    abs_weights = model.cache.setdefault("linear-Cauchy: |W|", {})
     for v in dag.topological_order():
         if v not in need:
             continue
@@ -410,7 +412,7 @@ def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
         m = mechs[v]
         cm = _cauchy_mech(m)
         if cm is not None:
-            forms[v] = _node_form(v, cm, spec, forms, values, sources, nb, batched)
+            forms[v] = _node_form(v, cm, spec, forms, values, sources, nb, batched, abs_weights)
             if cm is not m:                                              # x -> scale·x + offset
                 forms[v] = forms[v] * m.affine.scale + m.affine.offset
             continue
@@ -434,7 +436,7 @@ def _check_cauchy_targets(targets, cauchy, mechs, ev, dag) -> None:
                                               else f"a {type(mechs[t]).__name__} node")
             raise NoClosedForm(f"target {t!r} is {why}, not a Cauchy node; the Cauchy engine answers Cauchy "
                                f"targets only")
-    if cauchy:
+    if cauchy and ev:
         downstream = dag.descendants(cauchy, include_self=True)
         bad = [k for k in ev if k in downstream]
         if bad:
@@ -470,8 +472,13 @@ def _needed(targets, mechs, ev) -> set:
     return need
 
 
-def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched) -> AffineCauchy:
-    """The affine form of CauchyLinear node `v` from its parents' forms and values."""
+def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched, abs_weights: dict) -> AffineCauchy:
+    """The affine form of CauchyLinear node `v` from its parents' forms and values.
+
+    `abs_weights` (``model.cache``'s, id -> ``(W, |W|)``) keeps ``|W|`` of the
+    model's read-only weight matrices, which a term of a source that reaches
+    `v` through one weight alone uses as its ``|M|``.
+    """
     if m.scale_parent is not None and m.scale_parent in forms:
         raise NoClosedForm(f"the noise scale of {v!r} comes from Cauchy node {m.scale_parent!r}: the "
                            f"result is not Cauchy")
@@ -484,6 +491,11 @@ def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched) ->
             continue
         for g, t in forms[p].terms.items():
             t2 = t.apply(w, forms[p].shape)
+            if t2.M is w and w.ndim and not w.flags.writeable:          # the model's own weight, as is
+                hit = abs_weights.get(id(w))
+                if hit is None or hit[0] is not w:
+                    hit = abs_weights[id(w)] = (w, np.abs(w))
+                t2.absM = hit[1]
             terms[g] = terms[g].plus(t2, sources[g][1]) if g in terms else t2
     if not m.deterministic:
         d = np.asarray(m.noise_scale(v, pa), dtype=np.float64)
