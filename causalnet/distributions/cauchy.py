@@ -62,7 +62,8 @@ class Cauchy:
         try:
             loc = np.asarray(loc, dtype=np.float64)
             scale = np.asarray(scale, dtype=np.float64)
-            loc, scale = np.broadcast_arrays(loc, scale)
+            if loc.shape != scale.shape:
+                loc, scale = np.broadcast_arrays(loc, scale)
         except (TypeError, ValueError) as e:
             raise ModelError(f"Cauchy: loc and scale must be numeric and broadcastable ({e})") from None
         if not np.all(np.isfinite(loc)):

@@ -195,10 +195,11 @@ class AffineCauchy:
             return total
 
         groups: dict = {}
+        pointwise = []                                        # added last, in place, to a product's fresh array
         for g, t in self._terms.items():
             d, sg = self._sources[g]
             if t.r == 0:
-                total = add(total, np.abs(t.M) * np.abs(d))
+                pointwise.append(np.abs(t.M) * np.abs(d))
                 continue
             key = (id(t.M), t.r, sg)
             if key in groups:
@@ -206,7 +207,7 @@ class AffineCauchy:
             else:
                 groups[key] = [t, np.abs(d)]
         for (_, r, sg), (t, acc) in groups.items():
-            acc = np.broadcast_to(acc, (n, *sg))
+            acc = np.ascontiguousarray(np.broadcast_to(acc, (n, *sg)))   # BLAS, not numpy's loop on 0 strides
             absM = np.abs(t.M) if t.absM is None else t.absM
             if r == 1 and absM.ndim == 2:
                 c = acc @ absM.T                              # (n, *lead, c) -> (n, *lead, k)
@@ -215,6 +216,8 @@ class AffineCauchy:
             else:
                 c = np.tensordot(acc, absM, axes=(list(range(acc.ndim - r, acc.ndim)),
                                                   list(range(t.out_ndim, absM.ndim))))  # (n, *lead, *out)
+            total = add(total, c)
+        for c in pointwise:
             total = add(total, c)
         return np.zeros(full) if total is None else total
 
@@ -384,26 +387,21 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
 
 def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
     """:func:`affine_forms` on an intervened model with already decoded evidence (the engine's entry)."""
-    mechs, specs, dag = model.mechanisms, model.specs, model.dag
+    mechs, specs = model.mechanisms, model.specs
+    order, constants = _walk(model, targets, ev)
     per_row = {k: v for k, v in ev.items() if np.ndim(v) == len(specs[k].shape) + 1}
-    for k, m in mechs.items():
-        if isinstance(m, Intervened) and not m.is_shift:
-            v = np.asarray(m.value)
-            if v.ndim == len(specs[k].shape) + 1:
-                per_row[k] = v
-    nb = model.batch_size(per_row, None, "evidence and do values")
+    for k in constants:
+        v = np.asarray(mechs[k].value)
+        if v.ndim == len(specs[k].shape) + 1:
+            per_row[k] = v
+    nb = model.batch_size(per_row, None, "evidence and do values") if per_row else None
     batched = nb is not None
     nb = nb if batched else 1
-    cauchy = {k for k, m in mechs.items() if _cauchy_mech(m) is not None}
-    _check_cauchy_targets(targets, cauchy, mechs, ev, dag)
-    need = _needed(targets, mechs, ev)
     values: dict = {}
     forms: dict = {}
     sources: dict = {}
     abs_weights = model.cache.setdefault("linear-Cauchy: |W|", {})
-    for v in dag.topological_order():
-        if v not in need:
-            continue
+    for v in order:
         spec = specs[v]
         if v in ev:
             x = ev[v]
@@ -427,6 +425,30 @@ def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
         f = forms[t]
         out[t] = AffineCauchy(f.loc, f.terms, {g: sources[g] for g in f.terms}, f.shape, batched)
     return out
+
+
+def _walk(model, targets: list, ev: Mapping) -> tuple[list, list]:
+    """``(needed nodes in topological order, constant-do nodes)`` for `targets` given evidence on ``ev``'s keys.
+
+    It depends on the model, the targets and which nodes are observed only, so
+    it is kept in ``model.cache`` (a model is immutable); a request it refuses
+    raises :class:`NoClosedForm` each time.
+    """
+    key = ("linear-Cauchy: walk", tuple(targets), frozenset(ev))
+    got = model.cache.get(key)
+    if got is None:
+        mechs = model.mechanisms
+        cauchy = {k for k, m in mechs.items() if _cauchy_mech(m) is not None}
+        _check_cauchy_targets(targets, cauchy, mechs, ev, model.dag)
+        need = _needed(targets, mechs, ev)
+        got = ([v for v in model.dag.topological_order() if v in need],
+               [k for k, m in mechs.items() if isinstance(m, Intervened) and not m.is_shift])
+        walks = model.cache.setdefault("linear-Cauchy: walks", [])
+        if len(walks) >= 64:                          # a bounded number of query shapes per model
+            model.cache.pop(walks.pop(0), None)
+        walks.append(key)
+        model.cache[key] = got
+    return got
 
 
 def _check_cauchy_targets(targets, cauchy, mechs, ev, dag) -> None:
