@@ -220,6 +220,12 @@ class Plan:
             fused.spend(time.perf_counter() - t0)       # repeated runs earn the fused kernels' compilation
         else:
             out = program._body(*arrs)
+        if len(out) >= _JOINT_CHECK and arrs and arrs[0].size <= _JOINT_CHECK_SIZE:
+            # many small outputs (a forward run keeping every node): one product over all of them; only a
+            # non-finite sum (a NaN, an infinity, -inf where a node allows it, an overflow) checks them one by one
+            r = np.concatenate([a.reshape(-1) for a in out if a.dtype.kind == "f"])
+            if isfinite(dot(r, r)):
+                return dict(zip(program._names, out))
         for a, ok in zip(out, program.neginf_ok):
             if a.dtype.kind == "f":
                 r = a.reshape(-1)
@@ -249,6 +255,10 @@ def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
 
 
 _dot = np.dot
+#: outputs from which a plan checks its outputs' finiteness in one product, when its first input has at most
+#: _JOINT_CHECK_SIZE numbers (above that each array's own product costs less than copying them all into one)
+_JOINT_CHECK = 8
+_JOINT_CHECK_SIZE = 1 << 14
 
 
 def _fusable(mech) -> bool:
