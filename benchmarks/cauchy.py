@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/cauchy.py            # full sizes
     python benchmarks/cauchy.py --quick    # smaller sizes (smoke run)
+    python benchmarks/cauchy.py --layer    # part 3 only: the ordinary m.query of one layer against numpy
 
 Part 1 — a linear-Cauchy DAG whose nodes share sources (vector nodes, matrix
 weights, a context input feeding the locations): the affine-form engine gives
@@ -182,9 +183,11 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--layer", action="store_true", help="part 3 only: m.query of one Cauchy layer against numpy")
     args = ap.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
-    rows = part1(args.quick, repeats) + [None] + part2(args.quick, repeats) + [None] + part3(args.quick, repeats)
+    rows = [] if args.layer else part1(args.quick, repeats) + [None] + part2(args.quick, repeats) + [None]
+    rows += part3(args.quick, repeats)
     widths = [max(len(r[i]) for r in rows if r) for i in range(5)]
     line = "-" * (sum(widths) + 8)
     print(line)

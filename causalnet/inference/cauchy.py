@@ -232,7 +232,7 @@ class AffineCauchy:
         loc, scale = self.loc, self.scale_array()
         if not self.batched:
             loc, scale = loc[0], scale[0]
-        if np.any(scale <= 0):
+        if scale.size and not scale.min() > 0:
             what = f"node {node!r}" if node is not None else "the form"
             raise NoClosedForm(f"{what} has zero Cauchy scale in some component (no noise reaches it: a point "
                                f"mass), so it has no Cauchy law")

@@ -266,3 +266,14 @@ def test_from_torch_half_precision_needs_a_dtype():
         tf.from_torch(sd, heads=2)
     with pytest.raises(ModelError, match="float64 or float32, got int8"):
         tf.from_torch(sd, heads=2, dtype="int8")
+
+
+def test_causal_decoder_with_masked_scores_takes_the_plan():
+    # the masked scores hold -inf where the node allows it: the joint finiteness test fails, the per-node one passes
+    m = tf.decoder(layers=2, d_model=8, heads=2, d_ff=16, vocab=7, view="expanded", scores=True, seed=0)
+    ids = np.random.default_rng(0).integers(0, 7, size=(2, 5))
+    m.forward({"x": ids})
+    got = m.forward({"x": ids})
+    assert got.method == "tensor plan"
+    assert any(np.isneginf(np.asarray(got[v])).any() for v in got if np.asarray(got[v]).dtype.kind == "f")
+    assert_same_trace(got, reference(m, {"x": ids}), "float64")
