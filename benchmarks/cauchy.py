@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/cauchy.py            # full sizes
     python benchmarks/cauchy.py --quick    # smaller sizes (smoke run)
+    python benchmarks/cauchy.py --layer    # part 3 only: the ordinary m.query of one layer against numpy
 
 Part 1 — a linear-Cauchy DAG whose nodes share sources (vector nodes, matrix
 weights, a context input feeding the locations): the affine-form engine gives
@@ -19,6 +20,16 @@ implementation of the same formulas, and the affine-form engine on the head's
 CausalModel (``cauchy_marginals(..., ["S", "Y"])``) against the same reference.
 No loop over the vocabulary anywhere.
 
+Part 3 — the ordinary call on one Cauchy-linear layer (issue 30): ``U`` a
+256-vector of independent Cauchy sources, ``Y = W U + b + 0.1 eps`` with ``W``
+``(1024, 256)``; ``m.query("Y")`` (validation, the engine registry, the affine
+forms, the result object) against the closed form in numpy,
+``(W @ a + b, |W| @ g + 0.1)``, and against the same with ``|W|`` computed
+once beforehand (the engine keeps ``|W|`` of a model's weights in
+``model.cache``, so that is the like-for-like arithmetic). Interleaved
+rounds; the ratio is the median of per-round ratios (goal: query / numpy
+<= 1.2).
+
 The machine is shared and noisy: every figure is a median of repeats in one
 process, and ratios are taken between medians. Answers are checked before any
 figure is printed (exit status 1 on a disagreement).
@@ -27,6 +38,7 @@ figure is printed (exit status 1 on a disagreement).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -135,13 +147,47 @@ def part2(quick: bool, repeats: int) -> list[tuple]:
     ]
 
 
+def part3(quick: bool, repeats: int) -> list[tuple]:
+    d_in, d_out = 256, 1024
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(d_out, d_in)) / np.sqrt(d_in)
+    a, g, b = rng.normal(size=d_in), rng.uniform(0.5, 2.0, d_in), rng.normal(size=d_out)
+    m = CausalModel({"U": CauchyLinear(loc=a, scale=g), "Y": CauchyLinear(["U"], [W], loc=b, scale=0.1)})
+    absW = np.abs(W)
+    variants = {
+        "numpy closed form": lambda: (W @ a + b, np.abs(W) @ g + 0.1),
+        "numpy, |W| precomputed": lambda: (W @ a + b, absW @ g + 0.1),
+        "m.query('Y')": lambda: m.query("Y"),
+    }
+    ref = variants["numpy closed form"]()
+    got = variants["m.query('Y')"]()
+    dev = max(float(np.max(np.abs(got.loc - ref[0]))), float(np.max(np.abs(got.scale - ref[1]))))
+    require(dev <= 1e-12 * float(np.max(np.abs(ref[0]))), f"m.query differs from the numpy closed form by {dev:.3g}")
+    times = {k: [] for k in variants}
+    for _ in range(20 if quick else 200 * repeats):
+        for k, fn in variants.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    base = times["numpy closed form"]
+    rows = []
+    for k in variants:
+        r = statistics.median(x / y for x, y in zip(times[k], base))
+        rows.append((f"{k} ({d_in} -> {d_out}, method {got.method})" if k.startswith("m.") else k,
+                     f"{1e6 * statistics.median(times[k]):.0f} us", "", f"max |diff| = {dev:.1g}" if k.startswith("m.")
+                     else "", f"{r:.2f}x numpy"))
+    return rows
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--layer", action="store_true", help="part 3 only: m.query of one Cauchy layer against numpy")
     args = ap.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
-    rows = part1(args.quick, repeats) + [None] + part2(args.quick, repeats)
+    rows = [] if args.layer else part1(args.quick, repeats) + [None] + part2(args.quick, repeats) + [None]
+    rows += part3(args.quick, repeats)
     widths = [max(len(r[i]) for r in rows if r) for i in range(5)]
     line = "-" * (sum(widths) + 8)
     print(line)
@@ -151,7 +197,8 @@ def main(argv=None) -> None:
             continue
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
     print(line)
-    print(f"medians of {repeats} repeats in one process")
+    print(f"medians of {repeats} repeats in one process (part 3: {200 * repeats} interleaved rounds); load average "
+          f"{os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -192,7 +192,9 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=True, dtype=tdt).eval()
     sd = {k: v.detach().numpy() for k, v in layer.state_dict().items()}
-    model = tf.from_torch(sd, heads=h, dtype=args.dtype)
+    model = tf.from_torch(layer)                      # the ordinary call: the module's own dtype is kept
+    if model.spec("enc.0.n").dtype != np.dtype(args.dtype):
+        raise SystemExit(f"from_torch rebuilt the {args.dtype} module in {model.spec('enc.0.n').dtype}")
     plan = Plan(model, outputs=["enc.0.n"])
     np_run = numpy_layer(sd, h)
     # the same numpy code with Fortran-ordered matrices: each W.T is C-contiguous, BLAS's NN product
@@ -219,13 +221,19 @@ def main(argv=None) -> None:
         finally:
             torch.backends.mha.set_fastpath_enabled(old)
 
+    def forward(keep=None):
+        """The ordinary call, with the fused kernels on (as the default backend "auto" is once it has compiled
+        them: a long-running workload); its forward engine is the compiled plan (checked below)."""
+        fused.set_backend("numba" if fused.AVAILABLE else "numpy")
+        return model.forward({"e": x}, keep=keep)["enc.0.n"]
+
     variants = {
         "torch (fast path)": torch_fast,
         "torch (math path)": torch_math,
         "numpy (plain)": lambda: np_run(x),
         "numpy (F-order W)": lambda: np_run_f(x),
-        "causalnet forward": lambda: model.forward({"e": x})["enc.0.n"],
-        "causalnet forward keep=": lambda: model.forward({"e": x}, keep=["enc.0.n"])["enc.0.n"],
+        "causalnet forward": forward,
+        "causalnet forward keep=": lambda: forward(["enc.0.n"]),
         "causalnet Plan": lambda: plan_run("numba"),
         "causalnet Plan numpy ops": lambda: plan_run("numpy"),
     }
@@ -237,6 +245,10 @@ def main(argv=None) -> None:
             raise SystemExit(f"{name} differs from PyTorch by {err:g}")
     for fn in variants.values():  # warm up
         fn()
+    for keep in (None, ["enc.0.n"]):
+        method = model.forward({"e": x}, keep=keep).method
+        if method != "tensor plan":
+            raise SystemExit(f"model.forward(keep={keep}) took the {method!r} engine, not the compiled plan")
     times = {k: [] for k in variants}
     names = list(variants)
     shuffle = np.random.default_rng(1)
@@ -260,8 +272,13 @@ def main(argv=None) -> None:
     print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print("all outputs checked against PyTorch first; ratios are medians of per-round ratios")
-    print(f"causalnet Plan: fused numba kernels (compiled once per process and dtype in {compile_s:.2f} s; the default "
-          f"backend 'auto' compiles them after {fused.AUTO_BUDGET_S:g} s of plan runs); 'numpy ops': without them")
+    print(f"causalnet Plan and forward: fused numba kernels (compiled once per process and dtype in {compile_s:.2f} s; "
+          f"the default backend 'auto' compiles them after {fused.AUTO_BUDGET_S:g} s of plan runs); 'numpy ops': "
+          f"without them")
+    print(f"causalnet forward: the ordinary call on tf.from_torch(layer) (dtype kept: {model.spec('enc.0.n').dtype}), "
+          f"its forward engine 'tensor plan'; forward / numpy {ratio('causalnet forward', base_np):.2f} (time), "
+          f"forward / torch {ratio('causalnet forward', base_t):.2f}, / best torch "
+          f"{ratio('causalnet forward', best_torch):.2f}")
     print()
     head = f"{'variant':<26}{'median ms':>10}{'/ torch':>9}{'/ best torch':>13}{'/ numpy':>9}{'peak MB':>9}"
     print(head)

@@ -39,6 +39,7 @@ from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .inference import frames
 from .inference.dispatch import run_counterfactual, run_map
+from .inference.forward import ForwardRequest, run_forward
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -193,7 +194,6 @@ class CausalModel:
             raise exc(f"unknown {what} {node!r}{hint}")
         return node
 
-
     # -- values ---------------------------------------------------------------------------
 
     def coerce(self, node: Hashable, value: Any, exc: type = EvidenceError) -> np.ndarray:
@@ -236,7 +236,6 @@ class CausalModel:
             raise ShapeError(f"value for {node!r} must be {one} or a batch of shape {batch}, got shape {arr.shape}")
         return arr
 
-
     def batch_size(self, arrays: Mapping[Hashable, np.ndarray], n: int | None = None,
                    what: str = "values") -> int | None:
         """The one batch size of node values (None when every value is unbatched).
@@ -261,7 +260,6 @@ class CausalModel:
             raise ShapeError(f"{what} have different batch sizes: "
                              f"{', '.join(f'{k!r}: {v}' for k, v in sizes.items())}" + (f" (n={n})" if n else ""))
         return distinct.pop() if distinct else None
-
 
     # -- sampling and forward ---------------------------------------------------------
 
@@ -309,6 +307,7 @@ class CausalModel:
         Returns
         -------
         Trace
+            ``.method`` names the forward engine that ran (:mod:`causalnet.inference.forward`).
 
         Raises
         ------
@@ -318,6 +317,10 @@ class CausalModel:
         ShapeError
             Batch sizes that disagree.
         """
+        return run_forward(ForwardRequest(self, values, noise, n, seed, keep, self._forward_nodes))
+
+    def _forward_nodes(self, values, noise, n, seed, keep) -> Trace:
+        """:meth:`forward` node by node, every input validated: the reference run."""
         given, nz, nb = self._forward_inputs(values, noise, n)
         keep_set = None if keep is None else {self.check_node(k, "node in keep") for k in keep}
         rng = as_generator(seed)

@@ -246,8 +246,12 @@ class Trace(Samples):
     ----------
     noise : dict
         node -> the exogenous noise used (stochastic nodes only).
+    method : str or None
+        The forward engine that computed the values (``"node by node"``,
+        ``"tensor plan"``, ``"recurrent loop"``: :mod:`causalnet.inference.forward`).
     """
 
-    def __init__(self, values, specs=None, noise=None) -> None:
+    def __init__(self, values, specs=None, noise=None, method=None) -> None:
         super().__init__(values, specs)
         self.noise = dict(noise or {})
+        self.method = method

@@ -64,12 +64,14 @@ class Cauchy:
         try:
             loc = np.asarray(loc, dtype=np.float64)
             scale = np.asarray(scale, dtype=np.float64)
-            loc, scale = np.broadcast_arrays(loc, scale)
+            if loc.shape != scale.shape:
+                loc, scale = np.broadcast_arrays(loc, scale)
         except (TypeError, ValueError) as e:
             raise ModelError(f"Cauchy: loc and scale must be numeric and broadcastable ({e})") from None
-        if not np.all(np.isfinite(loc)):
+        # two reductions each and no temporary array: min is NaN when any entry is
+        if loc.size and not (np.isfinite(loc.min()) and np.isfinite(loc.max())):
             raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: loc must be finite, got NaN or inf")
-        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        if scale.size and not (scale.min() > 0 and scale.max() < np.inf):
             bad = scale[~(np.isfinite(scale) & (scale > 0))].ravel()[0]
             raise ModelError(f"Cauchy{'' if node is None else f' of {node!r}'}: scale must be finite and > 0, "
                              f"got {float(bad)!r}")

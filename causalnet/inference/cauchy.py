@@ -86,12 +86,13 @@ class _Term:
     source's shape; ``out_ndim = M.ndim - r``.
     """
 
-    __slots__ = ("M", "r", "out_ndim")
+    __slots__ = ("M", "r", "out_ndim", "absM")
 
-    def __init__(self, M: np.ndarray, r: int, out_ndim: int) -> None:
+    def __init__(self, M: np.ndarray, r: int, out_ndim: int, absM: np.ndarray | None = None) -> None:
         self.M = M
         self.r = r
         self.out_ndim = out_ndim
+        self.absM = absM                 # |M| when known beforehand (a model's weight: cached on the model)
 
     def scaled(self, c: float) -> _Term:
         return self if c == 1 else _Term(c * self.M, self.r, self.out_ndim)
@@ -194,10 +195,11 @@ class AffineCauchy:
             return total
 
         groups: dict = {}
+        pointwise = []                                        # added last, in place, to a product's fresh array
         for g, t in self._terms.items():
             d, sg = self._sources[g]
             if t.r == 0:
-                total = add(total, np.abs(t.M) * np.abs(d))
+                pointwise.append(np.abs(t.M) * np.abs(d))
                 continue
             key = (id(t.M), t.r, sg)
             if key in groups:
@@ -205,8 +207,8 @@ class AffineCauchy:
             else:
                 groups[key] = [t, np.abs(d)]
         for (_, r, sg), (t, acc) in groups.items():
-            acc = np.broadcast_to(acc, (n, *sg))
-            absM = np.abs(t.M)
+            acc = np.ascontiguousarray(np.broadcast_to(acc, (n, *sg)))   # BLAS, not numpy's loop on 0 strides
+            absM = np.abs(t.M) if t.absM is None else t.absM
             if r == 1 and absM.ndim == 2:
                 c = acc @ absM.T                              # (n, *lead, c) -> (n, *lead, k)
             elif r == 1 and absM.ndim == 1:
@@ -214,6 +216,8 @@ class AffineCauchy:
             else:
                 c = np.tensordot(acc, absM, axes=(list(range(acc.ndim - r, acc.ndim)),
                                                   list(range(t.out_ndim, absM.ndim))))  # (n, *lead, *out)
+            total = add(total, c)
+        for c in pointwise:
             total = add(total, c)
         return np.zeros(full) if total is None else total
 
@@ -228,7 +232,7 @@ class AffineCauchy:
         loc, scale = self.loc, self.scale_array()
         if not self.batched:
             loc, scale = loc[0], scale[0]
-        if np.any(scale <= 0):
+        if scale.size and not scale.min() > 0:
             what = f"node {node!r}" if node is not None else "the form"
             raise NoClosedForm(f"{what} has zero Cauchy scale in some component (no noise reaches it: a point "
                                f"mass), so it has no Cauchy law")
@@ -383,25 +387,21 @@ def affine_forms(model, targets, *, evidence: Mapping | None = None, do: Mapping
 
 def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
     """:func:`affine_forms` on an intervened model with already decoded evidence (the engine's entry)."""
-    mechs, specs, dag = model.mechanisms, model.specs, model.dag
+    mechs, specs = model.mechanisms, model.specs
+    order, constants = _walk(model, targets, ev)
     per_row = {k: v for k, v in ev.items() if np.ndim(v) == len(specs[k].shape) + 1}
-    for k, m in mechs.items():
-        if isinstance(m, Intervened) and not m.is_shift:
-            v = np.asarray(m.value)
-            if v.ndim == len(specs[k].shape) + 1:
-                per_row[k] = v
-    nb = model.batch_size(per_row, None, "evidence and do values")
+    for k in constants:
+        v = np.asarray(mechs[k].value)
+        if v.ndim == len(specs[k].shape) + 1:
+            per_row[k] = v
+    nb = model.batch_size(per_row, None, "evidence and do values") if per_row else None
     batched = nb is not None
     nb = nb if batched else 1
-    cauchy = {k for k, m in mechs.items() if _cauchy_mech(m) is not None}
-    _check_cauchy_targets(targets, cauchy, mechs, ev, dag)
-    need = _needed(targets, mechs, ev)
     values: dict = {}
     forms: dict = {}
     sources: dict = {}
-    for v in dag.topological_order():
-        if v not in need:
-            continue
+    abs_weights = model.cache.setdefault("linear-Cauchy: |W|", {})
+    for v in order:
         spec = specs[v]
         if v in ev:
             x = ev[v]
@@ -410,7 +410,7 @@ def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
         m = mechs[v]
         cm = _cauchy_mech(m)
         if cm is not None:
-            forms[v] = _node_form(v, cm, spec, forms, values, sources, nb, batched)
+            forms[v] = _node_form(v, cm, spec, forms, values, sources, nb, batched, abs_weights)
             if cm is not m:                                              # x -> scale·x + offset
                 forms[v] = forms[v] * m.affine.scale + m.affine.offset
             continue
@@ -427,6 +427,30 @@ def decoded_affine_forms(model, targets: list, ev: Mapping) -> dict:
     return out
 
 
+def _walk(model, targets: list, ev: Mapping) -> tuple[list, list]:
+    """``(needed nodes in topological order, constant-do nodes)`` for `targets` given evidence on ``ev``'s keys.
+
+    It depends on the model, the targets and which nodes are observed only, so
+    it is kept in ``model.cache`` (a model is immutable); a request it refuses
+    raises :class:`NoClosedForm` each time.
+    """
+    key = ("linear-Cauchy: walk", tuple(targets), frozenset(ev))
+    got = model.cache.get(key)
+    if got is None:
+        mechs = model.mechanisms
+        cauchy = {k for k, m in mechs.items() if _cauchy_mech(m) is not None}
+        _check_cauchy_targets(targets, cauchy, mechs, ev, model.dag)
+        need = _needed(targets, mechs, ev)
+        got = ([v for v in model.dag.topological_order() if v in need],
+               [k for k, m in mechs.items() if isinstance(m, Intervened) and not m.is_shift])
+        walks = model.cache.setdefault("linear-Cauchy: walks", [])
+        if len(walks) >= 64:                          # a bounded number of query shapes per model
+            model.cache.pop(walks.pop(0), None)
+        walks.append(key)
+        model.cache[key] = got
+    return got
+
+
 def _check_cauchy_targets(targets, cauchy, mechs, ev, dag) -> None:
     for t in targets:
         if t not in cauchy:
@@ -434,7 +458,7 @@ def _check_cauchy_targets(targets, cauchy, mechs, ev, dag) -> None:
                                               else f"a {type(mechs[t]).__name__} node")
             raise NoClosedForm(f"target {t!r} is {why}, not a Cauchy node; the Cauchy engine answers Cauchy "
                                f"targets only")
-    if cauchy:
+    if cauchy and ev:
         downstream = dag.descendants(cauchy, include_self=True)
         bad = [k for k in ev if k in downstream]
         if bad:
@@ -470,8 +494,13 @@ def _needed(targets, mechs, ev) -> set:
     return need
 
 
-def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched) -> AffineCauchy:
-    """The affine form of CauchyLinear node `v` from its parents' forms and values."""
+def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched, abs_weights: dict) -> AffineCauchy:
+    """The affine form of CauchyLinear node `v` from its parents' forms and values.
+
+    `abs_weights` (``model.cache``'s, id -> ``(W, |W|)``) keeps ``|W|`` of the
+    model's read-only weight matrices, which a term of a source that reaches
+    `v` through one weight alone uses as its ``|M|``.
+    """
     if m.scale_parent is not None and m.scale_parent in forms:
         raise NoClosedForm(f"the noise scale of {v!r} comes from Cauchy node {m.scale_parent!r}: the "
                            f"result is not Cauchy")
@@ -484,6 +513,11 @@ def _node_form(v, m: CauchyLinear, spec, forms, values, sources, nb, batched) ->
             continue
         for g, t in forms[p].terms.items():
             t2 = t.apply(w, forms[p].shape)
+            if t2.M is w and w.ndim and not w.flags.writeable:          # the model's own weight, as is
+                hit = abs_weights.get(id(w))
+                if hit is None or hit[0] is not w:
+                    hit = abs_weights[id(w)] = (w, np.abs(w))
+                t2.absM = hit[1]
             terms[g] = terms[g].plus(t2, sources[g][1]) if g in terms else t2
     if not m.deterministic:
         d = np.asarray(m.noise_scale(v, pa), dtype=np.float64)

@@ -33,11 +33,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, ShapeError
+from ..mechanisms.base import TENSOR
 from ..mechanisms.intervened import Intervened
 from ..mechanisms.tensor import AttentionWeights, Input, LayerNorm, Linear, TensorOp, check_output, fused
 from ..values import Trace
+from .engine import Engine
+from .forward import ForwardRequest, given_nodes
 
-__all__ = ["Plan", "Program", "Incremental"]
+__all__ = ["Plan", "Program", "Incremental", "PlanForward"]
 
 
 class Plan:
@@ -164,6 +167,23 @@ class Plan:
             self._checked.add(signature)                  # every shape checked once: later runs take the program
         return out
 
+    def run_compiled(self, values: Mapping) -> dict | None:
+        """The outputs by the compiled program, or None when `values` need the checked path.
+
+        None unless `values` are exactly the inputs, as arrays of their nodes'
+        dtypes and shapes already run once by :meth:`run` (or :meth:`admit`),
+        finite, and every output came out finite; the caller then takes a
+        checked path, which names the node at fault.
+        """
+        return self._run_program(values)
+
+    def admit(self, values: Mapping) -> None:
+        """Let :meth:`run_compiled` take `values`' shapes: a run node by node just validated them."""
+        arrays = [values.get(v) for v in self.inputs]
+        if all(type(a) is np.ndarray and a.dtype == dt and a.ndim == nd
+               for a, (_, dt, nd, _) in zip(arrays, self._fast_inputs)) and len(self._checked) < 64:
+            self._checked.add(tuple(a.shape for a in arrays))
+
     def _run_program(self, values: Mapping) -> dict | None:
         """The compiled program on inputs that need no conversion and whose shapes were checked; else None."""
         if len(values) != len(self.inputs):
@@ -200,6 +220,12 @@ class Plan:
             fused.spend(time.perf_counter() - t0)       # repeated runs earn the fused kernels' compilation
         else:
             out = program._body(*arrs)
+        if len(out) >= _JOINT_CHECK and arrs and arrs[0].size <= _JOINT_CHECK_SIZE:
+            # many small outputs (a forward run keeping every node): one product over all of them; only a
+            # non-finite sum (a NaN, an infinity, -inf where a node allows it, an overflow) checks them one by one
+            r = np.concatenate([a.reshape(-1) for a in out if a.dtype.kind == "f"])
+            if isfinite(dot(r, r)):
+                return dict(zip(program._names, out))
         for a, ok in zip(out, program.neginf_ok):
             if a.dtype.kind == "f":
                 r = a.reshape(-1)
@@ -229,6 +255,10 @@ def _finite(a: np.ndarray, neginf_ok: bool) -> bool:
 
 
 _dot = np.dot
+#: outputs from which a plan checks its outputs' finiteness in one product, when its first input has at most
+#: _JOINT_CHECK_SIZE numbers (above that each array's own product costs less than copying them all into one)
+_JOINT_CHECK = 8
+_JOINT_CHECK_SIZE = 1 << 14
 
 
 def _fusable(mech) -> bool:
@@ -532,3 +562,72 @@ class Incremental:
     def __repr__(self) -> str:
         return (f"<Incremental {len(self._steps)} growing nodes, {len(self._cached)} cached; "
                 f"{self.start} positions so far>")
+
+
+class PlanForward(Engine):
+    """The ``tensor plan`` forward engine (:mod:`causalnet.inference.forward`): compiled plans for tensor models.
+
+    It takes a plain ``model.forward(values, keep=...)`` call on a model whose
+    every node is a deterministic tensor node and whose every root is an
+    :class:`~causalnet.mechanisms.tensor.Input` (a constant ``do`` goes node
+    by node: a compiled program has no batch size for it). One :class:`Plan` per (given
+    nodes, kept nodes) is kept in ``model.cache`` (the outputs: `keep`, or
+    every node). A call whose input shapes the plan has not run yet is
+    answered by the reference run, which validates it and names any node at
+    fault; the plan then admits those shapes, and later calls run its
+    compiled program (and, once they have paid for their compilation, the
+    fused kernels).
+    """
+
+    name = "tensor plan"
+    #: plans kept per model (a model given ever new sets of nodes keeps the most recent ones)
+    max_plans = 16
+
+    def accepts(self, request: ForwardRequest) -> bool:
+        model = request.model
+        cache = model.cache
+        ok = cache.get("forward: tensor plan")
+        if ok is None:
+            specs, mechs = model.specs, model.mechanisms
+            ok = cache["forward: tensor plan"] = bool(mechs) and all(          # a root that is not an
+                specs[v].kind == TENSOR and mechs[v].deterministic and             # input (a constant do)
+                (mechs[v].parents or isinstance(mechs[v], Input)) for v in mechs)  # has no batch size to run
+        return ok and request.plain and bool(request.values)
+
+    def answer(self, request: ForwardRequest):
+        plan = self._plan(request)
+        if plan is None:
+            return _reference(request)
+        out = plan.run_compiled(request.values)
+        if out is None:                       # a new shape, another dtype, or a value not finite
+            trace = _reference(request)
+            plan.admit(request.values)
+            return trace
+        return Trace(out, plan._out_specs, method=self.name)
+
+    def _plan(self, request: ForwardRequest) -> Plan | None:
+        """The cached plan of this call's given and kept nodes; None when no plan fits (the reference says why)."""
+        given = given_nodes(request)
+        keep = request.keep
+        if given is None or (keep is not None and not all(k in request.model.mechanisms for k in keep)):
+            return None
+        plans = request.model.cache.setdefault("forward: plans", {})
+        key = (given, keep)
+        if key not in plans:
+            if keep is not None:                  # in the reference run's order
+                kept = set(keep)
+                keep = tuple(v for v in request.model.dag.topological_order() if v in kept)
+            try:
+                plan = Plan(request.model, outputs=keep, inputs=given)
+            except ModelError:
+                plan = None
+            if len(plans) >= self.max_plans:
+                plans.pop(next(iter(plans)))
+            plans[key] = plan
+        return plans[key]
+
+
+def _reference(request: ForwardRequest):
+    trace = request.run_reference()
+    trace.method = "node by node"
+    return trace

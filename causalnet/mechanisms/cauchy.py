@@ -72,6 +72,11 @@ def _as_weight(w, who: str) -> np.ndarray:
     return a
 
 
+def _fits(small: tuple, big: tuple) -> bool:
+    """Whether an array of shape `small` broadcasts to `big` without changing it (``x += y`` in place)."""
+    return len(small) <= len(big) and all(s in (1, b) for s, b in zip(small[::-1], big[::-1]))
+
+
 def apply_weight(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Apply a CauchyLinear weight to a parent value on its last axis.
 
@@ -239,7 +244,7 @@ class CauchyLinear(Mechanism):
         for p, w in self.linear_terms:
             c = apply_weight(w, np.asarray(parents[p], dtype=np.float64))
             out = c if out is None else out + c                 # c is a fresh array: add in place below
-        if out is None or np.broadcast_shapes(out.shape, self.loc.shape) != out.shape:
+        if out is None or not _fits(self.loc.shape, out.shape):
             out = self.loc if out is None else out + self.loc
         elif self.loc.any():
             out += self.loc

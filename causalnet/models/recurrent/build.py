@@ -7,6 +7,7 @@ nodes of one time step from the step's input and the previous state.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,8 @@ import numpy as np
 
 from ...arguments import check_int
 from ...errors import ModelError, ShapeError
+from ...inference.engine import LazyEngine
+from ...inference.forward import FORWARD_ENGINES
 from ...mechanisms.tensor import (
     Add,
     Affine,
@@ -31,7 +34,7 @@ from ..transformer.weights import StateDict, check_random_size, read_state_dict
 from .lengths import LENGTHS, AtLength, Masked
 
 __all__ = ["rnn", "lstm", "gru", "build", "random_weights", "layer_weights", "unroll_direction", "RNNCell",
-           "LSTMCell", "GRUCell", "CELLS", "make_cell"]
+           "LSTMCell", "GRUCell", "CELLS", "make_cell", "SHAPE"]
 
 
 class RNNCell:
@@ -101,6 +104,14 @@ class GRUCell:
 
 CELLS = {"rnn": RNNCell, "lstm": LSTMCell, "gru": GRUCell}
 
+#: ``model.cache`` key under which :func:`build` records ``(kind, layers, directions, T)`` of a model built
+#: without lengths: the mark the ``recurrent loop`` forward engine (:mod:`.fast`) looks for
+SHAPE = "recurrent: shape"
+
+# The loop's module (and its kernels) loads when a forward run first reaches the engine.
+FORWARD_ENGINES.register(LazyEngine("recurrent loop", lambda: importlib.import_module(".fast", __package__)
+                                    .RecurrentForward()), before="tensor plan")
+
 
 def _sum_bias(b_ih, b_hh, rows=slice(None)):
     parts = [b[rows] for b in (b_ih, b_hh) if b is not None]
@@ -154,7 +165,10 @@ def build(kind: str, weights: Mapping | None = None, *, input_size: int | None =
                     add(f"{p}.{s}_n", AtLength([LENGTHS, *(f"{p}.{s}[{t}]" for t in range(T))], dtype=dt))
         xs = outs[0] if dirs == 1 else [add(f"l{k}.y[{t}]", Concat([a, b], dtype=dt))
                                        for t, (a, b) in enumerate(zip(*outs))]
-    return CausalModel(mechs)
+    model = CausalModel(mechs)
+    if not lengths:                         # the recurrent loop's forward engine takes this model
+        model.cache[SHAPE] = (kind, layers, dirs, T)
+    return model
 
 
 def make_cell(kind: str, nonlinearity: str = "tanh"):

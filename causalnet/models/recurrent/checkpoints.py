@@ -9,6 +9,7 @@ import numpy as np
 
 from ...errors import ModelError
 from ...model import CausalModel
+from ..transformer.weights import read_state_dict, weights_dtype
 from .build import CELLS, build
 
 __all__ = ["from_torch"]
@@ -18,7 +19,7 @@ _GATES = {1: "rnn", 3: "gru", 4: "lstm"}
 
 
 def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, nonlinearity: str | None = None,
-               lengths: bool = False, dtype: Any = np.float64) -> CausalModel:
+               lengths: bool = False, dtype: Any = None) -> CausalModel:
     """An unrolled copy of a PyTorch recurrent module over `T` steps.
 
     Parameters
@@ -35,6 +36,14 @@ def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, no
     lengths : bool
         Add the input node ``lengths`` ``(n,)`` for variable-length batches
         (PyTorch's ``pack_padded_sequence``); see :func:`~causalnet.models.recurrent.lstm`.
+    dtype : {"float32", "float64"}, optional
+        The model's dtype. By default the module's own: float32 weights (a
+        ``float32`` module, PyTorch's default) give a float32 model, float64
+        weights a float64 one; other floating weights (float16) need `dtype`.
+
+    Returns
+    -------
+    CausalModel
 
     Raises
     ------
@@ -51,9 +60,9 @@ def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, no
         kind = kind or _MODULES[name]
         if name == "RNN":
             nonlinearity = nonlinearity or mod.nonlinearity
-        sd = {k: v.detach().cpu().numpy() for k, v in mod.state_dict().items()}
+        sd = read_state_dict(mod.state_dict())
     elif isinstance(module_or_state_dict, Mapping):
-        sd = dict(module_or_state_dict)
+        sd = read_state_dict(module_or_state_dict)
         if kind is None:
             w = sd.get("weight_hh_l0")
             if w is None:
@@ -69,4 +78,4 @@ def from_torch(module_or_state_dict: Any, T: int, *, kind: str | None = None, no
     layers = len({k.split("_l")[1].split("_")[0] for k in sd if k.startswith("weight_hh_l")})
     bidir = any(k.endswith("_reverse") for k in sd)
     return build(kind, sd, T=T, layers=max(layers, 1), bidirectional=bidir, nonlinearity=nonlinearity or "tanh",
-                 lengths=lengths, dtype=dtype)
+                 lengths=lengths, dtype=weights_dtype(sd, dtype, "recurrent.from_torch"))

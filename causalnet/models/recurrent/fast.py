@@ -23,14 +23,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...errors import EvidenceError, ModelError
+from ...inference.engine import Engine
+from ...inference.forward import ForwardRequest
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
+from ...values import Trace
+from .build import SHAPE
 from .kernels import ACTIVATIONS, gru_step_numpy, kernel, lstm_step_numpy
 from .layouts import layout_for
 from .lengths import LENGTHS, Masked, check_lengths
 
-__all__ = ["run", "RecurrentOutput"]
+__all__ = ["run", "RecurrentOutput", "RecurrentForward"]
 
 
 class RecurrentOutput(NamedTuple):
@@ -230,12 +234,29 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
         valid = np.arange(T)[:, None] < L[None, :]                                   # (T, n)
     if intervened:
         return _generic(model, X, lengths, kind, layers, dirs, T)
-    lay = layout_for(dt)
     keep = np.ones((T, X.shape[0]), dtype=dt) if valid is None else valid.astype(dt)   # (T, n) 1.0 / 0.0
+    ys, h_n, c_n = _layers(model, Xc, keep, every_layer=False)
+    out = RecurrentOutput(layout_for(dt).outputs(ys[-1]), h_n, c_n)
+    if not all(np.isfinite(a).all() for a in out if a is not None):
+        return _generic(model, Xc, lengths, kind, layers, dirs, T)   # raises NumericalError naming the node
+    return out
+
+
+def _layers(model: CausalModel, Xc: np.ndarray, keep: np.ndarray, every_layer: bool) -> tuple:
+    """The block loop over every layer: ``(states, h_n, c_n)``.
+
+    `Xc` ``(n, T, d)`` in the model's dtype, `keep` ``(T, n)``. ``states`` holds
+    each layer's output states in the layout's order (``(D H, T, n)`` or
+    ``(T, n, D H)``; :meth:`layout.outputs` turns one into ``(n, T, D H)``):
+    every layer's with `every_layer`, else only the last one.
+    """
+    kind, layers, dirs, T, _, weights = _prepared(model)
+    dt = Xc.dtype
+    lay = layout_for(dt)
     X = lay.inputs(Xc)
     H = model.spec("l0.h[0]").shape[0]
-    h_n, c_n = [], []
-    with np.errstate(all="ignore"):                       # an overflow is found below and named by forward
+    h_n, c_n, states = [], [], []
+    with np.errstate(all="ignore"):                       # an overflow is found by the caller and named by forward
         for k in range(layers):
             ys = lay.states(dirs, H, T, keep.shape[1], dt)
             for r in range(dirs):
@@ -243,10 +264,9 @@ def run(model: CausalModel, x: Any, lengths: Any = None) -> RecurrentOutput:
                 h_n.append(h)
                 c_n.append(c)
             X = lay.joined(ys)
-    out = RecurrentOutput(lay.outputs(X), np.stack(h_n), np.stack(c_n) if kind == "lstm" else None)
-    if not all(np.isfinite(a).all() for a in out if a is not None):
-        return _generic(model, Xc, lengths, kind, layers, dirs, T)   # raises NumericalError naming the node
-    return out
+            if every_layer or k == layers - 1:
+                states.append(X)
+    return states, np.stack(h_n), np.stack(c_n) if kind == "lstm" else None
 
 
 def _generic(model: CausalModel, X: np.ndarray, lengths, kind: str, layers: int, dirs: int, T: int):
@@ -265,3 +285,118 @@ def _generic(model: CausalModel, X: np.ndarray, lengths, kind: str, layers: int,
             if dirs == 2:
                 finals[s].append(tr[f"l{k}.rev.{s}[0]"])
     return RecurrentOutput(out, np.stack(finals["h"]), np.stack(finals["c"]) if kind == "lstm" else None)
+
+
+class RecurrentForward(Engine):
+    """The ``recurrent loop`` forward engine (:mod:`causalnet.inference.forward`).
+
+    It takes a plain ``model.forward(values)`` of a model built by
+    :func:`~causalnet.models.recurrent.build` (``rnn``, ``lstm``, ``gru``,
+    ``from_torch``; without ``lengths``, without interventions: the builder
+    marks such a model in ``model.cache``) given exactly the inputs ``x[t]``,
+    each ``(n, d)`` of one batch size. The block loop of :func:`run` computes
+    every layer's states; the trace holds them (and the inputs) and computes
+    any other node (gates, cell states, the zero initial states) from its
+    parents the first time it is read, so that a run that keeps only states
+    costs the loop alone. Anything else, or a state that is not finite, goes
+    to the reference run (which names the node).
+    """
+
+    name = "recurrent loop"
+
+    def accepts(self, request: ForwardRequest) -> bool:
+        model = request.model
+        shape = model.cache.get(SHAPE)
+        if shape is None or not request.plain:
+            return False
+        inputs = model.cache.get("forward: recurrent inputs")
+        if inputs is None:
+            inputs = model.cache["forward: recurrent inputs"] = tuple(f"x[{t}]" for t in range(shape[3]))
+        values = request.values
+        if len(values) != len(inputs) or any(type(values.get(v)) is not np.ndarray for v in inputs):
+            return False
+        d = model.spec(inputs[0]).shape[0]
+        n = values[inputs[0]].shape[0]
+        if any(a.ndim != 2 or a.shape != (n, d) or a.dtype.kind not in "iuf" for a in map(values.get, inputs)):
+            return False
+        return request.keep is None or all(k in model.mechanisms for k in request.keep)
+
+    def answer(self, request: ForwardRequest):
+        model = request.model
+        dt = model.spec("l0.h[0]").dtype
+        T = model.cache[SHAPE][3]
+        with np.errstate(over="ignore"):
+            X = np.stack([request.values[f"x[{t}]"] for t in range(T)], axis=1).astype(dt, copy=False)  # (n, T, d)
+        if X.size and not (np.isfinite(X.min()) and np.isfinite(X.max())):
+            return _reference(request)                                   # names the input
+        states, _, _ = _layers(model, X, np.ones((T, X.shape[0]), dtype=dt), every_layer=True)
+        vals = {f"x[{t}]": X[:, t] for t in range(T)}
+        lay = layout_for(dt)
+        for k, Y in enumerate(states):
+            out = lay.outputs(Y)                                               # (n, T, D H)
+            if not np.isfinite(out).all():
+                return _reference(request)                               # raises NumericalError naming the node
+            _add_states(vals, out, k, model.cache[SHAPE][2])
+        trace = _FilledTrace(vals, model, X.shape[0], self.name)
+        if request.keep is None:
+            return trace
+        kept = set(request.keep)                                         # in the reference run's order
+        return Trace({k: trace[k] for k in model.dag.topological_order() if k in kept}, model.specs,
+                     method=self.name)
+
+
+def _add_states(vals: dict, out: np.ndarray, k: int, dirs: int) -> None:
+    """Layer `k`'s states ``l{k}.h[t]`` (``l{k}.rev.h[t]``, ``l{k}.y[t]``) as views of `out` ``(n, T, D H)``."""
+    H = out.shape[2] // dirs
+    for t in range(out.shape[1]):
+        vals[f"l{k}.h[{t}]"] = out[:, t, :H]
+        if dirs == 2:
+            vals[f"l{k}.rev.h[{t}]"] = out[:, t, H:]
+            vals[f"l{k}.y[{t}]"] = out[:, t]
+
+
+def _reference(request: ForwardRequest):
+    trace = request.run_reference()
+    trace.method = "node by node"
+    return trace
+
+
+class _FilledTrace(Trace):
+    """A trace of every node of `model` holding some of their values; the others computed on first read."""
+
+    def __init__(self, values: dict, model: CausalModel, n: int, method: str) -> None:
+        super().__init__(values, model.specs, method=method)
+        self._model = model
+        self._rows = n
+
+    def __getitem__(self, node):
+        if node not in self._values and node in self._model.mechanisms:
+            self._fill(node)
+        return super().__getitem__(node)
+
+    def _fill(self, node) -> None:
+        """`node` and its missing ancestors, in order, by their mechanisms (all deterministic)."""
+        mechs, specs, vals = self._model.mechanisms, self._model.specs, self._values
+        stack = [node]
+        while stack:
+            v = stack[-1]
+            if v in vals:
+                stack.pop()
+                continue
+            missing = [p for p in mechs[v].parents if p not in vals]
+            if missing:
+                stack.extend(missing)
+                continue
+            with np.errstate(all="ignore"):
+                x = mechs[v].evaluate(v, {p: vals[p] for p in mechs[v].parents}, None, specs[v], n=self._rows)
+            vals[v] = specs[v].check_value(v, x, n=self._rows)
+            stack.pop()
+
+    def __iter__(self):
+        return iter(self._model.dag.topological_order())
+
+    def __len__(self) -> int:
+        return len(self._model.mechanisms)
+
+    def __contains__(self, node) -> bool:
+        return node in self._model.mechanisms

@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import ModelError
 from ...model import CausalModel
 from .build import attention, decoder, decoder_layer, encoder, encoder_layer, transformer
-from .weights import read_state_dict
+from .weights import read_state_dict, weights_dtype
 
 __all__ = ["from_torch", "KINDS", "MODULES"]
 
@@ -24,7 +24,7 @@ MODULES = {"MultiheadAttention": "attention", "TransformerEncoderLayer": "encode
 
 
 def from_torch(state_dict: Mapping | Any, *, heads: int | None = None, kind: str | None = None,
-               batch_first: bool | None = None, **options) -> CausalModel:
+               batch_first: bool | None = None, dtype: Any = None, **options) -> CausalModel:
     """Rebuild a PyTorch transformer module from the module itself or its state dict.
 
     Parameters
@@ -47,6 +47,10 @@ def from_torch(state_dict: Mapping | Any, *, heads: int | None = None, kind: str
         The module's layout. causalnet models are always batch-first, so both
         give the same model; with ``batch_first=False`` transpose the inputs
         to ``(n, T, d)`` before ``forward``.
+    dtype : {"float32", "float64"}, optional
+        The model's dtype. By default the module's own: float32 weights (a
+        ``float32`` module, PyTorch's default) give a float32 model, float64
+        weights a float64 one; other floating weights (float16) need `dtype`.
     kind : {"attention", "encoder_layer", "decoder_layer", "encoder", "decoder", "transformer"}, optional
         Detected from the keys when omitted: ``nn.MultiheadAttention``,
         ``nn.TransformerEncoderLayer``, ``nn.TransformerDecoderLayer``,
@@ -56,7 +60,7 @@ def from_torch(state_dict: Mapping | Any, *, heads: int | None = None, kind: str
     **options
         Passed to the builder: what the state dict does not hold, such as
         ``norm_first``, ``activation``, ``eps``, ``padding``, ``causal``,
-        ``view``, ``dtype``.
+        ``view``.
 
     Returns
     -------
@@ -75,6 +79,8 @@ def from_torch(state_dict: Mapping | Any, *, heads: int | None = None, kind: str
     ...       "out_proj.weight": rng.normal(size=(4, 4)), "out_proj.bias": np.zeros(4)}
     >>> from_torch(sd, heads=2).spec("attn.P").shape
     (2, None, None)
+    >>> from_torch({k: v.astype("float32") for k, v in sd.items()}, heads=2).spec("attn.O").dtype
+    dtype('float32')
     """
     if batch_first is not None and not isinstance(batch_first, bool):
         raise ModelError(f"from_torch: batch_first must be a bool, got {batch_first!r}")
@@ -83,6 +89,7 @@ def from_torch(state_dict: Mapping | Any, *, heads: int | None = None, kind: str
     if heads is None:
         raise ModelError("from_torch: heads= is needed with a state dict (a state dict does not store it)")
     sd = read_state_dict(state_dict)
+    dtype = weights_dtype(sd, dtype, "from_torch")
     keys = set(sd)
     if kind is None:
         if any(k.startswith("encoder.layers.") for k in keys) and any(k.startswith("decoder.layers.") for k in keys):
@@ -113,7 +120,7 @@ def from_torch(state_dict: Mapping | Any, *, heads: int | None = None, kind: str
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ModelError(f"from_torch: {kind} does not take the options {unknown}; it takes {known}")
-    return builder(sd, heads=heads, **options)
+    return builder(sd, heads=heads, dtype=dtype, **options)
 
 
 def _from_module(module, kind, heads, options) -> tuple:

@@ -21,9 +21,10 @@ import numpy as np
 from ... import limits
 from ...errors import ModelError, ShapeError
 from ...mechanisms.tensor import fmt_shape
+from ...mechanisms.tensor.shapes import float_dtype
 
 __all__ = ["StateDict", "read_state_dict", "weight_to_numpy", "random_attention", "random_norm", "random_layer",
-           "random_stack", "prefixed", "check_random_size", "need_size"]
+           "random_stack", "prefixed", "check_random_size", "need_size", "weights_dtype"]
 
 
 def weight_to_numpy(key: str, v: Any) -> np.ndarray:
@@ -40,6 +41,41 @@ def weight_to_numpy(key: str, v: Any) -> np.ndarray:
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ModelError(f"weights: {key!r} contains NaN or inf")
     return arr
+
+
+def weights_dtype(sd: Mapping[str, np.ndarray], dtype: Any, what: str) -> np.dtype:
+    """The model's dtype: `dtype` when given, else the floating weights' own (what ``from_torch`` keeps).
+
+    Parameters
+    ----------
+    sd : mapping name -> ndarray
+        The state dict, already read by :func:`read_state_dict`.
+    dtype : float32, float64 or None
+    what : str
+        The caller, for messages.
+
+    Returns
+    -------
+    numpy.dtype
+        `dtype`; else float32 when every floating weight is float32, float64
+        when they are float64 (or mixed float32 and float64, or there is none).
+
+    Raises
+    ------
+    ModelError
+        Weights of another floating type (float16) without `dtype`, or a
+        `dtype` that is not float32 or float64.
+    """
+    if dtype is not None:
+        return float_dtype(dtype, what)
+    kinds = {a.dtype for a in sd.values() if a.dtype.kind == "f"}
+    if kinds == {np.dtype(np.float32)}:
+        return np.dtype(np.float32)
+    other = sorted(str(k) for k in kinds - {np.dtype(np.float32), np.dtype(np.float64)})
+    if other:
+        raise ModelError(f"{what}: the weights are {', '.join(other)}, which causalnet does not compute in; pass "
+                         f"dtype='float32' or 'float64'")
+    return np.dtype(np.float64)
 
 
 class StateDict:

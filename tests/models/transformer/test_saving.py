@@ -37,7 +37,10 @@ def _same(m1, m2, inputs, outputs):
     t1, t2 = m1.forward(inputs), m2.forward(inputs)
     for node in outputs:
         assert t1[node].dtype == t2[node].dtype
-        assert np.array_equal(t1[node], t2[node]), node
+        if t1.method == t2.method:          # the same forward engine: the same bits
+            assert np.array_equal(t1[node], t2[node]), node
+        else:                               # a built recurrent model takes the loop, the loaded one the plan
+            np.testing.assert_allclose(t1[node], t2[node], rtol=1e-13, atol=1e-15, err_msg=str(node))
     for node in m1.nodes:
         assert type(m2.mechanisms[node]) is type(m1.mechanisms[node])
         assert m2.spec(node) == m1.spec(node)
