@@ -65,7 +65,7 @@ from .compact_max import noisy_max_max_messages
 from .compact_messages import logistic_child_pmf, logistic_messages, noisy_max_child_pmf, noisy_max_messages
 from .engine import Engine
 from .factor_graph import FactorGraph
-from .residual import ResidualPlan, residual_row
+from .residual import residual_rows
 
 __all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "decimated_map", "loopy_marginals",
            "bethe_log_partition"]
@@ -293,11 +293,8 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     impossible = np.zeros(n, dtype=bool)
     it = 0
     if schedule == "residual":
-        plan = ResidualPlan(fg)
-        for r in range(n):
-            converged[r], its, impossible[r] = residual_row(fg, plan, log_unary[r], msg[r], mode=mode,
-                                                            max_iter=max_iter, tol=tol, damping=damping)
-            it = max(it, its)
+        converged, it, impossible = residual_rows(fg, log_unary, msg, mode=mode, max_iter=max_iter, tol=tol,
+                                                  damping=damping)
     while schedule != "residual" and it < max_iter:
         it += 1
         new, impossible = _sweep(fg, log_unary, msg, mode)
