@@ -263,11 +263,11 @@ def _heap_pop(hk, hf, hv, size):  # pragma: no cover - compiled (inlined)
     hv[0], hv[last] = hv[last], hv[0]
     i = 0
     while True:
-        l, r, b = 2 * i + 1, 2 * i + 2, i
-        if l < last and hk[l] > hk[b]:
-            b = l
-        if r < last and hk[r] > hk[b]:
-            b = r
+        c1, c2, b = 2 * i + 1, 2 * i + 2, i
+        if c1 < last and hk[c1] > hk[b]:
+            b = c1
+        if c2 < last and hk[c2] > hk[b]:
+            b = c2
         if b == i:
             break
         hk[b], hk[i] = hk[i], hk[b]

@@ -8,8 +8,7 @@ from numpy.testing import assert_allclose
 from test_loopy import brute_posterior, random_tree
 
 import causalnet as cn
-from causalnet import EvidenceError, ModelError
-from causalnet import runtime
+from causalnet import EvidenceError, ModelError, runtime
 from causalnet.inference import approximate, residual
 from causalnet.inference.approximate import model_factor_graph
 from causalnet.inference.loopy import propagate
