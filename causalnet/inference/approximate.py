@@ -74,7 +74,7 @@ def model_families(model) -> tuple[dict, dict, dict] | None:
     return out
 
 
-def model_factor_graph(model, *, expand: bool = False, logistic_tables: bool = False) -> FactorGraph | None:
+def model_factor_graph(model, *, expand: bool = False) -> FactorGraph | None:
     """The factor graph of an all-discrete model, cached on the model; None when a node is not tabulable.
 
     One factor per node: its table (:func:`causalnet.inference.discrete.node_table`,
@@ -83,17 +83,15 @@ def model_factor_graph(model, *, expand: bool = False, logistic_tables: bool = F
     :class:`~causalnet.mechanisms.compact.NoisyMax` node stays a closed-form
     factor (exact messages in O(k) per factor), and so does a
     :class:`~causalnet.mechanisms.compact.Logistic` node whose table would
-    exceed :data:`LOGISTIC_TABLE_ENTRIES` (approximate messages) — unless
-    `logistic_tables`, which max-product needs (noisy-OR and noisy-MAX have
-    closed-form max-product messages, :mod:`causalnet.inference.compact_max`,
-    logistic nodes do not). The graph's ``row_evidence`` holds the per-row ``do`` states.
+    exceed :data:`LOGISTIC_TABLE_ENTRIES` (approximate messages). The graph's
+    ``row_evidence`` holds the per-row ``do`` states.
 
     Raises
     ------
     ResourceError
         If a table to expand exceeds ``cn.limits``.
     """
-    key = "factor_graph_expanded" if expand else "factor_graph_max" if logistic_tables else "factor_graph"
+    key = "factor_graph_expanded" if expand else "factor_graph"
     cached = model.cache.get(key, False)
     if cached is not False:
         return cached
@@ -110,13 +108,13 @@ def model_factor_graph(model, *, expand: bool = False, logistic_tables: bool = F
             fams = (tables, {}, row_ev)
     if fams is not None:
         tables, compact, row_ev = fams
-        fg = _closed_form_graph(model, dict(tables), compact, logistic_tables)
+        fg = _closed_form_graph(model, dict(tables), compact)
         fg.row_evidence = row_ev
     model.cache[key] = fg
     return fg
 
 
-def _closed_form_graph(model, cpts: dict, compact: dict, logistic_tables: bool = False) -> FactorGraph:
+def _closed_form_graph(model, cpts: dict, compact: dict) -> FactorGraph:
     cards = {v: model.specs[v].card for v in model.nodes}
     noisy_or, noisy_max, logistic = {}, {}, {}
     for v, mech in compact.items():
@@ -125,8 +123,7 @@ def _closed_form_graph(model, cpts: dict, compact: dict, logistic_tables: bool =
             noisy_or[v] = (ps, mech.probs, mech.leak, mech.on_index)
         elif isinstance(mech, NoisyMax):
             noisy_max[v] = (ps, mech.tables, mech.leak)
-        elif (isinstance(mech, Logistic) and not logistic_tables
-              and float(np.prod([cards[p] for p in ps])) * cards[v] > LOGISTIC_TABLE_ENTRIES):
+        elif isinstance(mech, Logistic) and float(np.prod([cards[p] for p in ps])) * cards[v] > LOGISTIC_TABLE_ENTRIES:
             logistic[v] = (ps, mech.weights, mech.bias)
         else:
             cpts[v] = node_table(model, v, cards, {})

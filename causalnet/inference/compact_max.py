@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import limits
 
-__all__ = ["noisy_max_max_messages", "noisy_max_level_values", "CandidatePairs"]
+__all__ = ["noisy_max_max_messages", "noisy_max_level_values", "logistic_max_messages", "CandidatePairs"]
 
 
 class CandidatePairs:
@@ -194,9 +194,14 @@ def noisy_max_max_messages(view, fg, v2f: np.ndarray, new: np.ndarray) -> np.nda
         to_child[:, :, y] = np.where(live, c, -np.inf)
         lp = log_muy[:, view.slot_factor, y][..., None] + p                     # (n, S, K)
         to_parent = np.maximum(to_parent, np.where(live[view.slot_factor][:, None], lp, -np.inf))
+    return _write_normalised(fg, ((view.child_edge, to_child, view.child_card),
+                                  (view.slot_edge, to_parent, fg.edge_card[view.slot_edge])), new, n, K)
+
+
+def _write_normalised(fg, parts, new: np.ndarray, n: int, K: int) -> np.ndarray:
+    """Normalise log messages ``(edges, x (n, X, K), cards)`` into `new`; return the rows with no finite message."""
     impossible = np.zeros(n, dtype=bool)
-    for edges, x, cards in ((view.child_edge, to_child, view.child_card),
-                            (view.slot_edge, to_parent, fg.edge_card[view.slot_edge])):
+    for edges, x, cards in parts:
         valid = np.arange(K) < cards[:, None]                                   # (X, K)
         x = np.where(valid, x, -np.inf)
         top = x.max(axis=-1, keepdims=True)
@@ -206,3 +211,93 @@ def noisy_max_max_messages(view, fg, v2f: np.ndarray, new: np.ndarray) -> np.nda
         m = np.where(ok, m / m.sum(axis=-1, keepdims=True), np.where(valid, 1.0 / cards[:, None], 0.0))
         new[:, edges, :] = np.where(valid, m, 1.0)
     return impossible
+
+
+def _logistic_level(lg, mu: np.ndarray, c: int, pairs: CandidatePairs) -> tuple[np.ndarray, np.ndarray]:
+    """Log max-product values of logistic factors for child state `c`: ``(n, N)`` and ``(n, S, K)``.
+
+    ``max_x Σ_i log μ_i(x_i) + log softmax_c(b + Σ_i w_i x_i)``: each slot is reduced to its
+    base state (largest ``μ_i``) and the state that most raises the margin
+    ``z_c − max_{q≠c} z_q`` (ties to the larger ``μ_i``); candidates as for noisy-MAX.
+    """
+    n, S, K = mu.shape
+    starts, f = lg.factor_start[:-1], lg.slot_factor
+    states = np.arange(K, dtype=np.float64)
+    other = np.delete(lg.slot_w, c, axis=1).max(axis=1) if K > 1 else np.zeros(S)   # (S,)
+    margin = (lg.slot_w[:, c] - other)[None, :, None] * states                  # (1, S, K)
+    ok = mu > 0
+    s0 = mu.argmax(axis=-1)                                                     # (n, S)
+    top = np.where(ok, margin, -np.inf).max(axis=-1, keepdims=True)
+    s1 = np.where(ok & (margin >= top), mu, -1.0).argmax(axis=-1)               # (n, S)
+    take = lambda a, s: np.take_along_axis(a, s[..., None], axis=-1)[..., 0]    # noqa: E731
+    fa0, za0 = _split_log(take(mu, s0))
+    fa1, za1 = _split_log(take(mu, s1))
+    w = lg.slot_w[None]                                                         # (1, S, K) per child state
+    z0, z1 = s0[..., None] * w, s1[..., None] * w                               # (n, S, K) logit shares
+    base = [np.add.reduceat(v, starts, axis=1) for v in (fa0, za0, z0)]         # (n, N), (n, N), (n, N, K)
+    base[2] = base[2] + lg.bias[None]
+    delta = [fa1 - fa0, za1 - za0, z1 - z0]
+    cost = np.where(za0 > 0, 0.0, fa0 - fa1)
+    gain = np.take_along_axis(margin[0][None].repeat(n, 0), s1[..., None], -1)[..., 0] - \
+        np.take_along_axis(margin[0][None].repeat(n, 0), s0[..., None], -1)[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        key = np.where(gain > 0, gain / np.maximum(cost, 1e-300), -np.inf)
+    order = np.lexsort((-key, np.broadcast_to(f, (n, S))), axis=-1)
+    cum = []
+    for d in delta:
+        srt = np.take_along_axis(d, order if d.ndim == 2 else order[..., None], axis=1)
+        c_ = np.cumsum(srt, axis=1)
+        pad = np.concatenate([np.zeros_like(c_[:, :1]), c_], axis=1)
+        cum.append(c_ - pad[:, starts][:, f])
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(S), (n, S)), axis=1)
+
+    def value(fa, za, z):
+        bias_ok = np.isfinite(z[..., c])
+        zz = np.where(np.isfinite(z), z, -np.inf)
+        lse = np.log(np.exp(zz - zz.max(axis=-1, keepdims=True)).sum(axis=-1)) + zz.max(axis=-1)
+        return np.where((za > 0) | ~bias_ok, -np.inf, fa + zz[..., c] - lse)
+
+    at = [b[:, f] for b in base]
+    prefix = value(*[a + x for a, x in zip(at, cum)])
+    single = value(*[a + d for a, d in zip(at, delta)])
+    to_child = np.maximum(value(*base), np.maximum(_segment_max(prefix, starts), _segment_max(single, starts)))
+    rest = [a - b for a, b in zip(at, (fa0, za0, z0))]                          # (n, S[, K]) base without j
+    own = states[:, None] * lg.slot_w[:, None, :]                               # (S, K parent, K child)
+    out = value(rest[0][..., None], rest[1][..., None], rest[2][:, :, None, :] + own[None])   # (n, S, K)
+    j, i = pairs.slot, pairs.other
+    in_prefix = rank[:, j] <= i
+    rest = [r[:, j] for r in rest]
+    pre = [r + x[:, i] - np.where(in_prefix if d.ndim == 2 else in_prefix[..., None], d[:, j], 0)
+           for r, x, d in zip(rest, cum, delta)]
+    sing = [r + np.where((i == j) if d.ndim == 2 else (i == j)[:, None], 0, d[:, i]) for r, d in zip(rest, delta)]
+    for cand in (pre, sing):
+        v = value(cand[0][..., None], cand[1][..., None], cand[2][:, :, None, :] + own[j][None])   # (n, P, K)
+        out = np.maximum(out, np.maximum.reduceat(v, pairs.start, axis=1))
+    return to_child, out
+
+
+def logistic_max_messages(fg, v2f: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Write the logistic factors' max-product messages into `new` (n, E, K); return the impossible rows (n,).
+
+    Lower bounds of the exact messages by the candidates of :func:`_logistic_level`
+    (exact for a two-state child with at most two binary parents; three for the parents' messages).
+    """
+    lg = fg.logistic
+    pairs = getattr(lg, "candidate_pairs", None)
+    if pairs is None:
+        pairs = lg.candidate_pairs = CandidatePairs(lg.factor_start)
+    n, K = v2f.shape[0], v2f.shape[2]
+    mu = v2f[:, lg.slot_edge, :]
+    with np.errstate(divide="ignore"):
+        log_muy = np.log(v2f[:, lg.child_edge, :])                              # (n, N, K)
+    N, S = lg.child_edge.size, lg.slot_edge.size
+    to_child, to_parent = np.full((n, N, K), -np.inf), np.full((n, S, K), -np.inf)
+    for c in range(int(lg.child_card.max())):
+        ch, p = _logistic_level(lg, mu, c, pairs)
+        live = c < lg.child_card
+        to_child[:, :, c] = np.where(live, ch, -np.inf)
+        to_parent = np.maximum(to_parent, np.where(live[lg.slot_factor][:, None],
+                                                   log_muy[:, lg.slot_factor, c][..., None] + p, -np.inf))
+    return _write_normalised(fg, ((lg.child_edge, to_child, lg.child_card), (lg.slot_edge, to_parent, lg.slot_card)),
+                             new, n, K)

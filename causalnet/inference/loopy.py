@@ -61,7 +61,7 @@ from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError, ShapeError
 from .approximate import hard_evidence, is_discrete_request, local_evidence, model_factor_graph, rows_text
-from .compact_max import noisy_max_max_messages
+from .compact_max import logistic_max_messages, noisy_max_max_messages
 from .compact_messages import logistic_child_pmf, logistic_messages, noisy_max_child_pmf, noisy_max_messages
 from .engine import Engine
 from .factor_graph import FactorGraph
@@ -183,6 +183,8 @@ def _sweep(fg: FactorGraph, log_unary, msg, mode):
     if mode == "max":
         for view in fg.max_views:
             impossible |= noisy_max_max_messages(view, fg, v2f, new)
+        if fg.logistic is not None:
+            impossible |= logistic_max_messages(fg, v2f, new)
         return new, impossible
     if fg.noisy is not None:
         impossible |= _noisy_or_messages(fg, v2f, new)
@@ -273,9 +275,6 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     _check_options(max_iter, tol, damping, schedule)
     if mode not in ("sum", "max"):
         raise ModelError(f"mode must be 'sum' or 'max', got {mode!r}")
-    if mode == "max" and fg.logistic is not None:
-        raise ModelError("max-product needs the logistic factors as tables (noisy-OR and noisy-MAX factors stay "
-                         "in closed form); build the factor graph with logistic_tables=True")
     V, K, E = fg.cards.size, fg.K, fg.n_edges
     unary = np.asarray(unary, dtype=np.float64)
     if unary.ndim != 3 or unary.shape[1:] != (V, K):
@@ -413,8 +412,9 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     max-product messages are computed from the structural form
     (:mod:`causalnet.inference.compact_max`: exact for at most two binary
     parents and at a child's lowest level, a lower bound of the exact message
-    otherwise) and their terms of the log joint from the mechanism. Logistic
-    nodes enter as their tables.
+    otherwise) and their terms of the log joint from the mechanism; so are
+    logistic nodes kept in closed form (candidate assignments as well,
+    :func:`causalnet.inference.compact_max.logistic_max_messages`).
 
     With targets (marginal MAP) see :func:`decimated_map`. Soft evidence
     adds ``Σ log(L(y) / max L)`` to the log joint, as the exact engine does.
@@ -430,7 +430,7 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     if request.nodes:
         fg = model_factor_graph(m)
         return decimated_map(request, fg, local_evidence(request, fg))
-    fg = model_factor_graph(m, logistic_tables=True)
+    fg = model_factor_graph(m)
     unary = local_evidence(request, fg)
     out = propagate(fg, unary, mode="max", **_options(request))
     if out.impossible.any():
@@ -441,8 +441,9 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     with np.errstate(divide="ignore"):
         for vs, table in fg.factors:
             logp += np.log(table[tuple(x[:, j] for j in vs)])
-        for view in fg.max_views:                                           # closed-form nodes, scored exactly
-            for i in fg.edge_var[view.child_edge]:
+        closed = [view.child_edge for view in fg.max_views] + ([fg.logistic.child_edge] if fg.logistic else [])
+        for child_edge in closed:                                           # closed-form nodes, scored exactly
+            for i in fg.edge_var[child_edge]:
                 v, mech = fg.names[i], m.mechanisms[fg.names[i]]
                 logp += mech.log_prob(v, x[:, i], {p: x[:, index[p]] for p in mech.parents}, m.specs[v])
         for k, lik in request.soft.items():

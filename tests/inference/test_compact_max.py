@@ -71,7 +71,7 @@ def no_expansion(monkeypatch):
 def test_max_product_on_closed_forms_equals_the_expanded_tables_with_two_binary_parents(rng):
     for _ in range(10):
         m = small_tree(rng)
-        closed, expanded = model_factor_graph(m, logistic_tables=True), model_factor_graph(m, expand=True)
+        closed, expanded = model_factor_graph(m), model_factor_graph(m, expand=True)
         assert len(closed.max_views) == 2 and not expanded.structural
         u = np.ones((3, closed.cards.size, closed.K))
         u[1, closed.names.index("Z")] = [0, 0, 1]
@@ -219,3 +219,58 @@ def test_large_qmr_style_mpe_runs_where_expansion_is_impossible(no_expansion):
     base |= {k: np.array([v]) for k, v in ev.items()}
     assert lp >= float(m.log_prob(base)[0]) - 1e-9
 
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(2, 3), st.integers(2, 3), st.integers(0, 2**31 - 1))
+def test_logistic_max_values_are_lower_bounds_and_exact_with_two_binary_parents(k, pc, kc, seed):
+    from causalnet.inference.compact_max import _logistic_level
+
+    rng = np.random.default_rng(seed)
+    W, b = rng.normal(size=(kc, k)) * 2, rng.normal(size=kc)
+    fg = FactorGraph([kc] + [pc] * k, [], logistic=[(0, tuple(range(1, k + 1)), W, b)])
+    mu = rng.random((2, k, fg.K)) * (rng.random((2, k, fg.K)) > 0.2)
+    mu[:, :, pc:] = 0.0
+    grid = np.array(list(itertools.product(range(pc), repeat=k)))
+    z = b[None] + grid @ W.T
+    P = np.exp(z - z.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)                                             # (R, kc) softmax by brute force
+    w = np.prod([mu[:, i, grid[:, i]] for i in range(k)], axis=0)                # (n, R)
+    exact_child, exact_parent = kc == 2 and pc == 2 and k <= 2, kc == 2 and pc == 2 and k <= 3
+    for c in range(kc):
+        child, parent = _logistic_level(fg.logistic, mu, c, CandidatePairs(fg.logistic.factor_start))
+        want = (P[None, :, c] * w).max(axis=1)
+        assert np.all(np.exp(child[:, 0]) <= want * (1 + 1e-10) + 1e-300)
+        if exact_child:
+            assert_allclose(np.exp(child[:, 0]), want, rtol=1e-10, atol=1e-300)
+        for j in range(k):
+            others = np.prod([mu[:, i, grid[:, i]] for i in range(k) if i != j], axis=0) if k > 1 else np.ones_like(w)
+            for s in range(pc):
+                ex = (P[None, :, c] * others)[:, grid[:, j] == s].max(axis=1)
+                assert np.all(np.exp(parent[:, j, s]) <= ex * (1 + 1e-10) + 1e-300)
+                if exact_parent:
+                    assert_allclose(np.exp(parent[:, j, s]), ex, rtol=1e-10, atol=1e-300)
+
+
+def test_loopy_mpe_with_closed_form_logistic_nodes_is_brute_force(rng, monkeypatch):
+    from causalnet.inference import approximate
+
+    m = cn.CausalModel({
+        "A": cn.Categorical([0.6, 0.4]), "B": cn.Categorical([0.3, 0.7]), "C": cn.Categorical([0.8, 0.2]),
+        "Y": cn.Logistic(["A", "B"], [1.5, -2.0], bias=0.3),
+        "Z": cn.Logistic(["Y", "C"], [-1.0, 2.5], bias=-0.2),
+        "W": cn.NoisyOR(["Z"], [0.7], leak=0.1)})
+    cases = [{}, {"W": 1}, {"Z": 0, "A": 1}, {"Y": 1, "W": 0}]
+    wants = [brute_mpe(m, ev) for ev in cases]
+
+    def refuse(self, node, parent_specs):
+        raise AssertionError(f"{node!r} was expanded into a table")
+
+    monkeypatch.setattr(approximate, "LOGISTIC_TABLE_ENTRIES", 1)
+    monkeypatch.setattr(Compact, "table_for", refuse)
+    m2 = cn.CausalModel(dict(m.mechanisms))
+    assert model_factor_graph(m2).logistic is not None
+    for ev, (want, lp_want) in zip(cases, wants):
+        got, lp = m2.map(evidence=ev, method="loopy", tol=1e-12)
+        assert {k: int(v) for k, v in got.items()} == want
+        assert_allclose(lp, lp_want, atol=1e-10)
