@@ -118,16 +118,15 @@ def loopy_vs_pyagrum(name, model, evidence, tol):
           f"{gap(ie, ref):.1e}); fixed points agree to {diff:.1e}; construction alone: causalnet "
           f"{build_cn * 1e3:.0f} ms, pyAgrum BayesNet {build_agrum * 1e3:.0f} ms")
     t_par, par = median_time(lambda: run_cn("parallel-residual"), repeats=3)
-    if fg.cards.size > 2000:                     # the priority queue runs one factor at a time in Python
-        print(f"  schedules: residual (priority queue) not timed on {fg.cards.size} variables; parallel-residual "
-              f"{t_par * 1e3:.1f} ms ({par.iterations} sweeps, error {gap_ref(par, ref):.1e})")
-        print(f"  ratio pyAgrum / causalnet: {t_agrum / t_cn:.2f}")
-        return
-    t_res, res = median_time(lambda: run_cn("residual"), repeats=1)
+    t0 = time.perf_counter()
+    run_cn("residual")                           # loads (or compiles) the priority-queue kernel: not timed below
+    t_load = time.perf_counter() - t0
+    t_res, res = median_time(lambda: run_cn("residual"), repeats=3)
     if gap_ref(res, ref) > 1e-6:
         sys.exit(f"{name}: the residual schedule's fixed point is {gap_ref(res, ref):.1e} from flooding's")
-    print(f"  schedules: residual (priority queue) {t_res * 1e3:.1f} ms ({res.iterations} sweep equivalents, "
-          f"converged {bool(res.converged.all())}, error {gap_ref(res, ref):.1e}); parallel-residual "
+    print(f"  schedules: residual (priority queue, compiled) {t_res * 1e3:.1f} ms ({res.iterations} sweep "
+          f"equivalents, converged {bool(res.converged.all())}, error {gap_ref(res, ref):.1e}; first call with "
+          f"kernel load {t_load * 1e3:.0f} ms) = {t_res / t_cn:.2f}x flooding's time; parallel-residual "
           f"{t_par * 1e3:.1f} ms ({par.iterations} sweeps, error {gap_ref(par, ref):.1e})")
     print(f"  ratio pyAgrum / causalnet: {t_agrum / t_cn:.2f}")
 
@@ -242,9 +241,24 @@ def qmr_loopy(diseases, findings, positives):
     t0 = time.perf_counter()
     r = m.query("d0", evidence=ev, method="loopy", damping=0.3, tol=1e-6, max_iter=200)
     t = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rr = m.query("d0", evidence=ev, method="loopy", damping=0.3, tol=1e-6, max_iter=200, schedule="residual")
+    t_res = time.perf_counter() - t0
+    if np.abs(rr.probs - r.probs).max() > 1e-4:
+        sys.exit(f"QMR: the residual schedule's answer is {np.abs(rr.probs - r.probs).max():.1e} from flooding's")
+    t0 = time.perf_counter()
+    assign, lp = m.map(evidence=ev, method="loopy", damping=0.3, tol=1e-6, max_iter=200)
+    t_map = time.perf_counter() - t0
+    full = {k: np.array([v]) for k, v in {**assign, **ev}.items()}
+    if abs(lp - float(m.log_prob(full)[0])) > 1e-6:
+        sys.exit("QMR: the MAP's log probability is not the model's log probability of the assignment")
     print(f"QMR-style {diseases} x {findings}, {len(ev)} positive findings: loopy (closed-form noisy-OR) "
           f"{t:.2f} s ({r.iterations} sweeps, converged={r.converged}); model built in {build:.1f} s; "
           f"closed form == expanded on {100} x {400}")
+    print(f"  residual schedule (compiled, closed-form factors) {t_res:.2f} s ({rr.iterations} sweep equivalents, "
+          f"converged={rr.converged}); MPE by max-product (closed-form noisy-OR messages, never expanded) "
+          f"{t_map:.2f} s: {sum(1 for k, v in assign.items() if k.startswith('d') and v == 1)} diseases present, "
+          f"log P = {lp:.2f}")
     if t > 10:
         print("  over the 10 s target")
 

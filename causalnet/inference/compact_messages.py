@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["noisy_max_messages", "logistic_messages", "leave_one_out_products"]
+__all__ = ["noisy_max_messages", "logistic_messages", "leave_one_out_products", "noisy_max_child_pmf",
+           "logistic_child_pmf"]
 
 
 def leave_one_out_products(t: np.ndarray, starts: np.ndarray, slot_factor: np.ndarray) -> tuple:
@@ -140,3 +141,47 @@ def logistic_messages(fg, v2f: np.ndarray, new: np.ndarray) -> np.ndarray:
     to_parent, bad = _normalised(to_parent, parent_valid)
     new[:, lg.slot_edge, :] = to_parent
     return impossible | bad
+
+
+def noisy_max_child_pmf(view, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Σ_x P(y | x) Π_i μ_i(x_i)`` of noisy-MAX factors, per child level, as ``pmf · exp(log_scale)``.
+
+    `view` is a :class:`~causalnet.inference.factor_graph.NoisyMaxFactors`
+    (noisy-OR factors as their two-level view); `mu` (n, S, K) the parents'
+    messages, not necessarily normalised (zero beyond each card). Levels beyond
+    a child's card get 0. It is the factor's partition function against a
+    child message (the Bethe free energy of :func:`causalnet.inference.loopy.bethe_log_partition`).
+
+    Returns
+    -------
+    pmf : ndarray of shape (n, N, K)
+        The child's distribution under the parents' normalised messages.
+    log_scale : ndarray of shape (n, N)
+        ``Σ_i log Σ_s μ_i(s)``.
+    """
+    tot = mu.sum(axis=-1)                                                       # (n, S)
+    t = np.einsum("nsk,sky->nsy", mu, view.slot_cdf) / np.where(tot > 0, tot, 1.0)[..., None]   # (n, S, K)
+    total, _ = leave_one_out_products(t, view.factor_start[:-1], view.slot_factor)
+    with np.errstate(divide="ignore"):
+        log_scale = np.add.reduceat(np.log(tot), view.factor_start[:-1], axis=1)   # (n, N)
+    return np.diff(view.leak_cdf[None] * total, axis=-1, prepend=0.0), log_scale
+
+
+def logistic_child_pmf(fg, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The logistic factors' ``Σ_x P(c | x) Π_i μ_i(x_i)`` as ``(pmf (n, N, K), log_scale (n, N))``.
+
+    The probit approximation of their messages (:func:`logistic_messages`); `mu` (n, S, K).
+    """
+    lg = fg.logistic
+    K = mu.shape[2]
+    tot = mu.sum(axis=-1, keepdims=True)                                        # (n, S, 1)
+    p = mu / np.where(tot > 0, tot, 1.0)
+    states = np.arange(K, dtype=np.float64)
+    ex = p @ states                                                             # (n, S)
+    var = np.maximum(p @ states ** 2 - ex ** 2, 0.0)
+    starts = lg.factor_start[:-1]
+    mean = lg.bias[None] + np.add.reduceat(ex[..., None] * lg.slot_w[None], starts, axis=1)   # (n, N, K)
+    vsum = np.add.reduceat(var[..., None] * lg.slot_w[None] ** 2, starts, axis=1)
+    with np.errstate(divide="ignore"):
+        log_scale = np.add.reduceat(np.log(tot[..., 0]), starts, axis=1)        # (n, N)
+    return _probit_softmax(mean, vsum), log_scale

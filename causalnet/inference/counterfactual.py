@@ -486,10 +486,17 @@ class AdditiveNoiseEngine(Engine):
 
 
 class SampledCounterfactualEngine(Engine):
-    """Likelihood weighting over the noise posterior, replayed in the counterfactual world."""
+    """Likelihood weighting over the noise posterior, replayed in the counterfactual world.
+
+    Soft evidence on a factual node weighs each draw by the likelihood of the
+    node's factual value (Pearl's virtual evidence), which is how models with
+    compact mechanisms (whose own noise the twin network does not represent)
+    get soft-evidence counterfactuals.
+    """
 
     name = "sampled counterfactual"
     exact = False
+    soft_evidence = True
 
     def accepts(self, request) -> bool:
         return request.is_counterfactual
@@ -518,6 +525,7 @@ class SampledCounterfactualEngine(Engine):
                                     f"sampling")
             want = np.repeat(a, m) if np.ndim(a) else np.full(N, int(a))
             log_w = log_w + np.where(cf[v] == want, 0.0, -np.inf)
+        log_w = log_w + _soft_log_weights(request.soft, fvals, rows, m)
         if np.any(np.all(np.isneginf(log_w.reshape(rows, m)), axis=1)):
             raise EvidenceError("no sample is consistent with the evidence in both worlds (impossible, or too rare)")
         w = normalise(log_w, rows, m)
@@ -525,6 +533,18 @@ class SampledCounterfactualEngine(Engine):
         method = f"likelihood weighting over the noise posterior ({m} samples{' per row' if n_rows else ''})"
         states = [model.specs[v].states if model.specs[v].kind == DISCRETE else None for v in request.nodes]
         return summarise(request.labels, states, columns, w, n_rows, method, scm=SCM_DISCRETE + "; " + SCM_ADDITIVE)
+
+
+def _soft_log_weights(soft: dict, values: dict, rows: int, m: int) -> np.ndarray | float:
+    """``Σ_k log L_k(value_k)`` per draw (rows * m,), likelihoods scaled to a maximum of 1; 0.0 without soft evidence."""
+    total = 0.0
+    for k, lik in soft.items():
+        lik = np.asarray(lik, dtype=np.float64)
+        lik = lik / lik.max(axis=-1, keepdims=True)                              # (K,) or (rows, K)
+        per_draw = np.repeat(np.broadcast_to(lik, (rows, lik.shape[-1])), m, axis=0)   # (rows * m, K)
+        with np.errstate(divide="ignore"):
+            total = total + np.log(per_draw[np.arange(rows * m), np.asarray(values[k], dtype=np.int64)])
+    return total
 
 
 # -- probabilities of causation --------------------------------------------------------------

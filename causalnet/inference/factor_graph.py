@@ -98,6 +98,19 @@ class NoisyMaxFactors:
                 r += 1
         self.slot_factor = np.repeat(np.arange(N), np.diff(self.factor_start))
 
+    @classmethod
+    def from_noisy_or(cls, no: NoisyOrFactors, K: int) -> NoisyMaxFactors:
+        """Noisy-OR factors as two-level noisy-MAX ones: leak ``(1 − leak, leak)``, parent i's on-state ``(q_i, p_i)``."""
+        out = cls.__new__(cls)
+        N, S = no.leak.size, no.slot_edge.size
+        out.child_edge, out.child_card = no.child_edge, np.full(N, 2, dtype=np.int64)
+        out.leak_cdf = np.ones((N, K))
+        out.leak_cdf[:, 0] = 1.0 - no.leak
+        out.factor_start, out.slot_edge, out.slot_factor = no.factor_start, no.slot_edge, no.slot_factor
+        out.slot_cdf = np.ones((S, K, K))
+        out.slot_cdf[np.arange(S), no.slot_on, 0] = no.slot_q
+        return out
+
 
 class LogisticFactors:
     """Logistic (softmax) factors kept in closed form, as flat slot arrays padded to ``K``.
@@ -362,6 +375,14 @@ class FactorGraph:
 
     def __repr__(self) -> str:
         return f"<FactorGraph {self.cards.size} variables, {len(self.factors)} factors, {self.n_edges} edges>"
+
+    @property
+    def max_views(self) -> list:
+        """The noisy-MAX factors and the noisy-OR ones as two-level noisy-MAX factors (for max-product), cached."""
+        if getattr(self, "_max_views", None) is None:
+            views = [] if self.noisy is None else [NoisyMaxFactors.from_noisy_or(self.noisy, self.K)]
+            self._max_views = views + ([] if self.noisy_max is None else [self.noisy_max])
+        return self._max_views
 
     @property
     def is_tree(self) -> bool:

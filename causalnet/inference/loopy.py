@@ -61,10 +61,11 @@ from .. import limits
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError, ShapeError
 from .approximate import hard_evidence, is_discrete_request, local_evidence, model_factor_graph, rows_text
-from .compact_messages import logistic_messages, noisy_max_messages
+from .compact_max import logistic_max_messages, noisy_max_max_messages
+from .compact_messages import logistic_child_pmf, logistic_messages, noisy_max_child_pmf, noisy_max_messages
 from .engine import Engine
 from .factor_graph import FactorGraph
-from .residual import ResidualPlan, residual_row
+from .residual import residual_rows
 
 __all__ = ["propagate", "Propagation", "SCHEDULES", "LoopyEngine", "loopy_map", "decimated_map", "loopy_marginals",
            "bethe_log_partition"]
@@ -179,6 +180,12 @@ def _sweep(fg: FactorGraph, log_unary, msg, mode):
                 out = np.where(bad, 1.0, out)
                 s = np.where(bad, float(g.cards[j]), s)
             new[:, g.edges[:, j], :g.cards[j]] = out / s
+    if mode == "max":
+        for view in fg.max_views:
+            impossible |= noisy_max_max_messages(view, fg, v2f, new)
+        if fg.logistic is not None:
+            impossible |= logistic_max_messages(fg, v2f, new)
+        return new, impossible
     if fg.noisy is not None:
         impossible |= _noisy_or_messages(fg, v2f, new)
     if fg.noisy_max is not None:
@@ -268,9 +275,6 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     _check_options(max_iter, tol, damping, schedule)
     if mode not in ("sum", "max"):
         raise ModelError(f"mode must be 'sum' or 'max', got {mode!r}")
-    if mode == "max" and fg.structural:
-        raise ModelError("max-product needs the noisy-OR, noisy-MAX and logistic factors as tables; build the "
-                         "factor graph with them expanded")
     V, K, E = fg.cards.size, fg.K, fg.n_edges
     unary = np.asarray(unary, dtype=np.float64)
     if unary.ndim != 3 or unary.shape[1:] != (V, K):
@@ -288,11 +292,8 @@ def propagate(fg: FactorGraph, unary: np.ndarray, *, mode: str = "sum", max_iter
     impossible = np.zeros(n, dtype=bool)
     it = 0
     if schedule == "residual":
-        plan = ResidualPlan(fg)
-        for r in range(n):
-            converged[r], its, impossible[r] = residual_row(fg, plan, log_unary[r], msg[r], mode=mode,
-                                                            max_iter=max_iter, tol=tol, damping=damping)
-            it = max(it, its)
+        converged, it, impossible = residual_rows(fg, log_unary, msg, mode=mode, max_iter=max_iter, tol=tol,
+                                                  damping=damping)
     while schedule != "residual" and it < max_iter:
         it += 1
         new, impossible = _sweep(fg, log_unary, msg, mode)
@@ -406,7 +407,14 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
 
     Every unobserved node takes the state of its largest max-marginal; the log
     joint of that assignment with the evidence is then evaluated exactly
-    (on a tree with a unique maximum, the assignment is the exact MPE).
+    (on a tree with a unique maximum and exact messages, the assignment is the
+    exact MPE). Noisy-OR and noisy-MAX nodes are never expanded: their
+    max-product messages are computed from the structural form
+    (:mod:`causalnet.inference.compact_max`: exact for at most two binary
+    parents and at a child's lowest level, a lower bound of the exact message
+    otherwise) and their terms of the log joint from the mechanism; so are
+    logistic nodes kept in closed form (candidate assignments as well,
+    :func:`causalnet.inference.compact_max.logistic_max_messages`).
 
     With targets (marginal MAP) see :func:`decimated_map`. Soft evidence
     adds ``Σ log(L(y) / max L)`` to the log joint, as the exact engine does.
@@ -419,19 +427,25 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     m = request.model
     if not is_discrete_request(request):
         raise ModelError("map needs a discrete model (every node discrete and tabulable)")
-    fg = model_factor_graph(m, expand=True)
-    unary = local_evidence(request, fg)
     if request.nodes:
-        return decimated_map(request, fg, unary)
+        fg = model_factor_graph(m)
+        return decimated_map(request, fg, local_evidence(request, fg))
+    fg = model_factor_graph(m)
+    unary = local_evidence(request, fg)
     out = propagate(fg, unary, mode="max", **_options(request))
     if out.impossible.any():
         raise EvidenceError(f"the evidence has probability zero{rows_text(out.impossible, request.batched)}")
     x = out.beliefs.argmax(axis=-1)                                         # (n, V)
     logp = np.zeros(x.shape[0])
+    index = {v: i for i, v in enumerate(fg.names)}
     with np.errstate(divide="ignore"):
         for vs, table in fg.factors:
             logp += np.log(table[tuple(x[:, j] for j in vs)])
-        index = {v: i for i, v in enumerate(fg.names)}
+        closed = [view.child_edge for view in fg.max_views] + ([fg.logistic.child_edge] if fg.logistic else [])
+        for child_edge in closed:                                           # closed-form nodes, scored exactly
+            for i in fg.edge_var[child_edge]:
+                v, mech = fg.names[i], m.mechanisms[fg.names[i]]
+                logp += mech.log_prob(v, x[:, i], {p: x[:, index[p]] for p in mech.parents}, m.specs[v])
         for k, lik in request.soft.items():
             scaled = np.broadcast_to(lik / lik.max(axis=-1, keepdims=True), (x.shape[0], lik.shape[-1]))
             logp += np.log(scaled[np.arange(x.shape[0]), x[:, index[k]]])
@@ -497,39 +511,49 @@ def decimated_map(request, fg: FactorGraph, unary: np.ndarray) -> tuple[dict, np
 def bethe_log_partition(fg: FactorGraph, unary: np.ndarray, out: Propagation) -> np.ndarray:
     """The Bethe approximation of ``log Z`` at the fixed point `out` (exact on a tree).
 
-    ``log Z ≈ Σ_f (E_{b_f}[log ψ_f] + H(b_f)) + Σ_v (E_{b_v}[log u_v] − (d_v − 1) H(b_v))``
-    with the factor beliefs ``b_f ∝ ψ_f Π_j m_{j→f}``, the variable beliefs
-    ``b_v``, ``d_v`` the number of factors of v and ``u_v`` the local evidence
-    (Yedidia, Freeman & Weiss 2005).
+    In message form (Yedidia, Freeman & Weiss 2005; equal to the free-energy
+    form at a fixed point): ``log Z ≈ Σ_f log Z_f + Σ_v log Z_v − Σ_(v,f) log Z_vf``
+    with ``Z_f = Σ_x ψ_f(x) Π_v n_{v→f}(x_v)``, ``Z_v = Σ_x u_v(x) Π_f m_{f→v}(x)``
+    and ``Z_vf = Σ_x n_{v→f}(x) m_{f→v}(x)`` (any scaling of a message cancels).
+    Closed-form factors are never expanded: ``Z_f`` of a noisy-OR or noisy-MAX
+    factor is the child's message-weighted pmf
+    (:func:`causalnet.inference.compact_messages.noisy_max_child_pmf`, exact),
+    of a logistic one its probit approximation.
+
+    Parameters
+    ----------
+    fg : FactorGraph
+    unary : ndarray of shape (n, V, K)
+    out : Propagation
+        A sum-product run of `fg` on `unary`.
 
     Returns
     -------
     ndarray of shape (n,)
     """
-    if fg.structural:
-        raise ModelError("the Bethe free energy needs the noisy-OR, noisy-MAX and logistic factors as tables")
-    with np.errstate(divide="ignore"):
-        log_unary = np.log(unary)
-    v2f, _ = _leave_one_out(np.where(np.isnan(log_unary), -np.inf, log_unary), out.messages, fg)   # (n, E, K)
-    top = v2f.max(axis=-1, keepdims=True)
-    v2f = np.exp(v2f - np.where(np.isfinite(top), top, 0.0))
-    n = unary.shape[0]
-    total = np.zeros(n)
-    for g in fg.groups:
-        a = len(g.cards)
-        b = np.broadcast_to(g.tables, (n,) + g.tables.shape).copy()                # (n, F, *cards)
-        for j, c in enumerate(g.cards):
-            shape = [n, g.tables.shape[0]] + [1] * a
-            shape[2 + j] = c
-            b = b * v2f[:, g.edges[:, j], :c].reshape(shape)
-        axes = tuple(range(2, 2 + a))
-        b = b / b.sum(axis=axes, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(b > 0, b * (np.log(g.tables)[None] - np.log(b)), 0.0)
-        total += terms.sum(axis=(1,) + axes)
-    bv = out.beliefs                                                               # (n, V, K)
-    degree = np.diff(np.append(fg.var_start, fg.n_edges))                           # (V,)
+    valid = np.arange(fg.K) < fg.cards[:, None]                                    # (V, K)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ent = -np.where(bv > 0, bv * np.log(bv), 0.0).sum(axis=-1)                  # (n, V)
-        energy = np.where(bv > 0, bv * log_unary, 0.0).sum(axis=-1)                 # (n, V)
-    return total + (energy - (degree - 1) * ent).sum(axis=1)
+        log_unary = np.where(valid, np.log(np.where(valid, unary, 1.0)), -np.inf)  # (n, V, K)
+        v2f, log_b = _leave_one_out(log_unary, out.messages, fg)                   # (n, E, K), (n, V, K)
+        top = v2f.max(axis=-1, keepdims=True)                                      # (n, E, 1)
+        top = np.where(np.isfinite(top), top, 0.0)
+        nv = np.exp(v2f - top)                                                     # (n, E, K), 0 beyond cards
+        log_ze = top[..., 0] + np.log((nv * out.messages).sum(axis=-1))            # (n, E)
+        bt = log_b.max(axis=-1, keepdims=True)
+        log_zv = bt[..., 0] + np.log(np.exp(log_b - bt).sum(axis=-1))              # (n, V)
+        total = log_zv.sum(axis=1) - log_ze.sum(axis=1) + top[..., 0].sum(axis=1)  # every n_{v->f} scale once
+        n = unary.shape[0]
+        for g in fg.groups:
+            a = len(g.cards)
+            z = np.broadcast_to(g.tables, (n,) + g.tables.shape)                       # (n, F, *cards)
+            for j, c in enumerate(g.cards):
+                shape = [n, g.tables.shape[0]] + [1] * a
+                shape[2 + j] = c
+                z = z * nv[:, g.edges[:, j], :c].reshape(shape)
+            total += np.log(z.sum(axis=tuple(range(2, 2 + a)))).sum(axis=1)
+        parts = [(view.child_edge, *noisy_max_child_pmf(view, nv[:, view.slot_edge])) for view in fg.max_views]
+        if fg.logistic is not None:
+            parts.append((fg.logistic.child_edge, *logistic_child_pmf(fg, nv[:, fg.logistic.slot_edge])))
+        for child_edge, pmf, log_scale in parts:
+            total += (np.log((pmf * nv[:, child_edge]).sum(axis=-1)) + log_scale).sum(axis=1)
+    return total

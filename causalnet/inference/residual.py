@@ -16,9 +16,15 @@ flooding, which recomputes every message every sweep.
 The queue is sequential, so rows of a batch are propagated one after the
 other; a variable's incoming messages are kept as a finite log sum and a count
 of zeros (exact zeros allowed, as in flooding). ``iterations`` counts factor
-updates divided by the number of factors (sweep equivalents). Factors must be
-tables (a graph with closed-form noisy-OR, noisy-MAX or logistic factors is
-refused: use ``schedule="parallel-residual"`` or ``"flooding"``).
+updates divided by the number of factors (sweep equivalents).
+
+:func:`residual_rows` runs the compiled kernel of
+:mod:`causalnet.inference.residual_kernel` (table factors, and noisy-OR,
+noisy-MAX and logistic factors in closed form for sum-product); with the
+``"graph"`` backend set to ``"numpy"`` (``CAUSALNET_GRAPH_BACKEND=numpy``) or
+without numba it runs :func:`residual_row`, the numpy reference over table
+factors (closed-form factors are then refused, as is max-product over closed
+forms in both: the flooding schedule has their max-product messages).
 
 Symbols: ``V`` variables, ``E`` edges, ``F`` factors, ``K`` the largest card.
 """
@@ -30,10 +36,57 @@ import string
 
 import numpy as np
 
+from .. import runtime
 from ..errors import ModelError
 from .factor_graph import FactorGraph
+from .residual_kernel import FlatGraph, residual_run
 
-__all__ = ["residual_row", "ResidualPlan"]
+__all__ = ["residual_row", "ResidualPlan", "residual_rows", "compiled"]
+
+
+def compiled() -> bool:
+    """Whether :func:`residual_rows` runs the compiled kernel (numba importable, ``"graph"`` backend not numpy)."""
+    return runtime.get_backend("graph") != "numpy" and runtime.numba_available()
+
+
+def residual_rows(fg: FactorGraph, log_unary: np.ndarray, msg: np.ndarray, *, mode: str, max_iter: int, tol: float,
+                  damping: float) -> tuple[np.ndarray, int, np.ndarray]:
+    """Propagate every row of `msg` (n, E, K) in place by the residual schedule; `log_unary` (n, V, K).
+
+    Returns
+    -------
+    converged : ndarray of bool, shape (n,)
+    iterations : int
+        The largest number of sweep equivalents (factor updates / factors, rounded up) of a row.
+    impossible : ndarray of bool, shape (n,)
+
+    Raises
+    ------
+    ModelError
+        For max-product over closed-form factors, or closed-form factors without the compiled kernel.
+    """
+    if mode == "max" and fg.structural:
+        raise ModelError("schedule='residual' computes max-product over table factors only; use "
+                         "schedule='flooding' (closed-form noisy-OR/noisy-MAX max-product messages)")
+    n = msg.shape[0]
+    converged, impossible = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    it = 0
+    if compiled():
+        flat = getattr(fg, "_residual_flat", None)
+        if flat is None:
+            flat = fg._residual_flat = FlatGraph(fg)
+        F = max(flat.kind.size, 1)
+        for r in range(n):
+            converged[r], updates, impossible[r] = residual_run(flat, log_unary[r], msg[r], mode=mode,
+                                                                max_iter=max_iter, tol=tol, damping=damping)
+            it = max(it, -(-updates // F))
+        return converged, it, impossible
+    plan = ResidualPlan(fg)
+    for r in range(n):
+        converged[r], its, impossible[r] = residual_row(fg, plan, log_unary[r], msg[r], mode=mode,
+                                                        max_iter=max_iter, tol=tol, damping=damping)
+        it = max(it, its)
+    return converged, it, impossible
 
 
 class ResidualPlan:
@@ -53,8 +106,9 @@ class ResidualPlan:
 
     def __init__(self, fg: FactorGraph) -> None:
         if fg.structural:
-            raise ModelError("schedule='residual' needs every factor as a table; use schedule='parallel-residual' "
-                             "or 'flooding' with closed-form noisy-OR, noisy-MAX or logistic factors")
+            raise ModelError("the numpy residual schedule needs every factor as a table (the compiled one takes "
+                             "closed-form noisy-OR, noisy-MAX and logistic factors: install numba, or set the "
+                             "'graph' backend to 'auto'); or use schedule='parallel-residual' or 'flooding'")
         F = len(fg.factors)
         self.tables, self.edges = [None] * F, [None] * F
         for g in fg.groups:

@@ -8,7 +8,8 @@ from numpy.testing import assert_allclose
 from test_loopy import brute_posterior, random_tree
 
 import causalnet as cn
-from causalnet import EvidenceError, ModelError
+from causalnet import EvidenceError, ModelError, runtime
+from causalnet.inference import approximate, residual
 from causalnet.inference.approximate import model_factor_graph
 from causalnet.inference.loopy import propagate
 
@@ -73,10 +74,64 @@ def test_residual_stops_at_max_iter_and_says_so():
     assert r.converged is False and "not converged" in r.method
 
 
-def test_residual_refuses_closed_form_factors():
+def compact_loops(rng):
+    """NoisyMax, NoisyOR and Logistic children sharing parents (loops), as in test_compact_approximate."""
+    from test_compact_approximate import compact_network
+
+    return compact_network(rng)
+
+
+def test_compiled_residual_takes_closed_form_factors_and_reaches_the_flooding_fixed_point(rng, monkeypatch):
+    monkeypatch.setattr(approximate, "LOGISTIC_TABLE_ENTRIES", 1)                 # SOFT in closed form too
+    m = compact_loops(rng)
+    fg = model_factor_graph(m)
+    assert fg.noisy is not None and fg.noisy_max is not None and fg.logistic is not None
+    u = np.ones((3, fg.cards.size, fg.K))
+    u[0, fg.names.index("M2"), :2] = [0, 1]
+    u[1, fg.names.index("OR"), :2] = [1, 0]
+    u[1, fg.names.index("SOFT")] = [0, 0, 1]
+    u[2, fg.names.index("B")] = [0.2, 1.0, 0.5]
+    a = propagate(fg, u, tol=1e-13, max_iter=3000)
+    b = propagate(fg, u, tol=1e-13, max_iter=3000, schedule="residual")
+    assert a.converged.all() and b.converged.all() and not b.impossible.any()
+    assert_allclose(b.beliefs, a.beliefs, atol=1e-9)
+
+
+def test_compiled_residual_on_a_noisy_max_tree_is_brute_force(rng):
+    from test_compact_approximate import brute, compact_network
+
+    m = compact_network(rng, loopy=False)
+    for ev in ({"M2": 1}, {"MAX": 2, "M2": 0}):
+        for t in ("A", "B"):
+            r = m.query(t, evidence=ev, method="loopy", schedule="residual", tol=1e-13)
+            assert r.converged
+            assert_allclose(r.probs, brute(m, t, ev), atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["sum", "max"])
+def test_compiled_residual_equals_the_numpy_reference_on_tables(rng, mode):
+    m = as_model(*random_network(rng, 14, max_parents=3)) if mode == "sum" else random_tree(rng, 12)
+    fg = model_factor_graph(m)
+    u = np.ones((2, fg.cards.size, fg.K))
+    u[0, 11, :] = 0.0
+    u[0, 11, 1] = 1.0
+    u[1, 5, :2] = [0.3, 1.0]
+    a = propagate(fg, u, tol=1e-11, max_iter=300, schedule="residual", mode=mode)
+    with runtime.backend("graph", "numpy"):
+        assert not residual.compiled()
+        b = propagate(fg, u, tol=1e-11, max_iter=300, schedule="residual", mode=mode)
+    assert a.converged.all() and b.converged.all() and not (a.impossible | b.impossible).any()
+    assert_allclose(a.beliefs, b.beliefs, atol=1e-9)
+
+
+def test_what_the_residual_schedule_refuses():
     m = cn.CausalModel({"A": cn.Categorical([0.5, 0.5]), "B": cn.Categorical([0.5, 0.5]),
                         "Y": cn.NoisyOR(["A", "B"], [0.5, 0.5])})
-    with pytest.raises(ModelError, match="parallel-residual"):
+    want = m.query("A", evidence={"Y": 1}).probs
+    assert_allclose(m.query("A", evidence={"Y": 1}, method="loopy", schedule="residual").probs, want, atol=1e-9)
+    with runtime.backend("graph", "numpy"), pytest.raises(ModelError, match="compiled one takes closed-form"):
         m.query("A", evidence={"Y": 1}, method="loopy", schedule="residual")
+    with pytest.raises(ModelError, match="max-product over table factors only"):
+        m.map(evidence={"Y": 1}, method="loopy", schedule="residual")
     r = m.query("A", evidence={"Y": 1}, method="loopy", schedule="parallel-residual")
-    assert_allclose(r.probs, m.query("A", evidence={"Y": 1}).probs, atol=1e-9)
+    assert_allclose(r.probs, want, atol=1e-9)
