@@ -32,7 +32,8 @@ the adjustment set, whatever is matched on.
 ``K_i = M Σ_l 1{i ∈ J(l)} / #J(l)`` the (tie-weighted) number of times unit i
 is used as a match and the conditional
 variance ``σ²(X_i, T_i)`` estimated from the unit's ``J = 2`` nearest
-neighbours in its own arm, ``σ̂²_i = J/(J+1) (Y_i − mean of their Y)²``:
+neighbours in its own arm, ``σ̂²_i = J/(J+1) (Y_i − mean of their Y)²`` (with ties:
+the ``L ≥ J`` units as near as the J-th, and ``L/(L+1)``):
 
 - ATE: ``V = N⁻² Σ_i [(Ŷ_i(1) − Ŷ_i(0) − τ)² + ((K_i/M)² + (2M−1) K_i / M²) σ̂²_i]``;
 - ATT: ``V = N₁⁻² [Σ_{treated} (Y_i − Ŷ_i(0) − τ)² + Σ_{controls} K_j (K_j − 1)/M² σ̂²_j]``;
@@ -254,9 +255,20 @@ class Matching(Estimator):
             used += self.m * counts
         sigma2 = np.zeros(len(rows))
         for arm in (t_idx, c_idx):
-            nb = arm[nearest_neighbours(x[arm], x[arm], _J, exclude_self=True)]   # (len(arm), J)
-            sigma2[arm] = _J / (_J + 1) * (y[arm] - y[nb].mean(axis=1)) ** 2
+            sigma2[arm] = self._own_variance(x[arm], y[arm])
         return {"y": y, "a1": a1, "y1": y1, "y0": y0, "used": used, "sigma2": sigma2}
+
+    def _own_variance(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """σ̂² (r,) of each unit of one arm from its J nearest others there (with ties: all L as near, L/(L+1))."""
+        if not self.ties:
+            nb = nearest_neighbours(x, x, _J, exclude_self=True)                 # (r, J)
+            return _J / (_J + 1) * (y - y[nb].mean(axis=1)) ** 2
+        q, j, _ = match_sets(x, x, _J + 1, ties=True)                           # self is among the J+1 nearest
+        other = q != j
+        q, j = q[other], j[other]
+        size = np.bincount(q, minlength=len(y)).astype(float)                   # L >= J
+        mean = np.bincount(q, weights=y[j], minlength=len(y)) / size
+        return size / (size + 1) * (y - mean) ** 2
 
     def _bias_terms(self, rows: np.ndarray, i: np.ndarray, j: np.ndarray, arm: np.ndarray,
                     counts: np.ndarray) -> np.ndarray:
