@@ -120,8 +120,11 @@ def nearest_neighbours(query: np.ndarray, pool: np.ndarray, m: int, *, exclude_s
 
 
 def match_sets(query: np.ndarray, pool: np.ndarray, m: int, *, ties: bool = True
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The match sets of the rows of `query` in `pool`, as (query row, pool row, weight) triples.
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The match sets of the rows of `query` in `pool`, as (query, pool row, weight) triples.
+
+    With ties, identical query rows share one match set, found once: a
+    discrete covariate with two values costs two sets, however many rows.
 
     Parameters
     ----------
@@ -134,29 +137,33 @@ def match_sets(query: np.ndarray, pool: np.ndarray, m: int, *, ties: bool = True
 
     Returns
     -------
-    rows, matches : ndarray of shape (s,), int
-        Query and pool indices of each pair.
+    sets, matches : ndarray of shape (s,), int
+        The set (a distinct query row) and the pool index of each pair.
     weights : ndarray of shape (s,)
-        ``1/#J(i)``: each query row's weights sum to one.
+        ``1/#J``: each set's weights sum to one.
+    inverse : ndarray of shape (q,), int
+        The set of each query row.
     """
     from scipy.spatial import cKDTree  # heavy import, only here
 
     if m > len(pool):
         raise ModelError(f"matching needs {m} neighbours but the arm has only {len(pool)} rows")
     tree = cKDTree(pool)
-    dist, idx = tree.query(query, k=m)
-    dist, idx = dist.reshape(len(query), m), idx.reshape(len(query), m)      # (q, m)
     if not ties:
-        return np.repeat(np.arange(len(query)), m), idx.ravel(), np.full(len(query) * m, 1.0 / m)
-    radius = dist[:, -1] * (1.0 + _TIE)                                       # (q,)
-    sizes = tree.query_ball_point(query, radius, return_length=True)          # (q,)
+        _, idx = tree.query(query, k=m)
+        q = len(query)
+        return np.repeat(np.arange(q), m), np.reshape(idx, (q, m)).ravel(), np.full(q * m, 1.0 / m), np.arange(q)
+    distinct, inverse = np.unique(query, axis=0, return_inverse=True)         # (u, d), (q,)
+    dist, _ = tree.query(distinct, k=m)
+    radius = np.reshape(dist, (len(distinct), m))[:, -1] * (1.0 + _TIE)       # (u,)
+    sizes = tree.query_ball_point(distinct, radius, return_length=True)       # (u,)
     if sizes.sum() > _MAX_PAIRS:
-        raise ResourceError(f"tied match sets hold {int(sizes.sum()):,} pairs (more than {_MAX_PAIRS:,}): the "
-                            f"matching covariates take few distinct values; use ties=False")
-    found = tree.query_ball_point(query, radius)
-    rows = np.repeat(np.arange(len(query)), sizes)
-    matches = np.concatenate([np.asarray(f, dtype=np.int64) for f in found]) if len(found) else np.zeros(0, int)
-    return rows, matches, 1.0 / sizes[rows]
+        raise ResourceError(f"tied match sets hold {int(sizes.sum()):,} pairs (more than {_MAX_PAIRS:,}); "
+                            f"use ties=False")
+    found = tree.query_ball_point(distinct, radius)
+    sets = np.repeat(np.arange(len(distinct)), sizes)
+    matches = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
+    return sets, matches, 1.0 / sizes[sets], np.asarray(inverse).ravel()
 
 
 def abadie_imbens_variance(y: np.ndarray, a1: np.ndarray, y1: np.ndarray, y0: np.ndarray, used: np.ndarray,
@@ -245,13 +252,16 @@ class Matching(Estimator):
         for own, other, out, needed in ((t_idx, c_idx, y0, need_c), (c_idx, t_idx, y1, need_t)):
             if not needed:
                 continue
-            q, j, wt = match_sets(x[own], x[other], self.m, ties=self.ties)
+            u, j, wt, inv = match_sets(x[own], x[other], self.m, ties=self.ties)
             j = other[j]                                                      # pool rows as indices of `rows`
-            counts = np.bincount(j, weights=wt, minlength=len(rows))          # Σ_l 1{j ∈ J(l)} / #J(l)
-            target = y[j]
-            if self.bias_adjust:
-                target = target + self._bias_terms(rows, own[q], j, other, counts)
-            out[own] = np.bincount(q, weights=wt * target, minlength=len(own))
+            mult = np.bincount(inv)                                           # query rows per match set
+            counts = np.bincount(j, weights=wt * mult[u], minlength=len(rows))   # Σ_l 1{j ∈ J(l)} / #J(l)
+            target, shift = y[j], 0.0
+            if self.bias_adjust:                                              # Y_j + μ̂(Z_i) − μ̂(Z_j)
+                slope = self._bias_slope(rows, other, counts)                 # (kz,)
+                z = self.prep.z[rows]
+                target, shift = target - z[j] @ slope, z[own] @ slope
+            out[own] = np.bincount(u, weights=wt * target, minlength=len(mult))[inv] + shift
             used += self.m * counts
         sigma2 = np.zeros(len(rows))
         for arm in (t_idx, c_idx):
@@ -263,23 +273,19 @@ class Matching(Estimator):
         if not self.ties:
             nb = nearest_neighbours(x, x, _J, exclude_self=True)                 # (r, J)
             return _J / (_J + 1) * (y - y[nb].mean(axis=1)) ** 2
-        q, j, _ = match_sets(x, x, _J + 1, ties=True)                           # self is among the J+1 nearest
-        other = q != j
-        q, j = q[other], j[other]
-        size = np.bincount(q, minlength=len(y)).astype(float)                   # L >= J
-        mean = np.bincount(q, weights=y[j], minlength=len(y)) / size
+        u, j, _, inv = match_sets(x, x, _J + 1, ties=True)                      # each row is in its own set
+        size = np.bincount(u)[inv] - 1.0                                        # L >= J others
+        mean = (np.bincount(u, weights=y[j])[inv] - y) / size
         return size / (size + 1) * (y - mean) ** 2
 
-    def _bias_terms(self, rows: np.ndarray, i: np.ndarray, j: np.ndarray, arm: np.ndarray,
-                    counts: np.ndarray) -> np.ndarray:
-        """``μ̂(Z_i) − μ̂(Z_j)`` of each pair (s,): μ̂ the fit of Y on [1, Z] over `arm` weighted by use."""
+    def _bias_slope(self, rows: np.ndarray, arm: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The slopes (kz,) of μ̂: the least-squares fit of Y on [1, Z] over `arm`, weighted by use."""
         z = self.prep.z[rows]                                                 # (r, kz)
         xz = np.column_stack([np.ones(len(rows)), z])
         w = np.zeros(len(rows))
         w[arm] = counts[arm]
         root = np.sqrt(w)[:, None]
-        beta = np.linalg.lstsq(xz * root, self.prep.y[rows] * root[:, 0], rcond=None)[0]   # (1+kz,)
-        return (z[i] - z[j]) @ beta[1:]
+        return np.linalg.lstsq(xz * root, self.prep.y[rows] * root[:, 0], rcond=None)[0][1:]
 
     def _value(self, parts: dict) -> float:
         own = {"ate": slice(None), "att": parts["a1"] > 0, "atc": parts["a1"] == 0}[self.estimand]

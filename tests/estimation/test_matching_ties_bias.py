@@ -158,3 +158,20 @@ def test_bad_matching_options_raise():
         cn.estimate(G2, frame, "T", "Y", method="ipw", overlap=(0.9, 0.1))
     with pytest.raises(cn.ModelError, match="normalize must be True or False"):
         cn.estimate(G2, frame, "T", "Y", method="ipw", normalize="no")
+
+
+@pytest.mark.parametrize("estimand", ["att", "atc", "ate"])
+def test_tied_matching_on_a_discrete_covariate_is_exact_stratification(estimand):
+    # every unit ties with the whole other arm of its stratum: matching is subclassification (a pandas
+    # group-by), and 10^5 rows cost one match set per distinct covariate row
+    rng = np.random.default_rng(2)
+    n = 100_000
+    z = rng.integers(0, 3, n).astype(float)
+    t = (rng.random(n) < 0.2 + 0.2 * z).astype(int)
+    frame = pd.DataFrame({"Z": z, "T": t, "Y": t * (1 + z) + z + rng.normal(size=n)})
+    e = cn.estimate("Z -> T -> Y; Z -> Y", frame, "T", "Y", method="matching", estimand=estimand,
+                    match_on="covariates")
+    cell = frame.groupby(["Z", "T"])["Y"].mean().unstack()            # (stratum, arm) means
+    size = frame.groupby(["Z", "T"]).size().unstack()
+    weight = {"att": size[1], "atc": size[0], "ate": size[0] + size[1]}[estimand]
+    assert_allclose(e.value, float(((cell[1] - cell[0]) * weight).sum() / weight.sum()), rtol=0, atol=1e-10)
