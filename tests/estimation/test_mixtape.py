@@ -109,3 +109,10 @@ def test_dask_frames_reproduce_the_figures(cps, graph):
     ht = _quiet(cn.estimate, graph, ddf, "treat", "re78", method="ipw", ci="analytic", normalize=False,
                 overlap=(0.1, 0.9))
     assert "partitions" not in ht.diagnostics and int(ht.value) == 2006      # computed frame, same answer
+
+
+def test_mixtape_experimental_difference():
+    cd = pytest.importorskip("causaldata")
+    nsw = cd.nsw_mixtape.load_pandas().data.drop(columns="data_id").astype(float)
+    e = cn.estimate("treat -> re78", nsw, "treat", "re78", method="regression", ci="analytic")
+    assert abs(e.value - 1794.34) < 0.005                            # the Mixtape's "ATE is 1794.34"
