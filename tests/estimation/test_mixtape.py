@@ -116,3 +116,15 @@ def test_mixtape_experimental_difference():
     nsw = cd.nsw_mixtape.load_pandas().data.drop(columns="data_id").astype(float)
     e = cn.estimate("treat -> re78", nsw, "treat", "re78", method="regression", ci="analytic")
     assert abs(e.value - 1794.34) < 0.005                            # the Mixtape's "ATE is 1794.34"
+
+
+def test_bootstrap_replicates_equal_refits_on_the_ill_scaled_design(cps, graph):
+    # the replicates' logistic fits start from the data's (frozen-Hessian steps); on columns from 0/1 to
+    # age^3 they must still land on each resample's own maximum-likelihood fit
+    e = _quiet(cn.estimate, graph, cps, "treat", "re78", method="ipw", estimand="att", n_bootstrap=2, seed=1)
+    counts = cn.estimation.linear.bootstrap_counts(len(cps), 2, np.random.default_rng(1))
+    for b in range(2):
+        rows = np.repeat(np.arange(len(cps)), counts[b].astype(int))
+        ref = _quiet(cn.estimate, graph, cps.iloc[rows].reset_index(drop=True), "treat", "re78", method="ipw",
+                     estimand="att", ci="analytic")
+        assert_allclose(e.replicates[b], ref.value, rtol=1e-9)
