@@ -317,8 +317,11 @@ def propensity_score(graph_or_model: Any, data: Any, treatment: Hashable, outcom
     dag, frame, _ = _setup(graph_or_model, data, treatment, outcome, None, lazy=False)
     _, z, _, _ = _identify(dag, frame, treatment, outcome, "ipw", adjust, {})
     zs = [v for v in dag.topological_order() if v in z]
-    est = IPW(IPW.prepare(frame, treatment, outcome, zs, [], treated, control, {}), "ate", {})
-    return est.propensities(np.ones((1, est.prep.n)))[0][0]
+    prep = IPW.prepare(frame, treatment, outcome, zs, [], treated, control, {})
+    if prep.kind == "continuous":
+        raise ModelError(f"a propensity score needs a discrete treatment; {treatment!r} is continuous")
+    est = IPW(prep, "ate", {})
+    return est.propensities(np.ones((1, prep.n)))[0][0]
 
 
 def _method_class(method: str, estimand: str, method_options: dict) -> type:

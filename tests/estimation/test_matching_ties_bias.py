@@ -158,6 +158,10 @@ def test_bad_matching_options_raise():
         cn.estimate(G2, frame, "T", "Y", method="ipw", overlap=(0.9, 0.1))
     with pytest.raises(cn.ModelError, match="normalize must be True or False"):
         cn.estimate(G2, frame, "T", "Y", method="ipw", normalize="no")
+    with pytest.raises(cn.ModelError, match="propensity score needs a discrete treatment; 'T' is continuous"):
+        cn.propensity_score(G2, frame.assign(T=frame["Z0"] + 0.5), "T", "Y")
+    with pytest.raises(cn.GraphError, match="'Q' is not a node"):
+        cn.propensity_score(G2, frame, "Q", "Y")
 
 
 @pytest.mark.parametrize("estimand", ["att", "atc", "ate"])
