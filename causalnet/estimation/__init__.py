@@ -23,7 +23,7 @@ The map:
 from ..graph.dag import DATA_METHODS
 from .designs import ik_bandwidth
 from .effect import Effect
-from .estimate import METHODS, estimate
+from .estimate import METHODS, estimate, propensity_score
 from .identify import optimal_adjustment_set
 from .local_tests import local_tests, permutation_baseline
 from .refute import Refutation, refute_effect
@@ -39,5 +39,5 @@ def refute(effect: Effect, method: str = "placebo-treatment", **options) -> Refu
 DATA_METHODS["local_tests"] = local_tests
 test_graph = local_tests
 
-__all__ = ["local_tests", "test_graph", "permutation_baseline", "estimate", "Effect", "refute", "Refutation", "Sensitivity",
+__all__ = ["local_tests", "test_graph", "permutation_baseline", "estimate", "propensity_score", "Effect", "refute", "Refutation", "Sensitivity",
            "e_value", "optimal_adjustment_set", "METHODS", "ik_bandwidth", "sequential_sets"]

@@ -42,6 +42,7 @@ from ..graph.dag import DAG
 from ..graph.identification import Estimand, Probability, Product, Sum
 from ..learning.data import is_dask_collection
 from .effect import Effect
+from .estimators import IPW
 from .identify import check_adjustment_set, default_adjustment_set
 from .linear import clear_cache
 from .methods import ESTIMATORS
@@ -49,7 +50,7 @@ from .partitioned import PartitionedData, PartitionedEstimator, can_partition
 from .prepare import as_dag, as_frame
 from .sequential import check_sequential_sets, sequential_formula, sequential_sets
 
-__all__ = ["estimate", "METHODS", "ESTIMANDS"]
+__all__ = ["estimate", "propensity_score", "METHODS", "ESTIMANDS"]
 
 METHODS = ("auto", *ESTIMATORS)
 ESTIMANDS = ("ate", "att", "atc", "cate")
@@ -201,7 +202,7 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
              seed: Any = None, model: Any = None, propensity_model: Any = None, trim: float | None = None,
              link: str = "auto", folds: int = 5, n_neighbors: int = 1, match_on: str = "propensity",
              time: Hashable = None, unit: Hashable = None, running: Hashable = None, cutoff: float | None = None,
-             bandwidth: float | None = None) -> Effect:
+             bandwidth: float | None = None, **method_options) -> Effect:
     """Estimate the causal effect of `treatment` on `outcome` from data, identified by the graph.
 
     Parameters
@@ -254,6 +255,9 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     running, cutoff, bandwidth
         Regression discontinuity: the score column, the threshold, and the
         bandwidth (default Imbens–Kalyanaraman).
+    **method_options
+        Options of one method, documented in its module: ``normalize``,
+        ``overlap`` (IPW), ``ties``, ``bias_adjust`` (matching).
 
     Returns
     -------
@@ -278,10 +282,8 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
                "time": time, "unit": unit, "running": running, "cutoff": cutoff, "bandwidth": bandwidth}
     method, z, formula, extra = _identify(dag, frame, treatment, outcome, method, adjust, options)
     options.update(extra)
-    cls = ESTIMATORS[method]
-    if estimand == "cate" and not cls.per_row:
-        raise ModelError(f"estimand='cate' needs a method with per-row effects "
-                         f"({[k for k, c in ESTIMATORS.items() if c.per_row]}), got {method!r}")
+    cls = _method_class(method, estimand, method_options)
+    options.update(method_options)
     zs = [v for v in dag.topological_order() if v in z]
     est, frame = _estimator(cls, frame, (treatment, outcome, zs, modifiers, treated, control), estimand, options,
                             extra, ci)
@@ -293,6 +295,46 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
         return _result(est, prep, locals())
     finally:
         clear_cache()
+
+
+def propensity_score(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hashable, *, adjust=None,
+                     treated: Any = None, control: Any = None) -> np.ndarray:
+    """The fitted propensity ``P(treatment = treated | Z)`` of every row, Z the adjustment set of the graph.
+
+    The logistic fit IPW, AIPW and propensity matching use; for example to keep
+    the rows of the overlap and estimate on them, the models refitted (as
+    Stata's ``teffects`` on a trimmed sample).
+
+    Parameters
+    ----------
+    graph_or_model, data, treatment, outcome, adjust, treated, control
+        As for :func:`estimate` (a discrete treatment).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    dag, frame, _ = _setup(graph_or_model, data, treatment, outcome, None, lazy=False)
+    _, z, _, _ = _identify(dag, frame, treatment, outcome, "ipw", adjust, {})
+    zs = [v for v in dag.topological_order() if v in z]
+    prep = IPW.prepare(frame, treatment, outcome, zs, [], treated, control, {})
+    if prep.kind == "continuous":
+        raise ModelError(f"a propensity score needs a discrete treatment; {treatment!r} is continuous")
+    est = IPW(prep, "ate", {})
+    return est.propensities(np.ones((1, prep.n)))[0][0]
+
+
+def _method_class(method: str, estimand: str, method_options: dict) -> type:
+    """The estimator class of `method`, checked against the estimand and the method's own options."""
+    cls = ESTIMATORS[method]
+    if estimand == "cate" and not cls.per_row:
+        raise ModelError(f"estimand='cate' needs a method with per-row effects "
+                         f"({[k for k, c in ESTIMATORS.items() if c.per_row]}), got {method!r}")
+    for name in method_options:
+        if name not in cls.method_options:
+            takes = ", ".join(f"{k}=" for k in cls.method_options) or "none"
+            raise ModelError(f"method {method!r} takes no option {name!r} (its own options: {takes})")
+    return cls
 
 
 def _estimator(cls, frame, problem: tuple, estimand: str, options: dict, extra: dict, ci: str) -> tuple[Any, Any]:
@@ -352,6 +394,7 @@ def _result(est, prep, ctx: dict) -> Effect:
                                   "instrument", "ci", "n_bootstrap", "confidence", "model", "propensity_model",
                                   "trim", "link", "folds", "n_neighbors", "match_on", "time", "unit", "running",
                                   "cutoff", "bandwidth")}
+    kwargs.update(ctx["method_options"])
     kwargs["adjust"] = ctx["z"] if ctx["cls"].identification in ("adjustment", "plugin", "frontdoor") \
         else ctx["adjust"]
 

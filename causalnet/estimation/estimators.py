@@ -70,6 +70,8 @@ class Estimator:
     #: The estimands the method estimates (None: all of them), and what its effect is, for the error.
     estimands: tuple | None = None
     estimand_scope = ""
+    #: Options of this method only, passed to :func:`~causalnet.estimate` as keywords.
+    method_options: tuple = ()
 
     def __init__(self, prep: Prepared, estimand: str, options: dict) -> None:
         if self.estimands is not None and estimand not in self.estimands:
@@ -287,19 +289,60 @@ class Weighting(Estimator):
 
 
 class IPW(Weighting):
-    """Normalised (Hájek) inverse propensity weighting."""
+    """Inverse propensity weighting: normalised (Hájek) or not (Horvitz–Thompson), optionally on the overlap.
+
+    Options: ``normalize=False`` divides each arm's weighted sum by the size
+    of the target instead of by the sum of its weights (Horvitz–Thompson);
+    ``overlap=(lo, hi)`` drops the rows whose fitted propensity
+    ``e_treated(Z)`` is outside the open interval (Crump et al. 2009 trimming,
+    as the Mixtape drops ``pscore <= 0.1 | pscore >= 0.9``), without refitting
+    the propensity: the estimand is then that of the overlap population.
+    """
 
     name = "ipw"
+    method_options = ("normalize", "overlap")
+
+    def __init__(self, prep, estimand, options):
+        super().__init__(prep, estimand, options)
+        self.normalize = options.get("normalize", True)
+        if not isinstance(self.normalize, (bool, np.bool_)):
+            raise ModelError(f"normalize must be True or False, got {self.normalize!r}")
+        self.overlap = options.get("overlap")
+        if self.overlap is not None:
+            if prep.kind != "binary":
+                raise ModelError(f"overlap= needs a binary treatment; {prep.treatment!r} is {prep.kind}")
+            try:
+                lo, hi = (float(v) for v in self.overlap)
+            except (TypeError, ValueError):
+                lo = hi = float("nan")
+            if not 0.0 <= lo < hi <= 1.0:
+                raise ModelError(f"overlap must be a pair (lo, hi) with 0 <= lo < hi <= 1, got {self.overlap!r}")
+            self.overlap = (lo, hi)
+
+    def kept(self, w: np.ndarray, e1: np.ndarray) -> np.ndarray:
+        """The weighting `w` (b, n) with the rows outside the overlap interval set to zero."""
+        if self.overlap is None:
+            return w
+        lo, hi = self.overlap
+        return w * ((e1 > lo) & (e1 < hi))
 
     def fit(self, w):
         p = self.prep
+        data = is_data(w)
         e1, e0 = self.propensities(w)
-        if is_data(w):
+        w = self.kept(w, e1)
+        if data:
             self.check_weights(e1, e0)
+            self.diagnostics["n_in_overlap"] = int((w[0] > 0).sum())
         q1, q0 = self.ratios(e1, e0)
-        m1 = target_mean(w, p.a1 * q1, p.y)
-        m0 = target_mean(w, p.a0 * q0, p.y)
-        if is_data(w):
+        if self.normalize:
+            m1 = target_mean(w, p.a1 * q1, p.y)
+            m0 = target_mean(w, p.a0 * q0, p.y)
+        else:
+            size = np.maximum((w * self.r).sum(axis=1), 1e-300)                   # (b,)
+            m1 = (w * p.a1 * q1 * p.y).sum(axis=1) / size
+            m0 = (w * p.a0 * q0 * p.y).sum(axis=1) / size
+        if data:
             self.means = np.array([m1[0], m0[0]])
         return m1 - m0
 
@@ -308,9 +351,14 @@ class IPW(Weighting):
         ones = np.ones((1, p.n))
         value = float(self.fit(ones)[0])
         e1, e0 = self.propensities(ones)
+        k = self.kept(ones, e1)[0]                                                # (n,) 1 in the overlap
         q1, q0 = self.ratios(e1, e0)
-        h1, h0 = (p.a1 * q1)[0], (p.a0 * q0)[0]                                   # (n,)
-        phi = h1 * (p.y - self.means[0]) / h1.mean() - h0 * (p.y - self.means[1]) / h0.mean()
+        h1, h0 = (k * p.a1 * q1)[0], (k * p.a0 * q0)[0]                           # (n,)
+        if self.normalize:
+            phi = h1 * (p.y - self.means[0]) / h1.mean() - h0 * (p.y - self.means[1]) / h0.mean()
+        else:
+            r = k * self.r
+            phi = (h1 * p.y - h0 * p.y - value * r) / r.mean()
         return value, float(np.sqrt(np.mean(phi ** 2) / p.n))
 
 

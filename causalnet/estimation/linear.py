@@ -140,9 +140,12 @@ def logistic_regression(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, start: n
         Stop when no coefficient moves more than this.
     max_iter : int
     ridge : float
-        Added to the Hessian's diagonal, times its trace scale, so that a
-        perfectly separated weighting stays finite (its fitted probabilities
-        then approach 0 or 1, as the maximum-likelihood fit does).
+        Each diagonal entry of the Hessian is multiplied by ``1 + ridge``, so that a perfectly separated weighting stays finite (its
+        fitted probabilities then approach 0 or 1, as the maximum-likelihood
+        fit does). Newton steps are solved in the coordinates where the
+        Hessian has a unit diagonal, so covariates on very different scales
+        (age³ next to a dummy) neither lose precision in the solve nor are
+        shrunk by a damping sized for the largest column.
 
     Returns
     -------
@@ -159,9 +162,9 @@ def logistic_regression(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, start: n
         p = special.expit(beta @ x.T)                             # (r, n)
         grad = wy - (w * p) @ x                                   # (r, k)
         hess = cross_moments(w * p * (1.0 - p), x, x)             # (r, k, k)
-        scale = np.trace(hess, axis1=1, axis2=2)[:, None, None] / k + 1.0
-        hess = hess + ridge * scale * np.eye(k)
-        step = solve_batched(hess, grad)                          # (r, k)
+        d = 1.0 / np.sqrt(np.diagonal(hess, axis1=1, axis2=2) + 1e-300)   # (r, k) Jacobi scaling
+        scaled = hess * d[:, :, None] * d[:, None, :] + ridge * np.eye(k)  # unit diagonal, damped
+        step = d * solve_batched(scaled, grad * d)                # (r, k)
         beta += step
         if not np.all(np.isfinite(beta)) or np.max(np.abs(step)) < tol:
             break

@@ -12,12 +12,28 @@ replacement. "Nearest" is measured on
 
 The ATT averages ``Y_i − Ŷ_i(0)`` over the treated, the ATC ``Ŷ_j(1) − Y_j``
 over the controls, the ATE ``Ŷ_i(1) − Ŷ_i(0)`` over all (a unit's own arm is
-its observed outcome). No bias correction is applied.
+its observed outcome).
+
+**Ties** (``ties=True``, the default, as Stata's ``teffects``): a unit's match
+set ``J(i)`` holds every unit of the other arm as near as its M-th nearest
+(distances equal to 1e-12 relative), so it can hold more than M units, each
+weighing ``1/#J(i)``. Discrete covariates and propensity scores of identical
+covariate rows tie often; ``ties=False`` keeps exactly M, broken by the search
+order.
+
+**Bias adjustment** (``bias_adjust=True``; Abadie and Imbens 2011, Stata's
+``biasadj``): with ``μ̂_w(z)`` the least-squares fit of ``Y`` on ``[1, Z]``
+among the arm-w units used as matches, each weighted by how often it is used,
+a match contributes ``Y_j + μ̂_w(Z_i) − μ̂_w(Z_j)`` instead of ``Y_j``: the
+linear part of the covariate discrepancy the match leaves is removed. ``Z`` is
+the adjustment set, whatever is matched on.
 
 **Standard error.** Abadie and Imbens (2006) population variance, with
-``K_i`` the number of times unit i is used as a match and the conditional
+``K_i = M Σ_l 1{i ∈ J(l)} / #J(l)`` the (tie-weighted) number of times unit i
+is used as a match and the conditional
 variance ``σ²(X_i, T_i)`` estimated from the unit's ``J = 2`` nearest
-neighbours in its own arm, ``σ̂²_i = J/(J+1) (Y_i − mean of their Y)²``:
+neighbours in its own arm, ``σ̂²_i = J/(J+1) (Y_i − mean of their Y)²`` (with ties:
+the ``L ≥ J`` units as near as the J-th, and ``L/(L+1)``):
 
 - ATE: ``V = N⁻² Σ_i [(Ŷ_i(1) − Ŷ_i(0) − τ)² + ((K_i/M)² + (2M−1) K_i / M²) σ̂²_i]``;
 - ATT: ``V = N₁⁻² [Σ_{treated} (Y_i − Ŷ_i(0) − τ)² + Σ_{controls} K_j (K_j − 1)/M² σ̂²_j]``;
@@ -28,8 +44,12 @@ of Abadie and Imbens 2016 for an estimated score is not applied). This
 analytic interval is the default (``ci="auto"``): Abadie and Imbens (2008)
 show that the bootstrap is not valid for nearest-neighbour matching with a
 fixed number of matches, so ``ci="bootstrap"`` refits every resample but
-warns. Ties in distance are broken by the search order (continuous
-covariates have none).
+warns. With a bias adjustment the imputed outcomes in these formulas are
+the adjusted ones.
+
+Reproduced: the Mixtape's (Cunningham 2021) propensity matching of the NSW
+treated against CPS-1, ``teffects psmatch ..., atet nn(5)``: ATT 1,725.08
+(tests/estimation/test_mixtape.py).
 
 References
 ----------
@@ -37,6 +57,8 @@ References
        estimators for average treatment effects", Econometrica 74(1), 2006.
 .. [2] A. Abadie, G. W. Imbens, "On the failure of the bootstrap for
        matching estimators", Econometrica 76(6), 2008.
+.. [3] A. Abadie, G. W. Imbens, "Bias-corrected matching estimators for
+       average treatment effects", J. Business & Economic Statistics 29(1), 2011.
 
 Examples
 --------
@@ -57,14 +79,18 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from ..errors import ModelError
+from ..errors import ModelError, ResourceError
 from .estimators import Estimator, is_data, resampled_rows
 from .linear import logistic_regression
 
-__all__ = ["Matching", "nearest_neighbours", "abadie_imbens_variance"]
+__all__ = ["Matching", "nearest_neighbours", "match_sets", "abadie_imbens_variance"]
 
 #: Neighbours in the own arm for the conditional variance (Abadie & Imbens' J).
 _J = 2
+#: Relative distance within which a pool row ties with the M-th nearest.
+_TIE = 1e-12
+#: Most (query, match) pairs the tied match sets may hold.
+_MAX_PAIRS = 50_000_000
 
 
 def nearest_neighbours(query: np.ndarray, pool: np.ndarray, m: int, *, exclude_self: bool = False) -> np.ndarray:
@@ -91,6 +117,53 @@ def nearest_neighbours(query: np.ndarray, pool: np.ndarray, m: int, *, exclude_s
         keep[keep.all(axis=1), -1] = False
         idx = idx[keep].reshape(len(query), m)                                # (q, m)
     return idx
+
+
+def match_sets(query: np.ndarray, pool: np.ndarray, m: int, *, ties: bool = True
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The match sets of the rows of `query` in `pool`, as (query, pool row, weight) triples.
+
+    With ties, identical query rows share one match set, found once: a
+    discrete covariate with two values costs two sets, however many rows.
+
+    Parameters
+    ----------
+    query : ndarray of shape (q, d)
+    pool : ndarray of shape (p, d)
+    m : int
+        Matches per query row.
+    ties : bool
+        Also every pool row as near as the m-th nearest (see the module); else exactly `m`.
+
+    Returns
+    -------
+    sets, matches : ndarray of shape (s,), int
+        The set (a distinct query row) and the pool index of each pair.
+    weights : ndarray of shape (s,)
+        ``1/#J``: each set's weights sum to one.
+    inverse : ndarray of shape (q,), int
+        The set of each query row.
+    """
+    from scipy.spatial import cKDTree  # heavy import, only here
+
+    if m > len(pool):
+        raise ModelError(f"matching needs {m} neighbours but the arm has only {len(pool)} rows")
+    tree = cKDTree(pool)
+    if not ties:
+        _, idx = tree.query(query, k=m)
+        q = len(query)
+        return np.repeat(np.arange(q), m), np.reshape(idx, (q, m)).ravel(), np.full(q * m, 1.0 / m), np.arange(q)
+    distinct, inverse = np.unique(query, axis=0, return_inverse=True)         # (u, d), (q,)
+    dist, _ = tree.query(distinct, k=m)
+    radius = np.reshape(dist, (len(distinct), m))[:, -1] * (1.0 + _TIE)       # (u,)
+    sizes = tree.query_ball_point(distinct, radius, return_length=True)       # (u,)
+    if sizes.sum() > _MAX_PAIRS:
+        raise ResourceError(f"tied match sets hold {int(sizes.sum()):,} pairs (more than {_MAX_PAIRS:,}); "
+                            f"use ties=False")
+    found = tree.query_ball_point(distinct, radius)
+    sets = np.repeat(np.arange(len(distinct)), sizes)
+    matches = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])
+    return sets, matches, 1.0 / sizes[sets], np.asarray(inverse).ravel()
 
 
 def abadie_imbens_variance(y: np.ndarray, a1: np.ndarray, y1: np.ndarray, y0: np.ndarray, used: np.ndarray,
@@ -128,6 +201,7 @@ class Matching(Estimator):
 
     name = "matching"
     default_ci = "analytic"
+    method_options = ("ties", "bias_adjust")
     bootstrap_warning = ("the bootstrap is not valid for nearest-neighbour matching with a fixed number of "
                          "matches (Abadie & Imbens 2008); ci='analytic' gives the Abadie-Imbens standard error")
 
@@ -146,6 +220,10 @@ class Matching(Estimator):
         self.on = options.get("match_on", "propensity")
         if self.on not in ("propensity", "covariates"):
             raise ModelError(f"match_on must be 'propensity' or 'covariates', got {self.on!r}")
+        self.ties, self.bias_adjust = options.get("ties", True), options.get("bias_adjust", False)
+        for name, value in (("ties", self.ties), ("bias_adjust", self.bias_adjust)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ModelError(f"{name} must be True or False, got {value!r}")
 
     def features(self, rows: np.ndarray) -> np.ndarray:
         """What is matched on, for the given rows: (len(rows), 1) scores or (len(rows), kz) whitened covariates."""
@@ -174,14 +252,40 @@ class Matching(Estimator):
         for own, other, out, needed in ((t_idx, c_idx, y0, need_c), (c_idx, t_idx, y1, need_t)):
             if not needed:
                 continue
-            nb = other[nearest_neighbours(x[own], x[other], self.m)]          # (len(own), M)
-            out[own] = y[nb].mean(axis=1)
-            used += np.bincount(nb.ravel(), minlength=len(rows))
+            u, j, wt, inv = match_sets(x[own], x[other], self.m, ties=self.ties)
+            j = other[j]                                                      # pool rows as indices of `rows`
+            mult = np.bincount(inv)                                           # query rows per match set
+            counts = np.bincount(j, weights=wt * mult[u], minlength=len(rows))   # Σ_l 1{j ∈ J(l)} / #J(l)
+            target, shift = y[j], 0.0
+            if self.bias_adjust:                                              # Y_j + μ̂(Z_i) − μ̂(Z_j)
+                slope = self._bias_slope(rows, other, counts)                 # (kz,)
+                z = self.prep.z[rows]
+                target, shift = target - z[j] @ slope, z[own] @ slope
+            out[own] = np.bincount(u, weights=wt * target, minlength=len(mult))[inv] + shift
+            used += self.m * counts
         sigma2 = np.zeros(len(rows))
         for arm in (t_idx, c_idx):
-            nb = arm[nearest_neighbours(x[arm], x[arm], _J, exclude_self=True)]   # (len(arm), J)
-            sigma2[arm] = _J / (_J + 1) * (y[arm] - y[nb].mean(axis=1)) ** 2
+            sigma2[arm] = self._own_variance(x[arm], y[arm])
         return {"y": y, "a1": a1, "y1": y1, "y0": y0, "used": used, "sigma2": sigma2}
+
+    def _own_variance(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """σ̂² (r,) of each unit of one arm from its J nearest others there (with ties: all L as near, L/(L+1))."""
+        if not self.ties:
+            nb = nearest_neighbours(x, x, _J, exclude_self=True)                 # (r, J)
+            return _J / (_J + 1) * (y - y[nb].mean(axis=1)) ** 2
+        u, j, _, inv = match_sets(x, x, _J + 1, ties=True)                      # each row is in its own set
+        size = np.bincount(u)[inv] - 1.0                                        # L >= J others
+        mean = (np.bincount(u, weights=y[j])[inv] - y) / size
+        return size / (size + 1) * (y - mean) ** 2
+
+    def _bias_slope(self, rows: np.ndarray, arm: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The slopes (kz,) of μ̂: the least-squares fit of Y on [1, Z] over `arm`, weighted by use."""
+        z = self.prep.z[rows]                                                 # (r, kz)
+        xz = np.column_stack([np.ones(len(rows)), z])
+        w = np.zeros(len(rows))
+        w[arm] = counts[arm]
+        root = np.sqrt(w)[:, None]
+        return np.linalg.lstsq(xz * root, self.prep.y[rows] * root[:, 0], rcond=None)[0][1:]
 
     def _value(self, parts: dict) -> float:
         own = {"ate": slice(None), "att": parts["a1"] > 0, "atc": parts["a1"] == 0}[self.estimand]

@@ -40,6 +40,8 @@ def can_partition(ddf, method: str, ci: str, columns: Sequence[Hashable], option
         return False
     if options.get("model") is not None or options.get("propensity_model") is not None:
         return False
+    if options.get("normalize", True) is not True or options.get("overlap") is not None:
+        return False                                   # Horvitz-Thompson and overlap IPW: on the computed frame
     if method == "regression" and options.get("link", "auto") == "logistic":
         return False
     dtypes = ddf.dtypes
@@ -182,7 +184,8 @@ class PartitionedEstimator:
         beta = np.zeros(k)
         for _ in range(100):
             s = _sum_over_partitions(data.ddf, _logistic_step, data, beta)
-            step = np.linalg.solve(s["hess"], s["grad"])
+            d = 1.0 / np.sqrt(np.diag(s["hess"]) + 1e-300)                     # Jacobi scaling, as linear.py
+            step = d * np.linalg.solve(s["hess"] * d[:, None] * d[None, :], s["grad"] * d)
             beta = beta + step
             if np.max(np.abs(step)) < 1e-12:
                 break

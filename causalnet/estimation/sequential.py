@@ -26,7 +26,16 @@ categorical) — then the estimate is exactly the plug-in g-formula with
 empirical frequencies — and linear in the history otherwise. A regime whose
 history cell has no rows is a positivity failure
 (:class:`~causalnet.errors.EvidenceError`). Intervals: the bootstrap, all
-replicates at once.
+replicates at once, or (``ci="analytic"``) the influence function of the
+stacked estimating equations. With ``x_k`` the design of step k, ``m_k`` the
+indicator of following the regime up to ``A_k``, ``B_k = E[m_k x_k x_kᵀ]``
+and ``s_k = m_k x_k (Q_{k+1} − x_kᵀβ_k)`` the step's score, the regime mean's
+influence is ``x_0ᵀβ_0 − μ + Σ_k u_kᵀ s_k`` where ``u_0 = B_0⁻¹ E[x_0]`` and
+``u_{k+1} = B_{k+1}⁻¹ E[m_k x_{k+1} x_kᵀ] u_k`` (each step's coefficients move
+the next step's target); the effect's is the treated regime's minus the
+control regime's, and ``se = sqrt(mean(IF²) / n)``. For the saturated
+regressions this is the nonparametric influence function of the plug-in
+g-formula.
 
 References
 ----------
@@ -154,6 +163,7 @@ class SequentialGFormula(Estimator):
 
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
+        self._paths: dict = {}
         self.designs = []
         for h in prep.histories:
             if prep.discrete:
@@ -168,7 +178,7 @@ class SequentialGFormula(Estimator):
         p = self.prep
         q = np.broadcast_to(p.y, w.shape)                                         # (b, n)
         follows = np.ones(p.n, dtype=bool)
-        masks = []
+        masks, path = [], []
         for a, level in zip(p.a, regime):
             follows = follows & (a == level)
             masks.append(follows.copy())
@@ -182,15 +192,43 @@ class SequentialGFormula(Estimator):
                     raise EvidenceError(f"positivity fails: no row follows the regime {dict(zip(p.treatment, regime))} "
                                         f"up to {p.treatment[k]!r} in some history cell of the data")
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    q = (sums / counts) @ x.T                                     # (b, n) cell means
+                    beta = sums / counts                                          # (b, c) cell means
+                q_next, q = q, beta @ x.T                                         # (b, n)
             else:
                 if is_data(w) and masks[k].sum() <= x.shape[1]:
                     raise EvidenceError(f"positivity fails: {int(masks[k].sum())} rows follow the regime "
                                         f"{dict(zip(p.treatment, regime))} up to {p.treatment[k]!r}, too few for "
                                         f"a regression on {x.shape[1]} columns")
                 beta = solve_batched(cross_moments(wk, x, x), (wk * q) @ x)       # (b, 1+k)
-                q = beta @ x.T                                                    # (b, n)
+                q_next, q = q, beta @ x.T                                         # (b, n)
+            if is_data(w):
+                path.append((x, masks[k], q_next[0], beta[0]))
+        if is_data(w):
+            self._paths[regime] = path[::-1]                                      # steps 0..K
         return (w * q).sum(axis=1) / w.sum(axis=1)
+
+    def influence(self, regime: tuple) -> np.ndarray:
+        """The influence function (n,) of the regime mean (see the module), after a fit on the data."""
+        steps = self._paths[regime]
+        n = self.prep.n
+        x0, _, _, beta0 = steps[0]
+        pred = x0 @ beta0
+        curve = pred - pred.mean()
+        c = x0.mean(axis=0)                                                       # E[x_0]
+        for k, (x, m, target, beta) in enumerate(steps):
+            b = (x * m[:, None]).T @ x / n                                        # (c, c) B_k
+            u = np.linalg.lstsq(b, c, rcond=None)[0]
+            curve = curve + m * (target - x @ beta) * (x @ u)                    # u_kᵀ s_k
+            if k + 1 < len(steps):
+                nxt = steps[k + 1][0]
+                c = (nxt * m[:, None]).T @ (x @ u) / n                            # E[m_k x_{k+1} x_kᵀ] u_k
+        return curve
+
+    def analytic(self):
+        p = self.prep
+        value = float(self.fit(np.ones((1, p.n)))[0])
+        curve = self.influence(p.treated) - self.influence(p.control)
+        return value, float(np.sqrt(np.mean(curve ** 2) / p.n))
 
     def fit(self, w):
         m1, m0 = self.regime_mean(w, self.prep.treated), self.regime_mean(w, self.prep.control)

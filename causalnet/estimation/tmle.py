@@ -1,4 +1,4 @@
-r"""Targeted maximum likelihood (TMLE) of the average treatment effect of a discrete treatment.
+r"""Targeted maximum likelihood (TMLE) of the ATE, ATT or ATC of a discrete treatment.
 
 The steps (van der Laan & Rose 2011, ch. 4; Gruber & van der Laan 2010 for a
 continuous outcome):
@@ -11,14 +11,20 @@ continuous outcome):
    fluctuation needs them inside (0, 1));
 3. the propensities ``e_t(Z)`` (logistic, clipped by ``trim=``);
 4. the logistic **fluctuation**: with the clever covariate
-   ``H = A_treated/e_treated − A_control/e_control``, the one-parameter logistic
-   regression of ``Y*`` on ``H`` with offset ``logit Q(T, Z)`` and no
-   intercept gives ε; the updated models are
-   ``Q*_t = expit(logit Q(t, Z) ± ε / e_t)``;
-5. ``ψ = (b − a) · mean(Q*_treated − Q*_control)``.
+   ``H(A, Z) = A_treated ρ/e_treated − A_control ρ/e_control`` (``ρ = 1`` for
+   the ATE, ``e_treated(Z)`` for the ATT, ``e_control(Z)`` for the ATC: the
+   weights of :class:`~causalnet.estimation.estimators.IPW`), the
+   one-parameter logistic regression of ``Y*`` on ``H`` with offset
+   ``logit Q(T, Z)`` and no intercept gives ε; the updated models are
+   ``Q*_treated = expit(logit Q(treated, Z) + ε ρ/e_treated)`` and
+   ``Q*_control = expit(logit Q(control, Z) − ε ρ/e_control)``;
+5. ``ψ = (b − a) · mean(Q*_treated − Q*_control)`` over the target rows (all
+   rows, the treated, or the controls): for the ATT and ATC the distribution
+   of Z in the target arm is its empirical one, so only Q needs targeting.
 
-The analytic standard error is that of the efficient influence curve,
-``D = H (Y* − Q*(T, Z)) + Q*_treated − Q*_control − ψ*``:
+The analytic standard error is that of the efficient influence curve
+(Hahn 1998 for the ATT), with ``r`` the target indicator and ``p̂ = mean(r)``:
+``D = [H (Y* − Q*(T, Z)) + r (Q*_treated − Q*_control − ψ*)] / p̂``, and
 ``(b − a) · sd(D) / sqrt(n)`` (sample standard deviation, n − 1). It is the
 default interval; ``ci="bootstrap"`` refits every step on each resample, all
 replicates at once (each resample's outcome range rescales its own outcome).
@@ -28,6 +34,8 @@ References
 .. [1] M. J. van der Laan, S. Rose, "Targeted Learning", Springer, 2011.
 .. [2] S. Gruber, M. J. van der Laan, "A targeted maximum likelihood estimator
        of a causal effect on a bounded continuous outcome", Int. J. Biostat. 6(1), 2010.
+.. [3] J. Hahn, "On the role of the propensity score in efficient
+       semiparametric estimation of average treatment effects", Econometrica 66(2), 1998.
 
 Examples
 --------
@@ -48,7 +56,7 @@ import numpy as np
 from scipy import special
 
 from ..errors import ModelError
-from .estimators import Weighting, is_data
+from .estimators import Weighting, is_data, target_mean
 from .linear import logistic_regression, weighted_least_squares
 
 __all__ = ["TMLE", "fluctuate"]
@@ -85,12 +93,12 @@ def fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, w: np.ndarray, *
 
 
 class TMLE(Weighting):
-    """Targeted maximum likelihood for the ATE of a discrete treatment (logistic fluctuation)."""
+    """Targeted maximum likelihood for the ATE, ATT or ATC of a discrete treatment (logistic fluctuation)."""
 
     name = "tmle"
     default_ci = "analytic"
 
-    estimands = ("ate",)
+    estimands = ("ate", "att", "atc")
 
     def __init__(self, prep, estimand, options):
         super().__init__(prep, estimand, options)
@@ -130,16 +138,17 @@ class TMLE(Weighting):
         lo, span = self.scale(w)                                              # (b, 1) each
         ys = (p.y - lo) / span                                                # (b, n) in [0, 1]
         qa, q1, q0 = self.initial(w, lo, span)
-        h = p.a1 / e1 - p.a0 / e0                                             # (b, n) clever covariate
+        h1, h0 = self.ratios(e1, e0)                                          # (b, n) ρ/e_t
+        h = p.a1 * h1 - p.a0 * h0                                             # (b, n) clever covariate
         eps = fluctuate(ys, special.logit(qa), h, w)[:, None]                 # (b, 1)
-        q1s = special.expit(special.logit(q1) + eps / e1)
-        q0s = special.expit(special.logit(q0) - eps / e0)
-        m1 = (w * q1s).sum(axis=1) / w.sum(axis=1)
-        m0 = (w * q0s).sum(axis=1) / w.sum(axis=1)
+        q1s = special.expit(special.logit(q1) + eps * h1)
+        q0s = special.expit(special.logit(q0) - eps * h0)
+        m1, m0 = target_mean(w, self.r, q1s), target_mean(w, self.r, q0s)     # (b,) each
         if is_data(w):
             qas = special.expit(special.logit(qa) + eps * h)
             psi = m1[0] - m0[0]
-            self._curve = span[0, 0] * (h * (ys - qas) + q1s - q0s - psi)[0]  # (n,) influence curve, Y's scale
+            curve = h * (ys - qas) + self.r * (q1s - q0s - psi)               # (1, n)
+            self._curve = span[0, 0] * curve[0] / self.r.mean()               # (n,) influence curve, Y's scale
             self.means = lo[0, 0] + span[0, 0] * np.array([m1[0], m0[0]])
             self.diagnostics["epsilon"] = float(eps[0, 0])
         return span[:, 0] * (m1 - m0)
