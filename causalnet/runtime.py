@@ -6,7 +6,7 @@ causalnet reads.
 
 Backends
 --------
-Three families of kernels have a compiled (numba) path beside their numpy
+Several families of kernels have a compiled (numba) path beside their numpy
 (or plain Python) reference; the answers agree to rounding, and the choice is
 a matter of speed only:
 
@@ -16,6 +16,7 @@ family     kernels                                                     ``"auto"`
 graph      the Bayes-ball d-separation search                          Python searches spent 1 s
 chain      HMM/CRF sweeps: forward, backward, Viterbi, ragged          the chain has >= AUTO_MIN_T steps
 tensor     fused add & LayerNorm, small attention, GELU                plan programs spent 1 s in numpy
+learning   conditional Gaussian moment sums (``fit`` on mixed data)     the table has >= 20,000 rows
 =========  ==========================================================  =================================
 
 Each family's backend is ``"auto"`` (default), ``"numba"`` (always compile)
@@ -29,7 +30,8 @@ All are read when first needed, never written (except ``numba``'s own cache
 setting, see below). A flag is true when set to anything but ``""``, ``0``,
 ``false``, ``no`` or ``off`` (any case):
 
-``CAUSALNET_GRAPH_BACKEND``, ``CAUSALNET_CHAIN_BACKEND``, ``CAUSALNET_TENSOR_BACKEND``
+``CAUSALNET_GRAPH_BACKEND``, ``CAUSALNET_CHAIN_BACKEND``, ``CAUSALNET_TENSOR_BACKEND``,
+``CAUSALNET_GIBBS_BACKEND``, ``CAUSALNET_LEARNING_BACKEND``
     ``auto``, ``numba`` or ``numpy``; another value is ignored with a warning.
 ``CAUSALNET_CACHE_DIR``
     Where compiled kernels are cached (default: the per-user cache,
@@ -85,7 +87,7 @@ __all__ = [
 
 #: causalnet's version (``causalnet.__version__``), part of the kernel cache's path
 VERSION = "0.1.0"
-FAMILIES = ("graph", "chain", "tensor", "gibbs")
+FAMILIES = ("graph", "chain", "tensor", "gibbs", "learning")
 BACKENDS = ("auto", "numba", "numpy")
 ENV_PREFIX = "CAUSALNET_"
 _FALSE = ("", "0", "false", "no", "off")

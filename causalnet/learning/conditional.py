@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
+from .cg_kernel import moment_sums, use_compiled
 from .data import Table
 from .parameters import Prior
 
@@ -101,7 +102,8 @@ class Moments:
         is shifted by their mean first, so the raw sums lose no more than a
         few digits to a common offset when they are centred per configuration.
         The raw sums are dot products when ``q == 1``; with several
-        configurations and m >= 2 unweighted columns, the rows are put in
+        configurations and unweighted rows, one compiled pass per entry
+        (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else, with m >= 2, the rows are put in
         configuration order once (a stable radix argsort of the small
         configuration codes) and every sum is a dot product over one contiguous
         slice; otherwise one ``np.bincount`` per entry, over interleaved
@@ -120,6 +122,8 @@ class Moments:
         xw = xs if w is None else [x * w for x in xs]
         if q == 1:
             weight, first, second = np.array([total]), *_dot_sums(xs, xw)
+        elif w is None and use_compiled(len(config)):
+            weight, first, second = moment_sums(config, q, xs)
         elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
             weight, first, second = _sorted_sums(config, q, xs)
         else:

@@ -194,8 +194,9 @@ def _check_card(name, card: int) -> None:
 
 
 def _categorical_column(name, series, states) -> DiscreteColumn:
-    cats = tuple(series.cat.categories.tolist())
-    codes = np.asarray(series.cat.codes, dtype=np.int64)
+    arr = series.array if hasattr(series.array, "codes") else series.cat       # a Categorical: no Series built
+    cats = tuple(arr.categories.tolist())
+    codes = np.asarray(arr.codes).astype(np.int64)
     if states is None or tuple(states) == cats:
         _check_card(name, len(cats))
         return DiscreteColumn(codes, cats)
@@ -321,3 +322,4 @@ def family_counts(table: Table, child: Hashable, parents: Sequence[Hashable], ro
         weights = None if weights is None else weights[ok]
     out = np.bincount(flat, weights=weights, minlength=size)                                      # (prod cards,)
     return out.reshape(cards)
+
