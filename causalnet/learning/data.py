@@ -242,7 +242,10 @@ def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
             finite = bool(np.isfinite(vals.sum())) or bool(np.isfinite(vals).all())
         if not finite and np.isinf(vals).any():
             raise ModelError(f"column {name!r} has an infinite value at row {int(np.flatnonzero(np.isinf(vals))[0])}")
-        return RealColumn(vals)
+        col = RealColumn(vals)
+        if finite:
+            col.__dict__["complete"] = True          # a finite sum: no NaN (the cached property, known already)
+        return col
     missing = _is_missing(arr)
     if states is not None:
         states = tuple(states)
