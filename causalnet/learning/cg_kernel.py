@@ -5,7 +5,7 @@ discrete parents, the raw sums ``n_k``, ``Σ v`` and ``Σ v vᵀ`` of
 ``v = (x_1..x_p, y)``. numpy computes each of these ``1 + m + m(m+1)/2``
 entries by its own ``np.bincount`` over the rows plus a product temporary;
 here one kernel makes the same passes without temporaries, each pass spread
-over ``LANES`` interleaved accumulators per configuration (consecutive rows
+over 4 interleaved accumulators per configuration (consecutive rows
 of one configuration otherwise wait on each other's additions), summed in a
 fixed order at the end.
 
@@ -25,13 +25,11 @@ import numpy as np
 
 from .. import runtime
 
-__all__ = ["moment_sums", "use_compiled", "AUTO_MIN_ROWS", "ENV_VAR", "LANES"]
+__all__ = ["moment_sums", "use_compiled", "AUTO_MIN_ROWS", "ENV_VAR"]
 
 ENV_VAR = "CAUSALNET_LEARNING_BACKEND"
 #: Under the ``"auto"`` backend, tables with fewer rows stay in numpy (the compiled pass is not worth loading).
 AUTO_MIN_ROWS = 20_000
-#: Interleaved accumulators per configuration.
-LANES = 4
 
 
 def use_compiled(n: int) -> bool:

@@ -60,7 +60,8 @@ from .cg_kernel import moment_sums, use_compiled
 from .data import Table
 from .parameters import Prior
 
-__all__ = ["Moments", "config_index", "laned_index", "LANES", "LANE_GROUPS", "family_moments", "fit_conditional", "conditional_mechanism",
+__all__ = ["Moments", "config_index", "laned_index", "LANES", "LANE_GROUPS", "family_moments", "fit_conditional",
+           "fit_from_moments", "conditional_mechanism",
            "describe_config", "check_configurations", "LOG_2PI"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -380,16 +381,25 @@ def fit_conditional(node: Hashable, table: Table, parents: Sequence[Hashable], s
         A configuration with too few rows or an exact fit (naming it), without a prior.
     """
     mo, disc, real, cards = family_moments(table, node, parents)
+    st = states if states is not None else [table.column(d).states for d in disc]
+    return fit_from_moments(node, mo, parents, disc, real, cards, st, prior)
+
+
+def fit_from_moments(node: Hashable, mo: Moments, parents: Sequence[Hashable], disc: tuple, real: tuple,
+                     cards: tuple, states: Sequence[tuple], prior: Prior):
+    """:func:`fit_conditional` from the family's :class:`Moments` (from one table, or merged over partitions).
+
+    `disc` / `real` are the discrete and real parents (in `parents`' order), `cards` and `states` the discrete
+    parents' cards and state names; the moments' configurations are C-order over `cards`.
+    """
     a = np.broadcast_to(np.asarray(prior.pseudo_counts(node, (*cards, 1)), dtype=np.float64), (*cards, 1))
     pseudo = bool(np.all(a > 0))
     if np.any(a > 0):
         mo = mo.with_pseudo_rows(a.reshape(-1))
     b, w, var = mo.solve(node)
-    st = states if states is not None else [table.column(d).states for d in disc]
     if not disc and mo.weight[0] < len(real) + 1:
         raise ModelError(f"node {node!r}: {mo.weight[0]:g} complete rows cannot fit {len(real) + 1} "
                          f"linear-Gaussian parameters (intercept and {len(real)} weights)")
     if disc:
-        check_configurations(node, mo, var, disc, st, cards, len(real), pseudo)
+        check_configurations(node, mo, var, disc, states, cards, len(real), pseudo)
     return conditional_mechanism(parents, disc, real, cards, b, w, var)
-
