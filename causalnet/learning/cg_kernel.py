@@ -4,10 +4,11 @@ A conditional Gaussian family needs, for every configuration ``k`` of its
 discrete parents, the raw sums ``n_k``, ``Σ v`` and ``Σ v vᵀ`` of
 ``v = (x_1..x_p, y)``. numpy computes each of these ``1 + m + m(m+1)/2``
 entries by its own ``np.bincount`` over the rows plus a product temporary;
-here one kernel makes the same passes without temporaries, each pass spread
-over 4 interleaved accumulators per configuration (consecutive rows
-of one configuration otherwise wait on each other's additions), summed in a
-fixed order at the end.
+here one kernel makes them without temporaries: for ``m <= 3`` all entries in
+one pass over the rows; for larger ``m`` one pass per entry, each spread over
+4 interleaved accumulators per configuration (consecutive rows of one
+configuration otherwise wait on each other's additions), summed in a fixed
+order at the end. The configuration codes are read as 8- or 16-bit integers.
 
 numba is imported (and the kernel compiled, cached on disk by
 :func:`causalnet.runtime.jit`) on the first call only. The ``"learning"``
@@ -67,6 +68,57 @@ def _moment_kernel(config, x, q):  # pragma: no cover - compiled (its Python sou
     return out
 
 
+@runtime.jit(nogil=True, boundscheck=False)
+def _moment_kernel_1(config, y, q):  # pragma: no cover - compiled
+    out = np.zeros((q, 2, 2))
+    for r in range(y.shape[0]):
+        k, v = config[r], y[r]
+        out[k, 0, 0] += 1.0
+        out[k, 0, 1] += v
+        out[k, 1, 1] += v * v
+    for k in range(q):
+        out[k, 1, 0] = out[k, 0, 1]
+    return out
+
+
+@runtime.jit(nogil=True, boundscheck=False)
+def _moment_kernel_2(config, x, y, q):  # pragma: no cover - compiled
+    out = np.zeros((q, 3, 3))
+    for r in range(y.shape[0]):
+        k, a, b = config[r], x[r], y[r]
+        out[k, 0, 0] += 1.0
+        out[k, 0, 1] += a
+        out[k, 0, 2] += b
+        out[k, 1, 1] += a * a
+        out[k, 1, 2] += a * b
+        out[k, 2, 2] += b * b
+    for k in range(q):
+        out[k, 1, 0], out[k, 2, 0], out[k, 2, 1] = out[k, 0, 1], out[k, 0, 2], out[k, 1, 2]
+    return out
+
+
+@runtime.jit(nogil=True, boundscheck=False)
+def _moment_kernel_3(config, x1, x2, y, q):  # pragma: no cover - compiled
+    out = np.zeros((q, 4, 4))
+    for r in range(y.shape[0]):
+        k, a, b, c = config[r], x1[r], x2[r], y[r]
+        out[k, 0, 0] += 1.0
+        out[k, 0, 1] += a
+        out[k, 0, 2] += b
+        out[k, 0, 3] += c
+        out[k, 1, 1] += a * a
+        out[k, 1, 2] += a * b
+        out[k, 1, 3] += a * c
+        out[k, 2, 2] += b * b
+        out[k, 2, 3] += b * c
+        out[k, 3, 3] += c * c
+    for k in range(q):
+        for i in range(4):
+            for j in range(i):
+                out[k, i, j] = out[k, j, i]
+    return out
+
+
 def moment_sums(config: np.ndarray, q: int, xs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration, by the compiled kernel.
 
@@ -78,8 +130,17 @@ def moment_sums(config: np.ndarray, q: int, xs: list) -> tuple[np.ndarray, np.nd
     xs : list of m ndarrays of shape (n,)
         The columns (float64).
     """
-    x = np.empty((len(xs), len(config)))                                                  # (m, n)
-    for i, c in enumerate(xs):
-        x[i] = c
-    raw = _moment_kernel(np.ascontiguousarray(config, dtype=np.int64), x, int(q))        # (q, m+1, m+1)
+    small = config.astype(np.uint8 if q <= 256 else np.uint16 if q <= 65536 else np.int64)   # (n,) less to read
+    cols = [np.ascontiguousarray(c, dtype=np.float64) for c in xs]
+    if len(cols) == 1:                                                                    # one pass, all entries
+        raw = _moment_kernel_1(small, cols[0], int(q))
+    elif len(cols) == 2:
+        raw = _moment_kernel_2(small, cols[0], cols[1], int(q))
+    elif len(cols) == 3:
+        raw = _moment_kernel_3(small, cols[0], cols[1], cols[2], int(q))
+    else:                                                                                 # one pass per entry
+        x = np.empty((len(cols), len(config)))                                            # (m, n)
+        for i, c in enumerate(cols):
+            x[i] = c
+        raw = _moment_kernel(small, x, int(q))                                            # (q, m+1, m+1)
     return raw[:, 0, 0].copy(), raw[:, 0, 1:].copy(), raw[:, 1:, 1:].copy()
