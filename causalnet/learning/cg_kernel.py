@@ -10,12 +10,17 @@ one pass over the rows; for larger ``m`` one pass per entry, each spread over
 configuration otherwise wait on each other's additions), summed in a fixed
 order at the end. The configuration codes are read as 8- or 16-bit integers.
 
-numba is imported (and the kernel compiled, cached on disk by
-:func:`causalnet.runtime.jit`) on the first call only. The ``"learning"``
-backend (:func:`causalnet.runtime.get_backend`, ``CAUSALNET_LEARNING_BACKEND``)
+numba is imported (and the kernels compiled, cached on disk by
+:func:`causalnet.runtime.jit`) on the first compiled call only: about a second
+once per process (numba's import and the cached kernels' load; the first
+compile ever takes a few seconds more). The ``"learning"`` backend
+(:func:`causalnet.runtime.get_backend`, ``CAUSALNET_LEARNING_BACKEND``)
 chooses: ``"numpy"`` never compiles, ``"numba"`` always does, ``"auto"``
-(default) compiles for tables of at least :data:`AUTO_MIN_ROWS` rows when numba
-is installed. Both paths are tested to agree to rounding.
+(default) compiles once the numpy sums have spent :data:`AUTO_BUDGET_S`
+seconds in this process (so a single fit never pays the load, and repeated
+fits, scores and structure searches on large tables soon run compiled), and
+keeps using the kernels once they are loaded for tables of at least
+:data:`AUTO_MIN_ROWS` rows. Both paths are tested to agree to rounding.
 
 Symbols: ``n`` rows, ``q`` configurations, ``m`` moment variables.
 """
@@ -26,11 +31,26 @@ import numpy as np
 
 from .. import runtime
 
-__all__ = ["moment_sums", "use_compiled", "AUTO_MIN_ROWS", "ENV_VAR"]
+__all__ = ["moment_sums", "use_compiled", "record_numpy_time", "numpy_seconds", "AUTO_MIN_ROWS", "AUTO_BUDGET_S",
+           "ENV_VAR"]
 
 ENV_VAR = "CAUSALNET_LEARNING_BACKEND"
-#: Under the ``"auto"`` backend, tables with fewer rows stay in numpy (the compiled pass is not worth loading).
+#: Under ``"auto"``, the numpy seconds after which the kernels are loaded.
+AUTO_BUDGET_S = 1.0
+#: Under ``"auto"`` with the kernels loaded, tables with fewer rows stay in numpy (a call costs more than it saves).
 AUTO_MIN_ROWS = 20_000
+
+_state = {"numpy_s": 0.0, "loaded": False}
+
+
+def record_numpy_time(seconds: float) -> None:
+    """Add `seconds` spent by the numpy moment sums (what ``"auto"`` weighs against loading the kernels)."""
+    _state["numpy_s"] += seconds
+
+
+def numpy_seconds() -> float:
+    """The seconds the numpy moment sums have spent in this process."""
+    return _state["numpy_s"]
 
 
 def use_compiled(n: int) -> bool:
@@ -38,7 +58,9 @@ def use_compiled(n: int) -> bool:
     name = runtime.get_backend("learning")
     if name == "numpy" or not runtime.numba_available():
         return False
-    return name == "numba" or n >= AUTO_MIN_ROWS
+    if name == "numba":
+        return True
+    return n >= AUTO_MIN_ROWS and (_state["loaded"] or _state["numpy_s"] >= AUTO_BUDGET_S)
 
 
 @runtime.jit(nogil=True, boundscheck=False)
@@ -143,4 +165,5 @@ def moment_sums(config: np.ndarray, q: int, xs: list) -> tuple[np.ndarray, np.nd
         for i, c in enumerate(cols):
             x[i] = c
         raw = _moment_kernel(small, x, int(q))                                            # (q, m+1, m+1)
+    _state["loaded"] = True
     return raw[:, 0, 0].copy(), raw[:, 0, 1:].copy(), raw[:, 1:, 1:].copy()

@@ -48,6 +48,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -56,7 +57,7 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
-from .cg_kernel import moment_sums, use_compiled
+from .cg_kernel import moment_sums, record_numpy_time, use_compiled
 from .data import Table
 from .parameters import Prior
 
@@ -102,9 +103,9 @@ class Moments:
         A column whose first rows sit more than 10 standard deviations from 0
         is shifted by their mean first, so the raw sums lose no more than a
         few digits to a common offset when they are centred per configuration.
-        The raw sums are dot products when ``q == 1``; with several
-        configurations and unweighted rows, one compiled pass per entry
-        (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else, with m >= 2, the rows are put in
+        With unweighted rows the raw sums are one compiled pass
+        (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else
+        dot products when ``q == 1``; with several configurations and m >= 2, the rows are put in
         configuration order once (a stable radix argsort of the small
         configuration codes) and every sum is a dot product over one contiguous
         slice; otherwise one ``np.bincount`` per entry, over interleaved
@@ -116,14 +117,17 @@ class Moments:
         shift = _offsets(cols, w)                                                          # (m,)
         xs = [c - s if s else c for c, s in zip(cols, shift)]                             # m x (n,)
         xw = xs if w is None else [x * w for x in xs]
-        if q == 1:
-            weight, first, second = np.array([total]), *_dot_sums(xs, xw)
-        elif w is None and use_compiled(len(config)):
+        if w is None and use_compiled(len(config)):
             weight, first, second = moment_sums(config, q, xs)
-        elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
-            weight, first, second = _sorted_sums(config, q, xs)
         else:
-            weight, first, second = _bincount_sums(config, q, xs, xw, w)
+            start = time.perf_counter()
+            if q == 1:
+                weight, first, second = np.array([total]), *_dot_sums(xs, xw)
+            elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
+                weight, first, second = _sorted_sums(config, q, xs)
+            else:
+                weight, first, second = _bincount_sums(config, q, xs, xw, w)
+            record_numpy_time(time.perf_counter() - start)
         mo = cls.from_raw(weight, first, second)
         return cls(mo.weight, np.where(weight[:, None] > 0, mo.mean + shift, 0.0), mo.scatter)
 

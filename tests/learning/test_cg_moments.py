@@ -116,4 +116,22 @@ def test_learning_backend_switch_decides_the_compiled_path():
     with runtime.backend("learning", "numba"):
         assert cg_kernel.use_compiled(10)
     with runtime.backend("learning", "auto"):
-        assert cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS) and not cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS - 1)
+        assert not cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS - 1)
+        spent = cg_kernel.numpy_seconds()
+        cg_kernel.record_numpy_time(cg_kernel.AUTO_BUDGET_S)          # the budget spent: large tables compile
+        try:
+            assert cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS)
+            assert not cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS - 1)
+        finally:
+            cg_kernel.record_numpy_time(spent - cg_kernel.numpy_seconds())
+
+
+def test_auto_backend_does_not_load_numba_for_one_fit():
+    import subprocess
+    import sys
+
+    code = ("import sys, causalnet as cn; m = cn.gallery.load('waste-incinerator'); "
+            "cn.fit(m.dag, m.sample(30000, seed=0).to_pandas()); "
+            "assert 'numba' not in sys.modules, 'numba imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ,
+                                                                   "CAUSALNET_LEARNING_BACKEND": "auto"})
