@@ -240,9 +240,15 @@ def _offsets(cols: Sequence[np.ndarray], w: np.ndarray | None) -> np.ndarray:
         shift = head.mean(axis=1)
     else:
         wh = w[:4096]
-        shift = head @ wh / max(float(wh.sum()), 1e-300)
+        shift = np.einsum("mh,h->m", head, wh) / max(float(wh.sum()), 1e-300)
     spread = head.std(axis=1)                                                              # (m,)
     return np.where(np.abs(shift) > 10.0 * spread, shift, 0.0)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``a · b`` by ``np.einsum``, not BLAS: a multi-threaded BLAS ``ddot`` on a busy machine can take a thousand
+    times longer than this single-threaded pass."""
+    return float(np.einsum("i,i->", a, b))
 
 
 def _dot_sums(xs: Sequence[np.ndarray], xw: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -252,7 +258,7 @@ def _dot_sums(xs: Sequence[np.ndarray], xw: Sequence[np.ndarray]) -> tuple[np.nd
     for i in range(m):
         first[0, i] = xw[i].sum()
         for j in range(i, m):
-            second[0, i, j] = second[0, j, i] = xw[i] @ xs[j]
+            second[0, i, j] = second[0, j, i] = _dot(xw[i], xs[j])
     return first, second
 
 
@@ -272,7 +278,7 @@ def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[
         for i in range(m):
             first[k, i] = parts[i].sum()
             for j in range(i, m):
-                second[k, i, j] = second[k, j, i] = parts[i] @ parts[j]
+                second[k, i, j] = second[k, j, i] = _dot(parts[i], parts[j])
     return counts.astype(np.float64), first, second
 
 
