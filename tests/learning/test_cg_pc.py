@@ -128,3 +128,20 @@ def test_pc_on_mixed_data_refuses_a_fixed_real_to_discrete_edge_and_honours_blac
         cn.learn_structure(df, method="pc", fixed_edges=[("X", "D")], progress=False)
     got = cn.learn_structure(df, method="pc", black_list=[("D", "X")], progress=False)   # with the CG one: no edge
     assert frozenset(("D", "X")) not in {frozenset(e) for e in got.directed_edges + got.undirected_edges}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pc_on_finite_mixed_data_never_points_a_real_node_into_a_discrete_one(seed):
+    rng = np.random.default_rng(seed)
+    m = cn.CausalModel({
+        "A": cn.Categorical([0.5, 0.5], states=["a0", "a1"]),
+        "X": CLG(["A"], rng.normal(0, 1, 2), np.zeros((2, 0)), [1.0, 1.0]),
+        "B": cn.CPT(["A"], [[0.6, 0.4], [0.45, 0.55]], states=["b0", "b1"]),     # weak: often missed
+        "Y": CLG(["B", "X"], rng.normal(0, 1, 2), [[0.4], [0.2]], [1.0, 0.8]),
+        "Z": cn.LinearGaussian(["Y"], [0.5], bias=0.0, sigma=1.0),
+    })
+    df = m.sample(600, seed=seed).to_pandas()
+    p = cn.learn_structure(df, method="pc", alpha=0.2, progress=False)      # a loose alpha: spurious edges too
+    discrete = {"A", "B"}
+    assert not [e for e in p.directed_edges if e[0] not in discrete and e[1] in discrete]
+    assert not [e for e in p.undirected_edges if (e[0] in discrete) != (e[1] in discrete)]
