@@ -17,6 +17,9 @@ The map:
 - :mod:`~causalnet.learning.search` — hill climbing and tabu search over DAGs;
 - :mod:`~causalnet.learning.pc` and :mod:`~causalnet.learning.citests` — PC and its CI tests;
 - :mod:`~causalnet.learning.ges` — greedy equivalence search.
+- :mod:`~causalnet.learning.conditional` — conditional Gaussian families: per-configuration
+  moments and least squares; :mod:`~causalnet.learning.cg_kernel` — their sums as one
+  compiled pass (numba, the ``"learning"`` backend of :mod:`causalnet.runtime`).
 - :mod:`~causalnet.learning.partitions` — Dask DataFrames: sufficient statistics
   summed over partitions.
 

@@ -47,6 +47,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -55,10 +57,12 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
+from .cg_kernel import moment_sums, record_numpy_time, use_compiled
 from .data import Table
 from .parameters import Prior
 
-__all__ = ["Moments", "config_index", "family_moments", "fit_conditional", "conditional_mechanism",
+__all__ = ["Moments", "config_index", "laned_index", "LANES", "LANE_GROUPS", "family_moments", "fit_conditional",
+           "fit_from_moments", "conditional_mechanism",
            "describe_config", "check_configurations", "LOG_2PI"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -97,36 +101,33 @@ class Moments:
         """:meth:`from_rows` from the m columns (each (n,)) kept apart, as a table holds them.
 
         A column whose first rows sit more than 10 standard deviations from 0
-        is shifted by their mean first, so the raw sums (one ``np.bincount``
-        per entry) lose no more than a few digits to a common offset when they
-        are centred per configuration.
+        is shifted by their mean first, so the raw sums lose no more than a
+        few digits to a common offset when they are centred per configuration.
+        With unweighted rows the raw sums are one compiled pass
+        (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else
+        dot products when ``q == 1``; with several configurations and m >= 2, the rows are put in
+        configuration order once (a stable radix argsort of the small
+        configuration codes) and every sum is a dot product over one contiguous
+        slice; otherwise one ``np.bincount`` per entry, over interleaved
+        accumulators (:func:`laned_index`).
         """
         m = len(cols)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
         total = float(len(config)) if w is None else float(w.sum())
-        head = slice(0, 4096)                                  # any value near the data's centre will do
-        shift = np.array([(c[head].mean() if w is None else
-                           (w[head] @ c[head]) / max(float(w[head].sum()), 1e-300)) if len(c) else 0.0
-                          for c in cols])                                                  # (m,)
-        spread = np.array([c[head].std() if len(c) else 0.0 for c in cols])                # (m,)
-        shift = np.where(np.abs(shift) > 10.0 * spread, shift, 0.0)    # a small offset costs < 3 digits: no pass
+        shift = _offsets(cols, w)                                                          # (m,)
         xs = [c - s if s else c for c, s in zip(cols, shift)]                             # m x (n,)
         xw = xs if w is None else [x * w for x in xs]
-        first, second = np.empty((q, m)), np.empty((q, m, m))
-        if q == 1:                                                                         # dot products, no temporaries
-            weight = np.array([total])
-            for i in range(m):
-                first[0, i] = xw[i].sum()
-                for j in range(i, m):
-                    second[0, i, j] = second[0, j, i] = xw[i] @ xs[j]
+        if w is None and use_compiled(len(config)):
+            weight, first, second = moment_sums(config, q, xs)
         else:
-            weight = np.bincount(config, weights=w, minlength=q).astype(np.float64)        # (q,)
-            buf = np.empty(len(config))                                                    # one product buffer
-            for i in range(m):
-                first[:, i] = np.bincount(config, weights=xw[i], minlength=q)
-                for j in range(i, m):
-                    np.multiply(xw[i], xs[j], out=buf)
-                    second[:, i, j] = second[:, j, i] = np.bincount(config, weights=buf, minlength=q)
+            start = time.perf_counter()
+            if q == 1:
+                weight, first, second = np.array([total]), *_dot_sums(xs, xw)
+            elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
+                weight, first, second = _sorted_sums(config, q, xs)
+            else:
+                weight, first, second = _bincount_sums(config, q, xs, xw, w)
+            record_numpy_time(time.perf_counter() - start)
         mo = cls.from_raw(weight, first, second)
         return cls(mo.weight, np.where(weight[:, None] > 0, mo.mean + shift, 0.0), mo.scatter)
 
@@ -198,6 +199,103 @@ class Moments:
         """The maximised log-likelihood ``Σ_k −n_k/2 (log(2π σ²_k) + 1)`` over configurations with rows."""
         seen = self.weight > 0
         return float(np.sum(-0.5 * self.weight[seen] * (LOG_2PI + np.log(var[seen]) + 1.0)))
+
+
+#: Group sums of few groups are spread over this many interleaved accumulators (consecutive rows of one group
+#: would otherwise wait on each other's additions in ``np.bincount``); more than LANE_GROUPS groups use one.
+LANES, LANE_GROUPS = 4, 64
+
+
+@functools.lru_cache(maxsize=8)
+def _lane_pattern(n: int) -> np.ndarray:
+    pattern = np.arange(n, dtype=np.int64) & (LANES - 1)                                  # (n,) 0 1 2 3 0 1 ...
+    pattern.flags.writeable = False
+    return pattern
+
+
+def laned_index(config: np.ndarray, q: int) -> tuple[np.ndarray, int]:
+    """``(index (n,), size)`` for :func:`np.bincount`: ``config * LANES + row % LANES`` when ``q <= LANE_GROUPS``
+    (size ``q * LANES``), else `config` itself (size `q`). Sum the lanes with :func:`_group_sum`."""
+    if q > LANE_GROUPS or len(config) < 4 * LANES:
+        return config, q
+    idx = config * LANES
+    idx += _lane_pattern(len(config))
+    return idx, q * LANES
+
+
+def _group_sum(idx: np.ndarray, size: int, q: int, weights: np.ndarray | None) -> np.ndarray:
+    """(q,) float sums of `weights` (or counts) per group, from a :func:`laned_index`."""
+    out = np.bincount(idx, weights=weights, minlength=size).astype(np.float64, copy=False)
+    return out if size == q else out.reshape(q, size // q).sum(axis=1)
+
+
+def _offsets(cols: Sequence[np.ndarray], w: np.ndarray | None) -> np.ndarray:
+    """(m,) each column's offset to subtract before raw sums: the (weighted) mean of its first 4096 rows when that
+    sits more than 10 of their standard deviations from 0, else 0 (a small offset costs < 3 digits: no pass)."""
+    m = len(cols)
+    if m == 0 or len(cols[0]) == 0:
+        return np.zeros(m)
+    head = np.stack([c[:4096] for c in cols])                         # (m, h): any rows near the centre will do
+    if w is None:
+        shift = head.mean(axis=1)
+    else:
+        wh = w[:4096]
+        shift = np.einsum("mh,h->m", head, wh) / max(float(wh.sum()), 1e-300)
+    spread = head.std(axis=1)                                                              # (m,)
+    return np.where(np.abs(shift) > 10.0 * spread, shift, 0.0)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``a · b`` by ``np.einsum``, not BLAS: a multi-threaded BLAS ``ddot`` on a busy machine can take a thousand
+    times longer than this single-threaded pass."""
+    return float(np.einsum("i,i->", a, b))
+
+
+def _dot_sums(xs: Sequence[np.ndarray], xw: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(Σ xw (1, m), Σ xw xsᵀ (1, m, m))`` over all rows, by dot products (no temporaries)."""
+    m = len(xs)
+    first, second = np.empty((1, m)), np.empty((1, m, m))
+    for i in range(m):
+        first[0, i] = xw[i].sum()
+        for j in range(i, m):
+            second[0, i, j] = second[0, j, i] = _dot(xw[i], xs[j])
+    return first, second
+
+
+def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration: rows gathered in configuration order once
+    (stable radix argsort of 8/16-bit codes), then one dot product per entry and configuration slice."""
+    m = len(xs)
+    small = config.astype(np.uint8 if q <= 256 else np.uint16)                           # (n,) radix-sortable
+    order = np.argsort(small, kind="stable")                                              # (n,)
+    counts = np.bincount(small, minlength=q)                                              # (q,)
+    ends = np.cumsum(counts)
+    ys = [np.take(x, order) for x in xs]                                                  # m x (n,) sorted
+    first, second = np.zeros((q, m)), np.zeros((q, m, m))
+    for k in np.flatnonzero(counts):
+        seg = slice(int(ends[k] - counts[k]), int(ends[k]))
+        parts = [y[seg] for y in ys]
+        for i in range(m):
+            first[k, i] = parts[i].sum()
+            for j in range(i, m):
+                second[k, i, j] = second[k, j, i] = _dot(parts[i], parts[j])
+    return counts.astype(np.float64), first, second
+
+
+def _bincount_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray], xw: Sequence[np.ndarray],
+                   w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Σ w (q,), Σ xw (q, m), Σ xw xsᵀ (q, m, m))`` per configuration, one laned ``np.bincount`` per entry."""
+    m = len(xs)
+    idx, size = laned_index(config, q)
+    first, second = np.empty((q, m)), np.empty((q, m, m))
+    weight = _group_sum(idx, size, q, w)                                                   # (q,)
+    buf = np.empty(len(config))                                                            # one product buffer
+    for i in range(m):
+        first[:, i] = _group_sum(idx, size, q, xw[i])
+        for j in range(i, m):
+            np.multiply(xw[i], xs[j], out=buf)
+            second[:, i, j] = second[:, j, i] = _group_sum(idx, size, q, buf)
+    return weight, first, second
 
 
 def config_index(table: Table, discrete: Sequence[Hashable], rows: np.ndarray | None = None
@@ -293,16 +391,25 @@ def fit_conditional(node: Hashable, table: Table, parents: Sequence[Hashable], s
         A configuration with too few rows or an exact fit (naming it), without a prior.
     """
     mo, disc, real, cards = family_moments(table, node, parents)
+    st = states if states is not None else [table.column(d).states for d in disc]
+    return fit_from_moments(node, mo, parents, disc, real, cards, st, prior)
+
+
+def fit_from_moments(node: Hashable, mo: Moments, parents: Sequence[Hashable], disc: tuple, real: tuple,
+                     cards: tuple, states: Sequence[tuple], prior: Prior):
+    """:func:`fit_conditional` from the family's :class:`Moments` (from one table, or merged over partitions).
+
+    `disc` / `real` are the discrete and real parents (in `parents`' order), `cards` and `states` the discrete
+    parents' cards and state names; the moments' configurations are C-order over `cards`.
+    """
     a = np.broadcast_to(np.asarray(prior.pseudo_counts(node, (*cards, 1)), dtype=np.float64), (*cards, 1))
     pseudo = bool(np.all(a > 0))
     if np.any(a > 0):
         mo = mo.with_pseudo_rows(a.reshape(-1))
     b, w, var = mo.solve(node)
-    st = states if states is not None else [table.column(d).states for d in disc]
     if not disc and mo.weight[0] < len(real) + 1:
         raise ModelError(f"node {node!r}: {mo.weight[0]:g} complete rows cannot fit {len(real) + 1} "
                          f"linear-Gaussian parameters (intercept and {len(real)} weights)")
     if disc:
-        check_configurations(node, mo, var, disc, st, cards, len(real), pseudo)
+        check_configurations(node, mo, var, disc, states, cards, len(real), pseudo)
     return conditional_mechanism(parents, disc, real, cards, b, w, var)
-

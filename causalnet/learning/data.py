@@ -225,8 +225,9 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states) -> DiscreteCol
 
 
 def _categorical_column(name, series, states) -> DiscreteColumn:
-    cats = tuple(series.cat.categories.tolist())
-    codes = np.asarray(series.cat.codes, dtype=np.int64)
+    arr = series.array if hasattr(series.array, "codes") else series.cat       # a Categorical: no Series built
+    cats = tuple(arr.categories.tolist())
+    codes = np.asarray(arr.codes).astype(np.int64)
     if states is None or tuple(states) == cats:
         _check_card(name, len(cats))
         return DiscreteColumn(codes, cats)
@@ -277,7 +278,10 @@ def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
             finite = bool(np.isfinite(vals.sum())) or bool(np.isfinite(vals).all())
         if not finite and np.isinf(vals).any():
             raise ModelError(f"column {name!r} has an infinite value at row {int(np.flatnonzero(np.isinf(vals))[0])}")
-        return RealColumn(vals)
+        col = RealColumn(vals)
+        if finite:
+            col.__dict__["complete"] = True          # a finite sum: no NaN (the cached property, known already)
+        return col
     missing = _is_missing(arr)
     if states is not None:
         states = tuple(states)
@@ -357,3 +361,4 @@ def family_counts(table: Table, child: Hashable, parents: Sequence[Hashable], ro
         weights = None if weights is None else weights[ok]
     out = np.bincount(flat, weights=weights, minlength=size)                                      # (prod cards,)
     return out.reshape(cards)
+

@@ -2,8 +2,11 @@
 
 Learning needs only **sufficient statistics**: family counts for a discrete
 node, the triangular factor ``R`` of ``[1, parents, y]`` for a linear-Gaussian
-one (:func:`causalnet.learning.parameters.qr_factor`), and the states seen in
-each column. Each partition (a pandas DataFrame) is validated and summarised
+one (:func:`causalnet.learning.parameters.qr_factor`), per-configuration
+moments for a conditional linear-Gaussian one
+(:class:`causalnet.learning.conditional.Moments`: weights, means and centred
+scatters, merged exactly by Chan's update after re-indexing onto the union of
+the discrete parents' states), and the states seen in each column. Each partition (a pandas DataFrame) is validated and summarised
 by :func:`partition_statistics` exactly as a whole pandas table would be; the
 summaries merge pairwise (:meth:`Statistics.merge`: states unite, counts are
 re-indexed onto the union and added, ``R`` factors stack and re-factor) in a
@@ -33,9 +36,10 @@ import numpy as np
 
 from ..errors import ModelError
 from . import scores
+from .conditional import Moments, family_moments, fit_from_moments
 from .data import DiscreteColumn, RealColumn, Table, family_counts, is_dask_collection
 from .em import expected_counts, fit_em, record_fit_info
-from .parameters import fit_families, least_squares_from_qr, make_prior, merge_qr, qr_factor
+from .parameters import NoPrior, fit_families, least_squares_from_qr, make_prior, merge_qr, qr_factor
 from .problem import Problem, as_dag, latent_states, prepare
 
 __all__ = ["Statistics", "partition_statistics", "partition_expected_counts", "reduce_partitions", "check_dask_frame",
@@ -62,6 +66,11 @@ class Statistics:
         Missing cells per column.
     families : dict node -> tuple
         ``(*parents, node)``: the axes of ``counts[node]``.
+    moments : dict node -> Moments
+        Of a real node with discrete parents: per configuration of ``discrete[node]`` (C order over their states
+        here), the moments of ``(real parents, node)`` over the rows complete in the family.
+    discrete : dict node -> tuple
+        Those discrete parents.
     """
 
     n: int
@@ -71,6 +80,8 @@ class Statistics:
     qr: dict = field(default_factory=dict)
     rows: dict = field(default_factory=dict)
     missing: dict = field(default_factory=dict)
+    moments: dict = field(default_factory=dict)
+    discrete: dict = field(default_factory=dict)
 
     def merge(self, other: Statistics | None) -> Statistics:
         """The statistics of both sets of rows (`other` None: self)."""
@@ -82,7 +93,10 @@ class Statistics:
         return Statistics(self.n + other.n, states, self.families, counts,
                           {v: merge_qr(r, other.qr[v]) for v, r in self.qr.items()},
                           {v: k + other.rows[v] for v, k in self.rows.items()},
-                          {c: k + other.missing[c] for c, k in self.missing.items()})
+                          {c: k + other.missing[c] for c, k in self.missing.items()},
+                          {v: _reindex_moments(mo, self.discrete[v], self.states, states).merge(
+                              _reindex_moments(other.moments[v], self.discrete[v], other.states, states))
+                           for v, mo in self.moments.items()}, self.discrete)
 
 
 def _union(column: Hashable, a: tuple | None, b: tuple | None) -> tuple | None:
@@ -108,6 +122,21 @@ def _reindex(counts: np.ndarray, family: tuple, old: Mapping, new: Mapping) -> n
     return out
 
 
+def _reindex_moments(mo: Moments, disc: tuple, old: Mapping, new: Mapping) -> Moments:
+    """`mo` over the `old` states of the discrete parents `disc`, placed into configurations over the `new` ones
+    (configurations not seen here get no weight)."""
+    if all(old[u] == new[u] for u in disc):
+        return mo
+    shape, m = tuple(len(new[u]) for u in disc), mo.mean.shape[1]
+    pos = np.ix_(*[np.array([new[u].index(s) for s in old[u]], dtype=np.int64) for u in disc])
+    cards = tuple(len(old[u]) for u in disc)
+    weight, mean, scatter = np.zeros(shape), np.zeros((*shape, m)), np.zeros((*shape, m, m))
+    weight[pos] = mo.weight.reshape(cards)
+    mean[pos] = mo.mean.reshape(*cards, m)
+    scatter[pos] = mo.scatter.reshape(*cards, m, m)
+    return Moments(weight.reshape(-1), mean.reshape(-1, m), scatter.reshape(-1, m, m))
+
+
 # -- one partition --------------------------------------------------------------------------
 
 
@@ -130,9 +159,8 @@ def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hash
             stats.counts[v] = family_counts(t, v, ps)                        # (*parent_cards, card)
             continue
         if any(problem.is_discrete(u) for u in ps):
-            raise ModelError(f"node {v!r} is real with discrete parents {[u for u in ps if problem.is_discrete(u)]} "
-                             f"(a conditional linear-Gaussian family): not fitted from a Dask DataFrame yet; fit "
-                             f"ddf.compute() (a pandas DataFrame) instead")
+            stats.moments[v], stats.discrete[v], _, _ = family_moments(t, v, ps)     # per configuration
+            continue
         cols = [t.column(u).values for u in fam]
         ok = ~np.isnan(np.column_stack(cols)).any(axis=1)                      # (n,) rows complete in the family
         stats.qr[v] = qr_factor(cols[-1][ok], [c[ok] for c in cols[:-1]])   # (k, k)
@@ -206,20 +234,28 @@ def _check_complete(stats: Statistics, latent: frozenset, method: str) -> None:
                              f"method='em', or drop the rows with ddf.dropna()")
 
 
+def _real_family(stats: Statistics, problem: Problem, prior, v: Hashable, ps: tuple):
+    """`v`'s real mechanism from the summed statistics: CG least squares per configuration, or linear-Gaussian."""
+    if v not in stats.moments:
+        return least_squares_from_qr(v, stats.qr[v], stats.rows[v], ps)
+    disc = tuple(u for u in ps if problem.is_discrete(u))
+    real = tuple(u for u in ps if not problem.is_discrete(u))
+    st = [problem.states[u] for u in disc]
+    return fit_from_moments(v, stats.moments[v], ps, disc, real, tuple(len(s) for s in st), st, prior)
+
+
 def _real_part(stats: Statistics, problem: Problem) -> dict:
     out = {}
     for v in problem.dag.nodes:
         if problem.is_discrete(v):
             continue
-        disc = [u for u in problem.parents(v) if problem.is_discrete(u)]
-        if disc:
-            raise ModelError(f"node {v!r} is real with discrete parents {disc} (a conditional linear-Gaussian "
-                             f"family): not fitted from a Dask DataFrame yet; fit ddf.compute() (a pandas "
-                             f"DataFrame) instead")
-        if v in problem.latent or stats.missing.get(v):
-            raise ModelError(f"continuous node {v!r} has missing values; EM handles missing cells and latent "
-                             f"nodes of discrete nodes only")
-        out[v] = least_squares_from_qr(v, stats.qr[v], stats.rows[v], problem.parents(v))
+        fam = (*problem.parents(v), v)
+        hidden = [u for u in fam if u in problem.latent or stats.missing.get(u)]
+        if hidden:
+            raise ModelError(f"continuous node {v!r} has a hidden cell in its family (missing or latent: "
+                             f"{hidden}); EM on a Dask DataFrame re-estimates discrete nodes only: fit "
+                             f"ddf.compute() (a pandas DataFrame) instead")
+        out[v] = _real_family(stats, problem, NoPrior(), v, problem.parents(v))
     return out
 
 
@@ -244,7 +280,7 @@ def fit_partitions(structure, ddf, *, method: str = "mle", prior=None, equivalen
     if method != "em":
         _check_complete(stats, lat, method)
         mechs = fit_families(dag, problem.states, pri, lambda v, ps: stats.counts[v],
-                             lambda v, ps: least_squares_from_qr(v, stats.qr[v], stats.rows[v], ps), problem.parents)
+                             lambda v, ps: _real_family(stats, problem, pri, v, ps), problem.parents)
         return model_class(mechs, latent=lat)
     discrete = {v: s for v, s in problem.states.items() if s is not None}
 
@@ -271,13 +307,32 @@ def _gaussian_local(sc: scores.Score, v: Hashable, parents: tuple, r: np.ndarray
     return ll - 0.5 * (len(parents) + 2) * np.log(n) if isinstance(sc, scores.BICGauss) else ll
 
 
+def _cg_local(sc: scores.ConditionalGaussianLogLikelihood, stats: Statistics, v: Hashable, parents: tuple) -> float:
+    """A conditional Gaussian score's local term from summed statistics (as the score computes from the rows):
+    counts for a discrete node, per-configuration moments (or ``R``) for a real one; -inf for a degenerate fit."""
+    if stats.states[v] is not None:
+        real = [u for u in parents if stats.states[u] is None]
+        if real:
+            raise ModelError(f"node {v!r} is discrete but its parent {real[0]!r} is continuous: outside "
+                             f"conditional Gaussian models (the CG restriction)")
+        c = stats.counts[v]
+        ll = sc.from_counts_loglik(c.reshape(-1, c.shape[-1]).astype(np.float64))
+    elif v in stats.moments:
+        mo = stats.moments[v]
+        _, _, var = mo.solve(v)
+        ll = -np.inf if mo.degenerate(var).any() else mo.loglik(var)
+    else:
+        n, p, r = stats.rows[v], len(parents), stats.qr[v]
+        fit = least_squares_from_qr(v, r, n, parents) if n >= p + 1 else None
+        rss = 0.0 if fit is None else fit.sigma ** 2 * n
+        ll = -np.inf if n < p + 2 or rss <= 0 else -0.5 * n * (np.log(2 * np.pi * rss / n) + 1.0)
+    return ll - sc.penalty(v, parents)
+
+
 def score_partitions(dag, ddf, score: str = "bic", *, equivalent_sample_size: float | None = None,
                      states: Mapping | None = None) -> float:
     """:func:`causalnet.learning.scores.score` on a Dask DataFrame: family statistics in one pass, then summed."""
     g = as_dag(dag)
-    if isinstance(score, str) and score.endswith("-cg"):
-        raise ModelError(f"score {score!r} (conditional Gaussian) is not computed from a Dask DataFrame yet; score "
-                         f"ddf.compute() (a pandas DataFrame) instead")
     stats = reduce_partitions(ddf, functools.partial(partition_statistics, structure=g, states=dict(states or {}),
                                                      latent=()), Statistics.merge)
     if stats is None:
@@ -289,6 +344,8 @@ def score_partitions(dag, ddf, score: str = "bic", *, equivalent_sample_size: fl
     stub = Table({v: DiscreteColumn(np.zeros(0, np.int64), s) if s is not None else RealColumn(np.zeros(0))
                   for v, s in ((v, stats.states[v]) for v in g.nodes)}, stats.n)
     sc = scores.make_score(score, stub, equivalent_sample_size=equivalent_sample_size)
+    if isinstance(sc, scores.ConditionalGaussianLogLikelihood):
+        return float(sum(_cg_local(sc, stats, v, g.parents(v)) for v in g.nodes))
     total = 0.0
     for v in g.nodes:
         if isinstance(sc, scores.CountScore):

@@ -252,7 +252,7 @@ class ConditionalGaussianLogLikelihood(Score):
                 raise ModelError(f"node {child!r} is discrete but its parent {real[0]!r} is continuous: outside "
                                  f"conditional Gaussian models (the CG restriction)")
             counts = family_counts(self.table, child, parents)                      # (*parent_cards, r)
-            return _loglik(counts.reshape(-1, counts.shape[-1]).astype(np.float64))
+            return self.from_counts_loglik(counts.reshape(-1, counts.shape[-1]).astype(np.float64))
         mo, disc, real, cards = family_moments(self.table, child, parents)
         _, _, var = mo.solve(child)
         bad = mo.degenerate(var)
@@ -265,6 +265,11 @@ class ConditionalGaussianLogLikelihood(Score):
                              f"{mo.weight[k]:g} row(s) for {len(real) + 2} parameters, or is an exact linear "
                              f"function of {list(real)}: its conditional Gaussian likelihood is unbounded")
         return mo.loglik(var)
+
+    @staticmethod
+    def from_counts_loglik(counts: np.ndarray) -> float:
+        """A discrete family's maximised log-likelihood from its counts (q, r)."""
+        return _loglik(counts)
 
     def penalty(self, child, parents) -> float:
         return 0.0

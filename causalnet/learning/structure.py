@@ -27,7 +27,7 @@ from .problem import as_dag
 from .scores import make_score
 from .search import DAGSearch, HillClimb, Tabu
 
-__all__ = ["learn_structure", "cg_black_list", "DEFAULT_SCORE", "DEFAULT_TEST", "METHODS", "HillClimb", "Tabu", "PC", "GES", "CITest", "ChiSquare", "GSquare",
+__all__ = ["learn_structure", "cg_black_list", "cg_orientations", "DEFAULT_SCORE", "DEFAULT_TEST", "METHODS", "HillClimb", "Tabu", "PC", "GES", "CITest", "ChiSquare", "GSquare",
            "FisherZ", "TESTS"]
 
 METHODS = ("hill_climb", "tabu", "pc", "ges")
@@ -72,17 +72,29 @@ def cg_black_list(table: Table) -> frozenset:
     return frozenset((u, v) for u in table.names for v in table.names if kinds[v] and not kinds[u])
 
 
+def _cg_constraints(table: Table, constraints: dict) -> dict:
+    """`constraints` with every real -> discrete edge black-listed; a fixed one is a ModelError naming both nodes."""
+    cg = cg_black_list(table)
+    bad = sorted(constraints["fixed"] & cg)
+    if bad:
+        raise ModelError(f"fixed edge {bad[0]!r} makes the discrete node {bad[0][1]!r} a child of the real "
+                         f"node {bad[0][0]!r}: outside conditional Gaussian models (the CG restriction)")
+    return {**constraints, "black": constraints["black"] | cg}
+
+
+def cg_orientations(table: Table, adj: dict) -> frozenset:
+    """Every adjacency of a discrete and a real node as the edge discrete -> real: the only direction a
+    conditional Gaussian model allows (background knowledge for PC's orientation)."""
+    disc = {v: table.column(v).is_discrete for v in table.names}
+    return frozenset((d, x) for d in adj if disc[d] for x in adj[d] if not disc[x])
+
+
 def _score_search(table, method, score, equivalent_sample_size, start, constraints, bar, tabu_length,
                   structure_prior=None, restarts: int = 0, perturb: int = 1, seed: Any = None) -> DAG:
     sc = make_score(score, table, equivalent_sample_size=equivalent_sample_size, structure_prior=structure_prior)
     nodes = list(table.names)
     if sc.discrete is None:                                       # a CG score: no real -> discrete edge
-        cg = cg_black_list(table)
-        bad = sorted(constraints["fixed"] & cg)
-        if bad:
-            raise ModelError(f"fixed edge {bad[0]!r} makes the discrete node {bad[0][1]!r} a child of the real "
-                             f"node {bad[0][0]!r}: outside conditional Gaussian models (the CG restriction)")
-        constraints = {**constraints, "black": constraints["black"] | cg}
+        constraints = _cg_constraints(table, constraints)
     start_dag = DAG(sorted(constraints["fixed"]), nodes=nodes) if start is None else as_dag(start)
     missing = constraints["fixed"] - set(start_dag.edges)
     if missing:
@@ -106,6 +118,8 @@ def _pc(table: Table, test, alpha, max_cond_vars, constraints, kind: str, bar) -
     if isinstance(max_cond_vars, bool) or not isinstance(max_cond_vars, int) or max_cond_vars < 0:
         raise ModelError(f"max_cond_vars must be an integer >= 0, got {max_cond_vars!r}")
     nodes = list(table.names)
+    if kind == "mixed":                                           # the CG restriction: no real -> discrete edge
+        constraints = _cg_constraints(table, constraints)
     black = constraints["black"]
     forbidden = frozenset(frozenset(e) for e in black if (e[1], e[0]) in black)     # both directions: never an edge
     fixed = constraints["fixed"]
@@ -114,6 +128,8 @@ def _pc(table: Table, test, alpha, max_cond_vars, constraints, kind: str, bar) -
         raise ModelError(f"fixed edge {clash[0]!r} is black-listed in both directions")
     pc = PC(TESTS[name](table), alpha=alpha, max_cond_vars=max_cond_vars)
     adj, sepsets = pc.skeleton(nodes, bar, frozenset(frozenset(e) for e in fixed), forbidden)
+    if kind == "mixed":
+        fixed = fixed | cg_orientations(table, adj)
     return pc.orient(nodes, adj, sepsets, fixed)
 
 
@@ -154,8 +170,12 @@ def learn_structure(data, *, method: str = "hill_climb", score: str | None = Non
     test : {"chi2", "g2", "fisher_z", "cg-lrt"}, optional
         For PC (default ``"chi2"`` for discrete data, ``"fisher_z"`` for
         continuous, ``"cg-lrt"`` — the conditional Gaussian likelihood-ratio
-        test — for mixed). PC returns the equivalence class as it is, without
-        the CG restriction.
+        test — for mixed). On mixed data PC applies the CG restriction: no
+        real -> discrete edge is fixed or found, and every discrete–real
+        adjacency is oriented discrete -> real before the v-structures (a
+        v-structure that would point a real node into a discrete one is not
+        made) and Meek's rules, so the result is the pattern of the DAGs in
+        the equivalence class that are conditional Gaussian models.
     alpha : float
         PC's significance level.
     max_indegree : int, optional

@@ -61,3 +61,77 @@ def test_weights_are_repeated_rows_and_raw_sums_agree(seed, n, q, m):
     plain = Moments.from_rows(config, q, values)
     assert_allclose(raw.mean, plain.mean, rtol=1e-10, atol=1e-10)
     assert_allclose(raw.scatter, plain.scatter, rtol=1e-8, atol=1e-8)
+
+
+# -- the three ways of computing the raw sums agree with a dense einsum -------------------------------
+
+
+def _dense_sums(config, q, values):
+    onehot = np.eye(q)[config]                                                              # (n, q)
+    return (onehot.sum(axis=0), np.einsum("nk,ni->ki", onehot, values),
+            np.einsum("nk,ni,nj->kij", onehot, values, values))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 300), q=st.sampled_from([2, 3, 5, 70, 300]), m=st.integers(1, 4),
+       skew=st.booleans())
+def test_sorted_laned_and_compiled_sums_equal_a_dense_einsum(seed, n, q, m, skew):
+    from causalnet.learning import cg_kernel, conditional
+
+    rng = np.random.default_rng(seed)
+    config = (rng.integers(0, 2, n) if skew else rng.integers(0, q, n)).astype(np.int64)   # empty configurations too
+    values = rng.normal(size=(n, m)) * 3.0
+    cols = [np.ascontiguousarray(values[:, j]) for j in range(m)]
+    want = _dense_sums(config, q, values)
+    for got in (conditional._sorted_sums(config, q, cols), conditional._bincount_sums(config, q, cols, cols, None),
+                cg_kernel.moment_sums(config, q, cols)):
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            assert_allclose(g, w, rtol=1e-12, atol=1e-9)
+
+
+def test_compiled_and_numpy_fits_agree_on_a_mixed_network():
+    import causalnet as cn
+    from causalnet import runtime
+
+    m = cn.gallery.load("waste-incinerator")
+    df = m.sample(3000, seed=2).to_pandas()
+    with runtime.backend("learning", "numpy"):
+        ref = cn.fit(m.dag, df)
+    with runtime.backend("learning", "numba"):
+        got = cn.fit(m.dag, df)
+    for v in m.nodes:
+        a, b = ref.mechanisms[v], got.mechanisms[v]
+        for attr in ("table", "intercept", "weights", "variance", "bias", "sigma"):
+            if hasattr(a, attr):
+                assert_allclose(np.asarray(getattr(b, attr)), np.asarray(getattr(a, attr)), rtol=1e-10, atol=1e-12)
+
+
+def test_learning_backend_switch_decides_the_compiled_path():
+    from causalnet import runtime
+    from causalnet.learning import cg_kernel
+
+    with runtime.backend("learning", "numpy"):
+        assert not cg_kernel.use_compiled(10**7)
+    with runtime.backend("learning", "numba"):
+        assert cg_kernel.use_compiled(10)
+    with runtime.backend("learning", "auto"):
+        assert not cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS - 1)
+        spent = cg_kernel.numpy_seconds()
+        cg_kernel.record_numpy_time(cg_kernel.AUTO_BUDGET_S)          # the budget spent: large tables compile
+        try:
+            assert cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS)
+            assert not cg_kernel.use_compiled(cg_kernel.AUTO_MIN_ROWS - 1)
+        finally:
+            cg_kernel.record_numpy_time(spent - cg_kernel.numpy_seconds())
+
+
+def test_auto_backend_does_not_load_numba_for_one_fit():
+    import subprocess
+    import sys
+
+    code = ("import sys, causalnet as cn; m = cn.gallery.load('waste-incinerator'); "
+            "cn.fit(m.dag, m.sample(30000, seed=0).to_pandas()); "
+            "assert 'numba' not in sys.modules, 'numba imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ,
+                                                                   "CAUSALNET_LEARNING_BACKEND": "auto"})
