@@ -3,8 +3,8 @@
 :mod:`causalnet.inference.residual` states the algorithm; this module runs it
 without the interpreter in the loop: the factor graph is flattened once into
 offset arrays (:class:`FlatGraph`) and one ``numba.njit`` kernel propagates a
-row — a binary max-heap of residuals with lazy deletion (stale entries carry
-an old version and are skipped), each factor's outgoing messages computed
+row — an indexed binary max-heap of residuals (one entry per factor, its key
+raised or lowered in place, so the heap never outgrows the graph), each factor's outgoing messages computed
 entry by entry (tables: prefix and suffix products leave one axis out, no
 division) or from the structural form:
 
@@ -241,39 +241,51 @@ def _logistic_out(l0, s0, a, cards, nin, out, lead, slots, K, t, mean, var, m2, 
 
 
 @runtime.jit(inline="always", error_model="numpy")
-def _heap_push(hk, hf, hv, size, key, f, ver):  # pragma: no cover - compiled (inlined)
-    i = size
-    hk[i], hf[i], hv[i] = key, f, ver
+def _swap(hk, hf, pos, a, b):  # pragma: no cover - compiled (inlined)
+    hk[a], hk[b] = hk[b], hk[a]
+    hf[a], hf[b] = hf[b], hf[a]
+    pos[hf[a]], pos[hf[b]] = a, b
+
+
+@runtime.jit(inline="always", error_model="numpy")
+def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled (inlined)
     while i > 0:
         p = (i - 1) // 2
         if hk[p] >= hk[i]:
             break
-        hk[p], hk[i] = hk[i], hk[p]
-        hf[p], hf[i] = hf[i], hf[p]
-        hv[p], hv[i] = hv[i], hv[p]
+        _swap(hk, hf, pos, p, i)
         i = p
 
 
 @runtime.jit(inline="always", error_model="numpy")
-def _heap_pop(hk, hf, hv, size):  # pragma: no cover - compiled (inlined)
-    """Move the top to position size-1 (the caller reads it there) and restore the heap on 0..size-2."""
-    last = size - 1
-    hk[0], hk[last] = hk[last], hk[0]
-    hf[0], hf[last] = hf[last], hf[0]
-    hv[0], hv[last] = hv[last], hv[0]
-    i = 0
+def _sift_down(hk, hf, pos, i, size):  # pragma: no cover - compiled (inlined)
     while True:
         c1, c2, b = 2 * i + 1, 2 * i + 2, i
-        if c1 < last and hk[c1] > hk[b]:
+        if c1 < size and hk[c1] > hk[b]:
             b = c1
-        if c2 < last and hk[c2] > hk[b]:
+        if c2 < size and hk[c2] > hk[b]:
             b = c2
         if b == i:
             break
-        hk[b], hk[i] = hk[i], hk[b]
-        hf[b], hf[i] = hf[i], hf[b]
-        hv[b], hv[i] = hv[i], hv[b]
+        _swap(hk, hf, pos, b, i)
         i = b
+
+
+@runtime.jit(inline="always", error_model="numpy")
+def _heap_set(hk, hf, pos, size, f, key):  # pragma: no cover - compiled (inlined)
+    """Insert factor f with `key`, or change its key; return the new size (an indexed heap: one entry per factor)."""
+    i = pos[f]
+    if i < 0:
+        hk[size], hf[size], pos[f] = key, f, size
+        _sift_up(hk, hf, pos, size)
+        return size + 1
+    old = hk[i]
+    hk[i] = key
+    if key > old:
+        _sift_up(hk, hf, pos, i)
+    else:
+        _sift_down(hk, hf, pos, i, size)
+    return size
 
 
 @runtime.jit(nogil=True, error_model="numpy")
@@ -343,9 +355,8 @@ def _run(kind, edge_off, edges, par_off, slot_off, tables, lead, slots, edge_fac
     t = np.zeros((2 * amax + 1, K))
     mean, var, m2, v2, probs = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
     pending = msg.copy()
-    version = np.zeros(F, dtype=np.int64)
-    cap = 4 * F + 16
-    hk, hf, hv = np.zeros(cap), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
+    hk, hf = np.zeros(max(F, 1)), np.zeros(max(F, 1), dtype=np.int64)
+    pos = np.full(max(F, 1), -1, dtype=np.int64)
     size = 0
     impossible = False
     for f in range(F):
@@ -353,22 +364,16 @@ def _run(kind, edge_off, edges, par_off, slot_off, tables, lead, slots, edge_fac
                             log_unary, S, Z, fin, zero, msg, pending, damping, is_max, K, nin, out, cards, pre, suf,
                             t, mean, var, m2, v2, probs)
         impossible |= bad
-        version[f] += 1
-        _heap_push(hk, hf, hv, size, res, f, version[f])
-        size += 1
+        size = _heap_set(hk, hf, pos, size, f, res)
     mark = np.zeros(F, dtype=np.int64)
     stamp = 0
     updates, budget = 0, max_iter * max(F, 1)
     converged = False
     while size > 0 and updates < budget:
-        _heap_pop(hk, hf, hv, size)
-        size -= 1
-        res, f, ver = hk[size], hf[size], hv[size]
-        if ver != version[f]:
-            continue
-        if res < tol:
+        if hk[0] < tol:
             converged = True
             break
+        f = hf[0]
         updates += 1
         stamp += 1
         for i in range(edge_off[f], edge_off[f + 1]):                   # commit f's messages
@@ -396,13 +401,7 @@ def _run(kind, edge_off, edges, par_off, slot_off, tables, lead, slots, edge_fac
                                     edge_card, log_unary, S, Z, fin, zero, msg, pending, damping, is_max, K, nin,
                                     out, cards, pre, suf, t, mean, var, m2, v2, probs)
                 impossible |= bad
-                version[g] += 1
-                if size + 1 >= hk.size:                                     # grow the heap
-                    hk = np.concatenate((hk, np.zeros(hk.size)))
-                    hf = np.concatenate((hf, np.zeros(hf.size, dtype=np.int64)))
-                    hv = np.concatenate((hv, np.zeros(hv.size, dtype=np.int64)))
-                _heap_push(hk, hf, hv, size, res, g, version[g])
-                size += 1
+                size = _heap_set(hk, hf, pos, size, g, res)
     if size == 0:
         converged = True
     return converged, updates, impossible
