@@ -115,7 +115,10 @@ def decode_states(node: Hashable, states: tuple, value) -> np.ndarray:
         return arr.astype(np.int64)
     # resolve each distinct value once, then index: no Python loop over rows
     flat = arr.tolist()
-    distinct = dict.fromkeys(flat)                         # 1, 1.0 and True would merge here: names only
+    try:
+        distinct = dict.fromkeys(flat)                     # 1, 1.0 and True would merge here: names only
+    except TypeError:                                      # an unhashable value: _key names it below
+        distinct = {None: None}
     if all(type(k) is str for k in distinct):              # (the common case): the values are the keys
         codes = {}
         for k in distinct:

@@ -307,3 +307,7 @@ def test_an_unknown_name_in_an_array_names_its_row():
     with pytest.raises(EvidenceError, match=r"has no state True \(row 1\)"):   # a bool is no name, even mixed in
         decode_states("X", ("no", "yes"), np.array(["yes", True], dtype=object))
     assert decode_states("X", ("no", "yes"), np.array(["yes", 0], dtype=object)).tolist() == [1, 0]
+    nested = np.empty(2, dtype=object)
+    nested[0], nested[1] = ["yes"], "no"                  # unhashable: still the library's own error
+    with pytest.raises(EvidenceError, match="a state must be a name or an index, got list"):
+        decode_states("X", ("no", "yes"), nested)
