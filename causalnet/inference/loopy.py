@@ -54,12 +54,13 @@ Examples
 from __future__ import annotations
 
 import string
+import warnings
 
 import numpy as np
 
 from .. import limits
 from ..distributions import DiscreteDistribution
-from ..errors import EvidenceError, ModelError, ShapeError
+from ..errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .approximate import hard_evidence, is_discrete_request, local_evidence, model_factor_graph, rows_text
 from .compact_max import logistic_max_messages, noisy_max_max_messages
 from .compact_messages import logistic_child_pmf, logistic_messages, noisy_max_child_pmf, noisy_max_messages
@@ -435,6 +436,7 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
     out = propagate(fg, unary, mode="max", **_options(request))
     if out.impossible.any():
         raise EvidenceError(f"the evidence has probability zero{rows_text(out.impossible, request.batched)}")
+    _warn_unconverged(out, request, "max-product")
     x = out.beliefs.argmax(axis=-1)                                         # (n, V)
     logp = np.zeros(x.shape[0])
     index = {v: i for i, v in enumerate(fg.names)}
@@ -458,6 +460,16 @@ def loopy_map(request) -> tuple[dict, np.ndarray | float]:
         states = np.asarray(m.specs[v].states, dtype=object)
         named[v] = states[x[:, index[v]]] if request.batched else states[int(x[0, index[v]])]
     return named, (logp if request.batched else float(logp[0]))
+
+
+def _warn_unconverged(out: Propagation, request, what: str) -> None:
+    """One :class:`~causalnet.errors.CausalNetWarning` when a MAP's last propagation did not converge."""
+    if out.converged.all():
+        return
+    rows = rows_text(~out.converged, request.batched)
+    warnings.warn(f"loopy {what} did not converge in {out.iterations} iterations{rows}: the assignment may "
+                  f"not be the MAP (raise max_iter=, add damping=, or use method='exact')",
+                  CausalNetWarning, stacklevel=4)
 
 
 def decimated_map(request, fg: FactorGraph, unary: np.ndarray) -> tuple[dict, np.ndarray | float]:
@@ -499,6 +511,7 @@ def decimated_map(request, fg: FactorGraph, unary: np.ndarray) -> tuple[dict, np
         u[rows, v, state] = 1.0
         left[rows, j] = False
     out = propagate(fg, u, **opts)
+    _warn_unconverged(out, request, "sum-product (decimation)")
     logp = bethe_log_partition(fg, u, out)                                  # (n,)
     named = {}
     for t, i in zip(request.nodes, targets):

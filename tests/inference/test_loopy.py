@@ -225,3 +225,18 @@ def test_factor_graph_checks_its_input():
         FactorGraph([2], [((0,), [-1.0, 2.0])])
     out = propagate(FactorGraph([2, 3], [((0,), [1.0, 3.0])]), np.ones((1, 2, 3)))   # variable 1 in no factor
     assert_allclose(out.beliefs[0], [[0.25, 0.75, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+
+
+def test_loopy_map_warns_when_its_propagation_did_not_converge(asia, rng):
+    """A max-product (or decimation) run stopped before its messages settled says so; a converged one is silent."""
+    import warnings
+
+    with pytest.warns(cn.CausalNetWarning, match=r"did not converge in 1 iterations.*method='exact'"):
+        asia.map(evidence={"xray": "yes"}, method="loopy", max_iter=1)
+    with pytest.warns(cn.CausalNetWarning, match=r"decimation.*did not converge.*in 1 of 2 rows|decimation.*converge"):
+        asia.map(["lung"], evidence={"xray": ["yes", "no"]}, method="loopy", max_iter=1)
+    m = random_tree(rng, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.map(evidence={"T2": "s0"}, method="loopy")
+        m.map(["T1"], evidence={"T2": "s0"}, method="loopy")
