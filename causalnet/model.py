@@ -231,8 +231,8 @@ class CausalModel:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             raise exc(f"value for {node!r} contains NaN or inf")
         if arr.ndim not in (len(spec.shape), len(spec.shape) + 1):
-            one = f"shape {spec.shape}" if spec.shape else "a scalar"
-            batch = f"(n, {', '.join(map(str, spec.shape))})" if spec.shape else "(n,) (one value per row)"
+            one, batch = ((f"shape {spec.shape}", f"(n, {', '.join(map(str, spec.shape))})") if spec.shape
+                          else ("a scalar", "(n,) (one value per row)"))
             raise ShapeError(f"value for {node!r} must be {one} or a batch of shape {batch}, got shape {arr.shape}")
         return arr
 
@@ -283,7 +283,7 @@ class CausalModel:
         ResourceError
             If `n` rows of every node would exceed ``limits.max_table_bytes``.
         """
-        n = _check_size(n, "n")
+        n = check_int(n, "n", low=0)
         tr = self.forward(n=n, seed=seed)
         return Samples(dict(tr), self._specs)
 
@@ -373,7 +373,7 @@ class CausalModel:
             if arg is not None and not isinstance(arg, Mapping):
                 raise ModelError(f"forward: {name} must be a mapping node -> array, got {type(arg).__name__}")
         if n is not None:
-            n = _check_size(n, "n")
+            n = check_int(n, "n", low=0)
         given = {}
         for k, v in (values or {}).items():
             self.check_node(k, "node in values")
@@ -765,11 +765,6 @@ class CausalModel:
 
 #: Fill colour per mechanism kind in diagrams.
 _KIND_COLOURS = {DISCRETE: "#dbe9f6", REAL: "#e3f1de", TENSOR: "#fbe7c6", "cauchy": "#f6dbe6"}
-
-
-def _check_size(n: Any, what: str) -> int:
-    """A non-negative int batch size (bools and floats refused)."""
-    return check_int(n, what, low=0)
 
 
 def _short(value: Any) -> str:
