@@ -179,6 +179,8 @@ class DBN:
         ev, n = step_arrays(evidence, states, T, "evidence")
         dos, n = step_arrays(do, states, T, "do", n)
         pol, n = policy_do(policy, states, T, n)
+        if n == 0:
+            raise EvidenceError("the evidence or do is an empty batch (0 rows); a batch needs at least one row")
         dos = merge_do(dos, pol, n)
         nn = 1 if n is None else n
         ev = {v: np.broadcast_to(a, (nn, T)) for v, a in ev.items()}
