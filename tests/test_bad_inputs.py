@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose
 
 import causalnet as cn
 from causalnet.distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian, GaussianMixture
-from causalnet.errors import CausalNetError, EvidenceError, GraphError, ModelError, ShapeError
+from causalnet.errors import CausalNetError, EvidenceError, GraphError, ModelError, NumericalError, ShapeError
 from tests.conftest import guarded, make_linear_gaussian, make_sprinkler
 
 
@@ -69,6 +69,14 @@ def _estimate(**kw):
     t = (z + rng.normal(size=200) > 0).astype(int)
     frame = pd.DataFrame({"Z": z, "T": t, "Y": t + z + rng.normal(size=200)})
     return cn.estimate(cn.DAG.parse("Z -> T -> Y; Z -> Y"), frame, "T", "Y", ci="analytic", **kw)
+
+
+def _overflowing_chain():
+    from causalnet.inference.chain import log_partition
+
+    u = np.full((1, 2, 2), 8.98846567431158e307)                        # (n, T, K): u0 + u1 overflows
+    u[0, 0, 0] = 0.0
+    return log_partition(u, np.zeros((2, 2)))
 
 
 def _head_initialise(**kw):
@@ -140,6 +148,7 @@ ITEMS = {
     "adjustment set 0": (lambda: _adjust(0), GraphError, ["adjustment node", "0"]),
     "estimate treated=[]": (lambda: _estimate(treated=[]), CausalNetError, ["treated", "[]"]),
     "estimate effect_modifiers=0": (lambda: _estimate(effect_modifiers=0), CausalNetError, ["0"]),
+    "chain log_partition overflowing": (lambda: _overflowing_chain(), NumericalError, ["row 0", "+inf"]),
     # untyped
     "Gaussian.sample(-1)": (lambda: _GAUSS.sample(-1), ModelError, ["size", "-1"]),
     "Gaussian.sample('a')": (lambda: _GAUSS.sample("a"), ModelError, ["size", "'a'"]),
