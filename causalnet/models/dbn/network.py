@@ -87,7 +87,7 @@ class DBN:
         self._interface = interface_of(trans, self._variables)
         self._two = self.unroll(2)
         check_slices(self._two.specs, self._variables)
-        self._program = None
+        self._program_cache = None                     # the slice program, built on first use
 
     # -- views ------------------------------------------------------------------------
 
@@ -169,9 +169,9 @@ class DBN:
 
     def program(self) -> SliceProgram:
         """The interface algorithm's tables (discrete DBNs; built once)."""
-        if self._program is None:
-            self._program = SliceProgram(self._two, self._variables, self._interface)
-        return self._program
+        if self._program_cache is None:
+            self._program_cache = SliceProgram(self._two, self._variables, self._interface)
+        return self._program_cache
 
     def _inputs(self, evidence, T, do, policy) -> tuple[dict, dict, int | None]:
         """Evidence and ``do`` (policy included) as ``(n, T)`` state arrays, and the batch size."""
