@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose
 
 import causalnet as cn
 from causalnet.distributions import DiscreteDistribution, EmpiricalDistribution, Gaussian, GaussianMixture
-from causalnet.errors import CausalNetError, EvidenceError, GraphError, ModelError, ShapeError
+from causalnet.errors import CausalNetError, EvidenceError, GraphError, ModelError, NumericalError, ShapeError
 from tests.conftest import guarded, make_linear_gaussian, make_sprinkler
 
 
@@ -47,6 +47,36 @@ def _seq2seq():
     from causalnet.models.recurrent.seq2seq import seq2seq
 
     return seq2seq(src_vocab=7, tgt_vocab=6, embed=4, hidden=5, T_src=2, T_tgt=1, src_lengths=True, seed=0)
+
+
+def _dbn():
+    from tests.models.dbn.test_dbn import random_dbn
+
+    return random_dbn(0)
+
+
+def _adjust(z):
+    from causalnet.estimation.identify import check_adjustment_set
+
+    return check_adjustment_set(cn.DAG.parse("Z -> X -> Y; Z -> Y"), "X", "Y", z)
+
+
+def _estimate(**kw):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=200)
+    t = (z + rng.normal(size=200) > 0).astype(int)
+    frame = pd.DataFrame({"Z": z, "T": t, "Y": t + z + rng.normal(size=200)})
+    return cn.estimate(cn.DAG.parse("Z -> T -> Y; Z -> Y"), frame, "T", "Y", ci="analytic", **kw)
+
+
+def _overflowing_chain():
+    from causalnet.inference.chain import log_partition
+
+    u = np.full((1, 2, 2), 8.98846567431158e307)                        # (n, T, K): u0 + u1 overflows
+    u[0, 0, 0] = 0.0
+    return log_partition(u, np.zeros((2, 2)))
 
 
 def _head_initialise(**kw):
@@ -113,6 +143,12 @@ ITEMS = {
         {"src[0]": np.array([1, 2]), "src[1]": np.array([3, 99]), "tgt[0]": np.array([1, 1]),
          "src_lengths": np.array([2, 1])}),
         ShapeError, ["'src[1]'", "99", "[0, 7)"]),
+    "DBN.filter empty per-row do": (lambda: _dbn().filter({}, None, do={"O1[0]": np.array([], dtype=int)}),
+                                    EvidenceError, ["empty batch", "0 rows"]),
+    "adjustment set 0": (lambda: _adjust(0), GraphError, ["adjustment node", "0"]),
+    "estimate treated=[]": (lambda: _estimate(treated=[]), CausalNetError, ["treated", "[]"]),
+    "estimate effect_modifiers=0": (lambda: _estimate(effect_modifiers=0), CausalNetError, ["0"]),
+    "chain log_partition overflowing": (lambda: _overflowing_chain(), NumericalError, ["row 0", "+inf"]),
     # untyped
     "Gaussian.sample(-1)": (lambda: _GAUSS.sample(-1), ModelError, ["size", "-1"]),
     "Gaussian.sample('a')": (lambda: _GAUSS.sample("a"), ModelError, ["size", "'a'"]),

@@ -30,7 +30,7 @@ Examples
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -274,7 +274,7 @@ def estimate(graph_or_model: Any, data: Any, treatment: Hashable, outcome: Hasha
     NotIdentifiable
         The graph does not identify the effect the method needs.
     """
-    _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers)
+    _check_options(method, estimand, ci, n_bootstrap, confidence, effect_modifiers, treated, control)
     lazy = method in ("regression", "ipw") and ci == "analytic"
     dag, frame, modifiers = _setup(graph_or_model, data, treatment, outcome, effect_modifiers, lazy=lazy)
     options = {"model": model, "propensity_model": propensity_model, "trim": trim, "link": link, "folds": folds,
@@ -359,8 +359,12 @@ def _setup(graph_or_model, data, treatment, outcome, effect_modifiers, lazy: boo
     unmeasured = frozenset(v for v in dag.observed if v not in frame.columns)
     if unmeasured:                                     # what the data do not hold is latent to the estimation
         dag = DAG(dag.edges, nodes=dag.nodes, latent=dag.latent | unmeasured)
-    modifiers = [] if effect_modifiers is None else ([effect_modifiers] if isinstance(effect_modifiers, str)
-                                                     else list(effect_modifiers))
+    if effect_modifiers is None:
+        modifiers = []
+    elif isinstance(effect_modifiers, (str, bytes)) or not isinstance(effect_modifiers, Iterable):
+        modifiers = [effect_modifiers]                 # one column name (a str, or another hashable such as 0)
+    else:
+        modifiers = list(effect_modifiers)
     treatments = set(treatment) if _is_sequence(treatment) else {treatment}
     bad = [m for m in modifiers if m in dag and m in dag.descendants(treatments)]
     if bad:
@@ -412,7 +416,7 @@ def _result(est, prep, ctx: dict) -> Effect:
                   sensitivity_data={"frame": ctx["frame"], "dag": ctx["dag"]}, analytic_available=est.has_analytic)
 
 
-def _check_options(method, estimand, ci, n_bootstrap, confidence, modifiers) -> None:
+def _check_options(method, estimand, ci, n_bootstrap, confidence, modifiers, treated=None, control=None) -> None:
     if method not in METHODS:
         raise ModelError(f"method must be one of {list(METHODS)}, got {method!r}")
     if estimand not in ESTIMANDS:
@@ -425,3 +429,8 @@ def _check_options(method, estimand, ci, n_bootstrap, confidence, modifiers) -> 
         raise ModelError(f"confidence must be in (0, 1), got {confidence!r}")
     if estimand == "cate" and not modifiers:
         raise ModelError("estimand='cate' needs effect_modifiers=")
+    for role, v in (("treated", treated), ("control", control)):
+        try:
+            hash(v)
+        except TypeError:
+            raise ModelError(f"{role} must be one value of the treatment (a number or a label), got {v!r}") from None

@@ -120,7 +120,7 @@ def check_adjustment_set(dag: DAGCore, x: Hashable, y: Hashable, z) -> frozenset
         If a node is unknown or latent, or the set is not valid: the message
         names a path the set leaves open, or the forbidden node it contains.
     """
-    zs = frozenset([z] if isinstance(z, str) else z)
+    zs = dag.node_set(z, "adjustment node")            # a node or an iterable of nodes, each known
     for v in zs:
         if v not in dag:
             raise GraphError(f"adjustment node {v!r} is not a node of the graph{dag.hint(v)}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import NumericalError
 from . import compiled
 from .kernels import FB_TOL, matmul_blocked
 from .log_space import log_backward, log_forward, log_space_posterior
@@ -179,11 +180,20 @@ def log_partition(unary, pairwise, mask=None):
         If a row has length 0.
     ModelError
         If a potential is NaN or ``+inf`` at a real position.
+    NumericalError
+        If a row's ``log Z`` overflows to ``+inf`` from finite potentials (sums near the
+        largest float).
     """
     ch = Chain.from_batch(unary, pairwise, mask)
     if ch.n == 0:
         return np.zeros(0)
-    return ch.rows_to_batch(chain_log_partition(ch))
+    log_z = ch.rows_to_batch(chain_log_partition(ch))                  # (n,)
+    if np.any(np.isposinf(log_z)):
+        row = int(np.argmax(np.isposinf(log_z)))
+        raise NumericalError(f"log_partition: log Z of row {row} overflows to +inf from finite potentials "
+                             f"(their sums exceed the largest float, {np.finfo(np.float64).max:.3g}); "
+                             f"rescale the potentials")
+    return log_z
 
 
 def forward_backward(unary, pairwise, mask=None, *, edges=False, counts=False):

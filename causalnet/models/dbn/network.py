@@ -87,7 +87,7 @@ class DBN:
         self._interface = interface_of(trans, self._variables)
         self._two = self.unroll(2)
         check_slices(self._two.specs, self._variables)
-        self._program = None
+        self._program_cache = None                     # the slice program, built on first use
 
     # -- views ------------------------------------------------------------------------
 
@@ -169,9 +169,9 @@ class DBN:
 
     def program(self) -> SliceProgram:
         """The interface algorithm's tables (discrete DBNs; built once)."""
-        if self._program is None:
-            self._program = SliceProgram(self._two, self._variables, self._interface)
-        return self._program
+        if self._program_cache is None:
+            self._program_cache = SliceProgram(self._two, self._variables, self._interface)
+        return self._program_cache
 
     def _inputs(self, evidence, T, do, policy) -> tuple[dict, dict, int | None]:
         """Evidence and ``do`` (policy included) as ``(n, T)`` state arrays, and the batch size."""
@@ -179,6 +179,8 @@ class DBN:
         ev, n = step_arrays(evidence, states, T, "evidence")
         dos, n = step_arrays(do, states, T, "do", n)
         pol, n = policy_do(policy, states, T, n)
+        if n == 0:
+            raise EvidenceError("the evidence or do is an empty batch (0 rows); a batch needs at least one row")
         dos = merge_do(dos, pol, n)
         nn = 1 if n is None else n
         ev = {v: np.broadcast_to(a, (nn, T)) for v, a in ev.items()}
