@@ -8,7 +8,8 @@ Estimators (the CRF, the CausalQwen head, HMMs, ...) save as two files side by s
 - ``model.npz`` — the arrays (numpy's zip of ``.npy``), read with ``allow_pickle=False``.
 
 Floats round-trip exactly in both (JSON writes ``repr(float)``; ``.npy`` stores the bytes).
-Writing is atomic per file (:func:`causalnet.io.files.atomic_write`), arrays first: the hash
+Writing is atomic per file (:func:`causalnet.io.files.atomic_write`), arrays first; a save that
+fails on the JSON file puts the old arrays back, so the old pair still loads. The hash
 in the JSON ties the pair together, so a crash between the two writes, an ``.npz`` from
 another save, or a damaged one is refused on load with a :class:`~causalnet.errors.ModelError`
 instead of giving a model with other weights. Reading goes through the bounded readers
@@ -100,8 +101,30 @@ def save(path: str | os.PathLike, kind: str, meta: Mapping[str, Any], arrays: Ma
         text = json.dumps(doc, indent=1, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as e:
         raise ModelError(f"cannot save {kind}: its settings are not plain JSON values ({e})") from None
-    atomic_write(arrays_path(path), raw)
-    atomic_write(path, text + "\n")
+    _write_pair(path, raw, text + "\n")
+
+
+def _write_pair(path: Path, raw: bytes, text: str) -> None:
+    """The arrays, then the JSON, each atomically; if the JSON write fails, the old arrays are put back.
+
+    A hard link keeps the old ``.npz`` reachable while the new one replaces it, so a
+    failed save (file-size limit, full disk, permissions) leaves the old pair loadable.
+    """
+    npz = arrays_path(path)
+    keep = npz.with_name(f".{npz.name}.{os.getpid()}.old")
+    try:
+        os.link(npz, keep)
+    except OSError:                                     # no old arrays, or no hard links here
+        keep = None
+    try:
+        atomic_write(npz, raw)
+        atomic_write(path, text)
+    except BaseException:
+        if keep is not None:
+            os.replace(keep, npz)
+        raise
+    if keep is not None:
+        os.unlink(keep)
 
 
 def _header(path: Path, kind: str) -> dict:

@@ -69,3 +69,28 @@ def test_header_errors(tmp_path):
     with limits.override(max_file_bytes=100):
         with pytest.raises(ResourceError):
             bundle.load(path, "k")
+
+
+def test_a_save_that_fails_on_the_json_file_leaves_the_old_pair_loadable(tmp_path, monkeypatch):
+    """The arrays are replaced first; when the JSON write then fails (here: the file-size limit's typed error),
+    the old arrays are put back, so the old pair still loads, and no stray file is left beside them."""
+    import causalnet.io.bundle as bundle_module
+    from causalnet.errors import ModelFileWriteError
+
+    path = tmp_path / "m.json"
+    bundle.save(path, "demo", {"v": 1}, {"W": np.eye(2)})
+    before = sorted(p.name for p in tmp_path.iterdir())
+    real = bundle_module.atomic_write
+
+    def failing(target, data, **kw):
+        if str(target).endswith(".json"):
+            raise ModelFileWriteError(27, "File too large", str(target))
+        return real(target, data, **kw)
+
+    monkeypatch.setattr(bundle_module, "atomic_write", failing)
+    with pytest.raises(ModelFileWriteError):
+        bundle.save(path, "demo", {"v": 2}, {"W": 3 * np.eye(2)})
+    monkeypatch.undo()
+    meta, arrays = bundle.load(path, "demo")
+    assert meta == {"v": 1} and arrays["W"].tolist() == np.eye(2).tolist()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
