@@ -116,15 +116,18 @@ def _write_pair(path: Path, raw: bytes, text: str) -> None:
         os.link(npz, keep)
     except OSError:                                     # no old arrays, or no hard links here
         keep = None
+    replaced = False
     try:
         atomic_write(npz, raw)
+        replaced = True
         atomic_write(path, text)
     except BaseException:
-        if keep is not None:
+        if keep is not None and replaced:
             os.replace(keep, npz)
         raise
-    if keep is not None:
-        os.unlink(keep)
+    finally:
+        if keep is not None and os.path.lexists(keep):     # a rename onto a link of the same file leaves it
+            os.unlink(keep)
 
 
 def _header(path: Path, kind: str) -> dict:
