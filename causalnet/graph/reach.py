@@ -29,7 +29,10 @@ have needed, as frozensets (each built from its parents' or children's sets,
 so a query's ancestral set is the union of a dozen stored sets: C-level
 work, no Python loop per node). The total number of stored elements is
 bounded (:data:`MEMO_ELEMENTS`); past it, queries compute the sets they
-need by a plain search, with the same answers.
+need by a plain search, with the same answers. Filling the memo costs more
+than it saves over a graph's first few hundred queries, so
+:mod:`causalnet.graph.separation` passes ``memo=None`` (the plain search)
+until then.
 
 Examples
 --------
