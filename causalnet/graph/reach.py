@@ -29,7 +29,10 @@ have needed, as frozensets (each built from its parents' or children's sets,
 so a query's ancestral set is the union of a dozen stored sets: C-level
 work, no Python loop per node). The total number of stored elements is
 bounded (:data:`MEMO_ELEMENTS`); past it, queries compute the sets they
-need by a plain search, with the same answers.
+need by a plain search, with the same answers. Filling the memo costs more
+than it saves over a graph's first few hundred queries, so
+:mod:`causalnet.graph.separation` passes ``memo=None`` (the plain search)
+until then.
 
 Examples
 --------
@@ -127,9 +130,11 @@ class ClosureMemo:
         return memo[v]
 
 
-def ancestral_set(memo: ClosureMemo, par: list, start: Iterable[int]) -> set:
-    """An(`start`): the union of the stored ancestor sets, or a plain search once the memo's budget is spent."""
+def ancestral_set(memo: ClosureMemo | None, par: list, start: Iterable[int]) -> set:
+    """An(`start`): the union of the memo's ancestor sets; a plain search without a memo or once its budget is spent."""
     start = list(start)
+    if memo is None:
+        return closure(par, start)
     sets = []
     for v in start:
         s = memo.ancestors(par, v)
@@ -198,17 +203,21 @@ def ball_reaches(par: list, chi: list, anc: set, xi: Iterable[int], yi: set, zi:
     return False
 
 
-def local_markov_reach(memo: ClosureMemo, par: list, chi: list, xi: list[int], zi: set) -> set | None:
+def local_markov_reach(memo: ClosureMemo | None, par: list, chi: list, xi: list[int], zi: set) -> set | None:
     """De(X) when every parent of X is in Z and no node of Z descends from X; None otherwise.
 
     Under those two conditions the Bayes ball from X reaches, beyond Z,
     exactly De(X) (fact 2 of the module docstring), so X ⊥ Y | Z exactly when
-    Y avoids the returned set (which contains X). None also when the
-    memo's budget is spent.
+    Y avoids the returned set (which contains X). De(X) comes from the memo,
+    or from a plain search when `memo` is None. None also when the memo's
+    budget is spent.
     """
     for x in xi:
         if not zi.issuperset(par[x]):
             return None
+    if memo is None:
+        de = closure(chi, xi)
+        return None if not de.isdisjoint(zi) else de
     sets = []
     for x in xi:
         s = memo.descendants(chi, x)

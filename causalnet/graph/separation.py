@@ -59,12 +59,16 @@ __all__ = [
 ]
 
 # Before the compiled kernel pays, a query runs the Bayes ball in plain Python
-# inside the ancestral set of X, Y and Z, from memoized ancestor sets
-# (:mod:`causalnet.graph.reach`). Once a graph's memo is full (its budget of
-# stored elements, _MEMO_ELEMENTS, is spent: graphs whose ancestor sets are
-# huge), graphs at least this large use the frontier-at-a-time numpy search
+# inside the ancestral set of X, Y and Z (:mod:`causalnet.graph.reach`). The
+# first _MEMO_AFTER queries on a graph find that set by a plain search; later
+# ones from memoized per-node ancestor sets (filling the memo costs more than
+# it saves over a graph's first few hundred queries: measured at 10^3 and 10^4
+# nodes). Once a graph's memo is full (its budget of stored elements,
+# _MEMO_ELEMENTS, is spent: graphs whose ancestor sets are huge), graphs at
+# least _NUMPY_MIN_NODES large use the frontier-at-a-time numpy search
 # (numpy's per-call overhead dominates on smaller ones).
 _NUMPY_MIN_NODES = 8000
+_MEMO_AFTER = 256
 _MEMO_ELEMENTS = MEMO_ELEMENTS
 
 # The compiled kernel serves graphs of at least this many nodes (on smaller
@@ -282,8 +286,10 @@ def _answer(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list[int], 
     if not zs.isdisjoint(xi):
         return None
     s = _scratch(ix)
+    s.queries += 1
+    memo = s.memo if s.queries > _MEMO_AFTER else None
     if yi is None:
-        de = local_markov_reach(s.memo, ix.par, ix.chi, xi, zs)
+        de = local_markov_reach(memo, ix.par, ix.chi, xi, zs)
         if de is not None:
             return ynames.isdisjoint(map(order.__getitem__, de))
     if _use_kernel(ix.n):
@@ -295,7 +301,7 @@ def _answer(ix: GraphIndex, xi: list[int], yi: list[int] | None, zi: list[int], 
     elif s.memo.full and ix.n >= _NUMPY_MIN_NODES:
         answer = not _reach_numpy(ix, xi, yi, zi)
     else:
-        anc = ancestral_set(s.memo, ix.par, [*xi, *yi, *zi])
+        anc = ancestral_set(memo, ix.par, [*xi, *yi, *zi])
         answer = not ball_reaches(ix.par, ix.chi, anc, xi, set(yi), zs)
     _state["python_s"] += time.perf_counter() - t0
     return answer
@@ -328,10 +334,11 @@ class _Scratch:
     output row) are allocated on the kernel's first query on the graph.
     """
 
-    __slots__ = ("memo", "names", "kernel")
+    __slots__ = ("memo", "names", "kernel", "queries")
 
     def __init__(self, n: int) -> None:
         self.memo = ClosureMemo(n, _MEMO_ELEMENTS)
+        self.queries = 0                # queries answered on the graph (the memo serves those past _MEMO_AFTER)
         self.names = None
         self.kernel = None
 

@@ -55,7 +55,7 @@ def test_memo_sets_are_the_closures(g, budget):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dags(), st.data(), st.sampled_from([0, 5, reach.MEMO_ELEMENTS]))
+@given(dags(), st.data(), st.sampled_from([None, 0, 5, reach.MEMO_ELEMENTS]))
 def test_ball_in_the_ancestral_set_matches_networkx(g, data, budget):
     ix = g.index
     nodes = list(g.nodes)
@@ -66,14 +66,15 @@ def test_ball_in_the_ancestral_set_matches_networkx(g, data, budget):
         return
     z = {v for v, r in zip(nodes, roles) if r == "z"} - x - y
     xi, yi, zi = ([ix.pos[v] for v in s] for s in (x, y, z))
-    anc = ancestral_set(ClosureMemo(ix.n, budget=budget), ix.par, [*xi, *yi, *zi])
+    memo = None if budget is None else ClosureMemo(ix.n, budget=budget)     # None: the plain search
+    anc = ancestral_set(memo, ix.par, [*xi, *yi, *zi])
     assert {ix.nodes[k] for k in anc} == set().union(*(brute_ancestors(g, v) for v in x | y | z))
     assert ball_reaches(ix.par, ix.chi, anc, xi, set(yi), set(zi)) is not nx.is_d_separator(g.to_networkx(), x, y, z)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dags(), st.data())
-def test_local_markov_shortcut_is_exact(g, data):
+@given(dags(), st.data(), st.booleans())
+def test_local_markov_shortcut_is_exact(g, data, with_memo):
     # When it answers, Y avoids the returned set exactly when networkx says d-separated, for every Y;
     # it answers whenever Z holds the parents of X and no descendant of X.
     ix = g.index
@@ -92,7 +93,7 @@ def test_local_markov_shortcut_is_exact(g, data):
     if z & x:
         return
     xi, zi = [ix.pos[v] for v in x], {ix.pos[v] for v in z}
-    got = local_markov_reach(ClosureMemo(ix.n), ix.par, ix.chi, xi, zi)
+    got = local_markov_reach(ClosureMemo(ix.n) if with_memo else None, ix.par, ix.chi, xi, zi)
     applies = all(set(g.parents(v)) <= z for v in x) and not (z & de)
     assert (got is not None) is applies
     if got is None:
@@ -112,11 +113,13 @@ def random_sparse_dag(rng, n, mean_out):
     return cn.DAG([(f"v{perm[i]}", f"v{perm[j]}") for i, j in pairs[:m]], nodes=[f"v{i}" for i in range(n)])
 
 
-@pytest.mark.parametrize("budget", [sep.MEMO_ELEMENTS, 300])
-def test_default_python_path_matches_networkx_on_a_sparse_graph(seed, budget, monkeypatch):
+@pytest.mark.parametrize(("budget", "memo_after"), [(sep.MEMO_ELEMENTS, 0), (300, 0), (sep.MEMO_ELEMENTS, 100)])
+def test_default_python_path_matches_networkx_on_a_sparse_graph(seed, budget, memo_after, monkeypatch):
     # the path a fresh process takes (kernel not compiled), on the benchmark's kind of graph; a small
-    # budget fills the memo part way, so both the stored sets and the plain search answer
+    # budget fills the memo part way, so both the stored sets and the plain search answer; with
+    # memo_after=100 the first 100 queries use the plain search and the rest the memo
     monkeypatch.setattr(sep, "_MEMO_ELEMENTS", budget)
+    monkeypatch.setattr(sep, "_MEMO_AFTER", memo_after)
     monkeypatch.setattr(sep, "_use_kernel", lambda n: False)
     rng = np.random.default_rng(seed)
     g = random_sparse_dag(rng, 400, 2.5)
@@ -134,8 +137,9 @@ def test_default_python_path_matches_networkx_on_a_sparse_graph(seed, budget, mo
         if pa and nd:
             p = sorted(pa)[0]
             assert g.d_separated(x, nd | {p}, pa - {p}) is nx.is_d_separator(G, {x}, nd | {p}, pa - {p})
-    if budget < sep.MEMO_ELEMENTS:
-        assert g.index.scratch.memo.full
+    memo = g.index.scratch.memo
+    assert memo.full if budget < sep.MEMO_ELEMENTS else memo.left < budget     # the memo did serve
+    assert g.index.scratch.queries > memo_after
 
 
 def test_memo_budget_is_shared_and_counted():

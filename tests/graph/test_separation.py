@@ -34,11 +34,12 @@ def dags(draw, max_nodes=9):
 
 
 def use_engine(engine, monkeypatch):
-    """Pin one search on any size: the Python ball in the ancestral set from memoized closures
-    ("python"), the same without memo (a spent budget: "python-nomemo"), the numpy frontier search
-    ("numpy"), or the compiled kernel ("kernel")."""
+    """Pin one search on any size: the Python ball in the ancestral set from memoized closures from the
+    first query ("python"), the same with the ancestral set by a plain search ("python-nomemo"), the numpy
+    frontier search ("numpy"), or the compiled kernel ("kernel")."""
     monkeypatch.setattr(sep, "_NUMPY_MIN_NODES", 0 if engine == "numpy" else 10**9)
     monkeypatch.setattr(sep, "_MEMO_ELEMENTS", 0 if engine in ("numpy", "python-nomemo") else sep.MEMO_ELEMENTS)
+    monkeypatch.setattr(sep, "_MEMO_AFTER", 10**9 if engine == "python-nomemo" else 0)
     monkeypatch.setattr(sep, "_KERNEL_MIN_NODES", 0)
     monkeypatch.setattr(runtime, "_backends", {**runtime._backends,
                                                "graph": "numba" if engine == "kernel" else "numpy"})
