@@ -277,3 +277,23 @@ def test_causal_decoder_with_masked_scores_takes_the_plan():
     assert got.method == "tensor plan"
     assert any(np.isneginf(np.asarray(got[v])).any() for v in got if np.asarray(got[v]).dtype.kind == "f")
     assert_same_trace(got, reference(m, {"x": ids}), "float64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_plan_trace_computes_intermediates_when_read(dtype):
+    """Without keep the plan runs the sinks only; any other node is computed on first read, equal to the reference."""
+    m = tf.encoder_layer(d_model=8, heads=2, d_ff=16, dtype=dtype, seed=3)
+    x = np.random.default_rng(3).standard_normal((2, 5, 8)).astype(dtype)
+    m.forward({"e": x})
+    got = m.forward({"e": x})
+    assert got.method == "tensor plan"
+    children = {p for mech in m.mechanisms.values() for p in mech.parents}
+    sinks = {v for v in m.mechanisms if v not in children}
+    assert set(got._values) == sinks | {"e"}                 # nothing else made yet
+    want = reference(m, {"e": x})
+    middle = [v for v in m.dag.topological_order() if v not in sinks and v != "e"]
+    k = middle[len(middle) // 2]
+    np.testing.assert_allclose(got[k], want[k], **TOL[dtype])  # read out of order: its ancestors filled in
+    assert k in got._values and len(got._values) < len(want)
+    assert_same_trace(got, want, dtype)
+    assert len(got) == len(want) and all(v in got for v in want)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ModelError
 from ...inference.engine import Engine
-from ...inference.forward import ForwardRequest
+from ...inference.forward import FilledTrace, ForwardRequest
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
@@ -337,7 +337,7 @@ class RecurrentForward(Engine):
             if not np.isfinite(out).all():
                 return _reference(request)                               # raises NumericalError naming the node
             _add_states(vals, out, k, model.cache[SHAPE][2])
-        trace = _FilledTrace(vals, model, X.shape[0], self.name)
+        trace = FilledTrace(vals, model, X.shape[0], self.name)
         if request.keep is None:
             return trace
         kept = set(request.keep)                                         # in the reference run's order
@@ -360,43 +360,3 @@ def _reference(request: ForwardRequest):
     trace.method = "node by node"
     return trace
 
-
-class _FilledTrace(Trace):
-    """A trace of every node of `model` holding some of their values; the others computed on first read."""
-
-    def __init__(self, values: dict, model: CausalModel, n: int, method: str) -> None:
-        super().__init__(values, model.specs, method=method)
-        self._model = model
-        self._rows = n
-
-    def __getitem__(self, node):
-        if node not in self._values and node in self._model.mechanisms:
-            self._fill(node)
-        return super().__getitem__(node)
-
-    def _fill(self, node) -> None:
-        """`node` and its missing ancestors, in order, by their mechanisms (all deterministic)."""
-        mechs, specs, vals = self._model.mechanisms, self._model.specs, self._values
-        stack = [node]
-        while stack:
-            v = stack[-1]
-            if v in vals:
-                stack.pop()
-                continue
-            missing = [p for p in mechs[v].parents if p not in vals]
-            if missing:
-                stack.extend(missing)
-                continue
-            with np.errstate(all="ignore"):
-                x = mechs[v].evaluate(v, {p: vals[p] for p in mechs[v].parents}, None, specs[v], n=self._rows)
-            vals[v] = specs[v].check_value(v, x, n=self._rows)
-            stack.pop()
-
-    def __iter__(self):
-        return iter(self._model.dag.topological_order())
-
-    def __len__(self) -> int:
-        return len(self._model.mechanisms)
-
-    def __contains__(self, node) -> bool:
-        return node in self._model.mechanisms
