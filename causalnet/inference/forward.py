@@ -170,12 +170,18 @@ class FilledTrace(Trace):
         The batch size.
     method : str
         The engine's name (``Trace.method``).
+    deferred : dict node -> callable, optional
+        Nodes the engine can give together more cheaply than their
+        mechanisms would (a layer's states from an array it already holds):
+        reading one of them calls its callable once, which returns a dict
+        node -> value covering it (and its group); these are kept as they are.
     """
 
-    def __init__(self, values: dict, model, n: int, method: str) -> None:
+    def __init__(self, values: dict, model, n: int, method: str, deferred: dict | None = None) -> None:
         super().__init__(values, model.specs, method=method)
         self._model = model
         self._rows = n
+        self._deferred = deferred or {}
 
     def __getitem__(self, node):
         if node not in self._values and node in self._model.mechanisms:
@@ -190,6 +196,12 @@ class FilledTrace(Trace):
             v = stack[-1]
             if v in vals:
                 stack.pop()
+                continue
+            if v in self._deferred:
+                got = self._deferred[v]()
+                vals.update(got)
+                for k in got:
+                    self._deferred.pop(k, None)
                 continue
             missing = [p for p in mechs[v].parents if p not in vals]
             if missing:

@@ -297,3 +297,37 @@ def test_plan_trace_computes_intermediates_when_read(dtype):
     assert k in got._values and len(got._values) < len(want)
     assert_same_trace(got, want, dtype)
     assert len(got) == len(want) and all(v in got for v in want)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_recurrent_earlier_layers_laid_out_when_read(bidirectional):
+    """Only the last layer's states are laid out per call; reading one earlier state gives its whole layer,
+    equal to the reference, and a gate read first pulls its layer in the same way."""
+    m = recurrent.build("lstm", input_size=3, hidden_size=4, T=5, layers=3, bidirectional=bidirectional,
+                        dtype="float64", seed=2)
+    xs = _inputs(5, 3, 3, "float64", seed=4)
+    want = reference(m, xs)
+    got = m.forward(xs)
+    held = set(got._values)
+    assert "l2.h[4]" in held and "l0.h[0]" not in held and "l1.h[3]" not in held
+    np.testing.assert_allclose(got["l0.h[3]"], want["l0.h[3]"], **TOL["float64"])
+    assert {f"l0.h[{t}]" for t in range(5)} <= set(got._values) and "l1.h[0]" not in got._values
+    np.testing.assert_allclose(got["l1.f[2]"], want["l1.f[2]"], **TOL["float64"])   # a gate: needs l0, l1 states
+    assert "l1.h[1]" in got._values
+    assert_same_trace(got, want, "float64")
+
+
+def test_recurrent_loop_overflow_in_an_inner_layer_goes_to_the_reference():
+    """Layer 0 overflows while the last layer stays finite (relu of -inf): every layer is checked, and the
+    reference run names the node, as for a last-layer overflow."""
+    w = recurrent.random_weights("rnn", input_size=2, hidden_size=3, layers=2, seed=0)
+    w = {k: (v * 1e20 if k.endswith("l0") else -np.abs(v) if k.startswith("weight") else np.zeros_like(v))
+         for k, v in w.items()}
+    m = recurrent.rnn(w, T=4, layers=2, nonlinearity="relu", dtype="float32")
+    xs = _inputs(4, 2, 2, "float32", scale=1e15)
+    with pytest.raises(cn.errors.NumericalError) as want:
+        reference(m, xs)
+    assert "l0." in str(want.value)
+    with pytest.raises(cn.errors.NumericalError) as got:
+        m.forward(xs)
+    assert str(got.value) == str(want.value)
