@@ -320,11 +320,11 @@ def test_recurrent_earlier_layers_laid_out_when_read(bidirectional):
 def test_recurrent_loop_overflow_in_an_inner_layer_goes_to_the_reference():
     """Layer 0 overflows while the last layer stays finite (relu of -inf): every layer is checked, and the
     reference run names the node, as for a last-layer overflow."""
-    w = recurrent.random_weights("rnn", input_size=2, hidden_size=3, layers=2, seed=0)
-    w = {k: (v * 1e20 if k.endswith("l0") else -np.abs(v) if k.startswith("weight") else np.zeros_like(v))
-         for k, v in w.items()}
-    m = recurrent.rnn(w, T=4, layers=2, nonlinearity="relu", dtype="float32")
-    xs = _inputs(4, 2, 2, "float32", scale=1e15)
+    w = recurrent.random_weights("rnn", input_size=1, hidden_size=3, layers=2, seed=0)
+    w = {k: (v * 1e20 if k == "weight_ih_l0" else -np.abs(v) if k.startswith("weight") else np.zeros_like(v))
+         for k, v in w.items()}                      # one step, one input: +-inf in layer 0, never NaN
+    m = recurrent.rnn(w, T=1, layers=2, nonlinearity="relu", dtype="float32")
+    xs = {"x[0]": np.array([[1e19], [-1e19]], np.float32)}
     with pytest.raises(cn.errors.NumericalError) as want:
         reference(m, xs)
     assert "l0." in str(want.value)
