@@ -331,3 +331,14 @@ def test_recurrent_loop_overflow_in_an_inner_layer_goes_to_the_reference():
     with pytest.raises(cn.errors.NumericalError) as got:
         m.forward(xs)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "gru"])
+def test_recurrent_loop_keeps_float32_everywhere(kind):
+    """No silent float64 upcast: the loop's weights and every value of the trace (states, gates) are float32."""
+    m = recurrent.build(kind, input_size=3, hidden_size=4, T=3, layers=2, dtype="float32", seed=0)
+    got = m.forward(_inputs(3, 2, 3, "float32"))
+    assert got.method == "recurrent loop"
+    assert {got[k].dtype for k in got} == {np.dtype(np.float32)}
+    out = recurrent.run(m, np.ones((2, 3, 3), np.float32))
+    assert {a.dtype for a in out if a is not None} == {np.dtype(np.float32)}
