@@ -217,6 +217,11 @@ class FilledTrace(Trace):
     def __iter__(self):
         return iter(self._model.dag.topological_order())
 
+    def to_pandas(self):
+        """:meth:`Samples.to_pandas <causalnet.values.Samples.to_pandas>` of every node (each computed first)."""
+        self._values = {v: self[v] for v in self}           # every node, in the reference run's order
+        return super().to_pandas()
+
     def __len__(self) -> int:
         return len(self._model.mechanisms)
 

@@ -342,3 +342,16 @@ def test_recurrent_loop_keeps_float32_everywhere(kind):
     assert {got[k].dtype for k in got} == {np.dtype(np.float32)}
     out = recurrent.run(m, np.ones((2, 3, 3), np.float32))
     assert {a.dtype for a in out if a is not None} == {np.dtype(np.float32)}
+
+
+def test_filled_trace_to_pandas_has_every_scalar_node():
+    """A column per 1-d node, those not computed yet included, equal to the reference's frame."""
+    pd = pytest.importorskip("pandas")
+    from causalnet.mechanisms import tensor as T
+    m = cn.CausalModel({"x": T.Input(()), "y": T.ReLU("x"), "z": T.ReLU("y")})
+    x = np.array([1.0, -1.0, 2.0])
+    m.forward({"x": x})
+    got = m.forward({"x": x})
+    assert got.method == "tensor plan" and "y" not in got._values
+    assert list(got.to_pandas().columns) == ["x", "y", "z"]
+    pd.testing.assert_frame_equal(got.to_pandas(), reference(m, {"x": x}).to_pandas())
