@@ -29,6 +29,13 @@ engine runs. The engines, in order:
   call the others decline (noise given, a batch size, values of another
   dtype...): ``CausalModel``'s own loop, which validates everything.
 
+A fast engine computes only what it needs (the recurrent states, a tensor
+model's sinks) and answers with a :class:`FilledTrace`: every node of the
+model is in it, and a node not computed yet is computed from its parents,
+by its own mechanism, the first time it is read (so a call that reads only
+the outputs costs only the outputs, and one that reads everything gets the
+reference's values).
+
 Every fast engine is tested equal to the reference run
 (``tests/inference/test_forward_engines.py``).
 
@@ -50,10 +57,14 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+import numpy as np
+
 from .. import inference
+from ..mechanisms.base import REAL
+from ..values import Trace, check_finite
 from .engine import Engine, LazyEngine, Registry
 
-__all__ = ["ForwardRequest", "ReferenceForward", "FORWARD_ENGINES", "run_forward", "given_nodes"]
+__all__ = ["ForwardRequest", "ReferenceForward", "FORWARD_ENGINES", "run_forward", "given_nodes", "FilledTrace"]
 
 
 class ForwardRequest:
@@ -138,3 +149,81 @@ def given_nodes(request: ForwardRequest) -> frozenset[Hashable] | None:
     except TypeError:                       # an unhashable key
         return None
     return keys if all(k in mechs for k in keys) else None
+
+
+class FilledTrace(Trace):
+    """A :class:`~causalnet.values.Trace` of every node of `model`, some of them computed on first read.
+
+    A fast forward engine fills it with what it computed (inputs, outputs,
+    states); reading any other node computes it and its missing ancestors, in
+    order, by their mechanisms (deterministic ones: the engines that use it
+    take only such models), validated as the reference run validates them,
+    and keeps the value. Iteration is over every node in the reference run's
+    (topological) order.
+
+    Parameters
+    ----------
+    values : dict node -> ndarray of shape (n, ...)
+        The values already computed (kept, not copied).
+    model : CausalModel
+    n : int
+        The batch size.
+    method : str
+        The engine's name (``Trace.method``).
+    deferred : dict node -> callable, optional
+        Nodes the engine can give together more cheaply than their
+        mechanisms would (a layer's states from an array it already holds):
+        reading one of them calls its callable once, which returns a dict
+        node -> value covering it (and its group); these are kept as they are.
+    """
+
+    def __init__(self, values: dict, model, n: int, method: str, deferred: dict | None = None) -> None:
+        super().__init__(values, model.specs, method=method)
+        self._model = model
+        self._rows = n
+        self._deferred = deferred or {}
+
+    def __getitem__(self, node):
+        if node not in self._values and node in self._model.mechanisms:
+            self._fill(node)
+        return super().__getitem__(node)
+
+    def _fill(self, node) -> None:
+        """`node` and its missing ancestors, in order, by their mechanisms (all deterministic)."""
+        mechs, specs, vals = self._model.mechanisms, self._model.specs, self._values
+        stack = [node]
+        while stack:
+            v = stack[-1]
+            if v in vals:
+                stack.pop()
+                continue
+            if v in self._deferred:
+                got = self._deferred[v]()
+                vals.update(got)
+                for k in got:
+                    self._deferred.pop(k, None)
+                continue
+            missing = [p for p in mechs[v].parents if p not in vals]
+            if missing:
+                stack.extend(missing)
+                continue
+            with np.errstate(all="ignore"):
+                x = mechs[v].evaluate(v, {p: vals[p] for p in mechs[v].parents}, None, specs[v], n=self._rows)
+            if specs[v].kind == REAL:
+                check_finite(v, x)
+            vals[v] = specs[v].check_value(v, x, n=self._rows)
+            stack.pop()
+
+    def __iter__(self):
+        return iter(self._model.dag.topological_order())
+
+    def to_pandas(self):
+        """:meth:`Samples.to_pandas <causalnet.values.Samples.to_pandas>` of every node (each computed first)."""
+        self._values = {v: self[v] for v in self}           # every node, in the reference run's order
+        return super().to_pandas()
+
+    def __len__(self) -> int:
+        return len(self._model.mechanisms)
+
+    def __contains__(self, node) -> bool:
+        return node in self._model.mechanisms

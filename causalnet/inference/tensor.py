@@ -38,7 +38,7 @@ from ..mechanisms.intervened import Intervened
 from ..mechanisms.tensor import AttentionWeights, Input, LayerNorm, Linear, TensorOp, check_output, fused
 from ..values import Trace
 from .engine import Engine
-from .forward import ForwardRequest, given_nodes
+from .forward import FilledTrace, ForwardRequest, given_nodes
 
 __all__ = ["Plan", "Program", "Incremental", "PlanForward"]
 
@@ -572,7 +572,10 @@ class PlanForward(Engine):
     :class:`~causalnet.mechanisms.tensor.Input` (a constant ``do`` goes node
     by node: a compiled program has no batch size for it). One :class:`Plan` per (given
     nodes, kept nodes) is kept in ``model.cache`` (the outputs: `keep`, or
-    every node). A call whose input shapes the plan has not run yet is
+    the model's sinks: without `keep` the answer is a
+    :class:`~causalnet.inference.forward.FilledTrace` holding the inputs and
+    sinks, which computes any other node the first time it is read, so
+    that no intermediate array is made unless asked for). A call whose input shapes the plan has not run yet is
     answered by the reference run, which validates it and names any node at
     fault; the plan then admits those shapes, and later calls run its
     compiled program (and, once they have paid for their compilation, the
@@ -603,7 +606,10 @@ class PlanForward(Engine):
             trace = _reference(request)
             plan.admit(request.values)
             return trace
-        return Trace(out, plan._out_specs, method=self.name)
+        if request.keep is not None:
+            return Trace(out, plan._out_specs, method=self.name)
+        values = request.values                 # every node: the plan ran the sinks, the rest on first read
+        return FilledTrace({**values, **out}, request.model, values[plan.inputs[0]].shape[0], self.name)
 
     def _plan(self, request: ForwardRequest) -> Plan | None:
         """The cached plan of this call's given and kept nodes; None when no plan fits (the reference says why)."""
@@ -617,8 +623,12 @@ class PlanForward(Engine):
             if keep is not None:                  # in the reference run's order
                 kept = set(keep)
                 keep = tuple(v for v in request.model.dag.topological_order() if v in kept)
+            outputs = keep
+            if keep is None:                    # the sinks; FilledTrace computes the others when read
+                children = {p for m in request.model.mechanisms.values() for p in m.parents}
+                outputs = [v for v in request.model.mechanisms if v not in children and v not in given] or None
             try:
-                plan = Plan(request.model, outputs=keep, inputs=given)
+                plan = Plan(request.model, outputs=outputs, inputs=given)
             except ModelError:
                 plan = None
             if len(plans) >= self.max_plans:

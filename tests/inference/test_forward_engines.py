@@ -277,3 +277,81 @@ def test_causal_decoder_with_masked_scores_takes_the_plan():
     assert got.method == "tensor plan"
     assert any(np.isneginf(np.asarray(got[v])).any() for v in got if np.asarray(got[v]).dtype.kind == "f")
     assert_same_trace(got, reference(m, {"x": ids}), "float64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_plan_trace_computes_intermediates_when_read(dtype):
+    """Without keep the plan runs the sinks only; any other node is computed on first read, equal to the reference."""
+    m = tf.encoder_layer(d_model=8, heads=2, d_ff=16, dtype=dtype, seed=3)
+    x = np.random.default_rng(3).standard_normal((2, 5, 8)).astype(dtype)
+    m.forward({"e": x})
+    got = m.forward({"e": x})
+    assert got.method == "tensor plan"
+    children = {p for mech in m.mechanisms.values() for p in mech.parents}
+    sinks = {v for v in m.mechanisms if v not in children}
+    assert set(got._values) == sinks | {"e"}                 # nothing else made yet
+    want = reference(m, {"e": x})
+    middle = [v for v in m.dag.topological_order() if v not in sinks and v != "e"]
+    k = middle[len(middle) // 2]
+    np.testing.assert_allclose(got[k], want[k], **TOL[dtype])  # read out of order: its ancestors filled in
+    assert k in got._values and len(got._values) < len(want)
+    assert_same_trace(got, want, dtype)
+    assert len(got) == len(want) and all(v in got for v in want)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_recurrent_earlier_layers_laid_out_when_read(bidirectional):
+    """Only the last layer's states are laid out per call; reading one earlier state gives its whole layer,
+    equal to the reference, and a gate read first pulls its layer in the same way."""
+    m = recurrent.build("lstm", input_size=3, hidden_size=4, T=5, layers=3, bidirectional=bidirectional,
+                        dtype="float64", seed=2)
+    xs = _inputs(5, 3, 3, "float64", seed=4)
+    want = reference(m, xs)
+    got = m.forward(xs)
+    held = set(got._values)
+    assert "l2.h[4]" in held and "l0.h[0]" not in held and "l1.h[3]" not in held
+    np.testing.assert_allclose(got["l0.h[3]"], want["l0.h[3]"], **TOL["float64"])
+    assert {f"l0.h[{t}]" for t in range(5)} <= set(got._values) and "l1.h[0]" not in got._values
+    np.testing.assert_allclose(got["l1.f[2]"], want["l1.f[2]"], **TOL["float64"])   # a gate: needs l0, l1 states
+    assert "l1.h[1]" in got._values
+    assert_same_trace(got, want, "float64")
+
+
+def test_recurrent_loop_overflow_in_an_inner_layer_goes_to_the_reference():
+    """Layer 0 overflows while the last layer stays finite (relu of -inf): every layer is checked, and the
+    reference run names the node, as for a last-layer overflow."""
+    w = recurrent.random_weights("rnn", input_size=1, hidden_size=3, layers=2, seed=0)
+    w = {k: (v * 1e20 if k == "weight_ih_l0" else -np.abs(v) if k.startswith("weight") else np.zeros_like(v))
+         for k, v in w.items()}                      # one step, one input: +-inf in layer 0, never NaN
+    m = recurrent.rnn(w, T=1, layers=2, nonlinearity="relu", dtype="float32")
+    xs = {"x[0]": np.array([[1e19], [-1e19]], np.float32)}
+    with pytest.raises(cn.errors.NumericalError) as want:
+        reference(m, xs)
+    assert "l0." in str(want.value)
+    with pytest.raises(cn.errors.NumericalError) as got:
+        m.forward(xs)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "gru"])
+def test_recurrent_loop_keeps_float32_everywhere(kind):
+    """No silent float64 upcast: the loop's weights and every value of the trace (states, gates) are float32."""
+    m = recurrent.build(kind, input_size=3, hidden_size=4, T=3, layers=2, dtype="float32", seed=0)
+    got = m.forward(_inputs(3, 2, 3, "float32"))
+    assert got.method == "recurrent loop"
+    assert {got[k].dtype for k in got} == {np.dtype(np.float32)}
+    out = recurrent.run(m, np.ones((2, 3, 3), np.float32))
+    assert {a.dtype for a in out if a is not None} == {np.dtype(np.float32)}
+
+
+def test_filled_trace_to_pandas_has_every_scalar_node():
+    """A column per 1-d node, those not computed yet included, equal to the reference's frame."""
+    pd = pytest.importorskip("pandas")
+    from causalnet.mechanisms import tensor as T
+    m = cn.CausalModel({"x": T.Input(()), "y": T.ReLU("x"), "z": T.ReLU("y")})
+    x = np.array([1.0, -1.0, 2.0])
+    m.forward({"x": x})
+    got = m.forward({"x": x})
+    assert got.method == "tensor plan" and "y" not in got._values
+    assert list(got.to_pandas().columns) == ["x", "y", "z"]
+    pd.testing.assert_frame_equal(got.to_pandas(), reference(m, {"x": x}).to_pandas())

@@ -16,6 +16,7 @@ Symbols: ``n`` batch, ``T`` steps, ``d`` input width, ``H`` hidden, ``G`` gates.
 
 from __future__ import annotations
 
+import math
 import re
 import weakref
 from typing import Any, NamedTuple
@@ -24,7 +25,7 @@ import numpy as np
 
 from ...errors import EvidenceError, ModelError
 from ...inference.engine import Engine
-from ...inference.forward import ForwardRequest
+from ...inference.forward import FilledTrace, ForwardRequest
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
@@ -327,22 +328,54 @@ class RecurrentForward(Engine):
         T = model.cache[SHAPE][3]
         with np.errstate(over="ignore"):
             X = np.stack([request.values[f"x[{t}]"] for t in range(T)], axis=1).astype(dt, copy=False)  # (n, T, d)
-        if X.size and not (np.isfinite(X.min()) and np.isfinite(X.max())):
+        if not _finite(X):
             return _reference(request)                                   # names the input
         states, _, _ = _layers(model, X, np.ones((T, X.shape[0]), dtype=dt), every_layer=True)
+        if not all(_finite(Y) for Y in states):
+            return _reference(request)                                   # raises NumericalError naming the node
         vals = {f"x[{t}]": X[:, t] for t in range(T)}
-        lay = layout_for(dt)
+        lay, dirs = layout_for(dt), model.cache[SHAPE][2]
+        deferred: dict = {}
         for k, Y in enumerate(states):
-            out = lay.outputs(Y)                                               # (n, T, D H)
-            if not np.isfinite(out).all():
-                return _reference(request)                               # raises NumericalError naming the node
-            _add_states(vals, out, k, model.cache[SHAPE][2])
-        trace = _FilledTrace(vals, model, X.shape[0], self.name)
+            if k == len(states) - 1:                                     # the outputs: laid out now
+                _add_states(vals, lay.outputs(Y), k, dirs)
+                continue
+            group = _layer_nodes(model, k, T, dirs)                    # the others when first read
+            fill = _filler(lay, Y, k, dirs)
+            deferred.update(dict.fromkeys(group, fill))
+        trace = FilledTrace(vals, model, X.shape[0], self.name, deferred)
         if request.keep is None:
             return trace
         kept = set(request.keep)                                         # in the reference run's order
         return Trace({k: trace[k] for k in model.dag.topological_order() if k in kept}, model.specs,
                      method=self.name)
+
+
+def _finite(a: np.ndarray) -> bool:
+    """Whether every value of `a` is finite: one BLAS dot ``r @ r`` first (NaN or inf makes it so), then exactly."""
+    r = a.reshape(-1)
+    with np.errstate(all="ignore"):
+        return math.isfinite(np.dot(r, r)) or bool(np.isfinite(a).all())   # the sum may overflow alone
+
+
+def _layer_nodes(model: CausalModel, k: int, T: int, dirs: int) -> tuple:
+    """The state nodes :func:`_add_states` gives for layer `k` (cached per model)."""
+    key = f"forward: recurrent layer {k} nodes"
+    got = model.cache.get(key)
+    if got is None:
+        vals: dict = {}
+        _add_states(vals, np.empty((0, T, dirs)), k, dirs)
+        got = model.cache[key] = tuple(vals)
+    return got
+
+
+def _filler(lay, Y: np.ndarray, k: int, dirs: int):
+    """A callable giving layer `k`'s states from `Y` (the layout's order), laid out when first called."""
+    def fill() -> dict:
+        vals: dict = {}
+        _add_states(vals, lay.outputs(Y), k, dirs)
+        return vals
+    return fill
 
 
 def _add_states(vals: dict, out: np.ndarray, k: int, dirs: int) -> None:
@@ -360,43 +393,3 @@ def _reference(request: ForwardRequest):
     trace.method = "node by node"
     return trace
 
-
-class _FilledTrace(Trace):
-    """A trace of every node of `model` holding some of their values; the others computed on first read."""
-
-    def __init__(self, values: dict, model: CausalModel, n: int, method: str) -> None:
-        super().__init__(values, model.specs, method=method)
-        self._model = model
-        self._rows = n
-
-    def __getitem__(self, node):
-        if node not in self._values and node in self._model.mechanisms:
-            self._fill(node)
-        return super().__getitem__(node)
-
-    def _fill(self, node) -> None:
-        """`node` and its missing ancestors, in order, by their mechanisms (all deterministic)."""
-        mechs, specs, vals = self._model.mechanisms, self._model.specs, self._values
-        stack = [node]
-        while stack:
-            v = stack[-1]
-            if v in vals:
-                stack.pop()
-                continue
-            missing = [p for p in mechs[v].parents if p not in vals]
-            if missing:
-                stack.extend(missing)
-                continue
-            with np.errstate(all="ignore"):
-                x = mechs[v].evaluate(v, {p: vals[p] for p in mechs[v].parents}, None, specs[v], n=self._rows)
-            vals[v] = specs[v].check_value(v, x, n=self._rows)
-            stack.pop()
-
-    def __iter__(self):
-        return iter(self._model.dag.topological_order())
-
-    def __len__(self) -> int:
-        return len(self._model.mechanisms)
-
-    def __contains__(self, node) -> bool:
-        return node in self._model.mechanisms
