@@ -1,0 +1,202 @@
+"""The first query of a fresh discrete model, by direct variable elimination on its ancestral network.
+
+A model asked one question should not pay for what only repeated questions
+use: validating and copying every CPT into a
+:class:`~causalnet.inference.discrete.network.DiscreteNetwork`, compiling a
+contraction program, caching it. :func:`direct_query` answers a plain query
+(scalar evidence, no ``do``, every node a
+:class:`~causalnet.mechanisms.tabular.Tabular` CPT, checked already when the
+model was built) from the CPTs of the *ancestral set* of the targets and the
+evidence only: every other node is barren, so ``P(targets, e)`` and ``P(e)``
+are exactly those of that sub-network. The evidence axes are indexed away,
+a weighted-min-fill order is built on the moral graph of what is left
+(:func:`~causalnet.inference.discrete.ordering.greedy_order`), and each
+variable is summed out with one ``einsum`` of the factors that hold it.
+
+It declines (returns None, and the compiled path answers, raising or
+rescaling as it does) when ``P(e)`` is below
+:data:`~causalnet.inference.discrete.programs.TINY` (impossible or
+underflowing evidence) or an intermediate table would exceed
+``limits.get("max_table_bytes")``. The answer is the compiled path's to
+round-off: ``(P(targets | e), log P(e))``.
+
+Legend: ``K`` states of a node.
+
+Examples
+--------
+>>> import causalnet as cn
+>>> m = cn.CausalModel({"A": cn.Categorical([0.3, 0.7]), "B": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]])})
+>>> probs, log_ev = direct_query(m, ("A",), {"B": 1})
+>>> probs.round(4).tolist()
+[0.0508, 0.9492]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+
+import numpy as np
+
+from ...mechanisms.tabular import Tabular
+from .ordering import TableTooLarge, greedy_order, table_entry_limit
+from .programs import TINY
+
+__all__ = ["direct_query", "is_plain_tabular"]
+
+#: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
+_PLAIN_EINSUM = 4096
+
+
+def is_plain_tabular(model) -> bool:
+    """True when every node of `model` is a :class:`~causalnet.mechanisms.tabular.Tabular` CPT (cached)."""
+    got = model.cache.get("all_tabular")
+    if got is None:
+        got = model.cache["all_tabular"] = all(type(m) is Tabular or isinstance(m, Tabular)
+                                               for m in model.mechanisms.values())
+    return got
+
+
+def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable, int]):
+    """``(P(targets | evidence), log P(evidence))`` on the ancestral network, or None (see the module).
+
+    Parameters
+    ----------
+    model : CausalModel
+        Every node a ``Tabular`` CPT (:func:`is_plain_tabular`).
+    targets : sequence of nodes
+        Distinct, none observed.
+    evidence : mapping of node -> int
+        State indices, in range (validated by the request).
+
+    Returns
+    -------
+    (probs, log_evidence) or None
+        `probs` of shape ``(*target_cards)``, axes in `targets` order.
+    """
+    dag = model.dag
+    pos, par, nodes = dag.index.pos, dag.index.par, dag.nodes
+    mechs = model.mechanisms
+    tidx = [pos[t] for t in targets]
+    ev = {pos[k]: int(x) for k, x in evidence.items()}
+    keep = set(tidx) | set(ev)
+    stack = list(keep)
+    while stack:                                        # ancestral closure (node ints)
+        for p in par[stack.pop()]:
+            if p not in keep:
+                keep.add(p)
+                stack.append(p)
+    card: dict = {}
+    factors: list = []                                  # (table, labels): labels are the free node ints
+    const = 1.0
+    for v in keep:
+        mech = mechs[nodes[v]]
+        table = mech.table                              # (*parent_cards, K), in the mechanism's parent order
+        fam = [pos[p] for p in mech.parents] + [v]
+        for u, k in zip(fam, table.shape):
+            card[u] = k
+        if not any(u in ev for u in fam):
+            factors.append((table, fam))
+            continue
+        idx = tuple(ev[u] if u in ev else slice(None) for u in fam)
+        reduced = table[idx]                            # free axes only
+        labels = [u for u in fam if u not in ev]
+        if labels:
+            factors.append((reduced, labels))
+        else:
+            const *= float(reduced)
+    return _eliminate_all(factors, const, tidx, card)
+
+
+def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
+    """Sum every non-target variable out of `factors`; ``(probs, log z)`` or None (see :func:`direct_query`)."""
+    adj: dict = {}
+    for _, labels in factors:                           # the moral graph of the free variables
+        for a in labels:
+            s = adj.get(a)
+            if s is None:
+                s = adj[a] = set()
+            s.update(labels)
+    for a, s in adj.items():
+        s.discard(a)
+    for t in tidx:
+        adj.setdefault(t, set())
+    tset = set(tidx)
+    try:
+        order = greedy_order(adj, card, [v for v in adj if v not in tset], "weighted-min-fill", _Rank(),
+                             max_entries=table_entry_limit())
+    except TableTooLarge:
+        return None                                     # the compiled path raises the ResourceError
+    holders: dict = {}                                  # variable -> ids of the live factors holding it
+    live: dict = {}
+    for i, f in enumerate(factors):
+        live[i] = f
+        for u in f[1]:
+            holders.setdefault(u, set()).add(i)
+    nxt = len(factors)
+    for z in order:
+        ids = holders.pop(z, set())
+        if not ids:
+            continue
+        group = [live.pop(i) for i in ids]
+        out = sorted({u for _, labels in group for u in labels if u != z})
+        table = _contract(group, out, card)
+        for u in out:
+            hs = holders[u]
+            hs.difference_update(ids)
+            hs.add(nxt)
+        if out:
+            live[nxt] = (table, out)
+            nxt += 1
+        else:
+            const *= float(table)
+    joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
+    joint = joint * const                               # (*target_cards)
+    z = float(joint.sum())
+    if not z >= TINY:
+        return None                                     # impossible or underflowing: the compiled path decides
+    return joint / z, math.log(z)
+
+
+def _contract(group: list, out: Sequence[int], card: Mapping) -> np.ndarray:
+    """The product of the factors in `group` with every label not in `out` summed out, axes in `out` order."""
+    if len(group) == 1 and list(group[0][1]) == list(out):
+        return group[0][0]
+    local: dict = {}
+    args: list = []
+    for table, labels in group:
+        args.append(table)
+        args.append([local.setdefault(u, len(local)) for u in labels])
+    for u in out:
+        local.setdefault(u, len(local))
+    if len(local) > 52:                                 # einsum's label limit: pairwise instead
+        return _contract_pairwise(group, out)
+    args.append([local[u] for u in out])
+    if len(group) > 2 and math.prod(card[u] for u in local) > _PLAIN_EINSUM:
+        return np.einsum(*args, optimize="greedy")     # a contraction path pays on a large clique
+    return np.einsum(*args)
+
+
+def _contract_pairwise(group: list, out: Sequence[int]) -> np.ndarray:
+    """:func:`_contract` by successive broadcast products (any number of distinct labels)."""
+    labels = sorted({u for _, lab in group for u in lab})
+    pos = {u: i for i, u in enumerate(labels)}
+    acc = np.ones([1] * len(labels))
+    for table, lab in group:
+        order = sorted(range(len(lab)), key=lambda j: pos[lab[j]])
+        t = np.transpose(table, order)
+        shape = [1] * len(labels)
+        for j in order:
+            shape[pos[lab[j]]] = table.shape[j]
+        acc = acc * t.reshape(shape)
+    drop = tuple(i for i, u in enumerate(labels) if u not in set(out))
+    acc = acc.sum(axis=drop) if drop else acc
+    kept = [u for u in labels if u in set(out)]
+    return np.transpose(acc, [kept.index(u) for u in out])
+
+
+class _Rank:
+    """Ties broken by node int (``rank[v] == v``) without building a dict."""
+
+    def __getitem__(self, v: int) -> int:
+        return v
