@@ -46,6 +46,9 @@ __all__ = ["direct_query", "is_plain_tabular"]
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
+#: The greedy order of the direct path: its score is local (only the eliminated node's neighbours are
+#: rescored), so ordering costs far less than weighted min-fill on a one-off query.
+_ORDER = "min-weight"
 
 
 def is_plain_tabular(model) -> bool:
@@ -122,9 +125,12 @@ def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
     for t in tidx:
         adj.setdefault(t, set())
     tset = set(tidx)
+    limit = table_entry_limit()
+    if math.prod(card[t] for t in tidx) > limit:
+        return None                                     # the targets' joint: the compiled path raises
     try:
-        order = greedy_order(adj, card, [v for v in adj if v not in tset], "weighted-min-fill", _Rank(),
-                             max_entries=table_entry_limit())
+        order = greedy_order(adj, card, [v for v in adj if v not in tset], _ORDER, _Rank(),
+                             max_entries=limit)
     except TableTooLarge:
         return None                                     # the compiled path raises the ResourceError
     holders: dict = {}                                  # variable -> ids of the live factors holding it
