@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from discrete_networks import brute_joint, brute_query, random_network
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet.inference.discrete.direct import _contract, _contract_pairwise, direct_query
-
-from discrete_networks import brute_joint, brute_query, random_network
 
 
 def _model(dag, cpts):
@@ -101,7 +100,6 @@ def test_pairwise_contraction_equals_einsum(seed, n_factors):
 def test_first_query_agrees_with_pyagrum_on_alarm():
     gum = pytest.importorskip("pyagrum")
     from causalnet.io.agrum import to_agrum
-
     from causalnet.io.bif import read_bif
 
     path = Path(cn.__file__).parent / "data" / "alarm.bif.gz"

@@ -9,9 +9,9 @@ contraction program, caching it. :func:`direct_query` answers a plain query
 model was built) from the CPTs of the *ancestral set* of the targets and the
 evidence only: every other node is barren, so ``P(targets, e)`` and ``P(e)``
 are exactly those of that sub-network. The evidence axes are indexed away,
-a weighted-min-fill order is built on the moral graph of what is left
-(:func:`~causalnet.inference.discrete.ordering.greedy_order`), and each
-variable is summed out with one ``einsum`` of the factors that hold it.
+a greedy min-weight order is chosen on the moral graph of what is left while
+eliminating (a local score: cheap to keep up to date), and each variable is
+summed out with one ``einsum`` of the factors that hold it.
 
 It declines (returns None, and the compiled path answers, raising or
 rescaling as it does) when ``P(e)`` is below
@@ -33,22 +33,20 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
 from ...mechanisms.tabular import Tabular
-from .ordering import TableTooLarge, greedy_order, table_entry_limit
+from .ordering import table_entry_limit
 from .programs import TINY
 
 __all__ = ["direct_query", "is_plain_tabular"]
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
-#: The greedy order of the direct path: its score is local (only the eliminated node's neighbours are
-#: rescored), so ordering costs far less than weighted min-fill on a one-off query.
-_ORDER = "min-weight"
 
 
 def is_plain_tabular(model) -> bool:
@@ -112,50 +110,65 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
 
 
 def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
-    """Sum every non-target variable out of `factors`; ``(probs, log z)`` or None (see :func:`direct_query`)."""
-    adj: dict = {}
-    for _, labels in factors:                           # the moral graph of the free variables
-        for a in labels:
-            s = adj.get(a)
-            if s is None:
-                s = adj[a] = set()
-            s.update(labels)
-    for a, s in adj.items():
-        s.discard(a)
-    for t in tidx:
-        adj.setdefault(t, set())
-    tset = set(tidx)
-    limit = table_entry_limit()
-    if math.prod(card[t] for t in tidx) > limit:
-        return None                                     # the targets' joint: the compiled path raises
-    try:
-        order = greedy_order(adj, card, [v for v in adj if v not in tset], _ORDER, _Rank(),
-                             max_entries=limit)
-    except TableTooLarge:
-        return None                                     # the compiled path raises the ResourceError
-    holders: dict = {}                                  # variable -> ids of the live factors holding it
+    """Sum every non-target variable out of `factors`; ``(probs, log z)`` or None (see :func:`direct_query`).
+
+    The order is greedy min-weight (the fewest entries of the table an
+    elimination creates, ties to the smaller node int), chosen while
+    eliminating: the score is local, so only the eliminated variable's
+    neighbours are rescored.
+    """
+    adj: dict = {}                                      # the moral graph of the free variables
+    holders: dict = {}                                  # variable -> ids of the factors holding it (some dead)
     live: dict = {}
     for i, f in enumerate(factors):
         live[i] = f
-        for u in f[1]:
-            holders.setdefault(u, set()).add(i)
+        for a in f[1]:
+            s = adj.get(a)
+            if s is None:
+                s = adj[a] = set()
+                holders[a] = [i]
+            else:
+                holders[a].append(i)
+            s.update(f[1])
+    for a, s in adj.items():
+        s.discard(a)
+    limit = table_entry_limit()
+    if math.prod(card[t] for t in tidx) > limit:
+        return None                                     # the targets' joint: the compiled path raises
+    tset = set(tidx)
+    logc = {u: math.log(card[u]) for u in adj}
+    cur = {v: logc[v] + sum(logc[a] for a in nb) for v, nb in adj.items() if v not in tset}
+    heap = [(sc, v) for v, sc in cur.items()]
+    heapq.heapify(heap)
     nxt = len(factors)
-    for z in order:
-        ids = holders.pop(z, set())
-        if not ids:
-            continue
-        group = [live.pop(i) for i in ids]
-        out = sorted({u for _, labels in group for u in labels if u != z})
-        table = _contract(group, out, card)
-        for u in out:
-            hs = holders[u]
-            hs.difference_update(ids)
-            hs.add(nxt)
+    while heap:
+        sc, z = heapq.heappop(heap)
+        if cur.get(z) != sc:
+            continue                                    # eliminated, or a stale score
+        del cur[z]
+        nb = adj.pop(z)
+        if card[z] * math.prod(card[a] for a in nb) > limit:
+            return None                                 # the compiled path raises the ResourceError
+        ids = set(holders.pop(z))
+        group = [live.pop(i) for i in ids if i in live]
+        out = sorted(nb)
+        table = _contract(group, out, card)             # (*[card[u] for u in out])
         if out:
             live[nxt] = (table, out)
-            nxt += 1
         else:
             const *= float(table)
+        for a in nb:
+            na = adj[a]
+            na.discard(z)
+            na |= nb
+            na.discard(a)
+            holders[a].append(nxt)
+            if a in cur:
+                sa = logc[a] + sum(logc[u] for u in na)
+                if sa != cur[a]:
+                    cur[a] = sa
+                    heapq.heappush(heap, (sa, a))
+        nxt += 1
     joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
     joint = joint * const                               # (*target_cards)
     z = float(joint.sum())
@@ -199,10 +212,3 @@ def _contract_pairwise(group: list, out: Sequence[int]) -> np.ndarray:
     acc = acc.sum(axis=drop) if drop else acc
     kept = [u for u in labels if u in set(out)]
     return np.transpose(acc, [kept.index(u) for u in out])
-
-
-class _Rank:
-    """Ties broken by node int (``rank[v] == v``) without building a dict."""
-
-    def __getitem__(self, v: int) -> int:
-        return v
