@@ -6,6 +6,7 @@ and pyAgrum's LazyPropagation on a shipped network.
 """
 
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +116,21 @@ def test_first_query_agrees_with_pyagrum_on_alarm():
         ie.makeInference()
         assert fresh.cache.get("discrete_direct_done") and "discrete_bn" not in fresh.cache
         np.testing.assert_allclose(got.probs, ie.posterior(target).toarray(), atol=1e-9)
+
+
+def test_evidence_apart_from_the_target_is_summed_when_read():
+    # A -> B and C -> D: the evidence on D does not touch A's posterior; P(D=1) > 0 is known (D's CPT has no zero)
+    m = cn.CausalModel({"A": cn.Categorical([0.3, 0.7]), "B": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]]),
+                        "C": cn.Categorical([0.0, 1.0]), "D": cn.CPT(["C"], [[0.5, 0.5], [0.25, 0.75]])})
+    got = m.query("A", evidence={"B": 1, "D": 1})
+    assert callable(got.__dict__["_log_evidence"])                  # deferred
+    clone = pickle.loads(pickle.dumps(got))                          # pickling computes it
+    want = math.log((0.3 * 0.1 + 0.7 * 0.8) * 0.75)
+    assert clone.log_evidence == pytest.approx(want, abs=1e-12)
+    assert got.log_evidence == pytest.approx(want, abs=1e-12)
+    np.testing.assert_allclose(got.probs, [0.03 / 0.59, 0.56 / 0.59], atol=1e-12)
+    # a zero in D's CPT at the observed state: computed at once, and impossible evidence raises
+    m0 = cn.CausalModel({"A": cn.Categorical([0.3, 0.7]), "C": cn.Categorical([0.0, 1.0]),
+                         "D": cn.CPT(["C"], [[0.5, 0.5], [1.0, 0.0]])})
+    with pytest.raises(cn.EvidenceError):
+        m0.query("A", evidence={"D": 1})

@@ -11,7 +11,12 @@ evidence only: every other node is barren, so ``P(targets, e)`` and ``P(e)``
 are exactly those of that sub-network. The evidence axes are indexed away,
 a greedy min-weight order is chosen on the moral graph of what is left while
 eliminating (a local score: cheap to keep up to date), and each variable is
-summed out with one ``einsum`` of the factors that hold it.
+summed out with one ``einsum`` of the factors that hold it. Factors not
+connected to the targets (through unobserved variables) only scale
+``P(e)``: when the observed nodes' own CPTs among them have no zero entry
+(at the observed states), that part is known to be positive (the mean,
+under the free variables' CPTs, of a positive product) and its sum is
+deferred until ``log_evidence`` is read.
 
 It declines (returns None, and the compiled path answers, raising or
 rescaling as it does) when ``P(e)`` is below
@@ -74,6 +79,9 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
     -------
     (probs, log_evidence) or None
         `probs` of shape ``(*target_cards)``, axes in `targets` order.
+        `log_evidence` is a float, or a function of no arguments returning
+        it (or None if it underflows) when the evidence not connected to the
+        targets is known to be possible without computing its probability.
     """
     dag = model.dag
     pos, par, nodes = dag.index.pos, dag.index.par, dag.nodes
@@ -90,6 +98,7 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
     card: dict = {}
     factors: list = []                                  # (table, labels): labels are the free node ints
     const = 1.0
+    observed_child: set = set()                         # factors of an observed node's own CPT
     for v in keep:
         mech = mechs[nodes[v]]
         table = mech.table                              # (*parent_cards, K), in the mechanism's parent order
@@ -104,9 +113,51 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         labels = [u for u in fam if u not in ev]
         if labels:
             factors.append((reduced, labels))
+            if v in ev:
+                observed_child.add(len(factors) - 1)
         else:
             const *= float(reduced)
-    return _eliminate_all(factors, const, tidx, card)
+    if not const > 0:
+        return None                                     # a fully observed family of probability zero
+    near, far = _split(factors, tidx)
+    got = _eliminate_all([factors[i] for i in near], const, tidx, card)
+    if got is None or not far:
+        return got
+    probs, log_near = got
+    far_factors = [factors[i] for i in far]
+    # the free variables' CPTs are a distribution over them, so P(far evidence) is the mean of the product
+    # of the observed nodes' own (reduced) CPTs: positive when these have no zero entry; read when asked
+    if all(float(factors[i][0].min()) > 0 for i in far if i in observed_child):
+        return probs, lambda: _far_log_evidence(far_factors, card, log_near)
+    log_far = _far_log_evidence(far_factors, card, log_near)
+    return None if log_far is None else (probs, log_far)
+
+
+def _split(factors: list, tidx: list) -> tuple[list, list]:
+    """The indices of the factors connected to the targets through shared free variables, and of the others."""
+    holders: dict = {}
+    for i, (_, labels) in enumerate(factors):
+        for u in labels:
+            holders.setdefault(u, []).append(i)
+    seen_vars = set(tidx)
+    stack = list(tidx)
+    taken: set = set()
+    while stack:
+        for i in holders.get(stack.pop(), ()):
+            if i not in taken:
+                taken.add(i)
+                for u in factors[i][1]:
+                    if u not in seen_vars:
+                        seen_vars.add(u)
+                        stack.append(u)
+    return sorted(taken), [i for i in range(len(factors)) if i not in taken]
+
+
+def _far_log_evidence(far: list, card: dict, log_near: float) -> float | None:
+    """``log P(e)``: `log_near` plus the log of the sum of the product of the `far` factors (None if it
+    underflows or is zero)."""
+    got = _eliminate_all(far, 1.0, [], card)
+    return None if got is None else log_near + got[1]
 
 
 def _eliminate_all(factors: list, const: float, tidx: list, card: dict):

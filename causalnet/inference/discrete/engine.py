@@ -231,6 +231,17 @@ def _first_query(request) -> DiscreteDistribution | None:
     if got is None:
         return None
     probs, log_ev = got
+    if callable(log_ev):
+        deferred = log_ev
+
+        def log_ev():                                   # underflow: the network's rescaling program
+            got = deferred()
+            if got is None:
+                net = discrete_network(m)
+                _, idx, _ = engine_evidence(request, net)
+                got = net.query_indices((), idx, None)[1]
+            return got
+
     return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=False,
                                 method=METHOD, log_evidence=log_ev)
 
