@@ -134,3 +134,17 @@ def test_evidence_apart_from_the_target_is_summed_when_read():
                          "D": cn.CPT(["C"], [[0.5, 0.5], [1.0, 0.0]])})
     with pytest.raises(cn.EvidenceError):
         m0.query("A", evidence={"D": 1})
+
+
+def test_deferred_evidence_that_underflows_is_rescaled():
+    # ten pairs R_i -> O_i apart from the target, P(O_i = 1) = 1e-30 each: P(e) = 1e-300, below the direct
+    # path's floor; read later, the log-evidence comes from the network's rescaling program
+    mechs = {"A": cn.Categorical([0.3, 0.7])}
+    for i in range(10):
+        mechs[f"R{i}"] = cn.Categorical([0.5, 0.5])
+        mechs[f"O{i}"] = cn.CPT([f"R{i}"], [[1 - 1e-30, 1e-30], [1 - 1e-30, 1e-30]])
+    m = cn.CausalModel(mechs)
+    got = m.query("A", evidence={f"O{i}": 1 for i in range(10)})
+    assert callable(got.__dict__["_log_evidence"])
+    np.testing.assert_allclose(got.probs, [0.3, 0.7], atol=1e-15)
+    assert got.log_evidence == pytest.approx(10 * math.log(1e-30), rel=1e-12)
