@@ -122,7 +122,9 @@ class DiscreteDistribution:
     scm : str or None
         The SCM a counterfactual was computed under.
     log_evidence : float or ndarray or None
-        ``log P(evidence)`` where the engine computes it.
+        ``log P(evidence)`` where the engine computes it (an engine may pass
+        a function of no arguments instead: it is called once, on first
+        access).
     query : str or None
         The question answered, e.g. ``"P(Wet | do(Sprinkler=on), Rain=yes)"``;
         printed by ``repr`` (``P(Wet)`` when None).
@@ -172,6 +174,22 @@ class DiscreteDistribution:
                              f"variable, got {len(self._states)}")
         _finite("DiscreteDistribution", self.variables, probs=self.probs, std_err=self.std_err)
         check_probs(self.variables, self.probs, self.batched, tuple(len(s) for s in self._states))
+
+    @property
+    def log_evidence(self):
+        got = self._log_evidence
+        if callable(got):
+            got = self._log_evidence = got()
+        return got
+
+    @log_evidence.setter
+    def log_evidence(self, value) -> None:
+        self._log_evidence = value
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_log_evidence"] = self.log_evidence           # a deferred value is computed, not pickled
+        return state
 
     @property
     def states(self) -> tuple:

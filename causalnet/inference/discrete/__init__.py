@@ -3,15 +3,20 @@
 A model whose nodes are all discrete is tabulated (:mod:`.engine`: one CPT of
 shape ``(*parent_cards, card)`` per node, ``do`` and shift interventions
 included) into one validated :class:`DiscreteNetwork` — in practice the
-:class:`DiscreteBN` that answers it — which three exact methods query, with
+:class:`DiscreteBN` that answers it — which these exact methods query, with
 the same answers to round-off:
 
+* a fresh all-CPT model's first plain query: direct variable elimination on
+  the ancestral network of its targets and evidence (:mod:`.direct`),
+  nothing revalidated, compiled or cached (later queries use the rest);
 * compiled variable-elimination programs (pruned, ordered, constant-folded,
   cached per query shape; batched evidence in one vectorized pass; MAP);
 * the calibrated prior tree (scalar evidence, nothing compiled);
 * junction trees (every single-node posterior at once; Hugin propagation).
 
-Which one answers a query is decided in one place, :mod:`.policy`. Evidence is
+Which one answers a query is decided in one place, :mod:`.policy` (the
+direct first query aside: :class:`DiscreteEngine` takes it before building
+the network). Evidence is
 validated once, by the :class:`~causalnet.inference.request.Request`; the
 engine hands node ints and states to :meth:`DiscreteBN.query_indices`
 (:meth:`DiscreteBN.query` validates for direct callers).
@@ -19,7 +24,8 @@ engine hands node ints and states to :meth:`DiscreteBN.query_indices`
 Modules
 -------
 One idea each: :mod:`.engine` (model -> tables, the registry's
-:class:`DiscreteEngine`), :mod:`.network` (validated arrays:
+:class:`DiscreteEngine`), :mod:`.direct` (a fresh model's first query,
+:func:`direct_query`), :mod:`.network` (validated arrays:
 :class:`DiscreteNetwork`), :mod:`.elimination` (:class:`DiscreteBN`:
 queries, MAP, log-probabilities), :mod:`.policy` (the route of each query),
 :mod:`.factors` (the factor algebra, :class:`Factor`), :mod:`.ordering`
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 from ...runtime import lazy_exports
 from .batches import EvidenceRows
+from .direct import direct_query, is_plain_tabular
 from .elimination import DiscreteBN, variable_elimination
 from .engine import (
     METHOD,
@@ -75,6 +82,8 @@ __all__ = [
     "embed_point_masses",
     "shift_map",
     "node_table",
+    "direct_query",
+    "is_plain_tabular",
     # networks and their exact methods
     "DiscreteNetwork",
     "DiscreteBN",

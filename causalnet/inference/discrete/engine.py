@@ -33,6 +33,7 @@ from ...mechanisms.compact import Compact
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tabular import Tabular
 from ..engine import Engine
+from .direct import direct_query, is_plain_tabular
 from .elimination import DiscreteBN
 
 __all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map", "node_table",
@@ -207,6 +208,44 @@ def embed_point_masses(pf: np.ndarray, free: Sequence, targets: Sequence, fixed:
     return out
 
 
+def _first_query(request) -> DiscreteDistribution | None:
+    """The first plain query of a fresh all-``Tabular`` model by :func:`.direct.direct_query`, or None.
+
+    Later queries build, validate and cache the whole network (compiled
+    programs, the prior tree), which pays once a model is asked again.
+    """
+    m = request.model
+    if request.batched or request.soft or request.row_do or not is_plain_tabular(m):
+        return None
+    names = request.nodes
+    obs = request.observed
+    if len(set(names)) != len(names) or any(t in obs for t in names):
+        return None
+    ev = {}
+    for k, x in obs.items():
+        if np.ndim(x) != 0:
+            return None
+        ev[k] = int(x)
+    m.cache["discrete_direct_done"] = True
+    got = direct_query(m, names, ev)
+    if got is None:
+        return None
+    probs, log_ev = got
+    if callable(log_ev):
+        deferred = log_ev
+
+        def log_ev():                                   # underflow: the network's rescaling program
+            got = deferred()
+            if got is None:
+                net = discrete_network(m)
+                _, idx, _ = engine_evidence(request, net)
+                got = net.query_indices((), idx, None)[1]
+            return got
+
+    return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=False,
+                                method=METHOD, log_evidence=log_ev)
+
+
 class DiscreteEngine(Engine):
     """Exact queries on all-discrete models: the prior tree or compiled variable elimination
     (:class:`~causalnet.inference.discrete.policy.QueryPolicy` chooses)."""
@@ -214,10 +253,19 @@ class DiscreteEngine(Engine):
     name = "discrete"
 
     def accepts(self, request) -> bool:
-        return not request.is_counterfactual and model_tables(request.model) is not None
+        if request.is_counterfactual:
+            return False
+        m = request.model
+        if "discrete_tables" not in m.cache and is_plain_tabular(m):
+            return True                                 # tabulable by construction: tabulated when needed
+        return model_tables(m) is not None
 
     def answer(self, request) -> DiscreteDistribution:
         m = request.model
+        if "discrete_bn" not in m.cache and not m.cache.get("discrete_direct_done"):
+            got = _first_query(request)
+            if got is not None:
+                return got
         net = discrete_network(m)
         ev, idx, n = engine_evidence(request, net)
         names = request.nodes
