@@ -15,6 +15,7 @@ causalnet.errors.ModelError: DiscreteDistribution over ['A']: probs must sum to 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -70,20 +71,28 @@ def check_probs(variables: tuple, probs: np.ndarray, batched: bool, cards: tuple
         raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must have shape {lead}"
                          f"{', '.join(map(str, cards))}{',' if len(cards) == 1 and not batched else ''}) for "
                          f"states of sizes {cards}, got {probs.shape}")
-    if probs.dtype.kind != "f" or not np.all(np.isfinite(probs)):
-        return                                                          # NaN/inf: _finite names them
-    if probs.size and float(probs.min()) < -SUM_TOL:
-        raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must be >= 0, "
-                         f"got {float(probs.min())!r}")
-    if not probs.size:
+    if probs.dtype.kind != "f" or not probs.size:
         return
-    totals = probs.reshape(probs.shape[0], -1).sum(axis=1) if batched else np.asarray([probs.sum()])
+    if batched:                                                         # one pass per reduction over every row
+        flat = probs.reshape(probs.shape[0], -1)
+        low, totals = float(flat.min()), flat.sum(axis=1)
+    else:                                                               # two reductions, then Python floats
+        low, totals = float(probs.min()), None
+        total = float(probs.sum())
+    if not math.isfinite(low):
+        return                                                          # NaN/inf: _finite names them
+    if low < -SUM_TOL:
+        raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must be >= 0, got {low!r}")
+    if totals is None:
+        if abs(total - 1.0) > SUM_TOL:
+            raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must sum to 1, got {total!r}")
+        return
     off = np.abs(totals - 1.0)
-    if off.size and float(off.max()) > SUM_TOL:
-        i = int(np.argmax(off))
-        row = f" in row {i}" if batched else ""
-        raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must sum to 1{row}, "
-                         f"got {float(totals[i])!r}")
+    if not np.isfinite(off).all() or float(off.max()) <= SUM_TOL:
+        return
+    i = int(np.argmax(off))
+    raise ModelError(f"DiscreteDistribution over {list(variables)}: probs must sum to 1 in row {i}, "
+                     f"got {float(totals[i])!r}")
 
 
 def check_moments(owner: str, variables: tuple, mean: np.ndarray, cov: np.ndarray, batched: bool) -> None:
