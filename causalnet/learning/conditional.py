@@ -58,11 +58,11 @@ from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
 from .cg_kernel import moment_sums, record_numpy_time, use_compiled
-from .data import Table
+from .data import Table, narrow_config
 from .parameters import Prior
 
 __all__ = ["Moments", "config_index", "laned_index", "LANES", "LANE_GROUPS", "family_moments", "fit_conditional",
-           "fit_from_moments", "conditional_mechanism",
+           "fit_from_moments", "conditional_mechanism", "MASKED_MAX_Q",
            "describe_config", "check_configurations", "LOG_2PI"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -105,7 +105,9 @@ class Moments:
         few digits to a common offset when they are centred per configuration.
         With unweighted rows the raw sums are one compiled pass
         (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else
-        dot products when ``q == 1``; with several configurations and m >= 2, the rows are put in
+        dot products when ``q == 1``; with few configurations (:data:`MASKED_MAX_Q`, half as many when
+        m >= 2) dot products with each configuration's 0/1 row mask (:func:`_masked_sums`);
+        with more configurations and m >= 2, the rows are put in
         configuration order once (a stable radix argsort of the small
         configuration codes) and every sum is a dot product over one contiguous
         slice; otherwise one ``np.bincount`` per entry, over interleaved
@@ -123,6 +125,8 @@ class Moments:
             start = time.perf_counter()
             if q == 1:
                 weight, first, second = np.array([total]), *_dot_sums(xs, xw)
+            elif w is None and q <= MASKED_MAX_Q and (m == 1 or q <= MASKED_MAX_Q // 2):
+                weight, first, second = _masked_sums(config, q, xs)
             elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
                 weight, first, second = _sorted_sums(config, q, xs)
             else:
@@ -201,6 +205,10 @@ class Moments:
         return float(np.sum(-0.5 * self.weight[seen] * (LOG_2PI + np.log(var[seen]) + 1.0)))
 
 
+#: Unweighted sums over at most this many configurations (half as many for m >= 2) are dot products with each
+#: configuration's 0/1 mask (:func:`_masked_sums`): q passes of cheap dot products beat a sort or a bincount.
+MASKED_MAX_Q = 8
+
 #: Group sums of few groups are spread over this many interleaved accumulators (consecutive rows of one group
 #: would otherwise wait on each other's additions in ``np.bincount``); more than LANE_GROUPS groups use one.
 LANES, LANE_GROUPS = 4, 64
@@ -218,7 +226,8 @@ def laned_index(config: np.ndarray, q: int) -> tuple[np.ndarray, int]:
     (size ``q * LANES``), else `config` itself (size `q`). Sum the lanes with :func:`_group_sum`."""
     if q > LANE_GROUPS or len(config) < 4 * LANES:
         return config, q
-    idx = config * LANES
+    idx = config.astype(np.int64)                                                          # (n,) a new array
+    idx *= LANES
     idx += _lane_pattern(len(config))
     return idx, q * LANES
 
@@ -266,7 +275,7 @@ def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[
     """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration: rows gathered in configuration order once
     (stable radix argsort of 8/16-bit codes), then one dot product per entry and configuration slice."""
     m = len(xs)
-    small = config.astype(np.uint8 if q <= 256 else np.uint16)                           # (n,) radix-sortable
+    small = config.astype(np.uint8 if q <= 256 else np.uint16, copy=False)               # (n,) radix-sortable
     order = np.argsort(small, kind="stable")                                              # (n,)
     counts = np.bincount(small, minlength=q)                                              # (q,)
     ends = np.cumsum(counts)
@@ -280,6 +289,27 @@ def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[
             for j in range(i, m):
                 second[k, i, j] = second[k, j, i] = _dot(parts[i], parts[j])
     return counts.astype(np.float64), first, second
+
+
+def _masked_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration (few of them): each product column
+    ``x_i x_j`` is formed once, then every sum is a dot product with the configuration's 0/1 mask (n,)."""
+    m, n = len(xs), len(config)
+    prods = {(i, j): xs[i] * xs[j] for i in range(m) for j in range(i, m)}                 # m(m+1)/2 x (n,)
+    first, second = np.zeros((q, m)), np.zeros((q, m, m))
+    counts = np.zeros(q)
+    hit, mask = np.empty(n, dtype=bool), np.empty(n)
+    for k in range(q):
+        np.equal(config, k, out=hit)
+        counts[k] = np.count_nonzero(hit)
+        if not counts[k]:
+            continue
+        np.copyto(mask, hit)                                                              # 0.0 / 1.0
+        for i in range(m):
+            first[k, i] = _dot(mask, xs[i])
+        for (i, j), xx in prods.items():
+            second[k, i, j] = second[k, j, i] = _dot(mask, xx)
+    return counts, first, second
 
 
 def _bincount_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray], xw: Sequence[np.ndarray],
@@ -327,7 +357,9 @@ def family_moments(table: Table, node: Hashable, parents: Sequence[Hashable]) ->
     """
     disc = tuple(u for u in parents if table.column(u).is_discrete)
     real = tuple(u for u in parents if not table.column(u).is_discrete)
-    config, cards = config_index(table, disc)
+    config, cards = narrow_config(table, disc)                                            # uint8 when it fits
+    if config is None:
+        config, cards = config_index(table, disc)
     cols = [table.column(u).values for u in (*real, node)]                                # m x (n,)
     if not all(table.column(u).complete for u in (*parents, node)):
         ok = np.ones(table.n, dtype=bool)
