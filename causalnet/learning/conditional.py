@@ -58,11 +58,11 @@ from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
 from .cg_kernel import moment_sums, record_numpy_time, use_compiled
-from .data import Table, narrow_config
+from .data import HEAD_ROWS, Table, head_offset, narrow_config
 from .parameters import Prior
 
 __all__ = ["Moments", "config_index", "laned_index", "LANES", "LANE_GROUPS", "family_moments", "fit_conditional",
-           "fit_from_moments", "conditional_mechanism", "MASKED_MAX_Q",
+           "fit_from_moments", "conditional_mechanism", "MASKED_MAX_DOTS",
            "describe_config", "check_configurations", "LOG_2PI"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -97,16 +97,18 @@ class Moments:
 
     @classmethod
     def from_columns(cls, config: np.ndarray, q: int, cols: Sequence[np.ndarray],
-                     weights: np.ndarray | None = None) -> Moments:
+                     weights: np.ndarray | None = None, shift: np.ndarray | None = None) -> Moments:
         """:meth:`from_rows` from the m columns (each (n,)) kept apart, as a table holds them.
 
         A column whose first rows sit more than 10 standard deviations from 0
         is shifted by their mean first, so the raw sums lose no more than a
-        few digits to a common offset when they are centred per configuration.
+        few digits to a common offset when they are centred per configuration
+        (`shift` (m,), when given, are these offsets already computed: any
+        values near the columns' centres do).
         With unweighted rows the raw sums are one compiled pass
         (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else
-        dot products when ``q == 1``; with few configurations (:data:`MASKED_MAX_Q`, half as many when
-        m >= 2) dot products with each configuration's 0/1 row mask (:func:`_masked_sums`);
+        dot products when ``q == 1``; with few configurations (at most :data:`MASKED_MAX_DOTS` dot products)
+        dot products with each configuration's 0/1 row mask (:func:`_masked_sums`);
         with more configurations and m >= 2, the rows are put in
         configuration order once (a stable radix argsort of the small
         configuration codes) and every sum is a dot product over one contiguous
@@ -116,7 +118,7 @@ class Moments:
         m = len(cols)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
         total = float(len(config)) if w is None else float(w.sum())
-        shift = _offsets(cols, w)                                                          # (m,)
+        shift = _offsets(cols, w) if shift is None else np.asarray(shift, dtype=np.float64)  # (m,)
         xs = [c - s if s else c for c, s in zip(cols, shift)]                             # m x (n,)
         xw = xs if w is None else [x * w for x in xs]
         if w is None and use_compiled(len(config)):
@@ -125,7 +127,7 @@ class Moments:
             start = time.perf_counter()
             if q == 1:
                 weight, first, second = np.array([total]), *_dot_sums(xs, xw)
-            elif w is None and q <= MASKED_MAX_Q and (m == 1 or q <= MASKED_MAX_Q // 2):
+            elif w is None and q * m * (m + 3) <= 2 * MASKED_MAX_DOTS:
                 weight, first, second = _masked_sums(config, q, xs)
             elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
                 weight, first, second = _sorted_sums(config, q, xs)
@@ -205,9 +207,9 @@ class Moments:
         return float(np.sum(-0.5 * self.weight[seen] * (LOG_2PI + np.log(var[seen]) + 1.0)))
 
 
-#: Unweighted sums over at most this many configurations (half as many for m >= 2) are dot products with each
-#: configuration's 0/1 mask (:func:`_masked_sums`): q passes of cheap dot products beat a sort or a bincount.
-MASKED_MAX_Q = 8
+#: Unweighted sums needing at most this many dot products (``q * m(m+3)/2``: q <= 8 for m = 1, q <= 3 for
+#: m = 2) are dot products with each configuration's 0/1 mask (:func:`_masked_sums`); more use a sort.
+MASKED_MAX_DOTS = 16
 
 #: Group sums of few groups are spread over this many interleaved accumulators (consecutive rows of one group
 #: would otherwise wait on each other's additions in ``np.bincount``); more than LANE_GROUPS groups use one.
@@ -240,16 +242,16 @@ def _group_sum(idx: np.ndarray, size: int, q: int, weights: np.ndarray | None) -
 
 def _offsets(cols: Sequence[np.ndarray], w: np.ndarray | None) -> np.ndarray:
     """(m,) each column's offset to subtract before raw sums: the (weighted) mean of its first 4096 rows when that
-    sits more than 10 of their standard deviations from 0, else 0 (a small offset costs < 3 digits: no pass)."""
+    sits more than 10 of their standard deviations from 0, else 0 (a small offset costs < 3 digits: no pass;
+    unweighted, :func:`causalnet.learning.data.head_offset` per column)."""
     m = len(cols)
     if m == 0 or len(cols[0]) == 0:
         return np.zeros(m)
-    head = np.stack([c[:4096] for c in cols])                         # (m, h): any rows near the centre will do
     if w is None:
-        shift = head.mean(axis=1)
-    else:
-        wh = w[:4096]
-        shift = np.einsum("mh,h->m", head, wh) / max(float(wh.sum()), 1e-300)
+        return np.array([head_offset(c) for c in cols])
+    head = np.stack([c[:HEAD_ROWS] for c in cols])                    # (m, h): any rows near the centre will do
+    wh = w[:HEAD_ROWS]
+    shift = np.einsum("mh,h->m", head, wh) / max(float(wh.sum()), 1e-300)
     spread = head.std(axis=1)                                                              # (m,)
     return np.where(np.abs(shift) > 10.0 * spread, shift, 0.0)
 
@@ -361,14 +363,17 @@ def family_moments(table: Table, node: Hashable, parents: Sequence[Hashable]) ->
     if config is None:
         config, cards = config_index(table, disc)
     cols = [table.column(u).values for u in (*real, node)]                                # m x (n,)
-    if not all(table.column(u).complete for u in (*parents, node)):
+    shift = None
+    if all(table.column(u).complete for u in (*parents, node)):                           # per column, once
+        shift = np.array([table.column(u).offset for u in (*real, node)])
+    else:
         ok = np.ones(table.n, dtype=bool)
         for c in cols:
             ok &= ~np.isnan(c)
         for d in disc:
             ok &= table.column(d).codes >= 0
         config, cols = config[ok], [c[ok] for c in cols]
-    return Moments.from_columns(config, int(np.prod(cards, dtype=np.int64)), cols), disc, real, cards
+    return Moments.from_columns(config, int(np.prod(cards, dtype=np.int64)), cols, shift=shift), disc, real, cards
 
 
 def conditional_mechanism(parents: Sequence[Hashable], disc: tuple, real: tuple, cards: tuple, b: np.ndarray,

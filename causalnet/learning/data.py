@@ -42,7 +42,7 @@ from ..errors import ModelError
 from .strings import string_codes
 
 __all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "narrow_config", "count_codes",
-           "MAX_INTEGER_STATES", "NARROW_MAX", "FEW_CODES", "is_dask_collection", "is_pandas_frame"]
+           "MAX_INTEGER_STATES", "NARROW_MAX", "FEW_CODES", "HEAD_ROWS", "head_offset", "is_dask_collection", "is_pandas_frame"]
 
 #: An integer column with more distinct values than this is not taken as state codes.
 MAX_INTEGER_STATES = 1000
@@ -101,7 +101,27 @@ class RealColumn:
         """True when no cell is missing (computed once)."""
         return not bool(np.isnan(self.values).any())
 
+    @functools.cached_property
+    def offset(self) -> float:
+        """:func:`head_offset` of the values (computed once, shared by every family that reads the column)."""
+        return head_offset(self.values)
+
     is_discrete = False
+
+
+#: :func:`head_offset` looks at this many leading rows.
+HEAD_ROWS = 4096
+
+
+def head_offset(values: np.ndarray) -> float:
+    """The offset to subtract from `values` (n,) before raw moment sums: the mean of the first :data:`HEAD_ROWS`
+    rows when it sits more than 10 of their standard deviations from 0, else 0 (a small offset costs < 3 digits).
+    """
+    head = values[:HEAD_ROWS]
+    if head.size == 0:
+        return 0.0
+    shift = float(head.mean())
+    return shift if abs(shift) > 10.0 * float(head.std()) else 0.0
 
 
 class Table:
