@@ -207,9 +207,9 @@ class Moments:
         return float(np.sum(-0.5 * self.weight[seen] * (LOG_2PI + np.log(var[seen]) + 1.0)))
 
 
-#: Unweighted sums needing at most this many dot products (``q * m(m+3)/2``: q <= 8 for m = 1, q <= 3 for
+#: Unweighted sums needing at most this many dot products (``q * m(m+3)/2``: q <= 4 for m = 1, none for
 #: m = 2) are dot products with each configuration's 0/1 mask (:func:`_masked_sums`); more use a sort.
-MASKED_MAX_DOTS = 16
+MASKED_MAX_DOTS = 8
 
 #: Group sums of few groups are spread over this many interleaved accumulators (consecutive rows of one group
 #: would otherwise wait on each other's additions in ``np.bincount``); more than LANE_GROUPS groups use one.
@@ -294,23 +294,22 @@ def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[
 
 
 def _masked_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration (few of them): each product column
-    ``x_i x_j`` is formed once, then every sum is a dot product with the configuration's 0/1 mask (n,)."""
+    """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration (few of them): for each configuration
+    every column is multiplied by its 0/1 row mask once (n,), summed, and dotted with the columns."""
     m, n = len(xs), len(config)
-    prods = {(i, j): xs[i] * xs[j] for i in range(m) for j in range(i, m)}                 # m(m+1)/2 x (n,)
     first, second = np.zeros((q, m)), np.zeros((q, m, m))
     counts = np.zeros(q)
-    hit, mask = np.empty(n, dtype=bool), np.empty(n)
+    hit, masked = np.empty(n, dtype=bool), np.empty((m, n))
     for k in range(q):
         np.equal(config, k, out=hit)
         counts[k] = np.count_nonzero(hit)
         if not counts[k]:
             continue
-        np.copyto(mask, hit)                                                              # 0.0 / 1.0
         for i in range(m):
-            first[k, i] = _dot(mask, xs[i])
-        for (i, j), xx in prods.items():
-            second[k, i, j] = second[k, j, i] = _dot(mask, xx)
+            np.multiply(hit, xs[i], out=masked[i])                                        # x_i on k's rows, else 0
+            first[k, i] = masked[i].sum()
+            for j in range(i + 1):
+                second[k, i, j] = second[k, j, i] = _dot(masked[i], xs[j])
     return counts, first, second
 
 
