@@ -58,11 +58,11 @@ from ..errors import ModelError
 from ..mechanisms.conditional_gaussian import ConditionalLinearGaussian
 from ..mechanisms.gaussian import LinearGaussian
 from .cg_kernel import moment_sums, record_numpy_time, use_compiled
-from .data import Table
+from .data import HEAD_ROWS, Table, head_offset, narrow_config
 from .parameters import Prior
 
 __all__ = ["Moments", "config_index", "laned_index", "LANES", "LANE_GROUPS", "family_moments", "fit_conditional",
-           "fit_from_moments", "conditional_mechanism",
+           "fit_from_moments", "conditional_mechanism", "MASKED_MAX_DOTS",
            "describe_config", "check_configurations", "LOG_2PI"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -97,15 +97,19 @@ class Moments:
 
     @classmethod
     def from_columns(cls, config: np.ndarray, q: int, cols: Sequence[np.ndarray],
-                     weights: np.ndarray | None = None) -> Moments:
+                     weights: np.ndarray | None = None, shift: np.ndarray | None = None) -> Moments:
         """:meth:`from_rows` from the m columns (each (n,)) kept apart, as a table holds them.
 
         A column whose first rows sit more than 10 standard deviations from 0
         is shifted by their mean first, so the raw sums lose no more than a
-        few digits to a common offset when they are centred per configuration.
+        few digits to a common offset when they are centred per configuration
+        (`shift` (m,), when given, are these offsets already computed: any
+        values near the columns' centres do).
         With unweighted rows the raw sums are one compiled pass
         (:mod:`causalnet.learning.cg_kernel`, when its backend allows); else
-        dot products when ``q == 1``; with several configurations and m >= 2, the rows are put in
+        dot products when ``q == 1``; with few configurations (at most :data:`MASKED_MAX_DOTS` dot products)
+        dot products with each configuration's 0/1 row mask (:func:`_masked_sums`);
+        with more configurations and m >= 2, the rows are put in
         configuration order once (a stable radix argsort of the small
         configuration codes) and every sum is a dot product over one contiguous
         slice; otherwise one ``np.bincount`` per entry, over interleaved
@@ -114,7 +118,7 @@ class Moments:
         m = len(cols)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
         total = float(len(config)) if w is None else float(w.sum())
-        shift = _offsets(cols, w)                                                          # (m,)
+        shift = _offsets(cols, w) if shift is None else np.asarray(shift, dtype=np.float64)  # (m,)
         xs = [c - s if s else c for c, s in zip(cols, shift)]                             # m x (n,)
         xw = xs if w is None else [x * w for x in xs]
         if w is None and use_compiled(len(config)):
@@ -123,6 +127,8 @@ class Moments:
             start = time.perf_counter()
             if q == 1:
                 weight, first, second = np.array([total]), *_dot_sums(xs, xw)
+            elif w is None and q * m * (m + 3) <= 2 * MASKED_MAX_DOTS:
+                weight, first, second = _masked_sums(config, q, xs)
             elif w is None and m >= 2 and q <= np.iinfo(np.uint16).max:
                 weight, first, second = _sorted_sums(config, q, xs)
             else:
@@ -201,6 +207,10 @@ class Moments:
         return float(np.sum(-0.5 * self.weight[seen] * (LOG_2PI + np.log(var[seen]) + 1.0)))
 
 
+#: Unweighted sums needing at most this many dot products (``q * m(m+3)/2``: q <= 4 for m = 1, none for
+#: m = 2) are dot products with each configuration's 0/1 mask (:func:`_masked_sums`); more use a sort.
+MASKED_MAX_DOTS = 8
+
 #: Group sums of few groups are spread over this many interleaved accumulators (consecutive rows of one group
 #: would otherwise wait on each other's additions in ``np.bincount``); more than LANE_GROUPS groups use one.
 LANES, LANE_GROUPS = 4, 64
@@ -218,7 +228,8 @@ def laned_index(config: np.ndarray, q: int) -> tuple[np.ndarray, int]:
     (size ``q * LANES``), else `config` itself (size `q`). Sum the lanes with :func:`_group_sum`."""
     if q > LANE_GROUPS or len(config) < 4 * LANES:
         return config, q
-    idx = config * LANES
+    idx = config.astype(np.int64)                                                          # (n,) a new array
+    idx *= LANES
     idx += _lane_pattern(len(config))
     return idx, q * LANES
 
@@ -231,16 +242,16 @@ def _group_sum(idx: np.ndarray, size: int, q: int, weights: np.ndarray | None) -
 
 def _offsets(cols: Sequence[np.ndarray], w: np.ndarray | None) -> np.ndarray:
     """(m,) each column's offset to subtract before raw sums: the (weighted) mean of its first 4096 rows when that
-    sits more than 10 of their standard deviations from 0, else 0 (a small offset costs < 3 digits: no pass)."""
+    sits more than 10 of their standard deviations from 0, else 0 (a small offset costs < 3 digits: no pass;
+    unweighted, :func:`causalnet.learning.data.head_offset` per column)."""
     m = len(cols)
     if m == 0 or len(cols[0]) == 0:
         return np.zeros(m)
-    head = np.stack([c[:4096] for c in cols])                         # (m, h): any rows near the centre will do
     if w is None:
-        shift = head.mean(axis=1)
-    else:
-        wh = w[:4096]
-        shift = np.einsum("mh,h->m", head, wh) / max(float(wh.sum()), 1e-300)
+        return np.array([head_offset(c) for c in cols])
+    head = np.stack([c[:HEAD_ROWS] for c in cols])                    # (m, h): any rows near the centre will do
+    wh = w[:HEAD_ROWS]
+    shift = np.einsum("mh,h->m", head, wh) / max(float(wh.sum()), 1e-300)
     spread = head.std(axis=1)                                                              # (m,)
     return np.where(np.abs(shift) > 10.0 * spread, shift, 0.0)
 
@@ -266,7 +277,7 @@ def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[
     """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration: rows gathered in configuration order once
     (stable radix argsort of 8/16-bit codes), then one dot product per entry and configuration slice."""
     m = len(xs)
-    small = config.astype(np.uint8 if q <= 256 else np.uint16)                           # (n,) radix-sortable
+    small = config.astype(np.uint8 if q <= 256 else np.uint16, copy=False)               # (n,) radix-sortable
     order = np.argsort(small, kind="stable")                                              # (n,)
     counts = np.bincount(small, minlength=q)                                              # (q,)
     ends = np.cumsum(counts)
@@ -280,6 +291,26 @@ def _sorted_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[
             for j in range(i, m):
                 second[k, i, j] = second[k, j, i] = _dot(parts[i], parts[j])
     return counts.astype(np.float64), first, second
+
+
+def _masked_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n_k (q,), Σ x (q, m), Σ x xᵀ (q, m, m))`` per configuration (few of them): for each configuration
+    every column is multiplied by its 0/1 row mask once (n,), summed, and dotted with the columns."""
+    m, n = len(xs), len(config)
+    first, second = np.zeros((q, m)), np.zeros((q, m, m))
+    counts = np.zeros(q)
+    hit, masked = np.empty(n, dtype=bool), np.empty((m, n))
+    for k in range(q):
+        np.equal(config, k, out=hit)
+        counts[k] = np.count_nonzero(hit)
+        if not counts[k]:
+            continue
+        for i in range(m):
+            np.multiply(hit, xs[i], out=masked[i])                                        # x_i on k's rows, else 0
+            first[k, i] = masked[i].sum()
+            for j in range(i + 1):
+                second[k, i, j] = second[k, j, i] = _dot(masked[i], xs[j])
+    return counts, first, second
 
 
 def _bincount_sums(config: np.ndarray, q: int, xs: Sequence[np.ndarray], xw: Sequence[np.ndarray],
@@ -327,16 +358,21 @@ def family_moments(table: Table, node: Hashable, parents: Sequence[Hashable]) ->
     """
     disc = tuple(u for u in parents if table.column(u).is_discrete)
     real = tuple(u for u in parents if not table.column(u).is_discrete)
-    config, cards = config_index(table, disc)
+    config, cards = narrow_config(table, disc)                                            # uint8 when it fits
+    if config is None:
+        config, cards = config_index(table, disc)
     cols = [table.column(u).values for u in (*real, node)]                                # m x (n,)
-    if not all(table.column(u).complete for u in (*parents, node)):
+    shift = None
+    if all(table.column(u).complete for u in (*parents, node)):                           # per column, once
+        shift = np.array([table.column(u).offset for u in (*real, node)])
+    else:
         ok = np.ones(table.n, dtype=bool)
         for c in cols:
             ok &= ~np.isnan(c)
         for d in disc:
             ok &= table.column(d).codes >= 0
         config, cols = config[ok], [c[ok] for c in cols]
-    return Moments.from_columns(config, int(np.prod(cards, dtype=np.int64)), cols), disc, real, cards
+    return Moments.from_columns(config, int(np.prod(cards, dtype=np.int64)), cols, shift=shift), disc, real, cards
 
 
 def conditional_mechanism(parents: Sequence[Hashable], disc: tuple, real: tuple, cards: tuple, b: np.ndarray,

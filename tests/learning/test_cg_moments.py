@@ -83,8 +83,11 @@ def test_sorted_laned_and_compiled_sums_equal_a_dense_einsum(seed, n, q, m, skew
     values = rng.normal(size=(n, m)) * 3.0
     cols = [np.ascontiguousarray(values[:, j]) for j in range(m)]
     want = _dense_sums(config, q, values)
+    small = config.astype(np.uint8) if q <= 256 else config                                  # the 8-bit codes too
     for got in (conditional._sorted_sums(config, q, cols), conditional._bincount_sums(config, q, cols, cols, None),
-                cg_kernel.moment_sums(config, q, cols)):
+                cg_kernel.moment_sums(config, q, cols), conditional._masked_sums(config, q, cols),
+                conditional._masked_sums(small, q, cols), conditional._sorted_sums(small, q, cols),
+                conditional._bincount_sums(small, q, cols, cols, None)):
         for g, w in zip(got, want):
             assert g.shape == w.shape
             assert_allclose(g, w, rtol=1e-12, atol=1e-9)
@@ -135,3 +138,34 @@ def test_auto_backend_does_not_load_numba_for_one_fit():
             "assert 'numba' not in sys.modules, 'numba imported'")
     subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ,
                                                                    "CAUSALNET_LEARNING_BACKEND": "auto"})
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 400), cards=st.lists(st.integers(2, 7), min_size=1, max_size=4),
+       missing=st.booleans())
+def test_narrow_counts_and_configurations_equal_a_brute_force_count(seed, n, cards, missing):
+    """The 8-bit configuration index and counting (few states: one count_nonzero per value) against a Python
+    loop over the rows; with a missing cell or more than 256 configurations the 64-bit path answers."""
+    from causalnet.learning.conditional import config_index
+    from causalnet.learning.data import DiscreteColumn, Table, family_counts, narrow_config
+
+    rng = np.random.default_rng(seed)
+    codes = [rng.integers(0, k, n) for k in cards]
+    if missing:
+        codes[0][rng.integers(0, n)] = -1
+    names = [f"V{i}" for i in range(len(cards))]
+    table = Table({v: DiscreteColumn(c, tuple(range(k))) for v, c, k in zip(names, codes, cards)}, n)
+    want = np.zeros(cards, dtype=np.int64)
+    for r in range(n):
+        if all(c[r] >= 0 for c in codes):
+            want[tuple(int(c[r]) for c in codes)] += 1
+    got = family_counts(table, names[-1], names[:-1])
+    assert got.dtype == np.int64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    small, got_cards = narrow_config(table, names)
+    assert got_cards == tuple(cards)
+    if missing or np.prod(cards) > 256:
+        assert small is None
+    else:
+        assert small.dtype == np.uint8
+        np.testing.assert_array_equal(small, config_index(table, names)[0])
