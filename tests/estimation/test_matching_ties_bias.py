@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from matching_oracle import abadie_imbens
 from numpy.testing import assert_allclose
 
 import causalnet as cn
@@ -60,18 +61,7 @@ def brute(z, t, y, m, estimand, metric, bias_adjust):
         d2 = sorted(dist[i, j] for j in others)[1]
         own = [j for j in others if dist[i, j] <= d2 * (1 + 1e-12)]
         same[i] = len(own) / (len(own) + 1) * (y[i] - np.mean(y[own])) ** 2
-    k = m * lam
-    if estimand == "ate":
-        tau = np.mean(y1 - y0)
-        var = sum((y1[i] - y0[i] - tau) ** 2 + ((k[i] / m) ** 2 + (2 * m - 1) * k[i] / m ** 2) * same[i]
-                  for i in range(n)) / n ** 2
-        return tau, np.sqrt(var)
-    arm = 1 if estimand == "att" else 0
-    own = [i for i in range(n) if t[i] == arm]
-    tau = np.mean([y1[i] - y0[i] for i in own])
-    var = sum((y1[i] - y0[i] - tau) ** 2 for i in own)
-    var += sum(k[j] * (k[j] - 1) / m ** 2 * same[j] for j in range(n) if t[j] != arm)
-    return tau, np.sqrt(var / len(own) ** 2)
+    return abadie_imbens(y1, y0, t, m * lam, m, same, estimand)
 
 
 @pytest.mark.parametrize("estimand", ["ate", "att", "atc"])
