@@ -31,7 +31,7 @@ from ...mechanisms.tensor import (
 )
 from ...model import CausalModel
 from ..transformer.weights import StateDict, check_random_size, read_state_dict
-from .lengths import LENGTHS, AtLength, Masked
+from .lengths import LENGTHS, SHAPE, AtLength, Masked
 
 __all__ = ["rnn", "lstm", "gru", "build", "random_weights", "layer_weights", "unroll_direction", "RNNCell",
            "LSTMCell", "GRUCell", "CELLS", "make_cell", "SHAPE"]
@@ -103,10 +103,6 @@ class GRUCell:
 
 
 CELLS = {"rnn": RNNCell, "lstm": LSTMCell, "gru": GRUCell}
-
-#: ``model.cache`` key under which :func:`build` records ``(kind, layers, directions, T)`` of a model built
-#: without lengths: the mark the ``recurrent loop`` forward engine (:mod:`.fast`) looks for
-SHAPE = "recurrent: shape"
 
 # The loop's module (and its kernels) loads when a forward run first reaches the engine.
 FORWARD_ENGINES.register(LazyEngine("recurrent loop", lambda: importlib.import_module(".fast", __package__)

@@ -30,10 +30,9 @@ from ...mechanisms.intervened import Intervened
 from ...mechanisms.tensor.activations import GATES
 from ...model import CausalModel
 from ...values import Trace
-from .build import SHAPE
 from .kernels import ACTIVATIONS, gru_step_numpy, kernel, lstm_step_numpy
 from .layouts import layout_for
-from .lengths import LENGTHS, Masked, check_lengths
+from .lengths import LENGTHS, SHAPE, Masked, check_lengths
 
 __all__ = ["run", "RecurrentOutput", "RecurrentForward"]
 

@@ -27,10 +27,15 @@ from ...arguments import check_int
 from ...errors import EvidenceError, ShapeError
 from ...mechanisms.tensor import TensorOp, fmt_shape
 
-__all__ = ["LENGTHS", "Masked", "AtLength", "check_lengths"]
+__all__ = ["LENGTHS", "SHAPE", "Masked", "AtLength", "check_lengths"]
 
 #: The name of the input node holding each sequence's length.
 LENGTHS = "lengths"
+
+#: ``model.cache`` key under which :func:`causalnet.models.recurrent.build.build` records ``(kind, layers,
+#: directions, T)`` of a model built without lengths: the mark the ``recurrent loop`` forward engine
+#: (:mod:`causalnet.models.recurrent.fast`) looks for. Kept here, below both, so neither imports the other.
+SHAPE = "recurrent: shape"
 
 
 def check_lengths(lengths: np.ndarray, T: int, node: Hashable = LENGTHS) -> np.ndarray:
