@@ -20,7 +20,7 @@ from .. import limits
 from ..errors import EvidenceError
 from ..mechanisms.base import DISCRETE
 from ..mechanisms.compact import Compact, Logistic, NoisyMax, NoisyOR
-from .discrete import node_table
+from .discrete import model_tables, node_table
 from .factor_graph import FactorGraph, network_factor_graph
 
 __all__ = ["model_factor_graph", "local_evidence", "hard_evidence", "is_discrete_request", "rows_text",
@@ -95,17 +95,12 @@ def model_factor_graph(model, *, expand: bool = False) -> FactorGraph | None:
     cached = model.cache.get(key, False)
     if cached is not False:
         return cached
-    fams = None if expand else model_families(model)
+    if expand:                                          # every table expanded: the discrete engine's own, cached
+        expanded = model_tables(model)
+        fams = None if expanded is None else (expanded[0], {}, expanded[2])
+    else:
+        fams = model_families(model)
     fg = None
-    if expand and all(s.kind == DISCRETE for s in model.specs.values()):
-        cards = {v: model.specs[v].card for v in model.nodes}
-        tables, row_ev = {}, {}
-        for v in model.nodes:
-            tables[v] = node_table(model, v, cards, row_ev)
-            if tables[v] is None:
-                break
-        else:
-            fams = (tables, {}, row_ev)
     if fams is not None:
         tables, compact, row_ev = fams
         fg = _closed_form_graph(model, dict(tables), compact)
