@@ -59,7 +59,7 @@ from collections.abc import Iterable
 
 from .core import closure
 
-__all__ = ["MEMO_ELEMENTS", "ClosureMemo", "ancestral_set", "ball_reaches", "local_markov_reach"]
+__all__ = ["MEMO_ELEMENTS", "ClosureMemo", "ancestral_set", "ball_reaches", "bayes_ball", "local_markov_reach"]
 
 #: Most elements (node indices) the sets of one :class:`ClosureMemo` hold together, about 30 bytes each.
 MEMO_ELEMENTS = 1_000_000
@@ -159,8 +159,7 @@ def ball_reaches(par: list, chi: list, anc: set, xi: Iterable[int], yi: set, zi:
     par, chi : list of list of int
         Parent and child lists of the whole graph.
     anc : set of int
-        An ancestral set containing X, Y and Z. It is consumed (emptied of
-        the nodes reached from a parent).
+        An ancestral set containing X, Y and Z (left unchanged).
     xi : iterable of int
         X, disjoint from Y and Z.
     yi, zi : set of int
@@ -171,36 +170,56 @@ def ball_reaches(par: list, chi: list, anc: set, xi: Iterable[int], yi: set, zi:
     bool
         True when some node of Y is reached (X and Y are d-connected).
     """
-    up_seen = set(xi)           # reached from a child, or a source
-    down_left = anc             # not yet reached from a parent (only nodes of `anc` ever are)
+    up, down = bayes_ball(par, chi, xi, zi, stop=yi, keep=anc)
+    return not (yi.isdisjoint(up) and yi.isdisjoint(down))
+
+
+def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None,
+               cut=frozenset()) -> tuple[set, set]:
+    """Bayes-ball from `sources` given `given` on integer adjacency lists.
+
+    Returns the nodes reached from a child (the sources included) and those
+    reached from a parent. A node of `given` is reached when a path ends there
+    but no path passes through it as a non-collider; a ball that reaches a
+    node of `given` from a parent bounces back to all its parents (Shachter
+    1998), which opens exactly the colliders with a descendant in `given`.
+    The search returns as soon as it reaches a node of `stop`, and never
+    steps down to a child outside `keep` when `keep` is given (an ancestral
+    set containing X, Y and Z: d-separation only depends on it). The edges
+    out of the nodes of `cut` are treated as absent (Pearl's G with `cut`
+    underlined), without copying the graph.
+    """
+    given = given if isinstance(given, (set, frozenset)) else set(given)
+    up_seen = set(sources)      # reached from a child, or a source
+    down_seen: set = set()      # reached from a parent
     up = list(up_seen)
     down: list = []
     while up or down:
         if up:
             v = up.pop()
-            if v in zi:
+            if v in given:
                 continue
-            ups = par[v]
-            downs = chi[v]
-        elif down[-1] in zi:    # a ball from a parent bounces at a node of Z: the colliders above it open
-            ups = par[down.pop()]
-            downs = ()
+            ups, downs = par[v], chi[v]
         else:
-            ups = ()
-            downs = chi[down.pop()]
+            v = down.pop()
+            ups = par[v] if v in given else ()            # bounce: the colliders above it open
+            downs = chi[v] if v not in given else ()
+        if cut:
+            ups = [p for p in ups if p not in cut]
+            downs = () if v in cut else downs
         for p in ups:
             if p not in up_seen:
-                if p in yi:
-                    return True
                 up_seen.add(p)
+                if p in stop:
+                    return up_seen, down_seen
                 up.append(p)
         for c in downs:
-            if c in down_left:
-                if c in yi:
-                    return True
-                down_left.remove(c)
+            if c not in down_seen and (keep is None or c in keep):
+                down_seen.add(c)
+                if c in stop:
+                    return up_seen, down_seen
                 down.append(c)
-    return False
+    return up_seen, down_seen
 
 
 def local_markov_reach(memo: ClosureMemo | None, par: list, chi: list, xi: list[int], zi: set) -> set | None:

@@ -44,7 +44,7 @@ from .. import limits, runtime
 from ..errors import GraphError
 from . import kernels
 from .core import DAGCore, GraphIndex, closure
-from .reach import MEMO_ELEMENTS, ClosureMemo, ancestral_set, ball_reaches, local_markov_reach
+from .reach import MEMO_ELEMENTS, ClosureMemo, ancestral_set, ball_reaches, bayes_ball, local_markov_reach
 
 __all__ = [
     "d_separated",
@@ -391,54 +391,6 @@ def set_backend(name: str) -> str:
 def d_connected(dag: DAGCore, x, y, given=None) -> bool:
     """Whether some path between `x` and `y` is open given `given` (not d-separated)."""
     return not d_separated(dag, x, y, given)
-
-
-def bayes_ball(par: list, chi: list, sources, given, *, stop=frozenset(), keep=None,
-               cut=frozenset()) -> tuple[set, set]:
-    """Bayes-ball from `sources` given `given` on integer adjacency lists.
-
-    Returns the nodes reached from a child (the sources included) and those
-    reached from a parent. A node of `given` is reached when a path ends there
-    but no path passes through it as a non-collider; a ball that reaches a
-    node of `given` from a parent bounces back to all its parents (Shachter
-    1998), which opens exactly the colliders with a descendant in `given`.
-    The search returns as soon as it reaches a node of `stop`, and never
-    steps down to a child outside `keep` when `keep` is given (an ancestral
-    set containing X, Y and Z: d-separation only depends on it). The edges
-    out of the nodes of `cut` are treated as absent (Pearl's G with `cut`
-    underlined), without copying the graph.
-    """
-    given = set(given)
-    up_seen = set(sources)      # reached from a child, or a source
-    down_seen: set = set()      # reached from a parent
-    up = list(up_seen)
-    down: list = []
-    while up or down:
-        if up:
-            v = up.pop()
-            if v in given:
-                continue
-            ups, downs = par[v], chi[v]
-        else:
-            v = down.pop()
-            ups = par[v] if v in given else ()            # bounce: the colliders above it open
-            downs = chi[v] if v not in given else ()
-        if cut:
-            ups = [p for p in ups if p not in cut]
-            downs = () if v in cut else downs
-        for p in ups:
-            if p not in up_seen:
-                up_seen.add(p)
-                if p in stop:
-                    return up_seen, down_seen
-                up.append(p)
-        for c in downs:
-            if c not in down_seen and (keep is None or c in keep):
-                down_seen.add(c)
-                if c in stop:
-                    return up_seen, down_seen
-                down.append(c)
-    return up_seen, down_seen
 
 
 def _reach_python(ix: GraphIndex, xi: list[int], yi: list[int], zi: list[int]) -> bool:
