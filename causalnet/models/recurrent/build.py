@@ -34,7 +34,7 @@ from ..transformer.weights import StateDict, check_random_size, read_state_dict
 from .lengths import LENGTHS, SHAPE, AtLength, Masked
 
 __all__ = ["rnn", "lstm", "gru", "build", "random_weights", "layer_weights", "unroll_direction", "RNNCell",
-           "LSTMCell", "GRUCell", "CELLS", "make_cell", "SHAPE"]
+           "LSTMCell", "GRUCell", "CELLS", "make_cell"]
 
 
 class RNNCell:
