@@ -15,13 +15,6 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("dask.distributed")
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
-        yield c
-
-
 def _params(m, v):
     mech = m.mechanisms[v]
     if hasattr(mech, "table"):
