@@ -248,6 +248,8 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states) -> DiscreteCol
         _check_card(name, len(st))
     else:
         st = tuple(states)
+    if list(st) == list(uniques) and codes.dtype == np.int64:          # numbered as the states already (no take)
+        return DiscreteColumn(codes, st)
     lookup = {s: i for i, s in enumerate(st)}
     lut = np.empty(len(uniques) + 1, dtype=np.int64)                                          # (k+1,): -1 last
     lut[-1] = -1
@@ -300,7 +302,10 @@ def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
     if hasattr(raw, "cat"):
         if str(raw.dtype) == "category":
             return _categorical_column(name, raw, states)
-    coded = string_codes(raw)
+    seeds = tuple(states) if states is not None else None
+    if seeds is not None and (len(set(seeds)) != len(seeds) or not all(type(v) is str for v in seeds)):
+        seeds = None                                            # only distinct str states can number the strings
+    coded = string_codes(raw, seeds=seeds, sort=states is None)
     if coded is not None:                                       # strings: factorised once, never per value
         return _coded_column(name, *coded, states)
     arr = _to_numpy(raw)

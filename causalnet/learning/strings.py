@@ -52,14 +52,19 @@ import numpy as np
 from ..runtime import get_backend, jit, numba_available
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes", "arrow_buffers",
-           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel"]
+           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
+           "remap_kernel", "object_codes", "MAX_OBJECTS", "PROBE_ROWS"]
 
 #: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: Arrow's dictionary encoding).
 KERNEL_MIN_ROWS = 20_000
 #: Under the ``"auto"`` backend the kernel is compiled once dictionary encoding has taken this long in the process.
 AUTO_SECONDS = 1.0
-#: The kernel compares each cell with every distinct string seen so far; past this many it hands over to pandas.
+#: The kernel's hash table holds this many distinct strings; past them it hands over to Arrow's dictionary encoding.
 KERNEL_MAX_UNIQUES = 64
+#: :func:`object_codes` gives up past this many distinct objects in a column (the strings are then hashed).
+MAX_OBJECTS = 4096
+#: :func:`object_codes` first factorises this many leading rows' objects; a quarter of them distinct: not shared.
+PROBE_ROWS = 4096
 
 
 def _is_string_dtype(dtype) -> bool:
@@ -102,84 +107,266 @@ def arrow_buffers(values) -> tuple[np.ndarray, np.ndarray] | None:
 
 _njit = jit(nogil=True)
 
+#: multiplier of the kernel's hash (Fibonacci hashing); slots are the top bits of ``(word ^ length) * _GOLDEN``
+_GOLDEN = 0x9E3779B97F4A7C15
 
-# Long by design: one pass whose state (the distinct strings so far) lives in three small arrays.
+
+def _tail_equal(win, s, m, last, uwords, p):  # pragma: no cover - compiled (inlined into codes_kernel)
+    """Whether the string of `m` > 8 bytes at `s` has the last word `last` and the middle words ``uwords[p:]``."""
+    if win[s + m - 8] != last:
+        return False
+    for t in range(1, (m - 1) // 8):
+        if win[s + 8 * t] != uwords[p + t - 1]:
+            return False
+    return True
+
+
+_tail_equal = jit(inline="always")(_tail_equal)
+
+
+# Long by design: one pass whose state (the distinct strings so far) lives in a few small arrays.
 @_njit
-def codes_kernel(offsets, data, max_uniques):  # pragma: no cover - compiled
-    """Codes of the strings ``data[offsets[i]:offsets[i+1]]`` in order of first appearance.
+def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen, ulast, uwpos, uwords, urow, k,
+                 table):  # pragma: no cover - compiled
+    """Codes of the strings ``data[offsets[i]:offsets[i+1]]``: distinct strings numbered as first met.
 
-    Each string is keyed by its length and first 7 bytes (exact for strings
-    of up to 7 bytes; longer ones are compared byte by byte with the stored
-    string whose key matches).
+    Each string's first 8 bytes are read as one word (``win`` is the byte
+    buffer viewed as unaligned 64-bit words, one per byte position); the word
+    and the length pick a slot of an open-addressing hash table, and a match
+    is confirmed word by word, so a string of ``m`` bytes costs about
+    ``1 + (m - 1) // 8`` word compares.
 
     Parameters
     ----------
     offsets : int32 or int64 array of shape (n+1,)
-    data : uint8 array
-        The UTF-8 bytes of the column.
-    max_uniques : int
-        Give up (return empty arrays) past this many distinct strings.
+    win : uint64 array of shape (nbytes-7,), byte strides
+    data : uint8 array of shape (nbytes,)
+        The UTF-8 bytes of the column (``win`` views them).
+    nbytes : int
+    valid : uint8 array
+        Arrow's validity bitmap (empty when no cell is missing); row ``i``'s
+        bit is ``vbit + i``.
+    vbit : int
+    row0 : int
+        The row number of ``offsets[0]`` in the column (chunked columns).
+    out : int64 array of shape (n,)
+        Receives the codes (``-1`` where missing).
+    ukey, ulen, ulast, uwpos, uwords, urow : the distinct strings so far
+        First word, length, last 8 bytes (strings over 8 bytes), the range
+        of their middle words in ``uwords`` (``uwpos`` of shape (cap+1,)),
+        and the row where each was first met (``-1`` for a seed);
+        capacity ``cap = len(ukey)``, the first `k` filled.
+    k : int
+    table : int64 array, length a power of two >= 2 * cap
+        The hash table (``-1`` empty); rebuilt here from the first `k` strings.
 
     Returns
     -------
-    codes : int64 array of shape (n,)
-    starts, lengths : int64 arrays of shape (k,)
-        Where each distinct string first appears in `data`, and its length.
+    status : int
+        ``0`` done, ``1`` more than ``cap`` distinct strings (or their bytes
+        overflow ``uwords``): `out` is then incomplete.
+    k : int
+        The number of distinct strings now.
     """
     n = len(offsets) - 1
-    codes = np.empty(n, np.int64)
-    starts = np.empty(max_uniques, np.int64)
-    lengths = np.empty(max_uniques, np.int64)
-    keys = np.empty(max_uniques, np.uint64)
-    k = 0
+    size = len(table)
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    table[:] = -1
+    for j in range(k):
+        slot = np.int64(((ukey[j] ^ np.uint64(ulen[j])) * np.uint64(_GOLDEN)) >> shift)
+        while table[slot] >= 0:
+            slot = (slot + 1) & (size - 1)
+        table[slot] = j
+    has_valid = len(valid) > 0
     for i in range(n):
+        if has_valid:
+            bit = vbit + i
+            if not (valid[bit >> 3] >> (bit & 7)) & 1:
+                out[i] = -1
+                continue
         s = np.int64(offsets[i])
         m = np.int64(offsets[i + 1]) - s
-        key = np.uint64(m)
-        for b in range(min(m, 7)):
-            key = (key << np.uint64(8)) | np.uint64(data[s + b])
+        if s + 8 <= nbytes:
+            w = win[s]
+        else:                                                # the last 7 bytes of the buffer: one byte at a time
+            w = np.uint64(0)
+            for b in range(min(m, nbytes - s)):
+                w |= np.uint64(data[s + b]) << np.uint64(8 * b)
+        if m < 8:
+            w &= (np.uint64(1) << np.uint64(8 * m)) - np.uint64(1)
+        slot = np.int64(((w ^ np.uint64(m)) * np.uint64(_GOLDEN)) >> shift)
         found = -1
-        for j in range(k):
-            if keys[j] == key and lengths[j] == m:
-                if m <= 7:
+        while True:
+            j = table[slot]
+            if j < 0:
+                break
+            if ukey[j] == w and ulen[j] == m:
+                if m <= 8:
                     found = j
                     break
-                u = starts[j]
-                same = True
-                for b in range(7, m):
-                    if data[s + b] != data[u + b]:
-                        same = False
-                        break
-                if same:
+                if _tail_equal(win, s, m, ulast[j], uwords, uwpos[j]):
                     found = j
                     break
+            slot = (slot + 1) & (size - 1)
         if found < 0:
-            if k == max_uniques:
-                return codes[:0], starts[:0], lengths[:0]
-            starts[k] = s
-            lengths[k] = m
-            keys[k] = key
+            words = max((m - 1) // 8 - 1, 0)
+            if k == len(ukey) or uwpos[k] + words > len(uwords):
+                return 1, k
+            ukey[k] = w
+            ulen[k] = m
+            urow[k] = row0 + i
+            p = uwpos[k]
+            if m > 8:
+                ulast[k] = win[s + m - 8]
+                for t in range(1, (m - 1) // 8):
+                    uwords[p + t - 1] = win[s + 8 * t]
+            uwpos[k + 1] = p + words
+            table[slot] = k
             found = k
             k += 1
-        codes[i] = found
-    return codes, starts[:k].copy(), lengths[:k].copy()
+        out[i] = found
+    return 0, k
 
 
-def arrow_codes(values) -> tuple[np.ndarray, list] | None:
-    """:func:`string_codes` of an Arrow-backed column without missing cells, by :func:`codes_kernel`.
+@_njit
+def remap_kernel(codes, lut):  # pragma: no cover - compiled
+    """``codes[i] = lut[codes[i]]`` in place for the codes >= 0 (int64 (n,), lut int64 (k,))."""
+    for i in range(len(codes)):
+        c = codes[i]
+        if c >= 0:
+            codes[i] = lut[c]
 
-    Returns None when the column is not such a column or has more than
-    :data:`KERNEL_MAX_UNIQUES` distinct strings (the caller then uses
-    :func:`dictionary_codes`).
+
+class _Uniques:
+    """The kernel's state: the distinct strings met so far (plus the seeds), in arrays of fixed capacity."""
+
+    WORDS = 4096
+
+    def __init__(self, cap: int) -> None:
+        self.key = np.zeros(cap, np.uint64)
+        self.len = np.zeros(cap, np.int64)
+        self.last = np.zeros(cap, np.uint64)
+        self.wpos = np.zeros(cap + 1, np.int64)
+        self.words = np.zeros(self.WORDS, np.uint64)
+        self.row = np.full(cap, -1, np.int64)
+        self.table = np.empty(1 << max(int(4 * cap - 1).bit_length(), 3), np.int64)      # load <= 1/4
+        self.k = 0
+        self.strings: list = []
+
+    def seed(self, strings) -> bool:
+        """Enter `strings` (distinct ``str``) as codes ``0..K-1``; False if they do not fit or do not encode."""
+        for text in strings:
+            try:
+                raw = text.encode("utf-8")
+            except UnicodeEncodeError:                                 # lone surrogates: never in Arrow data
+                return False
+            m, k = len(raw), self.k
+            words = max((m - 1) // 8 - 1, 0)
+            if k == len(self.key) or self.wpos[k] + words > len(self.words):
+                return False
+            pad = raw + bytes(-m % 8 or (8 if m == 0 else 0))
+            u = np.frombuffer(pad, "<u8")                                                      # (ceil(m/8),)
+            self.key[k] = u[0] if m else 0
+            self.len[k] = m
+            if m > 8:
+                self.last[k] = np.frombuffer(raw[-8:], "<u8")[0]
+                self.words[self.wpos[k]: self.wpos[k] + words] = u[1: 1 + words]
+            self.wpos[k + 1] = self.wpos[k] + words
+            self.k += 1
+            self.strings.append(text)
+        return True
+
+    def run(self, arr, out: np.ndarray, row0: int) -> bool:
+        """Encode one Arrow string array into `out` (n,); False when the capacity is exceeded."""
+        import pyarrow as pa  # present whenever a column is stored in Arrow
+
+        n = len(arr)
+        valid_buf, off_buf, data_buf = arr.buffers()
+        width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+        offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1]                # (n+1,)
+        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        nbytes = len(data)
+        if nbytes < 8:
+            data = np.concatenate([data, np.zeros(8 - nbytes, np.uint8)])                  # a window needs 8 bytes
+        win = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))       # unaligned words, no copy
+        valid = np.frombuffer(valid_buf, np.uint8) if arr.null_count and valid_buf is not None else _NO_BITS
+        status, k = codes_kernel(offsets, win, data, nbytes, valid, arr.offset, row0, out, self.key, self.len,
+                                 self.last, self.wpos, self.words, self.row, self.k, self.table)
+        if status:
+            return False
+        for j in range(self.k, k):                                      # decode only the new distinct strings
+            self.strings.append(arr[int(self.row[j]) - row0].as_py())
+        self.k = k
+        return True
+
+
+_NO_BITS = np.zeros(0, np.uint8)
+
+
+def _arrow_array(values):
+    """The column as a ``pyarrow`` string array or chunked array (None when it is not Arrow strings)."""
+    array = getattr(values, "array", values)
+    to_arrow = getattr(array, "__arrow_array__", None)
+    if to_arrow is None:
+        return None
+    import pyarrow as pa  # present whenever a column is stored in Arrow
+
+    arr = to_arrow()
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    return arr
+
+
+def arrow_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list] | None:
+    """:func:`string_codes` of an Arrow-backed column by :func:`codes_kernel` (zero-copy on its buffers).
+
+    Parameters
+    ----------
+    values : pandas Series or array stored in Arrow
+    seeds : sequence of str, optional
+        Distinct strings given the codes ``0..K-1`` whether they occur or
+        not (a column's declared states): the other strings follow them.
+    sort : bool
+        Number the strings that are not seeds in sorted order (else in
+        order of first appearance).
+
+    Returns
+    -------
+    codes : int64 ndarray of shape (n,)
+    uniques : list of str
+        The seeds, then the other distinct strings.
+
+    None when the column is not Arrow strings, or has more than
+    :data:`KERNEL_MAX_UNIQUES` distinct strings (or seeds); the caller then
+    uses :func:`dictionary_codes`.
     """
-    bufs = arrow_buffers(values)
-    if bufs is None:
+    import pyarrow as pa  # present whenever a column is stored in Arrow
+
+    arr = _arrow_array(values)
+    if arr is None:
         return None
-    offsets, data = bufs
-    codes, starts, lengths = codes_kernel(offsets, data, KERNEL_MAX_UNIQUES)          # (n,), (k,), (k,)
-    if len(codes) != len(offsets) - 1:
+    state = _Uniques(KERNEL_MAX_UNIQUES)
+    if seeds is not None and not state.seed(seeds):
         return None
-    uniques = [data[s: s + m].tobytes().decode("utf-8") for s, m in zip(starts.tolist(), lengths.tolist())]
+    n_seeds = state.k
+    codes = np.empty(len(arr), np.int64)                                                          # (n,)
+    row = 0
+    for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+        if not state.run(chunk, codes[row: row + len(chunk)], row):
+            return None
+        row += len(chunk)
+    uniques = state.strings
+    if sort and len(uniques) > n_seeds + 1:
+        rest = uniques[n_seeds:]
+        order = sorted(range(len(rest)), key=rest.__getitem__)
+        if order != list(range(len(rest))):
+            lut = np.arange(len(uniques), dtype=np.int64)
+            lut[[n_seeds + j for j in order]] = np.arange(n_seeds, len(uniques))
+            remap_kernel(codes, lut)
+            uniques = uniques[:n_seeds] + [rest[j] for j in order]
     return codes, uniques
 
 
@@ -214,6 +401,89 @@ def reference_codes(values) -> tuple[np.ndarray, list]:
     return np.asarray(codes), out
 
 
+class _Addresses:
+    """An object array's cells read as unsigned integers (the objects' addresses), by the array interface.
+
+    ``np.asarray(_Addresses(a))`` is a zero-copy ``uintp`` view of `a`'s
+    buffer that keeps `a` alive; two cells holding the same object read equal.
+    """
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.arr = arr
+        self.__array_interface__ = {"shape": arr.shape, "typestr": np.dtype(np.uintp).str, "version": 3,
+                                    "data": (arr.__array_interface__["data"][0], True), "strides": arr.strides}
+
+
+def _missing_scalar(obj) -> bool:
+    """Whether `obj` is a missing cell (None, NaN, pd.NA, NaT), as ``pandas.factorize`` reads it."""
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    return bool(pd.api.types.is_scalar(obj) and pd.isna(obj))
+
+
+def object_codes(values) -> tuple[np.ndarray, list] | None | bool:
+    """:func:`string_codes` of an ``object`` column by its objects' addresses, then its few distinct objects.
+
+    pandas' CSV reader and ``astype(str)`` store one Python object per
+    distinct string, so the column is factorised as integers (the objects'
+    addresses, ``pandas.factorize`` on a zero-copy view) and only the
+    distinct objects are looked at: strings that are equal but distinct
+    objects are merged then, missing cells become ``-1``.
+
+    Returns
+    -------
+    (codes (n,) int64, distinct strings in order of first appearance); None
+    when a present cell is not a ``str`` (or none is present); False when the
+    objects are not shared (more than :data:`MAX_OBJECTS` distinct objects, or
+    a quarter of the first :data:`PROBE_ROWS` rows): hash the strings instead.
+    """
+    import pandas as pd  # optional heavy dependency, imported on use
+
+    arr = np.asarray(values)
+    n = len(arr)
+    if arr.ndim != 1 or arr.dtype != object or n == 0:
+        return False
+    ptrs = np.asarray(_Addresses(arr))                                                        # (n,) uintp
+    if n > PROBE_ROWS and len(pd.unique(ptrs[:PROBE_ROWS])) > PROBE_ROWS // 4:
+        return False
+    pcodes, distinct = pd.factorize(ptrs)                                                       # (n,), (p,)
+    if len(distinct) > MAX_OBJECTS:
+        return False
+    # codes come in order of first appearance: the running maximum rises exactly at each first occurrence
+    firsts = np.flatnonzero(np.diff(np.maximum.accumulate(pcodes), prepend=-1))                         # (p,)
+    where: dict = {}
+    lut = np.empty(len(distinct) + 1, np.int64)                                                        # (p+1,)
+    lut[-1] = -1
+    for j, obj in enumerate(arr[firsts].tolist()):
+        if isinstance(obj, str):
+            lut[j] = where.setdefault(str(obj), len(where))
+        elif _missing_scalar(obj):
+            lut[j] = -1
+        else:
+            return None
+    if not where:
+        return None
+    codes = pcodes.astype(np.int64, copy=False)
+    if len(where) != len(distinct) or not np.array_equal(lut[:-1], np.arange(len(distinct))):
+        codes = lut[codes]                                                                              # (n,)
+    return codes, list(where)
+
+
+def _arrange(codes: np.ndarray, uniques: list, seeds, sort: bool) -> tuple[np.ndarray, list]:
+    """Renumber ``(codes, uniques)``: `seeds` first (codes ``0..K-1``), then the rest, sorted if `sort`."""
+    if seeds is None and not sort:
+        return codes, uniques
+    head = list(seeds) if seeds is not None else []
+    known = set(head)
+    rest = [u for u in uniques if u not in known]
+    new = head + (sorted(rest) if sort else rest)
+    where = {u: i for i, u in enumerate(new)}
+    lut = np.array([where[u] for u in uniques] + [-1], dtype=np.int64)                        # (k+1,): -1 last
+    if codes.dtype == np.int64 and np.array_equal(lut[:-1], np.arange(len(uniques))):
+        return codes, new
+    return lut[codes], new                                                                     # (n,)
+
+
 #: seconds this process has spent dictionary-encoding Arrow columns long enough for the kernel
 _spent = [0.0]
 
@@ -233,22 +503,22 @@ def kernel_wanted(n: int) -> bool:
     return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] >= AUTO_SECONDS)
 
 
-def _arrow_string_codes(values) -> tuple[np.ndarray, list] | None:
+def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list] | None:
     """An Arrow-backed string column by the kernel or by Arrow's dictionary encoding (None: not Arrow)."""
     n = len(values)
     if kernel_wanted(n):
-        fast = arrow_codes(values)
+        fast = arrow_codes(values, seeds=seeds, sort=sort)
         if fast is not None:
             return fast
     start = time.perf_counter()
     out = dictionary_codes(values)
     if n >= KERNEL_MIN_ROWS:
         _spent[0] += time.perf_counter() - start
-    return out
+    return None if out is None else _arrange(*out, seeds, sort)
 
 
-def string_codes(values) -> tuple[np.ndarray, list] | None:
-    """``(codes (n,), distinct strings in order of first appearance)``, or None if `values` are not strings.
+def string_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list] | None:
+    """``(codes (n,), distinct strings)``, or None if `values` are not strings.
 
     Parameters
     ----------
@@ -256,15 +526,22 @@ def string_codes(values) -> tuple[np.ndarray, list] | None:
         A pandas string column (``str``, ``string``, Arrow strings), an
         ``object`` column whose present cells are all ``str``, or a numpy
         unicode array.
+    seeds : sequence of str, optional
+        Distinct strings numbered ``0..K-1`` whether they occur or not (a
+        column's declared states); the column's other strings follow.
+    sort : bool
+        Number the strings that are not seeds in sorted order; by default
+        in order of first appearance.
 
     Returns
     -------
     codes : integer ndarray of shape (n,)
-        Index into the distinct strings; ``-1`` where the cell is missing
-        (None, NaN, pd.NA). Its integer width depends on the path (int32
-        from Arrow, int64 otherwise): callers index a lookup table with it.
+        Index into `uniques`; ``-1`` where the cell is missing (None, NaN,
+        pd.NA). Its integer width depends on the path (int32 from Arrow's
+        dictionary encoding, int64 otherwise): callers index a lookup table
+        with it.
     uniques : list of str
-        The distinct strings, in order of first appearance.
+        The seeds, then the other distinct strings.
 
     None when the column holds anything but strings (and missing cells), or
     is a categorical (whose codes the caller reads directly).
@@ -273,17 +550,20 @@ def string_codes(values) -> tuple[np.ndarray, list] | None:
     if dtype is None:
         return None
     if getattr(dtype, "kind", None) == "U":
-        return reference_codes(np.asarray(values, dtype=object))
+        return _arrange(*reference_codes(np.asarray(values, dtype=object)), seeds, sort)
     if _is_string_dtype(dtype):
         if getattr(dtype, "storage", "pyarrow") == "pyarrow":                         # not Python objects
-            out = _arrow_string_codes(values)
+            out = _arrow_string_codes(values, seeds, sort)
             if out is not None:
                 return out
-        return reference_codes(values)
+        return _arrange(*reference_codes(values), seeds, sort)
     if not isinstance(dtype, np.dtype) or dtype.kind != "O":
         return None
+    out = object_codes(values)
+    if out is not False:
+        return None if out is None else _arrange(*out, seeds, sort)
     import pandas as pd  # optional heavy dependency, imported on use
 
     if pd.api.types.infer_dtype(values, skipna=True) != "string":                    # one C pass over the cells
         return None
-    return reference_codes(values)
+    return _arrange(*reference_codes(values), seeds, sort)
