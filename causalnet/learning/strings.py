@@ -181,14 +181,17 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
             slot = (slot + 1) & (size - 1)
         table[slot] = j
     has_valid = len(valid) > 0
+    kk = np.array([k])
+    s = np.int64(offsets[0])
     for i in range(n):
+        e = np.int64(offsets[i + 1])
+        m = e - s
         if has_valid:
             bit = vbit + i
             if not (valid[bit >> 3] >> (bit & 7)) & 1:
                 out[i] = -1
+                s = e
                 continue
-        s = np.int64(offsets[i])
-        m = np.int64(offsets[i + 1]) - s
         if s + 8 <= nbytes:
             w = win[s]
         else:                                                # the last 7 bytes of the buffer: one byte at a time
@@ -198,37 +201,47 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
         if m < 8:
             w &= (np.uint64(1) << np.uint64(8 * m)) - np.uint64(1)
         slot = np.int64(((w ^ np.uint64(m)) * np.uint64(_GOLDEN)) >> shift)
-        found = -1
-        while True:
-            j = table[slot]
+        j = table[slot]
+        if not (j >= 0 and ukey[j] == w and ulen[j] == m and (m <= 8 or _tail_equal(win, s, m, ulast[j], uwords,
+                                                                                      uwpos[j]))):
+            j = _probe(win, s, m, w, slot, row0 + i, ukey, ulen, ulast, uwpos, uwords, urow, kk, table)
             if j < 0:
-                break
-            if ukey[j] == w and ulen[j] == m:
-                if m <= 8:
-                    found = j
-                    break
-                if _tail_equal(win, s, m, ulast[j], uwords, uwpos[j]):
-                    found = j
-                    break
-            slot = (slot + 1) & (size - 1)
-        if found < 0:
-            words = max((m - 1) // 8 - 1, 0)
-            if k == len(ukey) or uwpos[k] + words > len(uwords):
-                return 1, k
-            ukey[k] = w
-            ulen[k] = m
-            urow[k] = row0 + i
-            p = uwpos[k]
-            if m > 8:
-                ulast[k] = win[s + m - 8]
-                for t in range(1, (m - 1) // 8):
-                    uwords[p + t - 1] = win[s + 8 * t]
-            uwpos[k + 1] = p + words
-            table[slot] = k
-            found = k
-            k += 1
-        out[i] = found
-    return 0, k
+                return 1, kk[0]
+        out[i] = j
+        s = e
+    return 0, kk[0]
+
+
+@_njit
+def _probe(win, s, m, w, slot, row, ukey, ulen, ulast, uwpos, uwords, urow, kk, table):  # pragma: no cover
+    """The code of the string (`s`, `m`, first word `w`) past its first slot: probe on, or enter it as new.
+
+    Returns -1 when the string is new and the state is full.
+    """
+    size = len(table)
+    while True:
+        j = table[slot]
+        if j < 0:
+            break
+        if ukey[j] == w and ulen[j] == m and (m <= 8 or _tail_equal(win, s, m, ulast[j], uwords, uwpos[j])):
+            return j
+        slot = (slot + 1) & (size - 1)
+    k = kk[0]
+    words = max((m - 1) // 8 - 1, 0)
+    if k == len(ukey) or uwpos[k] + words > len(uwords):
+        return -1
+    ukey[k] = w
+    ulen[k] = m
+    urow[k] = row
+    p = uwpos[k]
+    if m > 8:
+        ulast[k] = win[s + m - 8]
+        for t in range(1, (m - 1) // 8):
+            uwords[p + t - 1] = win[s + 8 * t]
+    uwpos[k + 1] = p + words
+    table[slot] = k
+    kk[0] = k + 1
+    return k
 
 
 @_njit
@@ -284,6 +297,8 @@ class _Uniques:
         import pyarrow as pa  # present whenever a column is stored in Arrow
 
         n = len(arr)
+        if n == 0:
+            return True
         valid_buf, off_buf, data_buf = arr.buffers()
         width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
         offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1]                # (n+1,)

@@ -23,7 +23,9 @@ from causalnet.learning.strings import (
     KERNEL_MAX_UNIQUES,
     KERNEL_MIN_ROWS,
     arrow_codes,
+    PROBE_ROWS,
     dictionary_codes,
+    object_codes,
     reference_codes,
     string_codes,
 )
@@ -118,6 +120,120 @@ def test_missing_cells_are_minus_one_on_every_dtype():
 @pytest.mark.parametrize("values", [[1, 2], [1.0, None], ["a", 1], [b"a", b"b"], [True, "a"]])
 def test_non_string_columns_are_left_to_the_caller(values):
     assert string_codes(pd.Series(values, dtype=object)) is None
+
+
+# -- the hash-table kernel, seeds and sorting, object addresses: against pandas.factorize ----------------------------
+
+
+#: any text: empty, NUL, non-ASCII, long (several 8-byte words) and strings sharing 8-byte prefixes
+LONG = ["abcdefgh" * 3, "abcdefgh" + "X" * 8 + "abcdefgh", "abcdefgh" * 2 + "abcdefgX", "abcdefgh" * 3 + "x",
+        "abcdefghabcdefgh", "日本語のテキスト"]                    # equal first words; a middle or last word differs
+texts = st.one_of(st.sampled_from(WORDS + LONG), st.text(max_size=30))
+
+
+def _expected(values, seeds, sort):
+    """The oracle: ``pandas.factorize`` of the values, renumbered by hand (seeds first, the rest sorted or not)."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    rest = [u for u in uniques.tolist() if u not in (seeds or [])]
+    new = list(seeds or []) + (sorted(rest) if sort else rest)
+    return [-1 if c < 0 else new.index(uniques[c]) for c in codes], new
+
+
+@SETTINGS
+@given(st.lists(st.one_of(texts, st.none()), min_size=1, max_size=80), st.booleans(), st.integers(0, 4),
+       st.lists(st.integers(1, 79), max_size=3), st.booleans(), st.data())
+def test_kernel_chunked_sliced_seeded_sorted_equals_factorize(values, large, start, cuts, sort, data):
+    typ = pa.large_string() if large else pa.string()
+    cuts = sorted({c for c in cuts if c < len(values)})
+    chunks = [pa.array(values[a:b], typ) for a, b in zip([0, *cuts], [*cuts, len(values)])]
+    s = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(chunks, typ))).iloc[min(start, len(values) - 1):]
+    present = list(dict.fromkeys(v for v in values if v is not None))
+    seeds = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.sampled_from(present or ["q"]), st.text(max_size=12)),
+                                                    unique=True, max_size=5)))
+    codes, uniques = arrow_codes(s, seeds=seeds, sort=sort)
+    expect_codes, expect_uniques = _expected(s.tolist(), seeds, sort)
+    assert uniques == expect_uniques
+    assert codes.dtype == np.int64 and codes.tolist() == expect_codes
+    with runtime.backend("strings", "numpy"):                       # Arrow's dictionary encoding, renumbered alike
+        codes, uniques = string_codes(s, seeds=seeds, sort=sort)
+    assert uniques == expect_uniques and np.asarray(codes).tolist() == expect_codes
+
+
+def test_kernel_strings_at_the_end_of_the_buffer_and_empty_columns():
+    for values in (LONG + LONG[::-1], ["abcdefghij", "abcdefghik"] * 2, ["a"], [""], ["", ""], ["abcdefg", "abcdefgh", "b"], ["x" * 9, "x" * 9, "y"], []):
+        s = _arrow_series(values, False)
+        codes, uniques = arrow_codes(s)
+        ref_codes, ref_uniques = reference_codes(np.asarray(values, dtype=object))
+        assert uniques == ref_uniques and codes.tolist() == np.asarray(ref_codes).tolist()
+
+
+def test_kernel_hands_over_when_the_strings_overflow_its_words():
+    values = [f"{i:02d}" + "x" * 2000 for i in range(20)]                        # 20 strings of 250 words each
+    assert arrow_codes(_arrow_series(values, True)) is None
+    with runtime.backend("strings", "numba"):
+        codes, uniques = string_codes(pd.Series(values * 2, dtype="str"))
+    assert uniques == values and codes.tolist() == list(range(20)) * 2
+
+
+def test_kernel_refuses_seeds_it_cannot_hold():
+    assert arrow_codes(_arrow_series(["a"], False), seeds=["\ud800"]) is None       # a lone surrogate: no UTF-8
+    assert arrow_codes(_arrow_series(["a"], False), seeds=[f"s{i}" for i in range(KERNEL_MAX_UNIQUES + 1)]) is None
+
+
+def _unshared(values):
+    """An object array whose equal strings are distinct objects (as a frame converted from Arrow holds)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [None if v is None else "".join(list(v)) for v in values]      # fresh objects (single chars are shared)
+    return out
+
+
+@SETTINGS
+@given(st.lists(st.one_of(texts, st.none(), st.just(np.nan), st.just(pd.NA)), min_size=1, max_size=60),
+       st.booleans(), st.booleans())
+def test_object_addresses_equal_factorize(values, shared, sort):
+    if shared:                                                                   # one object per distinct string
+        pool = {}
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = [pool.setdefault(v, v) if isinstance(v, str) else v for v in values]
+    else:
+        arr = _unshared([v if isinstance(v, str) else None for v in values])
+    out = object_codes(arr)
+    if all(not isinstance(v, str) for v in arr.tolist()):
+        assert out is None and string_codes(pd.Series(arr)) is None
+        return
+    codes, uniques = out
+    expect_codes, expect_uniques = _expected(arr.tolist(), None, False)
+    assert uniques == expect_uniques and codes.tolist() == expect_codes
+    codes, uniques = string_codes(pd.Series(arr), sort=sort)
+    expect_codes, expect_uniques = _expected(arr.tolist(), None, sort)
+    assert uniques == expect_uniques and np.asarray(codes).tolist() == expect_codes
+
+
+def test_object_addresses_give_up_on_unshared_or_mixed_columns():
+    values = [f"v{i % 50}" for i in range(PROBE_ROWS * 2)]
+    assert object_codes(_unshared(values)) is False                             # every cell its own object
+    codes, uniques = string_codes(pd.Series(_unshared(values)))                   # still right, by hashing
+    assert uniques == [f"v{i}" for i in range(50)] and codes.tolist() == [i % 50 for i in range(len(values))]
+    assert object_codes(np.array(["a", 1, "a"], dtype=object)) is None
+    assert object_codes(np.array([None, np.nan], dtype=object)) is None
+    assert object_codes(np.array(["a", b"a"], dtype=object)) is None
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("dtype", STRING_DTYPES)
+def test_as_table_long_columns_on_both_backends(backend, dtype):
+    rng = np.random.default_rng(1)
+    raw = rng.choice(["HIGH", "LOW", "NORMAL", "ESOPHAGEAL", None], size=KERNEL_MIN_ROWS + 5).tolist()
+    df = _as(pd.DataFrame({"A": raw}, dtype=object), dtype)
+    declared = {"A": ("NORMAL", "LOW", "HIGH", "ESOPHAGEAL", "unseen")}
+    with runtime.backend("strings", backend):
+        found, given_ = as_table(df).column("A"), as_table(df, states=declared).column("A")
+        with pytest.raises(cn.ModelError, match=r"column 'A' has the value 'HIGH', which is not among its states"):
+            as_table(df, states={"A": ("LOW", "NORMAL", "ESOPHAGEAL")})
+    assert found.states == ("ESOPHAGEAL", "HIGH", "LOW", "NORMAL")
+    assert found.codes.tolist() == [-1 if v is None else found.states.index(v) for v in raw]
+    assert given_.states == declared["A"]
+    assert given_.codes.tolist() == [-1 if v is None else declared["A"].index(v) for v in raw]
 
 
 # -- as_table: strings read as the categorical of the same values ------------------------------------------------------
