@@ -22,8 +22,8 @@ from causalnet.learning.data import as_table
 from causalnet.learning.strings import (
     KERNEL_MAX_UNIQUES,
     KERNEL_MIN_ROWS,
-    arrow_codes,
     PROBE_ROWS,
+    arrow_codes,
     dictionary_codes,
     object_codes,
     reference_codes,
