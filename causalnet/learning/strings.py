@@ -10,14 +10,26 @@ column:
 - an Arrow-backed column (pandas ``str`` under pandas 3, ``string[pyarrow]``)
   is dictionary-encoded by Arrow itself (:func:`dictionary_codes`, C++; no
   copy of the strings into Python objects), or read straight from its offsets
-  and bytes by a compiled kernel (:func:`arrow_codes`) when the ``strings``
-  kernel family's backend says so (:mod:`causalnet.runtime`: ``"auto"``
-  compiles once this process has spent :data:`AUTO_SECONDS` dictionary-encoding
-  columns of at least :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never
-  waits for numba to load);
-- every other string column goes through ``pandas.factorize``
+  and bytes, zero-copy, by a compiled kernel (:func:`arrow_codes`,
+  :func:`codes_kernel`: each string's first 8 bytes are one unaligned word,
+  looked up in a small hash table with its length and confirmed word by
+  word) when the ``strings`` kernel family's backend says so
+  (:mod:`causalnet.runtime`: ``"auto"`` compiles once this process has spent
+  :data:`AUTO_SECONDS` dictionary-encoding columns of at least
+  :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never waits for numba to
+  load);
+- an ``object`` column is factorised by its objects' addresses
+  (:func:`object_codes`: pandas' CSV reader stores one object per distinct
+  string), then only its few distinct objects are read — equal strings held
+  by different objects are merged there; when the objects are not shared it
+  is hashed by ``pandas.factorize`` like every other string column
   (:func:`reference_codes`, the reference the others are tested against;
   missing cells — None, NaN, pd.NA — become ``-1``).
+
+The caller may pass ``seeds`` (a column's declared states: numbered
+``0..K-1``, the kernel starts from them) and ``sort=True`` (the other
+strings numbered in sorted order): :func:`causalnet.learning.data.as_table`
+then takes the codes as they are, with no recoding pass.
 
 A column that is not made of strings only (numbers, a mixture of strings and
 numbers, bytes, categoricals) gives ``None``: callers keep their own rule for
