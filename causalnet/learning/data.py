@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import ModelError
-from .strings import string_codes
+from .strings import string_column
 
 __all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "narrow_config", "count_codes",
            "MAX_INTEGER_STATES", "NARROW_MAX", "FEW_CODES", "HEAD_ROWS", "head_offset", "is_dask_collection", "is_pandas_frame"]
@@ -237,11 +237,12 @@ def _sorted_values(values: list) -> list:
         return list(values)
 
 
-def _coded_column(name, codes: np.ndarray, uniques: list, states) -> DiscreteColumn:
+def _coded_column(name, codes: np.ndarray, uniques: list, states, narrow: np.ndarray | None = None) -> DiscreteColumn:
     """A column from `codes` (n,) into `uniques` (-1 missing): states sorted, or `states` with each value checked.
 
     Only the distinct values are looked at (one dict lookup each); the rows are
-    recoded by one ``take``.
+    recoded by one ``take``, unless `uniques` are the states already. `narrow`:
+    the same codes as uint8 (n,), none missing, when the encoder wrote them.
     """
     if states is None:
         st = tuple(_sorted_values(uniques))
@@ -249,7 +250,12 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states) -> DiscreteCol
     else:
         st = tuple(states)
     if list(st) == list(uniques) and codes.dtype == np.int64:          # numbered as the states already (no take)
-        return DiscreteColumn(codes, st)
+        col = DiscreteColumn(codes, st)
+        if narrow is not None and len(st) <= NARROW_MAX:            # the cached properties, known already
+            narrow.setflags(write=False)
+            col.__dict__["complete"] = True
+            col.__dict__["narrow"] = narrow
+        return col
     lookup = {s: i for i, s in enumerate(st)}
     lut = np.empty(len(uniques) + 1, dtype=np.int64)                                          # (k+1,): -1 last
     lut[-1] = -1
@@ -305,9 +311,9 @@ def _column(name, raw, states=None) -> DiscreteColumn | RealColumn:
     seeds = tuple(states) if states is not None else None
     if seeds is not None and (len(set(seeds)) != len(seeds) or not all(type(v) is str for v in seeds)):
         seeds = None                                            # only distinct str states can number the strings
-    coded = string_codes(raw, seeds=seeds, sort=states is None)
+    coded = string_column(raw, seeds=seeds, sort=states is None)
     if coded is not None:                                       # strings: factorised once, never per value
-        return _coded_column(name, *coded, states)
+        return _coded_column(name, *coded[:2], states, narrow=coded[2])
     arr = _to_numpy(raw)
     if states is None and arr.dtype.kind in "fc":
         if arr.dtype.kind == "c":

@@ -65,7 +65,7 @@ from ..runtime import get_backend, jit, numba_available
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes", "arrow_buffers",
            "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
-           "remap_kernel", "object_codes", "MAX_OBJECTS", "PROBE_ROWS"]
+           "remap_kernel", "object_codes", "string_column", "arrow_column", "MAX_OBJECTS", "PROBE_ROWS"]
 
 #: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: Arrow's dictionary encoding).
 KERNEL_MIN_ROWS = 20_000
@@ -138,7 +138,7 @@ _tail_equal = jit(inline="always")(_tail_equal)
 
 # Long by design: one pass whose state (the distinct strings so far) lives in a few small arrays.
 @_njit
-def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen, ulast, uwpos, uwords, urow, k,
+def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey, ulen, ulast, uwpos, uwords, urow, k,
                  table):  # pragma: no cover - compiled
     """Codes of the strings ``data[offsets[i]:offsets[i+1]]``: distinct strings numbered as first met.
 
@@ -163,6 +163,9 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
         The row number of ``offsets[0]`` in the column (chunked columns).
     out : int64 array of shape (n,)
         Receives the codes (``-1`` where missing).
+    small : uint8 array of shape (n,)
+        Receives the codes too (garbage where missing): the column's
+        ``narrow`` codes, written in the same pass.
     ukey, ulen, ulast, uwpos, uwords, urow : the distinct strings so far
         First word, length, last 8 bytes (strings over 8 bytes), the range
         of their middle words in ``uwords`` (``uwpos`` of shape (cap+1,)),
@@ -179,6 +182,8 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
         overflow ``uwords``): `out` is then incomplete.
     k : int
         The number of distinct strings now.
+    missing : int
+        The number of missing cells.
     """
     n = len(offsets) - 1
     size = len(table)
@@ -193,6 +198,7 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
             slot = (slot + 1) & (size - 1)
         table[slot] = j
     has_valid = len(valid) > 0
+    missing = 0
     kk = np.array([k])
     s = np.int64(offsets[0])
     for i in range(n):
@@ -202,6 +208,7 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
             bit = vbit + i
             if not (valid[bit >> 3] >> (bit & 7)) & 1:
                 out[i] = -1
+                missing += 1
                 s = e
                 continue
         if s + 8 <= nbytes:
@@ -218,10 +225,11 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, ukey, ulen,
                                                                                       uwpos[j]))):
             j = _probe(win, s, m, w, slot, row0 + i, ukey, ulen, ulast, uwpos, uwords, urow, kk, table)
             if j < 0:
-                return 1, kk[0]
+                return 1, kk[0], missing
         out[i] = j
+        small[i] = j
         s = e
-    return 0, kk[0]
+    return 0, kk[0], missing
 
 
 @_njit
@@ -257,12 +265,13 @@ def _probe(win, s, m, w, slot, row, ukey, ulen, ulast, uwpos, uwords, urow, kk, 
 
 
 @_njit
-def remap_kernel(codes, lut):  # pragma: no cover - compiled
-    """``codes[i] = lut[codes[i]]`` in place for the codes >= 0 (int64 (n,), lut int64 (k,))."""
+def remap_kernel(codes, small, lut):  # pragma: no cover - compiled
+    """``codes[i] = small[i] = lut[codes[i]]`` in place for the codes >= 0 (int64 and uint8 (n,), lut (k,))."""
     for i in range(len(codes)):
         c = codes[i]
         if c >= 0:
             codes[i] = lut[c]
+            small[i] = lut[c]
 
 
 class _Uniques:
@@ -279,6 +288,7 @@ class _Uniques:
         self.row = np.full(cap, -1, np.int64)
         self.table = np.empty(1 << max(int(4 * cap - 1).bit_length(), 3), np.int64)      # load <= 1/4
         self.k = 0
+        self.missing = 0
         self.strings: list = []
 
     def seed(self, strings) -> bool:
@@ -304,8 +314,8 @@ class _Uniques:
             self.strings.append(text)
         return True
 
-    def run(self, arr, out: np.ndarray, row0: int) -> bool:
-        """Encode one Arrow string array into `out` (n,); False when the capacity is exceeded."""
+    def run(self, arr, out: np.ndarray, small: np.ndarray, row0: int) -> bool:
+        """Encode one Arrow string array into `out` and `small` (n,); False when the capacity is exceeded."""
         import pyarrow as pa  # present whenever a column is stored in Arrow
 
         n = len(arr)
@@ -320,10 +330,12 @@ class _Uniques:
             data = np.concatenate([data, np.zeros(8 - nbytes, np.uint8)])                  # a window needs 8 bytes
         win = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))       # unaligned words, no copy
         valid = np.frombuffer(valid_buf, np.uint8) if arr.null_count and valid_buf is not None else _NO_BITS
-        status, k = codes_kernel(offsets, win, data, nbytes, valid, arr.offset, row0, out, self.key, self.len,
-                                 self.last, self.wpos, self.words, self.row, self.k, self.table)
+        status, k, missing = codes_kernel(offsets, win, data, nbytes, valid, arr.offset, row0, out, small,
+                                          self.key, self.len, self.last, self.wpos, self.words, self.row, self.k,
+                                          self.table)
         if status:
             return False
+        self.missing += missing
         for j in range(self.k, k):                                      # decode only the new distinct strings
             self.strings.append(arr[int(self.row[j]) - row0].as_py())
         self.k = k
@@ -370,6 +382,12 @@ def arrow_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, 
     :data:`KERNEL_MAX_UNIQUES` distinct strings (or seeds); the caller then
     uses :func:`dictionary_codes`.
     """
+    out = arrow_column(values, seeds=seeds, sort=sort)
+    return None if out is None else out[:2]
+
+
+def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list, np.ndarray | None] | None:
+    """:func:`arrow_codes` and the codes as uint8 (n,) too, written in the same pass (None if a cell is missing)."""
     import pyarrow as pa  # present whenever a column is stored in Arrow
 
     arr = _arrow_array(values)
@@ -380,9 +398,10 @@ def arrow_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, 
         return None
     n_seeds = state.k
     codes = np.empty(len(arr), np.int64)                                                          # (n,)
+    small = np.empty(len(arr), np.uint8)                                                          # (n,)
     row = 0
     for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
-        if not state.run(chunk, codes[row: row + len(chunk)], row):
+        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row):
             return None
         row += len(chunk)
     uniques = state.strings
@@ -392,9 +411,9 @@ def arrow_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, 
         if order != list(range(len(rest))):
             lut = np.arange(len(uniques), dtype=np.int64)
             lut[[n_seeds + j for j in order]] = np.arange(n_seeds, len(uniques))
-            remap_kernel(codes, lut)
+            remap_kernel(codes, small, lut)
             uniques = uniques[:n_seeds] + [rest[j] for j in order]
-    return codes, uniques
+    return codes, uniques, None if state.missing else small
 
 
 def dictionary_codes(values) -> tuple[np.ndarray, list] | None:
@@ -530,18 +549,18 @@ def kernel_wanted(n: int) -> bool:
     return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] >= AUTO_SECONDS)
 
 
-def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list] | None:
+def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np.ndarray | None] | None:
     """An Arrow-backed string column by the kernel or by Arrow's dictionary encoding (None: not Arrow)."""
     n = len(values)
     if kernel_wanted(n):
-        fast = arrow_codes(values, seeds=seeds, sort=sort)
+        fast = arrow_column(values, seeds=seeds, sort=sort)
         if fast is not None:
             return fast
     start = time.perf_counter()
     out = dictionary_codes(values)
     if n >= KERNEL_MIN_ROWS:
         _spent[0] += time.perf_counter() - start
-    return None if out is None else _arrange(*out, seeds, sort)
+    return None if out is None else (*_arrange(*out, seeds, sort), None)
 
 
 def string_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list] | None:
@@ -573,24 +592,31 @@ def string_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     None when the column holds anything but strings (and missing cells), or
     is a categorical (whose codes the caller reads directly).
     """
+    out = string_column(values, seeds=seeds, sort=sort)
+    return None if out is None else out[:2]
+
+
+def string_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list, np.ndarray | None] | None:
+    """:func:`string_codes` plus the codes as uint8 (n,) when a pass wrote them already (the compiled kernel on a
+    column without missing cells and at most 255 distinct strings), else None as the third item."""
     dtype = getattr(values, "dtype", None)
     if dtype is None:
         return None
     if getattr(dtype, "kind", None) == "U":
-        return _arrange(*reference_codes(np.asarray(values, dtype=object)), seeds, sort)
+        return (*_arrange(*reference_codes(np.asarray(values, dtype=object)), seeds, sort), None)
     if _is_string_dtype(dtype):
         if getattr(dtype, "storage", "pyarrow") == "pyarrow":                         # not Python objects
             out = _arrow_string_codes(values, seeds, sort)
             if out is not None:
                 return out
-        return _arrange(*reference_codes(values), seeds, sort)
+        return (*_arrange(*reference_codes(values), seeds, sort), None)
     if not isinstance(dtype, np.dtype) or dtype.kind != "O":
         return None
     out = object_codes(values)
     if out is not False:
-        return None if out is None else _arrange(*out, seeds, sort)
+        return None if out is None else (*_arrange(*out, seeds, sort), None)
     import pandas as pd  # optional heavy dependency, imported on use
 
     if pd.api.types.infer_dtype(values, skipna=True) != "string":                    # one C pass over the cells
         return None
-    return _arrange(*reference_codes(values), seeds, sort)
+    return (*_arrange(*reference_codes(values), seeds, sort), None)

@@ -236,6 +236,23 @@ def test_as_table_long_columns_on_both_backends(backend, dtype):
     assert given_.codes.tolist() == [-1 if v is None else declared["A"].index(v) for v in raw]
 
 
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("with_missing", [False, True])
+def test_narrow_codes_from_the_kernel_equal_the_int64_codes(backend, with_missing):
+    rng = np.random.default_rng(2)
+    raw = rng.choice(["b", "a", "ccccccccc", None] if with_missing else ["b", "a", "ccccccccc"],
+                     size=KERNEL_MIN_ROWS + 3).tolist()
+    with runtime.backend("strings", backend):
+        col = as_table(pd.DataFrame({"A": pd.Series(raw, dtype="str")})).column("A")
+    expect = [-1 if v is None else ["a", "b", "ccccccccc"].index(v) for v in raw]
+    assert col.codes.tolist() == expect
+    assert col.complete is (not with_missing)
+    if with_missing:
+        assert col.narrow is None
+    else:
+        assert col.narrow.dtype == np.uint8 and col.narrow.tolist() == expect and not col.narrow.flags.writeable
+
+
 # -- as_table: strings read as the categorical of the same values ------------------------------------------------------
 
 
