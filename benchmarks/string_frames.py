@@ -21,8 +21,10 @@ dtype, Arrow-backed under pandas 3) and as Python ``object`` strings.
 
 The string frames are timed under both backends of the ``strings`` kernel
 family (:mod:`causalnet.runtime`): ``numpy`` (Arrow's own dictionary
-encoding; what a fresh process uses, ``"auto"`` switching to the kernel only
-after a second spent encoding) and ``numba`` (the compiled kernel). Times are
+encoding; what ``"auto"`` uses in a fresh process on a frame this size,
+switching to the kernel once a second has been spent encoding, or at once
+for a frame whose encoding would take that long) and ``numba`` (the
+compiled kernel). Times are
 medians of CPU time (``time.process_time``, BLAS/numba threads pinned to one)
 over ``--repeats`` runs, after one untimed run of every contender; the first
 string fit of the process under each backend is printed apart (``cold``: for

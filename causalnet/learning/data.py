@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import ModelError
-from .strings import string_column
+from .strings import expecting, is_arrow_strings, string_column
 
 __all__ = ["DiscreteColumn", "RealColumn", "Table", "as_table", "family_counts", "narrow_config", "count_codes",
            "MAX_INTEGER_STATES", "NARROW_MAX", "FEW_CODES", "HEAD_ROWS", "head_offset", "is_dask_collection", "is_pandas_frame"]
@@ -374,11 +374,11 @@ def as_table(data, *, states: Mapping[Hashable, Sequence] | None = None,
         if k not in cols:
             raise ModelError(f"states= names {k!r}, which is not a column of the data; columns: {list(cols)}")
     keep = list(cols) if columns is None else list(columns)
-    out = {}
-    for k in keep:
-        if k not in cols:
-            raise ModelError(f"the data have no column {k!r}; columns: {list(cols)}")
-        out[k] = _column(k, cols[k], states.get(k))
+    missing = [k for k in keep if k not in cols]
+    if missing:
+        raise ModelError(f"the data have no column {missing[0]!r}; columns: {list(cols)}")
+    with expecting(n * sum(is_arrow_strings(cols[k]) for k in keep)):             # the strings kernel plans ahead
+        out = {k: _column(k, cols[k], states.get(k)) for k in keep}
     return Table(out, n)
 
 

@@ -58,6 +58,8 @@ True
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -65,7 +67,8 @@ from ..runtime import get_backend, jit, numba_available
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes", "arrow_buffers",
            "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
-           "remap_kernel", "object_codes", "string_column", "arrow_column", "MAX_OBJECTS", "PROBE_ROWS"]
+           "remap_kernel", "object_codes", "string_column", "arrow_column", "expecting", "is_arrow_strings",
+           "DICT_SECONDS_PER_CELL", "MAX_OBJECTS", "PROBE_ROWS"]
 
 #: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: Arrow's dictionary encoding).
 KERNEL_MIN_ROWS = 20_000
@@ -532,6 +535,33 @@ def _arrange(codes: np.ndarray, uniques: list, seeds, sort: bool) -> tuple[np.nd
 
 #: seconds this process has spent dictionary-encoding Arrow columns long enough for the kernel
 _spent = [0.0]
+#: seconds Arrow's dictionary encoding would take for the frame being read (:func:`expecting`)
+_pending = [0.0]
+#: Arrow's dictionary encoding costs about this many seconds per cell (1.4 ms per column of 10^5 short strings)
+DICT_SECONDS_PER_CELL = 1.4e-8
+
+
+def is_arrow_strings(values) -> bool:
+    """Whether `values` is a pandas column of strings stored in Arrow (the kernel's input)."""
+    dtype = getattr(values, "dtype", None)
+    return (dtype is not None and not isinstance(dtype, np.dtype) and _is_string_dtype(dtype)
+            and getattr(dtype, "storage", "pyarrow") == "pyarrow")
+
+
+@contextmanager
+def expecting(cells: int) -> Iterator[None]:
+    """Read a frame of `cells` Arrow string cells in the block: ``"auto"`` counts their encoding in advance.
+
+    When encoding them by Arrow would take :data:`AUTO_SECONDS` (at
+    :data:`DICT_SECONDS_PER_CELL`), the kernel is used from the frame's first
+    long column: loading it costs less than the encoding it saves.
+    """
+    prev = _pending[0]
+    _pending[0] = cells * DICT_SECONDS_PER_CELL
+    try:
+        yield
+    finally:
+        _pending[0] = prev
 
 
 def kernel_wanted(n: int) -> bool:
@@ -540,13 +570,15 @@ def kernel_wanted(n: int) -> bool:
     ``"numba"``: always (numba installed); ``"numpy"``: never; ``"auto"``:
     for columns of at least :data:`KERNEL_MIN_ROWS` rows once Arrow's
     dictionary encoding of such columns has taken :data:`AUTO_SECONDS` in
-    this process (loading numba and the kernel costs about a second, more
-    than a one-off fit saves).
+    this process, or would take that long on the frame being read
+    (:func:`expecting`): importing numba and loading the cached kernel
+    costs about 0.35 s of CPU, more than a one-off fit of a small frame
+    saves.
     """
     backend = get_backend("strings")
     if backend == "numpy" or not numba_available():
         return False
-    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] >= AUTO_SECONDS)
+    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] + _pending[0] >= AUTO_SECONDS)
 
 
 def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np.ndarray | None] | None:

@@ -100,6 +100,27 @@ def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypa
         assert strings.kernel_wanted(1)
 
 
+def test_auto_backend_plans_for_a_large_frame(monkeypatch):
+    monkeypatch.setattr(strings, "_spent", [0.0])
+    big = int(strings.AUTO_SECONDS / strings.DICT_SECONDS_PER_CELL) + 1
+    with runtime.backend("strings", "auto"):
+        assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
+        with strings.expecting(big):
+            assert strings.kernel_wanted(KERNEL_MIN_ROWS) and not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+        with strings.expecting(big // 4):
+            assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
+        assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
+        seen = []
+        monkeypatch.setattr(strings, "arrow_column", lambda v, **kw: seen.append(len(v)))    # None: Arrow's path
+        monkeypatch.setattr(strings, "DICT_SECONDS_PER_CELL", strings.AUTO_SECONDS / (3 * KERNEL_MIN_ROWS))
+        df = pd.DataFrame({c: pd.Series(["x", "y"] * (KERNEL_MIN_ROWS // 2), dtype="str") for c in "ABC"})
+        table = as_table(df)                                     # 3 columns: the frame is worth the kernel
+        assert seen == [KERNEL_MIN_ROWS] * 3 and table.states("A") == ("x", "y")
+        as_table(df[["A", "B"]])                                 # 2 columns: not
+        assert seen == [KERNEL_MIN_ROWS] * 3
+    assert strings.is_arrow_strings(df["A"]) and not strings.is_arrow_strings(df["A"].astype(object))
+
+
 @pytest.mark.parametrize("backend", ["numba", "numpy"])
 def test_arrow_kernel_hands_over_past_max_uniques(backend):
     values = [f"v{i}" for i in range(KERNEL_MAX_UNIQUES + 1)]
