@@ -2,13 +2,16 @@
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/string_frames.py            # alarm and sprinkler, 10^5 rows, 5 repeats
+    PYTHONPATH=. python benchmarks/string_frames.py            # alarm and sprinkler, 10^5 rows, 7 repeats
     PYTHONPATH=. python benchmarks/string_frames.py --quick    # 10^4 rows, 2 repeats
 
 Data arrive from CSV files as strings. Each workload is one frame sampled
 from the model, held three ways: pandas categoricals (the model's states as
 categories), the same columns as strings (``df.astype(str)``: pandas' ``str``
-dtype, Arrow-backed under pandas 3) and as Python ``object`` strings.
+dtype, Arrow-backed under pandas 3) and as Python ``object`` strings, both
+one object per cell (``object``: converted from the Arrow strings) and one
+object per distinct string (``object shared``: as ``pandas.read_csv(...,
+dtype=object)`` gives them).
 
 - alarm (37 columns), 10^5 rows: ``cn.fit`` on the string frame, on the
   categorical frame and on the object frame, and pgmpy's
@@ -26,13 +29,14 @@ switching to the kernel once a second has been spent encoding, or at once
 for a frame whose encoding would take that long) and ``numba`` (the
 compiled kernel). Times are
 medians of CPU time (``time.process_time``, BLAS/numba threads pinned to one)
-over ``--repeats`` runs, after one untimed run of every contender; the first
+over ``--repeats`` runs (alarm: interleaved rounds, one run of every contender
+per round), after one untimed run of every contender; the first
 string fit of the process under each backend is printed apart (``cold``: for
 ``numba`` it includes importing numba and loading the cached kernel).
 
 Before any ratio is printed the answers are checked (exit status 1 on a
 failure): the string fit's CPTs equal the categorical fit's and pgmpy's to
-1e-12 (states matched by name), the object fit equals the string fit, and the
+1e-12 (states matched by name), the object fits equal the string fit, and the
 string frame's scores and per-row posteriors equal the categorical frame's.
 """
 
@@ -104,7 +108,7 @@ def pgmpy_tables(cpds, model, states) -> list:
 def frames(model, n: int):
     cats = model.sample(n, seed=0).to_pandas()                                    # categories: the model's states
     strings = cats.astype(str)
-    return cats, strings, strings.astype(object)
+    return cats, strings, strings.astype(object), cats.astype(object)
 
 
 def line(task: str, figures: dict, ratios: dict) -> None:
@@ -120,23 +124,36 @@ def fits(dag, frame, backend: str, repeat: int) -> tuple[float, float, object]:
     return first, t, model
 
 
+def interleaved(fns: dict, repeat: int) -> tuple[dict, dict]:
+    """Median CPU seconds of each of `fns` over `repeat` rounds, one call of each per round, and the last answers.
+
+    Interleaving spreads a change of the machine's load over every contender alike.
+    """
+    times, out = {k: [] for k in fns}, {}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.process_time()
+                out[name] = fn()
+                times[name].append(time.process_time() - t)
+    return {k: statistics.median(v) for k, v in times.items()}, out
+
+
 def bench_alarm(n: int, repeat: int) -> None:
     alarm = cn.gallery.load("alarm")
-    cats, strings, objects = frames(alarm, n)
+    cats, strings, objects, shared = frames(alarm, n)
     states = {v: alarm.states(v) for v in alarm.nodes}
-    cold_np, t_np, fit_np = fits(alarm.dag, strings, "numpy", repeat)
-    cold_nb, t_nb, fit_nb = fits(alarm.dag, strings, "numba", repeat)
-    cold(lambda: cn.fit(alarm.dag, cats))
-    t_cat, fit_cat = timed(lambda: cn.fit(alarm.dag, cats), repeat)
-    _, t_obj, fit_obj = fits(alarm.dag, objects, "numpy", repeat)
-    for name, fitted in (("numpy", fit_np), ("numba", fit_nb)):
-        require_close(f"alarm: string fit ({name}) vs categorical fit",
-                      [by_name(fitted, v, states) for v in alarm.nodes],
-                      [fit_cat.mechanisms[v].table for v in alarm.nodes], atol=1e-12)
-    require_close("alarm: object fit vs string fit", [fit_obj.mechanisms[v].table for v in alarm.nodes],
-                  [fit_np.mechanisms[v].table for v in alarm.nodes], atol=0)
-    figures = {"str numpy": t_np, "str numba": t_nb, "categorical": t_cat, "object": t_obj}
-    ratios = {"str/cat numpy": t_np / t_cat, "str/cat numba": t_nb / t_cat}
+
+    def fit_with(frame, backend):
+        def run():
+            with runtime.backend("strings", backend):
+                return cn.fit(alarm.dag, frame)
+        return run
+
+    fns = {"str numpy": fit_with(strings, "numpy"), "str numba": fit_with(strings, "numba"),
+           "categorical": fit_with(cats, "auto"), "object": fit_with(objects, "numpy"),
+           "object shared": fit_with(shared, "numpy")}
     try:
         from pgmpy.estimators import MaximumLikelihoodEstimator  # optional heavy dependency
         from pgmpy.models import DiscreteBayesianNetwork
@@ -146,16 +163,31 @@ def bench_alarm(n: int, repeat: int) -> None:
         def pgmpy_fit():
             return MaximumLikelihoodEstimator(DiscreteBayesianNetwork(list(alarm.dag.edges)),
                                               strings).get_parameters(n_jobs=1)
-        cold(pgmpy_fit)
-        t_pg, cpds = timed(pgmpy_fit, repeat)
+        fns["pgmpy str"] = pgmpy_fit
+    cold_np, cold_nb = cold(fns["str numpy"]), cold(fns["str numba"])        # the first string fits of the process
+    for name in ("categorical", "object", "object shared", "pgmpy str"):
+        if name in fns:
+            cold(fns[name])
+    figures, out = interleaved(fns, repeat)
+    fit_np, fit_nb, fit_cat = (out[k] for k in ("str numpy", "str numba", "categorical"))
+    for name, fitted in (("numpy", fit_np), ("numba", fit_nb)):
+        require_close(f"alarm: string fit ({name}) vs categorical fit",
+                      [by_name(fitted, v, states) for v in alarm.nodes],
+                      [fit_cat.mechanisms[v].table for v in alarm.nodes], atol=1e-12)
+    for name in ("object", "object shared"):
+        require_close(f"alarm: {name} fit vs string fit", [out[name].mechanisms[v].table for v in alarm.nodes],
+                      [fit_np.mechanisms[v].table for v in alarm.nodes], atol=0)
+    t_np, t_nb, t_cat = figures["str numpy"], figures["str numba"], figures["categorical"]
+    ratios = {"str/cat numpy": t_np / t_cat, "str/cat numba": t_nb / t_cat}
+    if "pgmpy str" in out:
+        cpds = out["pgmpy str"]
         ours = [by_name(fit_np, c.variable, states) for c in cpds]
         theirs = pgmpy_tables(cpds, fit_np, states)
         seen = [np.isfinite(t).all(axis=-1) for t in theirs]
         require_close("alarm: string fit vs pgmpy", [o[s] for o, s in zip(ours, seen)],
                       [t[s] for t, s in zip(theirs, seen)], atol=1e-12)
-        figures["pgmpy str"] = t_pg
-        ratios["pgmpy/str numpy"] = t_pg / t_np
-        ratios["pgmpy/str numba"] = t_pg / t_nb
+        ratios["pgmpy/str numpy"] = figures["pgmpy str"] / t_np
+        ratios["pgmpy/str numba"] = figures["pgmpy str"] / t_nb
     line(f"fit, alarm, {n} rows", figures, {})
     line("", {}, ratios)
     print(f"{'':<34}cold (first string fit of the process): numpy {cold_np:.4f}s, numba {cold_nb:.4f}s", flush=True)
@@ -163,7 +195,7 @@ def bench_alarm(n: int, repeat: int) -> None:
 
 def bench_sprinkler(n: int, repeat: int) -> None:
     m = cn.gallery.load("sprinkler")
-    cats, strings, _ = frames(m, n)
+    cats, strings, _, _ = frames(m, n)
     states = {v: m.states(v) for v in m.nodes}
     cold(lambda: cn.fit(m.dag, cats))
     t_cat, fit_cat = timed(lambda: cn.fit(m.dag, cats), repeat)
@@ -192,7 +224,7 @@ def bench_sprinkler(n: int, repeat: int) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="10^4 rows, 2 repeats")
     args = ap.parse_args(argv)
     n, repeat = (10_000, 2) if args.quick else (args.rows, args.repeats)
