@@ -390,9 +390,12 @@ def arrow_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, 
 
 
 def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list, np.ndarray | None] | None:
-    """:func:`arrow_codes` and the codes as uint8 (n,) too, written in the same pass (None if a cell is missing)."""
-    import pyarrow as pa  # present whenever a column is stored in Arrow
+    """:func:`arrow_codes` and the codes as uint8 (n,) too, written in the same pass (None if a cell is missing).
 
+    With `sort`, the first :data:`PROBE_ROWS` rows are encoded first and the
+    strings met there enter the full pass sorted (after the `seeds`), so the
+    codes need no renumbering unless a new string turns up later.
+    """
     arr = _arrow_array(values)
     if arr is None:
         return None
@@ -400,13 +403,17 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     if seeds is not None and not state.seed(seeds):
         return None
     n_seeds = state.k
+    if sort and len(arr) > PROBE_ROWS:
+        probe = _Uniques(KERNEL_MAX_UNIQUES)
+        head = np.empty(PROBE_ROWS, np.int64), np.empty(PROBE_ROWS, np.uint8)                    # (PROBE_ROWS,) x2
+        if not (probe.seed(state.strings) and _run_chunks(probe, arr.slice(0, PROBE_ROWS), *head)):
+            return None
+        if not state.seed(sorted(probe.strings[n_seeds:])):
+            return None
     codes = np.empty(len(arr), np.int64)                                                          # (n,)
     small = np.empty(len(arr), np.uint8)                                                          # (n,)
-    row = 0
-    for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
-        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row):
-            return None
-        row += len(chunk)
+    if not _run_chunks(state, arr, codes, small):
+        return None
     uniques = state.strings
     if sort and len(uniques) > n_seeds + 1:
         rest = uniques[n_seeds:]
@@ -417,6 +424,18 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
             remap_kernel(codes, small, lut)
             uniques = uniques[:n_seeds] + [rest[j] for j in order]
     return codes, uniques, None if state.missing else small
+
+
+def _run_chunks(state: _Uniques, arr, codes: np.ndarray, small: np.ndarray) -> bool:
+    """Encode an Arrow array or chunked array into `codes` and `small` (n,); False past the state's capacity."""
+    import pyarrow as pa  # present whenever a column is stored in Arrow
+
+    row = 0
+    for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row):
+            return False
+        row += len(chunk)
+    return True
 
 
 def dictionary_codes(values) -> tuple[np.ndarray, list] | None:

@@ -171,13 +171,26 @@ def test_kernel_chunked_sliced_seeded_sorted_equals_factorize(values, large, sta
     present = list(dict.fromkeys(v for v in values if v is not None))
     seeds = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.sampled_from(present or ["q"]), st.text(max_size=12)),
                                                     unique=True, max_size=5)))
-    codes, uniques = arrow_codes(s, seeds=seeds, sort=sort)
+    probe, strings.PROBE_ROWS = strings.PROBE_ROWS, data.draw(st.sampled_from([PROBE_ROWS, 1, 3, 10]))
+    try:                                               # a short probe: strings met after it, across chunks
+        codes, uniques = arrow_codes(s, seeds=seeds, sort=sort)
+    finally:
+        strings.PROBE_ROWS = probe
     expect_codes, expect_uniques = _expected(s.tolist(), seeds, sort)
     assert uniques == expect_uniques
     assert codes.dtype == np.int64 and codes.tolist() == expect_codes
     with runtime.backend("strings", "numpy"):                       # Arrow's dictionary encoding, renumbered alike
         codes, uniques = string_codes(s, seeds=seeds, sort=sort)
     assert uniques == expect_uniques and np.asarray(codes).tolist() == expect_codes
+
+
+def test_kernel_sorts_without_renumbering_when_the_probe_saw_every_string(monkeypatch):
+    values = ["b", "c", "a"] * (PROBE_ROWS // 3 + 10)
+    with runtime.backend("strings", "numba"):
+        codes, uniques = arrow_codes(_arrow_series(values, True), sort=True)       # compiled before the patch
+        monkeypatch.setattr(strings, "remap_kernel", lambda *a: pytest.fail("renumbered"))
+        codes, uniques = arrow_codes(_arrow_series(values, True), sort=True)
+    assert uniques == ["a", "b", "c"] and codes.tolist() == [1, 2, 0] * (PROBE_ROWS // 3 + 10)
 
 
 def test_kernel_strings_at_the_end_of_the_buffer_and_empty_columns():
