@@ -25,7 +25,7 @@ dtype=object)`` gives them).
 The string frames are timed under both backends of the ``strings`` kernel
 family (:mod:`causalnet.runtime`): ``numpy`` (Arrow's own dictionary
 encoding; what ``"auto"`` uses in a fresh process on a frame this size,
-switching to the kernel once a second has been spent encoding, or at once
+switching to the kernel once half a second has been spent encoding, or at once
 for a frame whose encoding would take that long) and ``numba`` (the
 compiled kernel). Times are
 medians of CPU time (``time.process_time``, BLAS/numba threads pinned to one)

@@ -73,7 +73,7 @@ __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
 #: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: Arrow's dictionary encoding).
 KERNEL_MIN_ROWS = 20_000
 #: Under the ``"auto"`` backend the kernel is compiled once dictionary encoding has taken this long in the process.
-AUTO_SECONDS = 1.0
+AUTO_SECONDS = 0.5
 #: The kernel's hash table holds this many distinct strings; past them it hands over to Arrow's dictionary encoding.
 KERNEL_MAX_UNIQUES = 64
 #: :func:`object_codes` gives up past this many distinct objects in a column (the strings are then hashed).
