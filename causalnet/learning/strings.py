@@ -295,8 +295,13 @@ class _Uniques:
         self.strings: list = []
 
     def seed(self, strings) -> bool:
-        """Enter `strings` (distinct ``str``) as codes ``0..K-1``; False if they do not fit or do not encode."""
+        """Enter `strings` (distinct ``str``) as codes ``0..K-1``; False if they do not fit, repeat or do not encode."""
+        strings = list(strings)
+        if len(set(strings) | set(self.strings)) != len(strings) + len(self.strings):
+            return False
         for text in strings:
+            if not isinstance(text, str):
+                return False
             try:
                 raw = text.encode("utf-8")
             except UnicodeEncodeError:                                 # lone surrogates: never in Arrow data

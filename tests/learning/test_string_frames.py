@@ -212,6 +212,11 @@ def test_kernel_hands_over_when_the_strings_overflow_its_words():
 def test_kernel_refuses_seeds_it_cannot_hold():
     assert arrow_codes(_arrow_series(["a"], False), seeds=["\ud800"]) is None       # a lone surrogate: no UTF-8
     assert arrow_codes(_arrow_series(["a"], False), seeds=[f"s{i}" for i in range(KERNEL_MAX_UNIQUES + 1)]) is None
+    assert arrow_codes(_arrow_series(["a"], False), seeds=["a", "a"]) is None
+    assert arrow_codes(_arrow_series(["a"], False), seeds=[1]) is None
+    with runtime.backend("strings", "numba"):                       # string_codes falls back to Arrow's encoding
+        codes, uniques = string_codes(pd.Series(["a", "b"] * KERNEL_MIN_ROWS, dtype="str"), seeds=["b", "\ud800"])
+    assert uniques == ["b", "\ud800", "a"] and codes.tolist() == [2, 0] * KERNEL_MIN_ROWS
 
 
 def _unshared(values):
