@@ -114,11 +114,11 @@ class DAG(DAGCore):
 
     def d_separated(self, x, y, given=None) -> bool:
         """Whether `x` and `y` are d-separated by `given`; see :func:`causalnet.graph.separation.d_separated`."""
-        return _graph.separation.d_separated(self, x, y, given)
+        return _graph.bitsep.d_separated(self, x, y, given)
 
     def d_connected(self, x, y, given=None) -> bool:
         """Negation of :meth:`d_separated`."""
-        return _graph.separation.d_connected(self, x, y, given)
+        return not _graph.bitsep.d_separated(self, x, y, given)
 
     def minimal_d_separator(self, x, y, include=None, restrict=None):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""
