@@ -65,7 +65,7 @@ from .. import graph as _graph  # the engines (separation) load on first use (gr
 from .. import runtime
 from .core import DAGCore, GraphIndex
 
-__all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "KERNEL_MIN_NODES", "MEMO_AFTER", "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
+__all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "FLAT_MAX_NODES", "KERNEL_MIN_NODES", "MEMO_AFTER", "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
            "QuickIndex", "byte_mask", "connected", "d_separated", "quick_answer"]
 
 #: Graphs of more nodes are left to the engines (a bitset test costs about n/60 machine words).
@@ -76,6 +76,9 @@ ANC_BYTES = 32 * 2**20
 #: earlier ones, and those on larger graphs (where a bitset is wide), by a plain walk.
 MEMO_AFTER = 32
 MEMO_MAX_NODES = 4096
+#: The local Markov shortcut takes rows from the flat lists on graphs of at most this many nodes, else
+#: from the CSR arrays one row at a time (it visits few nodes; the flat lists of a large graph cost more).
+FLAT_MAX_NODES = 4096
 #: A set Y (or X) larger than this is tested by name instead of being mapped to indices.
 BIG_SET = 64
 #: The compiled kernel serves graphs of at least this many nodes ...
@@ -140,6 +143,33 @@ class QuickIndex:
         if self.cp is None:
             self.cp, self.ci = self.ix.c_ptr.tolist(), self.ix.c_idx.tolist()
         return self.cp, self.ci
+
+    def child_row(self, v: int) -> list:
+        """The children of `v` (kept); from the flat lists once built, else from the CSR arrays (on large
+        graphs a few rows cost less than the flat lists)."""
+        r = self.crow[v]
+        if r is None:
+            if self.ci is None and self.ix.n <= FLAT_MAX_NODES:
+                self.children()
+            if self.ci is not None:
+                r = self.ci[self.cp[v]:self.cp[v + 1]]
+            else:
+                ptr = self.ix.c_ptr
+                r = self.ix.c_idx[ptr[v]:ptr[v + 1]].tolist()
+            self.crow[v] = r
+        return r
+
+    def parent_row(self, v: int) -> list:
+        """The parents of `v` (kept); from the flat lists once a search has built them, else from the CSR arrays."""
+        r = self.prow[v]
+        if r is None:
+            if self.pi is not None:
+                r = self.pi[self.pp[v]:self.pp[v + 1]]
+            else:
+                ptr = self.ix.p_ptr
+                r = self.ix.p_idx[ptr[v]:ptr[v + 1]].tolist()
+            self.prow[v] = r
+        return r
 
     def node_names(self) -> frozenset:
         """The node names as a frozenset (built once)."""
@@ -373,32 +403,29 @@ def _sides(q: QuickIndex, xs: list, ys: list, zs: list) -> tuple[list, list, byt
 
 def _local_markov(q: QuickIndex, xs: list, y, zs: list) -> bool | None:
     """X ⊥ Y | Z for a large set Y of names when Z holds pa(X) and nothing below X; None otherwise."""
-    if not q.node_names().issuperset(y):
+    if not (q.names or q.node_names()).issuperset(y):
         return None
-    order = q.ix.nodes
+    name = q.ix.nodes.__getitem__
     zset = set(zs)
-    if any(order[i] in y for i in xs) or any(order[i] in y for i in zs) or not zset.isdisjoint(xs):
+    if not zset.isdisjoint(xs) or not y.isdisjoint(map(name, zs)):
         return None
-    pp, pi = q.parents()
     for x in xs:
-        if not zset.issuperset(pi[pp[x]:pp[x + 1]]):
+        if not zset.issuperset(q.prow[x] or q.parent_row(x)):
             return None
-    cp, ci = q.children()
-    crow = q.crow
+    crow, child_row = q.crow, q.child_row
     de = set(xs)                # De(X) by a plain walk down; a node of Z there ends the shortcut
     stack = list(de)
     while stack:
         v = stack.pop()
-        cs = crow[v]
-        if cs is None:
-            cs = crow[v] = ci[cp[v]:cp[v + 1]]
-        for c in cs:
+        for c in crow[v] or child_row(v):
             if c not in de:
                 if c in zset:
                     return None
                 de.add(c)
                 stack.append(c)
-    return y.isdisjoint(map(order.__getitem__, de))
+    if y.isdisjoint(map(name, de)):
+        return True
+    return None if not y.isdisjoint(map(name, xs)) else False     # X and Y overlap: the engines raise
 
 
 def d_separated(dag: DAGCore, x, y, given=None) -> bool:
