@@ -279,16 +279,10 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
     up = list(up_seen)
     down: list = []
     while up or down:
-        if up:
+        while up:                       # reached from a child: on to the parents and the children
             v = up.pop()
             if v in zs:
                 continue
-            go_up = go_down = True
-        else:
-            v = down.pop()
-            go_up = v in zs             # bounce: the colliders above it open
-            go_down = not go_up
-        if go_up:
             ps = prow[v]
             if ps is None:
                 ps = prow[v] = pi[pp[v]:pp[v + 1]]
@@ -298,7 +292,6 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
                         return True
                     up_seen.add(p)
                     up.append(p)
-        if go_down:
             cs = crow[v]
             if cs is None:
                 cs = crow[v] = ci[cp[v]:cp[v + 1]]
@@ -308,6 +301,28 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
                         return True
                     down_seen.add(c)
                     down.append(c)
+        while down:                     # reached from a parent: bounce up at Z, else on down
+            v = down.pop()
+            if v in zs:
+                ps = prow[v]
+                if ps is None:
+                    ps = prow[v] = pi[pp[v]:pp[v + 1]]
+                for p in ps:
+                    if p not in up_seen:
+                        if p in ys:
+                            return True
+                        up_seen.add(p)
+                        up.append(p)
+            else:
+                cs = crow[v]
+                if cs is None:
+                    cs = crow[v] = ci[cp[v]:cp[v + 1]]
+                for c in filter(inside, cs):
+                    if c not in down_seen:
+                        if c in ys:
+                            return True
+                        down_seen.add(c)
+                        down.append(c)
     return False
 
 
