@@ -110,8 +110,8 @@ class QuickIndex:
         The parent and child rows of the nodes a search has expanded
         (slices of the flat lists, taken once: no list per node is built for
         the nodes no query reaches).
-    anc : list of int, length n
-        ``anc[v]`` is An({v}) as a bitset once computed, 0 before.
+    anc : list of int, length n, or None
+        ``anc[v]`` is An({v}) as a bitset once computed, 0 before (the list is made on first use).
     left : int
         Bytes the bitsets may still take (:data:`ANC_BYTES` at first).
     names : frozenset or None
@@ -127,7 +127,7 @@ class QuickIndex:
         self.pp = self.pi = self.cp = self.ci = None
         self.prow: list = [None] * ix.n
         self.crow: list = [None] * ix.n
-        self.anc = [0] * ix.n
+        self.anc: list | None = None
         self.left = ANC_BYTES
         self.names = None
         self.queries = 0
@@ -180,6 +180,8 @@ class QuickIndex:
     def ancestors(self, nodes) -> int:
         """An(`nodes`) as a bitset: the OR of the stored An({v}); -1 once the byte budget is spent."""
         anc = self.anc
+        if anc is None:
+            anc = self.anc = [0] * self.ix.n
         out = 0
         for v in nodes:
             a = anc[v] or self._fill(v)
@@ -427,20 +429,34 @@ def _local_markov(q: QuickIndex, xs: list, y, zs: list) -> bool | None:
     for x in xs:
         if not zset.issuperset(q.prow[x] or q.parent_row(x)):
             return None
-    crow, child_row = q.crow, q.child_row
-    de = set(xs)                # De(X) by a plain walk down; a node of Z there ends the shortcut
+    de = _descendants(q, xs, zset)    # De(X), or None when a node of Z is below X
+    if de is None:
+        return None
+    if y.isdisjoint(map(name, de)):
+        return True
+    return None if not y.isdisjoint(map(name, xs)) else False     # X and Y overlap: the engines raise
+
+
+def _descendants(q: QuickIndex, xs: list, zset: set) -> set | None:
+    """De(X) by a plain walk down the children; None as soon as it meets a node of `zset`."""
+    crow = q.crow
+    if q.ci is None and q.ix.n <= FLAT_MAX_NODES:
+        q.children()
+    cp, ci = q.cp, q.ci
+    de = set(xs)
     stack = list(de)
     while stack:
         v = stack.pop()
-        for c in crow[v] or child_row(v):
+        cs = crow[v]
+        if cs is None:
+            cs = crow[v] = ci[cp[v]:cp[v + 1]] if ci is not None else q.child_row(v)
+        for c in cs:
             if c not in de:
                 if c in zset:
                     return None
                 de.add(c)
                 stack.append(c)
-    if y.isdisjoint(map(name, de)):
-        return True
-    return None if not y.isdisjoint(map(name, xs)) else False     # X and Y overlap: the engines raise
+    return de
 
 
 def d_separated(dag: DAGCore, x, y, given=None) -> bool:
