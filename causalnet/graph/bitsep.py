@@ -64,8 +64,9 @@ import numpy as np
 from .. import graph as _graph  # the engines (separation) load on first use (graph/__init__.py)
 from .. import runtime
 from .core import DAGCore, GraphIndex
+from .reach import MEMO_ELEMENTS, ClosureMemo
 
-__all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "FLAT_MAX_NODES", "KERNEL_MIN_NODES", "MEMO_AFTER", "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
+__all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "FLAT_MAX_NODES", "KERNEL_MIN_NODES", "MARKOV_MEMO_AFTER", "MEMO_AFTER", "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
            "QuickIndex", "byte_mask", "connected", "d_separated", "quick_answer"]
 
 #: Graphs of more nodes are left to the engines (a bitset test costs about n/60 machine words).
@@ -79,6 +80,9 @@ MEMO_MAX_NODES = 4096
 #: The local Markov shortcut takes rows from the flat lists on graphs of at most this many nodes, else
 #: from the CSR arrays one row at a time (it visits few nodes; the flat lists of a large graph cost more).
 FLAT_MAX_NODES = 4096
+#: Local Markov statements past this many on a graph take De(X) from memoized descendant sets (filling them
+#: costs more than it saves over a graph's first few hundred statements).
+MARKOV_MEMO_AFTER = 256
 #: A set Y (or X) larger than this is tested by name instead of being mapped to indices.
 BIG_SET = 64
 #: The compiled kernel serves graphs of at least this many nodes ...
@@ -118,9 +122,13 @@ class QuickIndex:
         The node names, on first use.
     queries : int
         Small-set queries answered (the bitsets serve those past :data:`MEMO_AFTER`).
+    markov : int
+        Local Markov statements asked (the descendant memo serves those past :data:`MARKOV_MEMO_AFTER`).
+    desc : ClosureMemo or None
+        The memoized descendant sets, once used.
     """
 
-    __slots__ = ("ix", "pp", "pi", "cp", "ci", "prow", "crow", "anc", "left", "names", "queries")
+    __slots__ = ("ix", "pp", "pi", "cp", "ci", "prow", "crow", "anc", "left", "names", "queries", "markov", "desc")
 
     def __init__(self, ix: GraphIndex) -> None:
         self.ix = ix
@@ -130,7 +138,8 @@ class QuickIndex:
         self.anc: list | None = None
         self.left = ANC_BYTES
         self.names = None
-        self.queries = 0
+        self.queries = self.markov = 0
+        self.desc: ClosureMemo | None = None
 
     def parents(self) -> tuple[list, list]:
         """``(pp, pi)``, built on first use."""
@@ -377,15 +386,18 @@ def quick_answer(ix: GraphIndex, x, y, given=None) -> bool | None:
     if ty is str or (tx is not str and (len(x) if tx in (set, frozenset, list) else 1) >
                      (len(y) if ty in (set, frozenset, list) else 1)):
         x, y, tx, ty = y, x, ty, tx     # d-separation is symmetric: search from the smaller side
+    big = (ty is set or ty is frozenset) and len(y) > BIG_SET
+    if not big and _defer(ix.n):
+        return None
     pos = ix.pos
     xs = _ids(pos, x)
     zs = [] if given is None else _ids(pos, given)
     if not xs or zs is None:
         return None
-    if (ty is set or ty is frozenset) and len(y) > BIG_SET:
+    if big:
         return _local_markov(q, xs, y, zs)
     ys = _ids(pos, y)
-    if not ys or _defer(ix.n):
+    if not ys:
         return None
     zset = set(zs)
     yset = set(ys)
@@ -429,12 +441,45 @@ def _local_markov(q: QuickIndex, xs: list, y, zs: list) -> bool | None:
     for x in xs:
         if not zset.issuperset(q.prow[x] or q.parent_row(x)):
             return None
-    de = _descendants(q, xs, zset)    # De(X), or None when a node of Z is below X
+    q.markov += 1
+    if q.markov > MARKOV_MEMO_AFTER:  # a graph asked many times: De(X) from memoized descendant sets
+        de = _stored_descendants(q, xs, zset)
+    else:
+        de = _descendants(q, xs, zset)    # De(X), or None when a node of Z is below X
     if de is None:
         return None
     if y.isdisjoint(map(name, de)):
         return True
     return None if not y.isdisjoint(map(name, xs)) else False     # X and Y overlap: the engines raise
+
+
+def _stored_descendants(q: QuickIndex, xs: list, zset: set) -> set | frozenset | None:
+    """De(X) as the union of memoized per-node descendant sets (:class:`causalnet.graph.reach.ClosureMemo`,
+    filled along the rows :meth:`QuickIndex.child_row` gives); a plain walk once its budget is spent."""
+    if q.desc is None:
+        q.desc = ClosureMemo(q.ix.n, MEMO_ELEMENTS)
+    rows = _Rows(q.child_row)
+    sets = []
+    for x in xs:
+        s = q.desc.descendants(rows, x)
+        if s is None:
+            return _descendants(q, xs, zset)
+        if not zset.isdisjoint(s):
+            return None
+        sets.append(s)
+    return sets[0] if len(sets) == 1 else set().union(*sets)
+
+
+class _Rows:
+    """A read-only list-like view whose item ``v`` is ``row(v)`` (rows built on demand)."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row) -> None:
+        self.row = row
+
+    def __getitem__(self, v: int) -> list:
+        return self.row(v)
 
 
 def _descendants(q: QuickIndex, xs: list, zset: set) -> set | None:

@@ -107,9 +107,12 @@ def test_sparse_graph_matches_networkx_and_the_engines(quick_mode, seed, monkeyp
     assert sum(got for *_, got in engines) not in (0, len(engines))                # both answers occur
 
 
-def test_local_markov_statements_and_their_perturbations(quick_mode, seed):
-    # X ⊥ non-descendants | parents, answered by name; then a child added to Y, a parent moved from Z
-    # to Y, a descendant added to Z (not local Markov any more: the engines answer), each against networkx
+@pytest.mark.parametrize("stored", [False, True])
+def test_local_markov_statements_and_their_perturbations(quick_mode, seed, stored, monkeypatch):
+    # X ⊥ non-descendants | parents, answered by name (De(X) by a walk, or from the memoized descendant
+    # sets); then a child added to Y, a parent moved from Z to Y, a descendant added to Z (not local
+    # Markov any more: the engines answer), each against networkx
+    monkeypatch.setattr(bitsep, "MARKOV_MEMO_AFTER", 0 if stored else 10**9)
     rng = np.random.default_rng(seed)
     g = random_sparse_dag(rng, 300, 2.5)
     G = g.to_networkx()
@@ -138,6 +141,7 @@ def test_local_markov_statements_and_their_perturbations(quick_mode, seed):
             assert got is None or got is expected
             assert g.d_separated(x, y, z) is expected
     assert answered >= 20
+    assert (g.index.quick.desc is not None) is stored
 
 
 def test_errors_come_from_the_checked_path():
