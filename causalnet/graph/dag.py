@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from .. import graph as _graph  # its question modules, each loaded on first use (graph/__init__.py)
 from ..errors import ModelError
-from . import bitsep  # d-separation's front door loads with the class (about 0.2 ms; see docs/performance.md)
+from . import bitsep  # d-separation's front door loads with the class (0.2-0.8 ms; docs/performance.md)
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 from .plain_text import parse_plain_indexed
