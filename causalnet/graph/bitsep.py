@@ -61,10 +61,9 @@ import time
 
 import numpy as np
 
-from .. import graph as _graph  # the engines (separation) load on first use (graph/__init__.py)
+from .. import graph as _graph  # the engines (separation, reach) load on first use (graph/__init__.py)
 from .. import runtime
 from .core import DAGCore, GraphIndex
-from .reach import MEMO_ELEMENTS, ClosureMemo
 
 __all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "FLAT_MAX_NODES", "KERNEL_MIN_NODES", "MARKOV_MEMO_AFTER", "MEMO_AFTER", "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
            "QuickIndex", "byte_mask", "connected", "d_separated", "quick_answer"]
@@ -139,7 +138,7 @@ class QuickIndex:
         self.left = ANC_BYTES
         self.names = None
         self.queries = self.markov = 0
-        self.desc: ClosureMemo | None = None
+        self.desc = None            # a reach.ClosureMemo once used (reach loads then)
 
     def parents(self) -> tuple[list, list]:
         """``(pp, pi)``, built on first use."""
@@ -457,7 +456,7 @@ def _stored_descendants(q: QuickIndex, xs: list, zset: set) -> set | frozenset |
     """De(X) as the union of memoized per-node descendant sets (:class:`causalnet.graph.reach.ClosureMemo`,
     filled along the rows :meth:`QuickIndex.child_row` gives); a plain walk once its budget is spent."""
     if q.desc is None:
-        q.desc = ClosureMemo(q.ix.n, MEMO_ELEMENTS)
+        q.desc = _graph.reach.ClosureMemo(q.ix.n, _graph.reach.MEMO_ELEMENTS)
     rows = _Rows(q.child_row)
     sets = []
     for x in xs:
