@@ -149,6 +149,7 @@ def first_child(path: str, lib: str) -> None:
     with open(path) as f:
         spec = json.load(f)
     qs = spec["queries"]
+    gc.collect()        # reading the file made garbage (up to 10^6 objects): not the import's nor the build's cost
     if lib == "causalnet":
         import causalnet.graph.core  # noqa: F401  (the structure every graph needs, numpy with it)
 
