@@ -147,9 +147,11 @@ class GraphIndex:
     scratch : object or None
         Working memory a search may keep with the index (the compiled
         d-separation keeps its stamp arrays here); None until one does.
+    quick : object or None
+        What the quick d-separation path keeps (:mod:`causalnet.graph.bitsep`); None until its first query.
     """
 
-    __slots__ = ("pos", "nodes", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "_par", "_chi", "scratch")
+    __slots__ = ("pos", "nodes", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "_par", "_chi", "scratch", "quick")
 
     def __init__(self, pos: dict, nodes: tuple, src: np.ndarray, dst: np.ndarray) -> None:
         """Index of the edges ``src[k] -> dst[k]`` (int arrays of node indices, no repeats), in that order."""
@@ -159,7 +161,7 @@ class GraphIndex:
         self.p_ptr, self.p_idx = _csr(dst, src, n)
         self.c_ptr, self.c_idx = _csr(src, dst, n)
         self._par = self._chi = None
-        self.scratch = None
+        self.scratch = self.quick = None
 
     @property
     def par(self) -> list:

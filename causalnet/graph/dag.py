@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from .. import graph as _graph  # its question modules, each loaded on first use (graph/__init__.py)
 from ..errors import ModelError
+from . import bitsep  # d-separation's front door loads with the class (0.2-0.8 ms; docs/performance.md)
 from .core import DAGCore, register_dag_class
 from .parse import parse_graph
 from .plain_text import parse_plain_indexed
@@ -114,11 +115,11 @@ class DAG(DAGCore):
 
     def d_separated(self, x, y, given=None) -> bool:
         """Whether `x` and `y` are d-separated by `given`; see :func:`causalnet.graph.separation.d_separated`."""
-        return _graph.separation.d_separated(self, x, y, given)
+        return bitsep.d_separated(self, x, y, given)
 
     def d_connected(self, x, y, given=None) -> bool:
         """Negation of :meth:`d_separated`."""
-        return _graph.separation.d_connected(self, x, y, given)
+        return not bitsep.d_separated(self, x, y, given)
 
     def minimal_d_separator(self, x, y, include=None, restrict=None):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""

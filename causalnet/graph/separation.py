@@ -42,12 +42,13 @@ import numpy as np
 
 from .. import limits, runtime
 from ..errors import GraphError
-from . import kernels
+from . import bitsep, kernels
 from .core import DAGCore, GraphIndex, closure
 from .reach import MEMO_ELEMENTS, ClosureMemo, ancestral_set, ball_reaches, bayes_ball, local_markov_reach
 
 __all__ = [
     "d_separated",
+    "d_separated_engines",
     "d_connected",
     "minimal_d_separator",
     "implied_independencies",
@@ -74,14 +75,14 @@ _MEMO_ELEMENTS = MEMO_ELEMENTS
 # The compiled kernel serves graphs of at least this many nodes (on smaller
 # ones the Python search is as fast), once the Python searches of this process
 # have taken _PYTHON_BUDGET_S seconds in all (then its compile time has paid).
-_KERNEL_MIN_NODES = 32
-_PYTHON_BUDGET_S = 1.0
+_KERNEL_MIN_NODES = bitsep.KERNEL_MIN_NODES
+_PYTHON_BUDGET_S = bitsep.PYTHON_BUDGET_S
 
 # A set Y larger than this is tested by name on the nodes the ball reaches
 # instead of being mapped to indices.
 _BIG_SET = 64
 
-_state = {"python_s": 0.0}
+_state = bitsep.STATE     # seconds of Python searches in this process, the quick path's included
 
 # Bytes of one Independence statement in a list (object, slots, list pointer);
 # the conditioning sets are shared between statements.
@@ -198,11 +199,24 @@ def d_separated(dag: DAGCore, x, y, given=None) -> bool:
 
     Notes
     -----
-    Linear in the size of the graph; the first call on a DAG builds its
-    integer index, later calls reuse it. Arguments that are a node name, or a
-    set or list of node names, take a fast path (:func:`_fast`) that maps them
-    straight to indices; anything else, and every error, goes through the
-    checked path, which gives the same answer.
+    Linear in the size of the graph. Arguments that are a node name, or a set
+    or list of node names, take the quick path of :mod:`causalnet.graph.bitsep`
+    (what a fresh process uses: nothing compiled, little built) while the
+    compiled kernel has not paid; then, and for anything else,
+    :func:`d_separated_engines` answers, with the same answers, and raises
+    every error.
+    """
+    return bitsep.d_separated(dag, x, y, given)
+
+
+def d_separated_engines(dag: DAGCore, x, y, given=None) -> bool:
+    """:func:`d_separated` by the engines: the compiled kernel, the memoized Python search, the numpy frontier.
+
+    Arguments that are a node name, or a set or list of node names, take a
+    fast path (:func:`_fast`) that maps them straight to indices; anything
+    else, and every error, goes through the checked path, which gives the
+    same answer. The first call on a DAG builds the structures the engine
+    it uses needs; later calls reuse them.
     """
     if not isinstance(dag, DAGCore):
         raise GraphError(f"d_separated expects a causalnet DAG, got {type(dag).__name__}")

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
-from causalnet.graph import reach
+from causalnet.graph import bitsep, reach
 from causalnet.graph import separation as sep
 from causalnet.graph.reach import ClosureMemo, ancestral_set, ball_reaches, local_markov_reach
 
@@ -121,6 +121,7 @@ def test_default_python_path_matches_networkx_on_a_sparse_graph(seed, budget, me
     monkeypatch.setattr(sep, "_MEMO_ELEMENTS", budget)
     monkeypatch.setattr(sep, "_MEMO_AFTER", memo_after)
     monkeypatch.setattr(sep, "_use_kernel", lambda n: False)
+    monkeypatch.setattr(bitsep, "ACTIVE", False)        # the engines' Python path, not the quick one
     rng = np.random.default_rng(seed)
     g = random_sparse_dag(rng, 400, 2.5)
     G = g.to_networkx()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet import GraphError, runtime
-from causalnet.graph import kernels
+from causalnet.graph import bitsep, kernels
 from causalnet.graph import separation as sep
 
 
@@ -34,13 +34,14 @@ def dags(draw, max_nodes=9):
 
 
 def use_engine(engine, monkeypatch):
-    """Pin one search on any size: the Python ball in the ancestral set from memoized closures from the
+    """Pin one search on any size: the quick path of causalnet.graph.bitsep ("quick"), the Python ball in the ancestral set from memoized closures from the
     first query ("python"), the same with the ancestral set by a plain search ("python-nomemo"), the numpy
     frontier search ("numpy"), or the compiled kernel ("kernel")."""
     monkeypatch.setattr(sep, "_NUMPY_MIN_NODES", 0 if engine == "numpy" else 10**9)
     monkeypatch.setattr(sep, "_MEMO_ELEMENTS", 0 if engine in ("numpy", "python-nomemo") else sep.MEMO_ELEMENTS)
     monkeypatch.setattr(sep, "_MEMO_AFTER", 10**9 if engine == "python-nomemo" else 0)
     monkeypatch.setattr(sep, "_KERNEL_MIN_NODES", 0)
+    monkeypatch.setattr(bitsep, "ACTIVE", engine == "quick")   # the front door of graph.bitsep, or the engines
     monkeypatch.setattr(runtime, "_backends", {**runtime._backends,
                                                "graph": "numba" if engine == "kernel" else "numpy"})
     if engine == "kernel":
@@ -48,7 +49,7 @@ def use_engine(engine, monkeypatch):
     assert sep._use_kernel(10) is (engine == "kernel")
 
 
-@pytest.mark.parametrize("engine", ["python", "python-nomemo", "numpy", "kernel"])
+@pytest.mark.parametrize("engine", ["quick", "python", "python-nomemo", "numpy", "kernel"])
 def test_matches_networkx_on_random_queries(engine, seed, monkeypatch):
     rng = np.random.default_rng(seed)
     use_engine(engine, monkeypatch)
