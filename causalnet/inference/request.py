@@ -480,6 +480,7 @@ def plain_request(model, targets, evidence, method: str) -> Request | None:
     if not names or len(set(names)) != len(names) or any(type(t) is not str or t not in mechs for t in names):
         return None
     ev: dict = {}
+    shown: list = []
     if evidence:
         specs = model.specs
         for k, value in evidence.items():
@@ -498,12 +499,17 @@ def plain_request(model, targets, evidence, method: str) -> Request | None:
             else:
                 return None
             ev[(FACTUAL, k)] = np.asarray(i, dtype=np.int64)
+            shown.append(f"{k}={states[i]}")
     for mech in mechs.values():
         if isinstance(mech, Intervened) and not mech.is_shift:
             return None                                 # a per-row do, possibly: the general path decides
+    if len(shown) > QUESTION_TERMS:                     # elided: question_text's rule
+        text = _query_text(model, names, [None], ev, {})
+    else:                                               # question_text's words for names and state names
+        text = f"P({', '.join(names)}{' | ' + ', '.join(shown) if shown else ''})"
     return Request(model=model, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names],
                    target_values=None, evidence=ev, row_do={}, n_rows=None, method=method, n_samples=100_000,
-                   seed=None, text=_query_text(model, names, [None], ev, {}))
+                   seed=None, text=text)
 
 
 def check_approximate_options(method: str, options: Mapping) -> dict:
