@@ -94,7 +94,7 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
     near = _near_families(par, chi, anc, ev, tidx)
     card: dict = {}
     factors = [_reduced(model, ix, w, ev, card) for w in near]      # each holds a free variable
-    const, positive = 1.0, True
+    const, zeros = 1.0, []
     far_free = len(anc) - len(ev) > len(near) - sum(w in ev for w in near)     # a free variable apart
     for w in ev:                                        # the observed families apart from the targets
         if w in near:
@@ -102,7 +102,8 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         table, labels = _reduced(model, ix, w, ev, card)
         if labels:
             far_free = True
-            positive = positive and float(table.min()) > 0
+            if not float(table.min()) > 0:
+                zeros.append(w)
         else:
             const *= float(table)
     if not const > 0:
@@ -120,8 +121,9 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         return None if rest is None else log_near + rest[1]
 
     # the free variables' CPTs are a distribution over them, so P(far evidence) is the mean of the product
-    # of the observed nodes' own (reduced) CPTs: positive when these have no zero entry; read when asked
-    if positive:
+    # of the observed nodes' own (reduced) CPTs: positive when these have no zero entry, or when one
+    # assignment of the free variables makes every far factor positive; then read when asked
+    if not zeros or _far_possible(model, ix, ev, zeros):
         return probs, log_far
     log_ev = log_far()
     return None if log_ev is None else (probs, log_ev)
@@ -166,6 +168,44 @@ def _near_families(par: list, chi: list, anc: set, ev: Mapping, tidx: list) -> d
                     free.add(p)
                     stack.append(p)
     return near
+
+
+def _far_possible(model, ix, ev: Mapping, start: list) -> bool:
+    """Whether one assignment of the free variables apart from the targets gives every factor there a
+    positive value, found greedily: True proves ``P(far evidence) > 0``; False only means none was found.
+
+    From the observed nodes of `start` up: a node with a value whose CPT
+    row (at its parents that have a value) has a zero takes the most
+    probable configuration of its other parents and gives them their values
+    in turn; a row without zeros constrains its parents in nothing. A node
+    that never gets a value constrains nothing: its CPT rows sum to 1, so
+    each has a positive entry whatever its parents are.
+    """
+    mechs, pos, nodes = model.mechanisms, ix.pos, ix.nodes
+    val = dict(ev)
+    stack = list(start)
+    while stack:
+        w = stack.pop()
+        mech = mechs[nodes[w]]
+        fam = [pos[p] for p in mech.parents]
+        row = mech.table[tuple(val.get(u, _ALL) for u in fam) + (val[w],)]     # (*cards of the free parents)
+        free = [u for u in fam if u not in val]
+        if not free:
+            if not float(row) > 0:
+                return False
+            continue
+        if float(row.min()) > 0:
+            continue                                    # positive whatever the free parents are
+        j = int(row.argmax())
+        if not float(row.flat[j]) > 0:
+            return False
+        for u, k in zip(reversed(free), reversed(row.shape)):
+            j, val[u] = divmod(j, k)
+        stack.extend(free)
+    return True
+
+
+_ALL = slice(None)
 
 
 def _reduced(model, ix, w: int, ev: Mapping, card: dict) -> tuple:
@@ -290,6 +330,18 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
         table, labels = group[0]
         j = labels.index(z)
         return table.sum(axis=j), labels[:j] + labels[j + 1:]
+    if len(group) == 2:                                 # a table times a vector over z: one matrix product
+        (a, la), (b, lb) = group
+        if len(la) == 1:
+            (a, la), (b, lb) = (b, lb), (a, la)
+        if len(lb) == 1 and len(la) > 1:
+            j = la.index(z)
+            if j != len(la) - 1:
+                a = a.swapaxes(j, -1)
+                la = la[:j] + [la[-1]] + la[j + 1:-1]
+            else:
+                la = la[:-1]
+            return a @ b, la
     loc = {u: i for i, u in enumerate(dict.fromkeys([u for _, labels in group for u in labels]))}
     out = [u for u in loc if u != z]
     if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
