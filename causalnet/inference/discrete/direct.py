@@ -229,39 +229,105 @@ def _reduced(model, ix, w: int, ev: Mapping, card: dict) -> tuple:
 def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
     """Sum every non-target variable out of `factors`; ``(probs, log z)`` or None (see :func:`direct_query`).
 
-    The order is greedy min-weight (the fewest entries of the table an
-    elimination creates, ties to the smaller node int), chosen while
-    eliminating: the score (the log of those entries) is local, so only the
-    eliminated variable's neighbours are rescored, each by the neighbours
-    it gains.
+    First every variable whose elimination creates no new table larger than
+    one it consumes (:func:`_absorb`), then the rest in a greedy min-weight
+    order (:func:`_greedy`).
     """
     limit = table_entry_limit()
     if math.prod(card[t] for t in tidx) > limit:
         return None                                     # the targets' joint: the compiled path raises
     live = dict(enumerate(factors))
     holders: dict = {}                                  # variable -> ids of the live factors holding it
-    adj: dict = {}                                      # the moral graph of the free variables
     for i, (_, labels) in live.items():
         for a in labels:
             h = holders.get(a)
             if h is None:
                 holders[a] = {i}
-                adj[a] = set(labels)
             else:
                 h.add(i)
-                adj[a].update(labels)
-    logc = {u: _log_card(card[u]) for u in adj}
     tset = set(tidx)
-    cur: dict = {}
-    for v, nb in adj.items():
+    const *= _absorb(live, holders, tset)
+    if len(holders) > len(tset):
+        got = _greedy(live, holders, tset, card, limit)
+        if got is None:
+            return None                                 # the compiled path raises the ResourceError
+        const *= got
+    joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
+    z = float(joint.sum()) * const                      # joint: (*target_cards)
+    if not z >= TINY:
+        return None                                     # impossible or underflowing: the compiled path decides
+    return joint * (const / z), math.log(z)
+
+
+def _absorb(live: dict, holders: dict, tset: set) -> float:
+    """Eliminate, in place, every non-target variable held by one factor, or by two of which one holds no
+    variable the other lacks (so the product is no larger than the larger factor: no fill, no new limit to
+    check), until none is left; returns the product of the factors left with no variable.
+
+    The result keeps the larger factor's id, so the holders of the other
+    variables stay as they are (less the smaller factor's id).
+    """
+    scale = 1.0
+    work = [v for v in holders if v not in tset]
+    while work:
+        z = work.pop()
+        hs = holders.get(z)
+        if hs is None:
+            continue
+        if len(hs) == 1:
+            (i,) = hs
+            table, labels = live[i]
+            j = labels.index(z)
+            out = labels[:j] + labels[j + 1:]
+            table = table.sum(axis=j)
+            small = None
+        elif len(hs) == 2:
+            i, small = hs
+            (tb, lb), (ts, ls) = live[i], live[small]
+            if len(lb) < len(ls):
+                i, small, tb, lb, ts, ls = small, i, ts, ls, tb, lb
+            if not all(u in lb for u in ls):
+                continue
+            table, out = _sum_out([(tb, lb), (ts, ls)], z, 0.0)
+            del live[small]
+            for u in ls:
+                if u != z:
+                    holders[u].discard(small)
+        else:
+            continue
+        del holders[z]
+        if out:
+            live[i] = (table, out)
+            work.extend(u for u in out if u not in tset)
+        else:
+            del live[i]
+            scale *= float(table)
+    return scale
+
+
+def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> float | None:
+    """Eliminate, in place, the non-target variables left, in a greedy min-weight order; returns the
+    product of the factors left with no variable, or None when a table would pass `limit` entries.
+
+    The order (the fewest entries of the table an elimination creates) is
+    chosen while eliminating: the score (the log of those entries) is
+    local, so only the eliminated variable's neighbours are rescored, each
+    by the neighbours it gains.
+    """
+    adj: dict = {}                                      # the moral graph of the free variables
+    for v, hs in holders.items():
+        nb = adj[v] = set()
+        for i in hs:
+            nb.update(live[i][1])
         nb.discard(v)
-        if v not in tset:
-            cur[v] = logc[v] + sum([logc[a] for a in nb])
+    logc = {u: _log_card(card[u]) for u in adj}
+    cur = {v: logc[v] + sum([logc[a] for a in nb]) for v, nb in adj.items() if v not in tset}
     heap = None if len(cur) <= _SCAN else [(sc, v) for v, sc in cur.items()]
     if heap is not None:
         heapq.heapify(heap)
     log_limit = math.log(limit) - 1e-9
-    nxt = len(factors)
+    nxt = max(live) + 1
+    scale = 1.0
     while cur:
         if heap is None:                                # few variables: a scan beats a heap
             z = min(cur, key=cur.__getitem__)
@@ -273,13 +339,13 @@ def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
             del cur[z]
         nb = adj.pop(z)
         if sc > log_limit and card[z] * math.prod([card[a] for a in nb]) > limit:
-            return None                                 # the compiled path raises the ResourceError
+            return None
         ids = holders.pop(z)
         table, out = _sum_out([live.pop(i) for i in ids], z, sc)
         if out:
             live[nxt] = (table, out)
         else:
-            const *= float(table)
+            scale *= float(table)
         lz = logc[z]
         for a in nb:
             h = holders[a]
@@ -301,11 +367,7 @@ def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
             elif new:
                 na |= new
         nxt += 1
-    joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
-    z = float(joint.sum()) * const                      # joint: (*target_cards)
-    if not z >= TINY:
-        return None                                     # impossible or underflowing: the compiled path decides
-    return joint * (const / z), math.log(z)
+    return scale
 
 
 def _log_card(k: int) -> float:
