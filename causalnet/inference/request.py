@@ -54,6 +54,7 @@ from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE, as_generator
 from ..mechanisms.intervened import AffineIntervention, Intervened
 from ..queries import Query, Term, parse_query
+from .discrete.direct import is_plain_tabular
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
            "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",
@@ -500,9 +501,10 @@ def plain_request(model, targets, evidence, method: str) -> Request | None:
                 return None
             ev[(FACTUAL, k)] = np.asarray(i, dtype=np.int64)
             shown.append(f"{k}={states[i]}")
-    for mech in mechs.values():
-        if isinstance(mech, Intervened) and not mech.is_shift:
-            return None                                 # a per-row do, possibly: the general path decides
+    if not is_plain_tabular(model):                     # every node a CPT: no do (one scan, cached)
+        for mech in mechs.values():
+            if isinstance(mech, Intervened) and not mech.is_shift:
+                return None                             # a per-row do, possibly: the general path decides
     if len(shown) > QUESTION_TERMS:                     # elided: question_text's rule
         text = _query_text(model, names, [None], ev, {})
     else:                                               # question_text's words for names and state names
