@@ -88,18 +88,19 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
     """
     ix = model.dag.index
     pos, par, chi = ix.pos, ix.par, ix.chi
+    mechs = model.mechanisms
     tidx = [pos[t] for t in targets]
     ev = {pos[k]: int(x) for k, x in evidence.items()}
     anc = _ancestral(par, tidx, ev)
     near = _near_families(par, chi, anc, ev, tidx)
     card: dict = {}
-    factors = [_reduced(model, ix, w, ev, card) for w in near]      # each holds a free variable
+    factors = [_reduced(mechs, ix, w, ev, card) for w in near]      # each holds a free variable
     const, zeros = 1.0, []
     far_free = len(anc) - len(ev) > len(near) - sum(w in ev for w in near)     # a free variable apart
     for w in ev:                                        # the observed families apart from the targets
         if w in near:
             continue
-        table, labels = _reduced(model, ix, w, ev, card)
+        table, labels = _reduced(mechs, ix, w, ev, card)
         if labels:
             far_free = True
             if not float(table.min()) > 0:
@@ -114,7 +115,7 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
     probs, log_near = got
 
     def log_far():
-        far = [f for f in (_reduced(model, ix, w, ev, card) for w in anc if w not in near) if f[1]]
+        far = [f for f in (_reduced(mechs, ix, w, ev, card) for w in anc if w not in near) if f[1]]
         if not far:
             return log_near
         rest = _eliminate_all(far, 1.0, [], card)
@@ -208,12 +209,12 @@ def _far_possible(model, ix, ev: Mapping, start: list) -> bool:
 _ALL = slice(None)
 
 
-def _reduced(model, ix, w: int, ev: Mapping, card: dict) -> tuple:
+def _reduced(mechs: Mapping, ix, w: int, ev: Mapping, card: dict) -> tuple:
     """``(table, labels)``: the CPT of node int `w` indexed at the observed states, labels its free node ints.
 
     Records every family member's number of states in `card`.
     """
-    mech = model.mechanisms[ix.nodes[w]]
+    mech = mechs[ix.nodes[w]]
     table = mech.table                                  # (*parent_cards, K), in the mechanism's parent order
     pos = ix.pos
     fam = [pos[p] for p in mech.parents]
