@@ -216,15 +216,12 @@ def _reduced(mechs: Mapping, ix, w: int, ev: Mapping, card: dict) -> tuple:
     """
     mech = mechs[ix.nodes[w]]
     table = mech.table                                  # (*parent_cards, K), in the mechanism's parent order
-    pos = ix.pos
-    fam = [pos[p] for p in mech.parents]
+    fam = list(map(ix.pos.__getitem__, mech.parents))
     fam.append(w)
-    for u, k in zip(fam, table.shape):
-        card[u] = k
-    if not any(u in ev for u in fam):
+    card.update(zip(fam, table.shape))
+    if ev.keys().isdisjoint(fam):
         return table, fam
-    idx = tuple(ev[u] if u in ev else slice(None) for u in fam)
-    return table[idx], [u for u in fam if u not in ev]
+    return table[tuple([ev.get(u, _ALL) for u in fam])], [u for u in fam if u not in ev]
 
 
 def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
@@ -389,22 +386,29 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
     (its clique): above :data:`_PLAIN_EINSUM` entries, three or more factors
     are multiplied two at a time, the smallest first.
     """
-    if len(group) == 1:
-        table, labels = group[0]
-        j = labels.index(z)
-        return table.sum(axis=j), labels[:j] + labels[j + 1:]
-    if len(group) == 2:                                 # a table times a vector over z: one matrix product
-        (a, la), (b, lb) = group
-        if len(la) == 1:
-            (a, la), (b, lb) = (b, lb), (a, la)
-        if len(lb) == 1 and len(la) > 1:
-            j = la.index(z)
-            if j != len(la) - 1:
-                a = a.swapaxes(j, -1)
-                la = la[:j] + [la[-1]] + la[j + 1:-1]
-            else:
-                la = la[:-1]
-            return a @ b, la
+    vec = None                                          # the product of the factors over z alone
+    rest = []
+    for table, labels in group:
+        if len(labels) == 1:
+            vec = table if vec is None else vec * table
+        else:
+            rest.append((table, labels))
+    if len(rest) == 1:                                  # one table (times a vector over z: a matrix product)
+        a, la = rest[0]
+        j = la.index(z)
+        if vec is None:
+            return a.sum(axis=j), la[:j] + la[j + 1:]
+        if j != len(la) - 1:
+            a = a.swapaxes(j, -1)
+            la = la[:j] + [la[-1]] + la[j + 1:-1]
+        else:
+            la = la[:-1]
+        return a @ vec, la
+    if not rest:
+        return vec.sum(), []
+    if vec is not None:
+        rest.append((vec, [z]))
+    group = rest
     loc = {u: i for i, u in enumerate(dict.fromkeys([u for _, labels in group for u in labels]))}
     out = [u for u in loc if u != z]
     if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
