@@ -406,6 +406,10 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
         return a @ vec, la
     if not rest:
         return vec.sum(), []
+    if vec is None and len(rest) == 2:                  # a table times a matrix over (z, c), c only there
+        got = _times_matrix(rest, z)
+        if got is not None:
+            return got
     if vec is not None:
         rest.append((vec, [z]))
     group = rest
@@ -427,6 +431,28 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
         args.append([loc[u] for u in labels])
     args.append([loc[u] for u in out])
     return np.einsum(*args), out
+
+
+def _times_matrix(pair: list, z: int) -> tuple | None:
+    """``(table, labels)``: ``sum_z A * B`` as one (batched) matrix product when one factor is a matrix
+    over ``(z, c)`` and ``c`` is not in the other; None otherwise."""
+    (a, la), (b, lb) = pair
+    if len(lb) != 2:
+        (a, la), (b, lb) = (b, lb), (a, la)
+    if len(lb) != 2:
+        return None
+    c = lb[1] if lb[0] == z else lb[0]
+    if c in la:
+        return None
+    if lb[0] != z:
+        b = b.T                                         # (K_z, K_c)
+    j = la.index(z)
+    if j != len(la) - 1:
+        a = a.swapaxes(j, -1)                           # z last
+        la = la[:j] + [la[-1]] + la[j + 1:-1]
+    else:
+        la = la[:-1]
+    return a @ b, la + [c]                              # (*other cards of a, K_c)
 
 
 def _contract(group: list, out: Sequence[int], card: Mapping) -> np.ndarray:
