@@ -1,4 +1,4 @@
-"""The first query of a fresh discrete model, by direct variable elimination on its ancestral network.
+"""The first query of a fresh discrete model, by direct variable elimination on its requisite network.
 
 A model asked one question should not pay for what only repeated questions
 use: validating and copying every CPT into a
@@ -8,15 +8,26 @@ contraction program, caching it. :func:`direct_query` answers a plain query
 :class:`~causalnet.mechanisms.tabular.Tabular` CPT, checked already when the
 model was built) from the CPTs of the *ancestral set* of the targets and the
 evidence only: every other node is barren, so ``P(targets, e)`` and ``P(e)``
-are exactly those of that sub-network. The evidence axes are indexed away,
-a greedy min-weight order is chosen on the moral graph of what is left while
-eliminating (a local score: cheap to keep up to date), and each variable is
-summed out with one ``einsum`` of the factors that hold it. Factors not
-connected to the targets (through unobserved variables) only scale
-``P(e)``: when the observed nodes' own CPTs among them have no zero entry
-(at the observed states), that part is known to be positive (the mean,
-under the free variables' CPTs, of a positive product) and its sum is
-deferred until ``log_evidence`` is read.
+are exactly those of that sub-network. Of these, only the CPTs connected to
+the targets through unobserved variables once the evidence is indexed away
+(found by a walk from the targets over parents and children inside the
+ancestral set, the requisite part that a Bayes ball would find) are
+multiplied for the answer. Their variables are eliminated in two steps:
+first each one held by a single factor, or by two of which one holds no
+variable the other lacks (no table grows: a sum, a matrix product), then
+the rest in a greedy min-weight order chosen on the moral graph while
+eliminating (a local score: cheap to keep up to date), each by the
+cheapest product of the factors that hold it (a matrix product when it
+can, else one ``einsum``).
+
+The other CPTs only scale ``P(e)``. That part is known to be positive
+without computing it when the observed nodes' own CPTs among them have no
+zero at the observed states (it is the mean, under the free variables'
+CPTs, of a positive product), or when a greedy search finds one assignment
+of its free variables under which every one of its CPTs is positive
+(:func:`_far_possible`); its sum is then deferred until ``log_evidence`` is
+read. Otherwise it is computed at once, so that impossible evidence is
+refused as on the compiled path.
 
 It declines (returns None, and the compiled path answers, raising or
 rescaling as it does) when ``P(e)`` is below
