@@ -37,7 +37,7 @@ from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE
 from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
 from .engine import LazyEngine, Registry
-from .request import check_approximate_options, counterfactual_request, map_request, query_request
+from .request import check_approximate_options, counterfactual_request, map_request, plain_request, query_request
 from .shapes import UNKNOWN, find_shape, learn_shape, shape_key
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
@@ -105,8 +105,10 @@ def run_query(model, targets, *, evidence=None, do=None, method="auto", n_sample
         got = shape.answer(evidence)
         if got is not None:
             return got
-    request = query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
-                            soft_evidence=soft_evidence, **options)
+    request = plain_request(model, targets, evidence, method) if key is not None else None
+    if request is None:
+        request = query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
+                                soft_evidence=soft_evidence, **options)
     if key is not None and shape is UNKNOWN:
         learn_shape(model, key, request, QUERY_ENGINES)
     return answer(request)

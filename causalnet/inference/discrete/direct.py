@@ -1,4 +1,4 @@
-"""The first query of a fresh discrete model, by direct variable elimination on its ancestral network.
+"""The first query of a fresh discrete model, by direct variable elimination on its requisite network.
 
 A model asked one question should not pay for what only repeated questions
 use: validating and copying every CPT into a
@@ -8,15 +8,26 @@ contraction program, caching it. :func:`direct_query` answers a plain query
 :class:`~causalnet.mechanisms.tabular.Tabular` CPT, checked already when the
 model was built) from the CPTs of the *ancestral set* of the targets and the
 evidence only: every other node is barren, so ``P(targets, e)`` and ``P(e)``
-are exactly those of that sub-network. The evidence axes are indexed away,
-a greedy min-weight order is chosen on the moral graph of what is left while
-eliminating (a local score: cheap to keep up to date), and each variable is
-summed out with one ``einsum`` of the factors that hold it. Factors not
-connected to the targets (through unobserved variables) only scale
-``P(e)``: when the observed nodes' own CPTs among them have no zero entry
-(at the observed states), that part is known to be positive (the mean,
-under the free variables' CPTs, of a positive product) and its sum is
-deferred until ``log_evidence`` is read.
+are exactly those of that sub-network. Of these, only the CPTs connected to
+the targets through unobserved variables once the evidence is indexed away
+(found by a walk from the targets over parents and children inside the
+ancestral set, the requisite part that a Bayes ball would find) are
+multiplied for the answer. Their variables are eliminated in two steps:
+first each one held by a single factor, or by two of which one holds no
+variable the other lacks (no table grows: a sum, a matrix product), then
+the rest in a greedy min-weight order chosen on the moral graph while
+eliminating (a local score: cheap to keep up to date), each by the
+cheapest product of the factors that hold it (a matrix product when it
+can, else one ``einsum``).
+
+The other CPTs only scale ``P(e)``. That part is known to be positive
+without computing it when the observed nodes' own CPTs among them have no
+zero at the observed states (it is the mean, under the free variables'
+CPTs, of a positive product), or when a greedy search finds one assignment
+of its free variables under which every one of its CPTs is positive
+(:func:`_far_possible`); its sum is then deferred until ``log_evidence`` is
+read. Otherwise it is computed at once, so that impossible evidence is
+refused as on the compiled path.
 
 It declines (returns None, and the compiled path answers, raising or
 rescaling as it does) when ``P(e)`` is below
@@ -52,6 +63,9 @@ __all__ = ["direct_query", "is_plain_tabular"]
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
+_LOG_PLAIN = math.log(_PLAIN_EINSUM)
+#: Variables up to which the next one to eliminate is found by a scan (a heap above).
+_SCAN = 40
 
 
 def is_plain_tabular(model) -> bool:
@@ -83,149 +97,373 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         it (or None if it underflows) when the evidence not connected to the
         targets is known to be possible without computing its probability.
     """
-    dag = model.dag
-    pos, par, nodes = dag.index.pos, dag.index.par, dag.nodes
+    ix = model.dag.index
+    pos, par, chi = ix.pos, ix.par, ix.chi
     mechs = model.mechanisms
     tidx = [pos[t] for t in targets]
     ev = {pos[k]: int(x) for k, x in evidence.items()}
-    keep = set(tidx) | set(ev)
-    stack = list(keep)
-    while stack:                                        # ancestral closure (node ints)
-        for p in par[stack.pop()]:
-            if p not in keep:
-                keep.add(p)
-                stack.append(p)
+    anc = _ancestral(par, tidx, ev)
+    near = _near_families(par, chi, anc, ev, tidx)
     card: dict = {}
-    factors: list = []                                  # (table, labels): labels are the free node ints
-    const = 1.0
-    observed_child: set = set()                         # factors of an observed node's own CPT
-    for v in keep:
-        mech = mechs[nodes[v]]
-        table = mech.table                              # (*parent_cards, K), in the mechanism's parent order
-        fam = [pos[p] for p in mech.parents] + [v]
-        for u, k in zip(fam, table.shape):
-            card[u] = k
-        if not any(u in ev for u in fam):
-            factors.append((table, fam))
+    factors = [_reduced(mechs, ix, w, ev, card) for w in near]      # each holds a free variable
+    const, zeros = 1.0, []
+    far_free = len(anc) - len(ev) > len(near) - sum(w in ev for w in near)     # a free variable apart
+    for w in ev:                                        # the observed families apart from the targets
+        if w in near:
             continue
-        idx = tuple(ev[u] if u in ev else slice(None) for u in fam)
-        reduced = table[idx]                            # free axes only
-        labels = [u for u in fam if u not in ev]
+        table, labels = _reduced(mechs, ix, w, ev, card)
         if labels:
-            factors.append((reduced, labels))
-            if v in ev:
-                observed_child.add(len(factors) - 1)
+            far_free = True
+            if not float(table.min()) > 0:
+                zeros.append(w)
         else:
-            const *= float(reduced)
+            const *= float(table)
     if not const > 0:
         return None                                     # a fully observed family of probability zero
-    near, far = _split(factors, tidx)
-    got = _eliminate_all([factors[i] for i in near], const, tidx, card)
-    if got is None or not far:
+    got = _eliminate_all(factors, const, tidx, card)
+    if got is None or not far_free:
         return got
     probs, log_near = got
-    far_factors = [factors[i] for i in far]
+
+    def log_far():
+        far = [f for f in (_reduced(mechs, ix, w, ev, card) for w in anc if w not in near) if f[1]]
+        if not far:
+            return log_near
+        rest = _eliminate_all(far, 1.0, [], card)
+        return None if rest is None else log_near + rest[1]
+
     # the free variables' CPTs are a distribution over them, so P(far evidence) is the mean of the product
-    # of the observed nodes' own (reduced) CPTs: positive when these have no zero entry; read when asked
-    if all(float(factors[i][0].min()) > 0 for i in far if i in observed_child):
-        return probs, lambda: _far_log_evidence(far_factors, card, log_near)
-    log_far = _far_log_evidence(far_factors, card, log_near)
-    return None if log_far is None else (probs, log_far)
+    # of the observed nodes' own (reduced) CPTs: positive when these have no zero entry, or when one
+    # assignment of the free variables makes every far factor positive; then read when asked
+    if not zeros or _far_possible(model, ix, ev, zeros):
+        return probs, log_far
+    log_ev = log_far()
+    return None if log_ev is None else (probs, log_ev)
 
 
-def _split(factors: list, tidx: list) -> tuple[list, list]:
-    """The indices of the factors connected to the targets through shared free variables, and of the others."""
-    holders: dict = {}
-    for i, (_, labels) in enumerate(factors):
-        for u in labels:
-            holders.setdefault(u, []).append(i)
-    seen_vars = set(tidx)
-    stack = list(tidx)
-    taken: set = set()
+def _ancestral(par: list, tidx: list, ev: Mapping) -> set:
+    """The node ints of the targets, the observed nodes and all their ancestors."""
+    anc = set(tidx)
+    anc.update(ev)
+    stack = list(anc)
     while stack:
-        for i in holders.get(stack.pop(), ()):
-            if i not in taken:
-                taken.add(i)
-                for u in factors[i][1]:
-                    if u not in seen_vars:
-                        seen_vars.add(u)
-                        stack.append(u)
-    return sorted(taken), [i for i in range(len(factors)) if i not in taken]
+        for p in par[stack.pop()]:
+            if p not in anc:
+                anc.add(p)
+                stack.append(p)
+    return anc
 
 
-def _far_log_evidence(far: list, card: dict, log_near: float) -> float | None:
-    """``log P(e)``: `log_near` plus the log of the sum of the product of the `far` factors (None if it
-    underflows or is zero)."""
-    got = _eliminate_all(far, 1.0, [], card)
-    return None if got is None else log_near + got[1]
+def _near_families(par: list, chi: list, anc: set, ev: Mapping, tidx: list) -> dict:
+    """The nodes of `anc` whose (evidence-reduced) CPTs connect to the targets through free variables.
+
+    A walk over free variables from the targets: a free variable's own family
+    and the families of its children inside `anc` hold it; every free member
+    of such a family is reached in turn (observed nodes stop the walk, but an
+    observed child joins its free parents: explaining away). What is left of
+    `anc` only scales ``P(e)``. Returns a dict used as an ordered set.
+    """
+    near: dict = {}
+    free = set(tidx)
+    stack = list(tidx)
+    while stack:
+        u = stack.pop()
+        for w in (u, *chi[u]):
+            if w in near or w not in anc:
+                continue
+            near[w] = None
+            if w not in ev and w not in free:
+                free.add(w)
+                stack.append(w)
+            for p in par[w]:
+                if p not in ev and p not in free:
+                    free.add(p)
+                    stack.append(p)
+    return near
+
+
+def _far_possible(model, ix, ev: Mapping, start: list) -> bool:
+    """Whether one assignment of the free variables apart from the targets gives every factor there a
+    positive value, found greedily: True proves ``P(far evidence) > 0``; False only means none was found.
+
+    From the observed nodes of `start` up: a node with a value whose CPT
+    row (at its parents that have a value) has a zero takes the most
+    probable configuration of its other parents and gives them their values
+    in turn; a row without zeros constrains its parents in nothing. A node
+    that never gets a value constrains nothing: its CPT rows sum to 1, so
+    each has a positive entry whatever its parents are.
+    """
+    mechs, pos, nodes = model.mechanisms, ix.pos, ix.nodes
+    val = dict(ev)
+    stack = list(start)
+    while stack:
+        w = stack.pop()
+        mech = mechs[nodes[w]]
+        fam = [pos[p] for p in mech.parents]
+        row = mech.table[tuple(val.get(u, _ALL) for u in fam) + (val[w],)]     # (*cards of the free parents)
+        free = [u for u in fam if u not in val]
+        if not free:
+            if not float(row) > 0:
+                return False
+            continue
+        if float(row.min()) > 0:
+            continue                                    # positive whatever the free parents are
+        j = int(row.argmax())
+        if not float(row.flat[j]) > 0:
+            return False
+        for u, k in zip(reversed(free), reversed(row.shape)):
+            j, val[u] = divmod(j, k)
+        stack.extend(free)
+    return True
+
+
+_ALL = slice(None)
+
+
+def _reduced(mechs: Mapping, ix, w: int, ev: Mapping, card: dict) -> tuple:
+    """``(table, labels)``: the CPT of node int `w` indexed at the observed states, labels its free node ints.
+
+    Records every family member's number of states in `card`.
+    """
+    mech = mechs[ix.nodes[w]]
+    table = mech.table                                  # (*parent_cards, K), in the mechanism's parent order
+    fam = list(map(ix.pos.__getitem__, mech.parents))
+    fam.append(w)
+    card.update(zip(fam, table.shape))
+    if ev.keys().isdisjoint(fam):
+        return table, fam
+    return table[tuple([ev.get(u, _ALL) for u in fam])], [u for u in fam if u not in ev]
 
 
 def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
     """Sum every non-target variable out of `factors`; ``(probs, log z)`` or None (see :func:`direct_query`).
 
-    The order is greedy min-weight (the fewest entries of the table an
-    elimination creates, ties to the smaller node int), chosen while
-    eliminating: the score is local, so only the eliminated variable's
-    neighbours are rescored.
+    First every variable whose elimination creates no new table larger than
+    one it consumes (:func:`_absorb`), then the rest in a greedy min-weight
+    order (:func:`_greedy`).
     """
-    adj: dict = {}                                      # the moral graph of the free variables
-    holders: dict = {}                                  # variable -> ids of the factors holding it (some dead)
-    live: dict = {}
-    for i, f in enumerate(factors):
-        live[i] = f
-        for a in f[1]:
-            s = adj.get(a)
-            if s is None:
-                s = adj[a] = set()
-                holders[a] = [i]
-            else:
-                holders[a].append(i)
-            s.update(f[1])
-    for a, s in adj.items():
-        s.discard(a)
     limit = table_entry_limit()
     if math.prod(card[t] for t in tidx) > limit:
         return None                                     # the targets' joint: the compiled path raises
+    live = dict(enumerate(factors))
+    holders: dict = {}                                  # variable -> ids of the live factors holding it
+    for i, (_, labels) in live.items():
+        for a in labels:
+            h = holders.get(a)
+            if h is None:
+                holders[a] = {i}
+            else:
+                h.add(i)
     tset = set(tidx)
-    logc = {u: math.log(card[u]) for u in adj}
-    cur = {v: logc[v] + sum(logc[a] for a in nb) for v, nb in adj.items() if v not in tset}
-    heap = [(sc, v) for v, sc in cur.items()]
-    heapq.heapify(heap)
-    nxt = len(factors)
-    while heap:
-        sc, z = heapq.heappop(heap)
-        if cur.get(z) != sc:
-            continue                                    # eliminated, or a stale score
-        del cur[z]
-        nb = adj.pop(z)
-        if card[z] * math.prod(card[a] for a in nb) > limit:
+    const *= _absorb(live, holders, tset)
+    if len(holders) > len(tset):
+        got = _greedy(live, holders, tset, card, limit)
+        if got is None:
             return None                                 # the compiled path raises the ResourceError
-        ids = set(holders.pop(z))
-        group = [live.pop(i) for i in ids if i in live]
-        out = sorted(nb)
-        table = _contract(group, out, card)             # (*[card[u] for u in out])
+        const *= got
+    joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
+    z = float(joint.sum()) * const                      # joint: (*target_cards)
+    if not z >= TINY:
+        return None                                     # impossible or underflowing: the compiled path decides
+    return joint * (const / z), math.log(z)
+
+
+def _absorb(live: dict, holders: dict, tset: set) -> float:
+    """Eliminate, in place, every non-target variable held by one factor, or by two of which one holds no
+    variable the other lacks (so the product is no larger than the larger factor: no fill, no new limit to
+    check), until none is left; returns the product of the factors left with no variable.
+
+    The result keeps the larger factor's id, so the holders of the other
+    variables stay as they are (less the smaller factor's id).
+    """
+    scale = 1.0
+    work = [v for v in holders if v not in tset]
+    while work:
+        z = work.pop()
+        hs = holders.get(z)
+        if hs is None:
+            continue
+        if len(hs) == 1:
+            (i,) = hs
+            table, labels = live[i]
+            j = labels.index(z)
+            out = labels[:j] + labels[j + 1:]
+            table = table.sum(axis=j)
+            small = None
+        elif len(hs) == 2:
+            i, small = hs
+            (tb, lb), (ts, ls) = live[i], live[small]
+            if len(lb) < len(ls):
+                i, small, tb, lb, ts, ls = small, i, ts, ls, tb, lb
+            if not all(u in lb for u in ls):
+                continue
+            table, out = _sum_out([(tb, lb), (ts, ls)], z, 0.0)
+            del live[small]
+            for u in ls:
+                if u != z:
+                    holders[u].discard(small)
+        else:
+            continue
+        del holders[z]
+        if out:
+            live[i] = (table, out)
+            work.extend(u for u in out if u not in tset)
+        else:
+            del live[i]
+            scale *= float(table)
+    return scale
+
+
+def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> float | None:
+    """Eliminate, in place, the non-target variables left, in a greedy min-weight order; returns the
+    product of the factors left with no variable, or None when a table would pass `limit` entries.
+
+    The order (the fewest entries of the table an elimination creates) is
+    chosen while eliminating: the score (the log of those entries) is
+    local, so only the eliminated variable's neighbours are rescored, each
+    by the neighbours it gains.
+    """
+    adj: dict = {}                                      # the moral graph of the free variables
+    for v, hs in holders.items():
+        nb = adj[v] = set()
+        for i in hs:
+            nb.update(live[i][1])
+        nb.discard(v)
+    logc = {u: _log_card(card[u]) for u in adj}
+    cur = {v: logc[v] + sum([logc[a] for a in nb]) for v, nb in adj.items() if v not in tset}
+    heap = None if len(cur) <= _SCAN else [(sc, v) for v, sc in cur.items()]
+    if heap is not None:
+        heapq.heapify(heap)
+    log_limit = math.log(limit) - 1e-9
+    nxt = max(live) + 1
+    scale = 1.0
+    while cur:
+        if heap is None:                                # few variables: a scan beats a heap
+            z = min(cur, key=cur.__getitem__)
+            sc = cur.pop(z)
+        else:
+            sc, z = heapq.heappop(heap)
+            if cur.get(z) != sc:
+                continue                                # a stale score
+            del cur[z]
+        nb = adj.pop(z)
+        if sc > log_limit and card[z] * math.prod([card[a] for a in nb]) > limit:
+            return None
+        ids = holders.pop(z)
+        table, out = _sum_out([live.pop(i) for i in ids], z, sc)
         if out:
             live[nxt] = (table, out)
         else:
-            const *= float(table)
+            scale *= float(table)
+        lz = logc[z]
         for a in nb:
+            h = holders[a]
+            h -= ids
+            h.add(nxt)
             na = adj[a]
             na.discard(z)
-            na |= nb
-            na.discard(a)
-            holders[a].append(nxt)
+            new = nb - na
+            new.discard(a)
             if a in cur:
-                sa = logc[a] + sum(logc[u] for u in na)
-                if sa != cur[a]:
-                    cur[a] = sa
+                if new:
+                    na |= new
+                    sa = cur[a] - lz + sum([logc[u] for u in new])
+                else:
+                    sa = cur[a] - lz
+                cur[a] = sa
+                if heap is not None:
                     heapq.heappush(heap, (sa, a))
+            elif new:
+                na |= new
         nxt += 1
-    joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
-    joint = joint * const                               # (*target_cards)
-    z = float(joint.sum())
-    if not z >= TINY:
-        return None                                     # impossible or underflowing: the compiled path decides
-    return joint / z, math.log(z)
+    return scale
+
+
+def _log_card(k: int) -> float:
+    """``log(k)``, memoized for the few cardinalities a network has."""
+    got = _LOGS.get(k)
+    if got is None:
+        got = _LOGS[k] = math.log(k)
+    return got
+
+
+_LOGS: dict = {}
+
+
+def _sum_out(group: list, z: int, log_entries: float) -> tuple:
+    """``(table, labels)``: the product of the factors of `group` (each holding `z`) with `z` summed out.
+
+    `log_entries` is the log of the entries of the product before the sum
+    (its clique): above :data:`_PLAIN_EINSUM` entries, three or more factors
+    are multiplied two at a time, the smallest first.
+    """
+    vec = None                                          # the product of the factors over z alone
+    rest = []
+    for table, labels in group:
+        if len(labels) == 1:
+            vec = table if vec is None else vec * table
+        else:
+            rest.append((table, labels))
+    if len(rest) == 1:                                  # one table (times a vector over z: a matrix product)
+        a, la = rest[0]
+        j = la.index(z)
+        if vec is None:
+            return a.sum(axis=j), la[:j] + la[j + 1:]
+        if j != len(la) - 1:
+            a = a.swapaxes(j, -1)
+            la = la[:j] + [la[-1]] + la[j + 1:-1]
+        else:
+            la = la[:-1]
+        return a @ vec, la
+    if not rest:
+        return vec.sum(), []
+    if vec is None and len(rest) == 2:                  # a table times a matrix over (z, c), c only there
+        got = _times_matrix(rest, z)
+        if got is not None:
+            return got
+    if vec is not None:
+        rest.append((vec, [z]))
+    group = rest
+    loc = {u: i for i, u in enumerate(dict.fromkeys([u for _, labels in group for u in labels]))}
+    out = [u for u in loc if u != z]
+    if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
+        return _contract_pairwise(group, out), out
+    if len(group) > 2 and log_entries > _LOG_PLAIN:
+        group = sorted(group, key=lambda f: f[0].size)
+        acc, acc_lab = group[0]
+        for table, labels in group[1:-1]:
+            both = list(dict.fromkeys(acc_lab + labels))
+            acc = np.einsum(acc, [loc[u] for u in acc_lab], table, [loc[u] for u in labels], [loc[u] for u in both])
+            acc_lab = both
+        group = [(acc, acc_lab), group[-1]]
+    args: list = []
+    for table, labels in group:
+        args.append(table)
+        args.append([loc[u] for u in labels])
+    args.append([loc[u] for u in out])
+    return np.einsum(*args), out
+
+
+def _times_matrix(pair: list, z: int) -> tuple | None:
+    """``(table, labels)``: ``sum_z A * B`` as one (batched) matrix product when one factor is a matrix
+    over ``(z, c)`` and ``c`` is not in the other; None otherwise."""
+    (a, la), (b, lb) = pair
+    if len(lb) != 2:
+        (a, la), (b, lb) = (b, lb), (a, la)
+    if len(lb) != 2:
+        return None
+    c = lb[1] if lb[0] == z else lb[0]
+    if c in la:
+        return None
+    if lb[0] != z:
+        b = b.T                                         # (K_z, K_c)
+    j = la.index(z)
+    if j != len(la) - 1:
+        a = a.swapaxes(j, -1)                           # z last
+        la = la[:j] + [la[-1]] + la[j + 1:-1]
+    else:
+        la = la[:-1]
+    return a @ b, la + [c]                              # (*other cards of a, K_c)
 
 
 def _contract(group: list, out: Sequence[int], card: Mapping) -> np.ndarray:
