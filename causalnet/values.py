@@ -34,6 +34,7 @@ causalnet.errors.EvidenceError: 'X' has no state 3; states: [2, 0, 1] (its state
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable, Iterator, Mapping
 
 import numpy as np
@@ -116,17 +117,24 @@ def decode_states(node: Hashable, states: tuple, value) -> np.ndarray:
     # resolve each distinct value once, then index: no Python loop over rows
     flat = arr.tolist()
     try:
-        distinct = dict.fromkeys(flat)                     # 1, 1.0 and True would merge here: names only
+        distinct = set(flat)                               # 1, 1.0 and True would merge here: names only
     except TypeError:                                      # an unhashable value: _key names it below
-        distinct = {None: None}
+        distinct = {None}
     if all(type(k) is str for k in distinct):              # (the common case): the values are the keys
         codes = {}
+        bad = []
         for k in distinct:
             try:
                 codes[k] = _decode_one(node, states, lookup, int_names, k)
             except EvidenceError:
-                _decode_one(node, states, lookup, int_names, k, f" (row {flat.index(k)})")
-        return np.fromiter(map(codes.__getitem__, flat), dtype=np.int64, count=len(flat))
+                bad.append(k)
+        if bad:                                            # the first bad row names its value (deterministic)
+            row = min(flat.index(k) for k in bad)
+            _decode_one(node, states, lookup, int_names, flat[row], f" (row {row})")
+        if len(flat) < 2 or len(states) > 256:
+            return np.fromiter(map(codes.__getitem__, flat), dtype=np.int64, count=len(flat))
+        got = bytes(operator.itemgetter(*flat)(codes))     # one C loop of lookups, one of packing (codes < 256)
+        return np.frombuffer(got, dtype=np.uint8).astype(np.int64)                  # (n,)
     uniq = list(dict.fromkeys(_key(v) for v in flat))
     codes = {}
     for k in uniq:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import EvidenceError, ModelError, ShapeError
+from ...errors import EvidenceError, ModelError, NumericalError, ShapeError
 from .kernels import last_axis_max
 
 __all__ = ["ChainPosterior", "Chain", "validate_potentials", "raise_if_impossible"]
@@ -308,14 +308,33 @@ def _check_finite(x, name, real):
 
 
 def raise_if_impossible(ch, log_z):
+    """Raise for the rows whose ``log Z`` (``(n,)``, in `ch`'s row order) is not finite, naming the cause.
+
+    Raises
+    ------
+    NumericalError
+        If a row's ``log Z`` is ``+inf`` or NaN: the potentials are finite (checked before), so their sums
+        overflowed the largest float; the message says so and how to rescale.
+    EvidenceError
+        If a row's ``log Z`` is ``-inf``: no path has a positive weight.
+    """
     bad = ~np.isfinite(log_z)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        orig = rows if ch.order is None else ch.order[rows]
-        orig = np.sort(orig)
-        more = "" if len(orig) <= 5 else f" (and {len(orig) - 5} more)"
-        raise EvidenceError(
-            f"sequence (row) {orig[:5].tolist()}{more} has probability zero under the potentials "
-            f"(log Z = -inf): no path is possible, so posteriors and paths are undefined"
+    if not bad.any():
+        return
+    over = bad & ~np.isneginf(log_z)                        # +inf, or NaN from inf - inf: an overflow
+    rows = np.flatnonzero(over if over.any() else bad)
+    orig = np.sort(rows if ch.order is None else ch.order[rows])
+    more = "" if len(orig) <= 5 else f" (and {len(orig) - 5} more)"
+    if over.any():
+        raise NumericalError(
+            f"sequence (row) {orig[:5].tolist()}{more}: the log-weight of its paths (log Z) overflows "
+            f"({log_z[rows[0]]}): the finite "
+            f"potentials' sums along its paths exceed the largest float ({np.finfo(np.float64).max:.3g}), so "
+            f"posteriors and paths are undefined; rescale the potentials (subtract a constant from the unary "
+            f"or pairwise log-potentials: the posteriors do not change)"
         )
+    raise EvidenceError(
+        f"sequence (row) {orig[:5].tolist()}{more} has probability zero under the potentials "
+        f"(log Z = -inf): no path is possible, so posteriors and paths are undefined"
+    )
 

@@ -9,8 +9,12 @@ the same answers to round-off:
 * a fresh all-CPT model's first plain query: direct variable elimination on
   the ancestral network of its targets and evidence (:mod:`.direct`),
   nothing revalidated, compiled or cached (later queries use the rest);
+* a fresh all-CPT model's first batched query: the same engine on the
+  network of the ancestral set only (:mod:`.first_batch`);
 * compiled variable-elimination programs (pruned, ordered, constant-folded,
-  cached per query shape; batched evidence in one vectorized pass; MAP);
+  cached per query shape; batched evidence in one vectorized pass, or, when
+  the batched evidence nodes have few joint states per distinct row, read off
+  one joint table of the targets and those nodes (:mod:`.row_joint`); MAP);
 * the calibrated prior tree (scalar evidence, nothing compiled);
 * junction trees (every single-node posterior at once; Hugin propagation).
 
@@ -25,12 +29,14 @@ Modules
 -------
 One idea each: :mod:`.engine` (model -> tables, the registry's
 :class:`DiscreteEngine`), :mod:`.direct` (a fresh model's first query,
-:func:`direct_query`), :mod:`.network` (validated arrays:
+:func:`direct_query`), :mod:`.first_batch` (a fresh model's first batched
+query, on its ancestral network), :mod:`.network` (validated arrays:
 :class:`DiscreteNetwork`), :mod:`.elimination` (:class:`DiscreteBN`:
 queries, MAP, log-probabilities), :mod:`.policy` (the route of each query),
 :mod:`.factors` (the factor algebra, :class:`Factor`), :mod:`.ordering`
 (elimination orders, clique sizes), :mod:`.programs` (compiled contraction
-programs), :mod:`.batches` (distinct evidence rows, chunked),
+programs), :mod:`.batches` (distinct evidence rows, chunked), :mod:`.row_joint`
+(batched rows read off one joint table),
 :mod:`.cliques` (clique-tree structure), :mod:`.junction_tree`
 (:class:`JunctionTree`), :mod:`.hugin` (one Hugin propagation),
 :mod:`.prior_tree` (the calibrated prior tree), :mod:`.every_node` (every node's posterior
@@ -68,9 +74,11 @@ from .engine import (
 )
 from .every_node import all_marginals
 from .factors import Factor, factor_product
+from .first_batch import ancestral_network, first_batch_network
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS, elimination_cliques, elimination_order, moral_graph
 from .policy import MarginalsPolicy, QueryPolicy
+from .row_joint import joint_rows_query
 
 __all__ = [
     # the engine
@@ -84,6 +92,8 @@ __all__ = [
     "node_table",
     "direct_query",
     "is_plain_tabular",
+    "first_batch_network",
+    "ancestral_network",
     # networks and their exact methods
     "DiscreteNetwork",
     "DiscreteBN",
@@ -91,6 +101,7 @@ __all__ = [
     "QueryPolicy",
     "MarginalsPolicy",
     "EvidenceRows",
+    "joint_rows_query",
     "all_marginals",
     # factors and orders
     "Factor",

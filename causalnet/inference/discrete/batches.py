@@ -7,9 +7,11 @@ A *batched* query gives some evidence nodes an int array of n states (one
 repeat themselves (a data set of 10^4 records over a handful of observed
 symptoms has few distinct rows), so :class:`EvidenceRows` first keeps each
 distinct row once (the rows are coded as one int each, mixed radix over the
-nodes' cards, and :func:`numpy.unique` finds the distinct codes), answers
-those d rows, and *scatters* the answers back to the n rows with the inverse
-index. An engine holds about ``row_bytes`` per row while it answers (its
+nodes' cards; when there are at most ``max(4 n, 2^16)`` possible codes, a
+table of the codes seen finds the distinct ones in two linear passes, else
+:func:`numpy.unique` sorts them), answers those d rows, and *scatters* the
+answers back to the n rows with the inverse index. Either way the distinct
+rows come in increasing code order. An engine holds about ``row_bytes`` per row while it answers (its
 batched tables); the d rows go through the engine in chunks of
 ``limits.get("batch_bytes") // row_bytes`` rows, so a long batch never
 needs more than the budget. One row whose tables alone exceed
@@ -47,6 +49,7 @@ from ... import limits
 __all__ = ["EvidenceRows"]
 
 _CODE_LIMIT = 2.0**62          # mixed-radix codes stay below this (int64)
+_TABLE_CODES = 1 << 16         # up to this many possible codes (or 4 n), distinct rows by a table, not a sort
 
 
 class EvidenceRows:
@@ -81,18 +84,26 @@ class EvidenceRows:
         self.inverse = None
         if n <= 1 or not cols:
             return
-        codes = _row_codes([ev[u] for u in cols], [card[u] for u in cols])
-        if codes is None:                                   # too many joint states for one int64
-            uniq, first, inv = np.unique(np.stack([ev[u] for u in cols], axis=1), axis=0,
-                                         return_index=True, return_inverse=True)
+        cards = [card[u] for u in cols]
+        codes = _row_codes([ev[u] for u in cols], cards)
+        if codes is not None and math.prod(cards) <= max(4 * n, _TABLE_CODES):
+            uniq, inv = _distinct_codes(codes, math.prod(cards))
+            if uniq.shape[0] == n:                          # all distinct: keep the given order
+                return
+            for u, x in zip(cols, _decode(uniq, cards)):
+                self.ev[u] = x                              # (d,)
         else:
-            uniq, first, inv = np.unique(codes, return_index=True, return_inverse=True)
-        if uniq.shape[0] == n:                              # all distinct: keep the given order
-            return
+            if codes is None:                               # too many joint states for one int64
+                uniq, first, inv = np.unique(np.stack([ev[u] for u in cols], axis=1), axis=0,
+                                             return_index=True, return_inverse=True)
+            else:
+                uniq, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+            if uniq.shape[0] == n:                          # all distinct: keep the given order
+                return
+            for u in cols:
+                self.ev[u] = ev[u][first]                   # (d,)
         self.d = uniq.shape[0]
         self.inverse = inv.reshape(-1)
-        for u in cols:
-            self.ev[u] = ev[u][first]                       # (d,)
 
     def solve(self, fn: Callable, row_bytes: float, what: str):
         """Answer the distinct rows with ``fn(ev_chunk, m) -> (tree, z)``, in chunks.
@@ -141,6 +152,29 @@ def _row_codes(cols: list, cards: list) -> np.ndarray | None:
         code *= k
         code += x
     return code
+
+
+def _distinct_codes(codes: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct codes in increasing order (d,), index of each row's code among them (n,))``, no sort.
+
+    `codes` ``(n,)`` lie in ``[0, space)``; two passes over a table of `space` entries.
+    """
+    seen = np.zeros(space, dtype=bool)
+    seen[codes] = True
+    uniq = np.flatnonzero(seen)                                             # (d,) increasing
+    where = np.empty(space, dtype=np.intp)
+    where[uniq] = np.arange(uniq.shape[0])
+    return uniq, where[codes]                                               # (d,), (n,)
+
+
+def _decode(codes: np.ndarray, cards: list) -> list[np.ndarray]:
+    """The states of each node (``(d,)`` each, in `cards` order) whose mixed-radix code is `codes`."""
+    out = []
+    rest = codes.astype(np.int64, copy=True)
+    for k in reversed(cards):
+        out.append((rest % k).astype(np.intp))
+        rest //= k
+    return out[::-1]
 
 
 def _concat(parts: list):

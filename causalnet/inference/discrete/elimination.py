@@ -126,6 +126,7 @@ from .ordering import (
 )
 from .policy import PRIOR_TREE, QueryPolicy
 from .programs import TINY, ProgramBuilder
+from .row_joint import joint_rows_query
 
 __all__ = [
     "DiscreteBN",
@@ -474,14 +475,15 @@ class DiscreteBN(DiscreteNetwork):
         slots, logs = prog.run(values, True)
         return read(slots, logs)
 
-    def _batched(self, ev: dict, n: int, plans: list, what: str, solve):
+    def _batched(self, ev: dict, n: int, plans: list, what: str, solve, rows: EvidenceRows | None = None):
         """Answer n evidence rows: each distinct row once, in chunks (see :mod:`.batches`).
 
         `solve(ev_chunk, m)` returns ``(tree, z)`` for m rows; `plans` are the
-        compiled plans it runs (their batched tables bound the chunk size).
+        compiled plans it runs (their batched tables bound the chunk size);
+        `rows`, the distinct rows of `ev` when the caller has them.
         Raises EvidenceError naming the given rows whose evidence is impossible.
         """
-        rows = EvidenceRows(ev, n, self._card)
+        rows = EvidenceRows(ev, n, self._card) if rows is None else rows
         row_entries = sum(p.prog.row_entries for p in plans)
         tree, z = rows.solve(solve, 8.0 * row_entries, what)
         if not np.all(z > 0):
@@ -565,10 +567,22 @@ class DiscreteBN(DiscreteNetwork):
             if n is None:
                 self._cache_policy.spent(time.process_time() - t0)
 
+    def compiled_query(self, tidx: tuple[int, ...], ev: dict, n: int | None, *, joint: bool = True,
+                       order: str | Sequence[Hashable] = "weighted-min-fill"):
+        """:meth:`query_indices` by compiled variable elimination only: the query policy neither routes
+        it (no prior tree) nor counts it toward building one (:mod:`.row_joint` asks its joint tables so)."""
+        return self._compiled_query(tidx, ev, n, joint, order)
+
     def _compiled_query(self, tidx: tuple, ev: dict, n: int | None, joint: bool, order):
         """:meth:`query_indices` by compiled variable elimination (pruned, cached plans)."""
         method = self._method(order)
         groups = [tidx] if joint or not tidx else [(t,) for t in tidx]
+        rows = None
+        if n is not None:
+            rows = EvidenceRows(ev, n, self._card)
+            got = joint_rows_query(self, tidx, ev, rows, order) if len(groups) == 1 else None
+            if got is not None:                             # one joint table over the targets and batched nodes
+                return (got[0] if joint else ([got[0]] if tidx else [])), got[1]
         plans = [self._plan(g, ev, method, "sum") for g in groups]
         if n is None:
             answers = [self._query(p, g, ev, None) for p, g in zip(plans, groups)]
@@ -583,7 +597,7 @@ class DiscreteBN(DiscreteNetwork):
                     z = np.minimum(z, a[1])
                 return [a[0] for a in answers], z
 
-            answers = [(a, None) for a in self._batched(ev, n, plans, f"a batched query of {n} rows", solve)]
+            answers = [(a, None) for a in self._batched(ev, n, plans, f"a batched query of {n} rows", solve, rows)]
         probs = [a[0][0] for a in answers]
         log_ev = answers[0][0][1]
         if joint or not tidx:

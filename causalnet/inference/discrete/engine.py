@@ -35,6 +35,7 @@ from ...mechanisms.tabular import Tabular
 from ..engine import Engine
 from .direct import direct_query, is_plain_tabular
 from .elimination import DiscreteBN
+from .first_batch import first_batch_network
 
 __all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map", "node_table",
            "embed_point_masses", "METHOD"]
@@ -266,7 +267,9 @@ class DiscreteEngine(Engine):
             got = _first_query(request)
             if got is not None:
                 return got
-        net = discrete_network(m)
+        net = first_batch_network(request)                           # a first batched query: its ancestors only
+        if net is None:
+            net = discrete_network(m)
         ev, idx, n = engine_evidence(request, net)
         names = request.nodes
         free = [t for t in names if t not in ev]

@@ -33,6 +33,7 @@ from ...values import Trace
 from .kernels import ACTIVATIONS, gru_step_numpy, kernel, lstm_step_numpy
 from .layouts import layout_for
 from .lengths import LENGTHS, SHAPE, Masked, check_lengths
+from .recognise import recurrent_shape
 
 __all__ = ["run", "RecurrentOutput", "RecurrentForward"]
 
@@ -293,7 +294,8 @@ class RecurrentForward(Engine):
     It takes a plain ``model.forward(values)`` of a model built by
     :func:`~causalnet.models.recurrent.build` (``rnn``, ``lstm``, ``gru``,
     ``from_torch``; without ``lengths``, without interventions: the builder
-    marks such a model in ``model.cache``) given exactly the inputs ``x[t]``,
+    marks such a model in ``model.cache``, and :func:`.recognise.recurrent_shape`
+    recognises one rebuilt from its nodes, as ``transformer.load`` does) given exactly the inputs ``x[t]``,
     each ``(n, d)`` of one batch size. The block loop of :func:`run` computes
     every layer's states; the trace holds them (and the inputs) and computes
     any other node (gates, cell states, the zero initial states) from its
@@ -306,8 +308,10 @@ class RecurrentForward(Engine):
 
     def accepts(self, request: ForwardRequest) -> bool:
         model = request.model
-        shape = model.cache.get(SHAPE)
-        if shape is None or not request.plain:
+        if not request.plain:
+            return False
+        shape = recurrent_shape(model)          # the builder's mark, or its model recognised after a load
+        if shape is None:
             return False
         inputs = model.cache.get("forward: recurrent inputs")
         if inputs is None:

@@ -2,7 +2,8 @@
 
 The kernels run one sequence after another over the batch, with the small
 matrix algebra of a step (products, a Cholesky factor, triangular solves)
-written as loops, so a step allocates nothing. They share their contract with
+written as loops, so a step allocates nothing; both factor by the one
+:func:`cholesky_into`. They share their contract with
 the numpy reference sweeps of :mod:`.kalman` (which calls them and is tested
 equal to them) and are compiled on first use through
 :func:`causalnet.runtime.jit` (numba is imported only then).
@@ -36,11 +37,40 @@ import numpy as np
 
 from ... import runtime
 
-__all__ = ["filter_kernel", "smoother_kernel"]
+__all__ = ["filter_kernel", "smoother_kernel", "cholesky_into"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 _njit = runtime.jit(nogil=True, error_model="numpy")
+_njit_inline = runtime.jit(nogil=True, error_model="numpy", inline="always")
+
+
+@_njit_inline
+def cholesky_into(S, L, floor, symmetrise):  # pragma: no cover - compiled
+    """``L L^T = S``: the lower triangle of `L` ``(p, p)`` written; returns ``log det S``.
+
+    NaN instead when a pivot is not above `floor` (S not positive definite, or
+    singular to that floor; `L` is then partly written). With `symmetrise`
+    the factored matrix is ``(S + S^T) / 2`` (a product computed in floating
+    point need not be exactly symmetric). Shared by both sweeps (compiled into
+    each: ``inline="always"``).
+    """
+    p = S.shape[0]
+    logdet = 0.0
+    for a in range(p):
+        for b in range(a + 1):
+            acc = 0.5 * (S[a, b] + S[b, a]) if symmetrise else S[a, b]
+            for k in range(b):
+                acc -= L[a, k] * L[b, k]
+            if a == b:
+                if not acc > floor:
+                    return math.nan
+                L[a, a] = math.sqrt(acc)
+                logdet += 2.0 * math.log(L[a, a])
+            else:
+                L[a, b] = acc / L[b, b]
+    return logdet
+
 
 
 # Long by design (~95 lines): one compiled function compiles faster than several (numba compiles and
@@ -142,23 +172,9 @@ def filter_kernel(y, obs, A, Q, c, H, R, reset, rmean, rcov, mf, Pf, mp, Pp, ll,
                     for k in range(d):
                         acc += HP[a, k] * Hs[b, k]
                     S[a, b] = acc
-            logdet = 0.0                                     # S = L L^T
-            for a in range(p):
-                for b in range(a + 1):
-                    acc = 0.5 * (S[a, b] + S[b, a])
-                    for k in range(b):
-                        acc -= L[a, k] * L[b, k]
-                    if a == b:
-                        if not acc > 0.0:
-                            status[i] = t + 1
-                            break
-                        L[a, a] = math.sqrt(acc)
-                        logdet += 2.0 * math.log(L[a, a])
-                    else:
-                        L[a, b] = acc / L[b, b]
-                if status[i] != 0:
-                    break
-            if status[i] != 0:
+            logdet = cholesky_into(S, L, 0.0, True)          # S = L L^T (S symmetrised)
+            if math.isnan(logdet):                           # not positive definite
+                status[i] = t + 1
                 break
             for col in range(d + 1):                         # solve S X = [H P | e] in place
                 for a in range(p):                           # forward: L z = b
@@ -249,21 +265,8 @@ def smoother_kernel(A, reset, mf, Pf, mp, Pp, ms, Ps, J, status):  # pragma: no 
                     for k in range(d):
                         acc += At[a, k] * Pf[i, t, k, b]
                     X[a, b] = acc
-            for a in range(d):                               # Pp[t+1] = L L^T
-                for b in range(a + 1):
-                    acc = Pp[i, t + 1, a, b]
-                    for k in range(b):
-                        acc -= L[a, k] * L[b, k]
-                    if a == b:
-                        if not acc > 1e-300:
-                            status[i] = t + 1
-                            break
-                        L[a, a] = math.sqrt(acc)
-                    else:
-                        L[a, b] = acc / L[b, b]
-                if status[i] != 0:
-                    break
-            if status[i] != 0:
+            if math.isnan(cholesky_into(Pp[i, t + 1], L, 1e-300, False)):   # Pp[t+1] = L L^T
+                status[i] = t + 1                            # singular: the numpy sweep's pseudo-inverse
                 break
             for col in range(d):                             # X <- Pp^-1 X  (= J^T)
                 for a in range(d):

@@ -206,3 +206,53 @@ def test_an_overflowing_state_raises_as_forward_does(dtype, big):
         m.forward({f"x[{t}]": x[:, t] for t in range(3)})
     with pytest.raises(NumericalError, match="'l0.h"):
         recurrent.run(m, x)                                 # was inf with a RuntimeWarning
+
+
+# --- the recurrent product in row blocks (kernels.gemm_rows): OpenBLAS's small-matrix kernels ------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(G_H=st.integers(1, 8192), H_=st.integers(1, 4096), n=st.integers(1, 4096))
+def test_gemm_rows_keeps_each_product_small(G_H, H_, n):
+    rows = kernels.gemm_rows(G_H, H_, n)
+    if G_H * H_ * n <= kernels.SMALL_GEMM or 16 * H_ * n > kernels.SMALL_GEMM:
+        assert rows == G_H                                                # one product: small already, or hopeless
+    else:
+        assert rows % 16 == 0 and 16 <= rows
+        assert rows * H_ * n <= kernels.SMALL_GEMM < (rows + 16) * H_ * n   # the largest that fits
+
+
+def test_gemm_rows_on_the_benchmark_lstm():
+    assert kernels.gemm_rows(1024, 256, 32) == 112                        # 10 products a step (9 of 112, 1 of 16)
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
+@settings(max_examples=6, deadline=None)
+@given(kind=st.sampled_from(["lstm", "gru", "rnn"]), dtype=st.sampled_from(["float32", "float64"]),
+       n=st.integers(250, 330), seed=st.integers(0, 2**16))
+def test_row_blocked_products_equal_numpy_and_generic(kind, dtype, n, seed):
+    """Sizes where the feature-major loop splits ``W_hh h`` into row blocks (a partial last one included)."""
+    from _pytest.monkeypatch import MonkeyPatch
+
+    H_, T_ = 64, 4
+    G_H = {"lstm": 4, "gru": 3, "rnn": 1}[kind] * H_
+    rows = kernels.gemm_rows(G_H, H_, n)
+    assert rows < G_H                                                     # the blocks are exercised
+    m = recurrent.build(kind, input_size=D_IN, hidden_size=H_, T=T_, layers=2, dtype=dtype, seed=seed % 97)
+    x = np.random.default_rng(seed).standard_normal((n, T_, D_IN)).astype(dtype)
+    mp = MonkeyPatch()
+    try:
+        got = _run_with(mp, m, x, None, layouts.FeatureMajor, compiled=True)
+        ref = _run_with(mp, m, x, None, layouts.FeatureMajor, compiled=False)
+    finally:
+        mp.undo()
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for a, b, c in zip(got, ref, _generic(m, x, None)):
+        if a is None:
+            assert b is None and c is None
+            continue
+        assert a.dtype == np.dtype(dtype)
+        assert_allclose(a, b, rtol=0, atol=tol)
+        assert_allclose(a, c, rtol=0, atol=tol)
