@@ -32,14 +32,13 @@ from typing import Any
 import numpy as np
 
 from . import graph as _graphs  # graph.drawing: loaded by the first DOT text
-from . import inference as _inference  # inference.effects and .markov: loaded on first use
+from . import inference as _inference  # inference.effects, .markov and .forward: loaded on first use
 from . import learning, limits
 from .arguments import check_int
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .inference import frames
 from .inference.dispatch import run_counterfactual, run_map
-from .inference.forward import ForwardRequest, run_forward
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -317,7 +316,8 @@ class CausalModel:
         ShapeError
             Batch sizes that disagree.
         """
-        return run_forward(ForwardRequest(self, values, noise, n, seed, keep, self._forward_nodes))
+        forward = _inference.forward                 # loaded by the first forward pass
+        return forward.run_forward(forward.ForwardRequest(self, values, noise, n, seed, keep, self._forward_nodes))
 
     def _forward_nodes(self, values, noise, n, seed, keep) -> Trace:
         """:meth:`forward` node by node, every input validated: the reference run."""

@@ -52,8 +52,12 @@ NOT_FOR_BIF_QUERIES = ("causalnet.learning.fitting", "causalnet.learning.em", "c
                        "causalnet.inference.gibbs", "causalnet.inference.loopy", "causalnet.inference.counterfactual",
                        "causalnet.inference.cauchy", "causalnet.inference.conditional_gaussian",
                        "causalnet.inference.discrete.junction_tree", "causalnet.inference.discrete.prior_tree",
+                       "causalnet.learning.data", "causalnet.io.bnlearn", "causalnet.io.xmlbif",
+                       "causalnet.graph.parse", "causalnet.graph.plain_text", "causalnet.graph.separation",
+                       "causalnet.graph.reach", "causalnet.graph.kernels", "causalnet.distributions.cauchy",
+                       "causalnet.distributions.mixed", "causalnet.inference.forward",
                        "subprocess", "difflib", "scipy", "networkx", "pandas", "numba", "tqdm",
-                       "json", "gzip")
+                       "json", "gzip", "dataclasses", "string")
 
 
 def test_reading_a_bif_file_and_querying_it_leaves_learning_and_helpers_unloaded():

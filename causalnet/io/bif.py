@@ -79,8 +79,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model import CausalModel
-from .bnlearn import pgmpy_names as bnlearn_names
-from .bnlearn import pgmpy_path as bnlearn_path
+from ..runtime import lazy_exports
 from .files import atomic_write, read_source
 from .tables import (
     DEFAULT_TOL,
@@ -93,19 +92,26 @@ from .tables import (
     is_latent_property,
     plural,
 )
-from .xmlbif import read_xmlbif, to_xmlbif, write_xmlbif
 
 __all__ = [
     "read_bif",
     "write_bif",
     "to_bif",
-    "read_xmlbif",
-    "write_xmlbif",
-    "to_xmlbif",
-    "bnlearn_names",
-    "bnlearn_path",
+    "read_xmlbif",  # noqa: F822 (re-exported on first use, below)
+    "write_xmlbif",  # noqa: F822 (re-exported on first use, below)
+    "to_xmlbif",  # noqa: F822 (re-exported on first use, below)
+    "bnlearn_names",  # noqa: F822 (re-exported on first use, below)
+    "bnlearn_path",  # noqa: F822 (re-exported on first use, below)
 ]
 
+# XMLBIF and the bnlearn files, re-exported here on first use (PEP 562): reading BIF loads neither module.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "read_xmlbif": "..xmlbif:read_xmlbif",
+    "write_xmlbif": "..xmlbif:write_xmlbif",
+    "to_xmlbif": "..xmlbif:to_xmlbif",
+    "bnlearn_names": "..bnlearn:pgmpy_names",
+    "bnlearn_path": "..bnlearn:pgmpy_path",
+})
 
 # -- BIF reading -------------------------------------------------------------------------
 

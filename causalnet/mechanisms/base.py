@@ -64,7 +64,6 @@ from __future__ import annotations
 import copy
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -80,9 +79,8 @@ REAL = "real"
 TENSOR = "tensor"
 
 
-@dataclass(frozen=True)
 class Spec:
-    """What one node holds, per batch row.
+    """What one node holds, per batch row (immutable, hashable; compares by its fields).
 
     Attributes
     ----------
@@ -95,10 +93,42 @@ class Spec:
     dtype : numpy dtype
     """
 
+    __slots__ = ("kind", "states", "shape", "dtype")
+    __match_args__ = ("kind", "states", "shape", "dtype")
+
     kind: str
-    states: tuple | None = None
-    shape: tuple = ()
-    dtype: Any = field(default=np.float64)
+    states: tuple | None
+    shape: tuple
+    dtype: Any
+
+    def __init__(self, kind: str, states: tuple | None = None, shape: tuple = (), dtype: Any = np.float64) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "states", states)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"Spec is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Spec is immutable: cannot delete {name!r}")
+
+    def _fields(self) -> tuple:
+        return (self.kind, self.states, self.shape, self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Spec(kind={self.kind!r}, states={self.states!r}, shape={self.shape!r}, dtype={self.dtype!r})"
+
+    def __reduce__(self):
+        return (Spec, self._fields())
 
     @property
     def card(self) -> int:
