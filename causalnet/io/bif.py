@@ -70,9 +70,11 @@ variable Rain {
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import NoReturn
 
 import numpy as np
@@ -80,6 +82,7 @@ import numpy as np
 from ..errors import ModelError
 from ..model import CausalModel
 from ..runtime import lazy_exports
+from .bif_scan import scan_bif
 from .files import atomic_write, read_source
 from .tables import (
     DEFAULT_TOL,
@@ -116,18 +119,28 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 # -- BIF reading -------------------------------------------------------------------------
 
 
-_SKIP = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
-_WORD = re.compile(r'"([^"]*)"|((?:[^\s{}()\[\];|,"/]|/(?![/*]))+)')
-_PROPERTY = re.compile(r'(?:"[^"]*"|[^;"{}])*')
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_NUMBER_TOKEN = re.compile(r"[^\s,]+")
-_NUMBERS = re.compile(r"[\d.eE+\-,\s]*\Z")            # plain numbers only: no nan, inf, 1_0, comments
-_ROW = re.compile(r"\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);")   # a row with no quotes or comments
-_NEXT_ROW = re.compile(r"\s*\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);")   # the same after blanks
-# The common variable block in one match (bare names, one 'type' line, no property, no comment); any
-# other block, and any block this one would accept with an error, goes through the token-by-token parser.
-_VARIABLE = re.compile(r'\s*([^\s{}()\[\];|,"/]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}()\[\];|"/]*)\}'
-                       r"\s*;?\s*\}")
+@functools.cache
+def _patterns() -> SimpleNamespace:
+    """The token parser's patterns, compiled when it first runs (importing the module compiles nothing).
+
+    ``row``/``next_row``: a row with no quotes or comments (the second after blanks); ``numbers``:
+    plain numbers only (no nan, inf, 1_0, comments); ``variable``: the common variable block in one
+    match (bare names, one 'type' line, no property, no comment) -- any other block, and any block
+    this one would accept with an error, goes through the token-by-token parser.
+    """
+    return SimpleNamespace(
+        skip=re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S),
+        word=re.compile(r'"([^"]*)"|((?:[^\s{}()\[\];|,"/]|/(?![/*]))+)'),
+        property=re.compile(r'(?:"[^"]*"|[^;"{}])*'),
+        comment=re.compile(r"//[^\n]*|/\*.*?\*/", re.S),
+        number_token=re.compile(r"[^\s,]+"),
+        numbers=re.compile(r"[\d.eE+\-,\s]*\Z"),
+        row=re.compile(r"\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);"),
+        next_row=re.compile(r"\s*\(([^()\"/;{}]*)\)\s*([\d.eE+\-,\s]*);"),
+        variable=re.compile(r'\s*([^\s{}()\[\];|,"/]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}()\[\];|"/]*)\}'
+                            r"\s*;?\s*\}"),
+        bare=re.compile(r'(?:[^\s{}()\[\];|,"/]|/(?![/*]))+\Z'),
+    )
 
 
 def _plain_numbers(seg: str) -> list[float] | None:
@@ -167,6 +180,7 @@ class _BifParser:
         self.var_pos: dict[str, int] = {}
         self.latent: list[str] = []
         self.blocks: list[_Block] = []
+        self.re = _patterns()
 
     # -- low level ------------------------------------------------------------------
 
@@ -179,7 +193,7 @@ class _BifParser:
         text, pos = self.text, self.pos
         if pos < len(text) and text[pos] != "/" and not text[pos].isspace():   # at a token already (most calls)
             return
-        self.pos = _SKIP.match(text, pos).end()
+        self.pos = self.re.skip.match(text, pos).end()
         if self.text.startswith("/*", self.pos):
             self.fail(self.pos, "unterminated /* comment")
 
@@ -187,7 +201,7 @@ class _BifParser:
         """The next token, for error messages."""
         if self.pos >= len(self.text):
             return "the end of the file"
-        m = _WORD.match(self.text, self.pos)
+        m = self.re.word.match(self.text, self.pos)
         tok = m.group(0) if m else self.text[self.pos]
         return repr(tok if len(tok) <= 30 else tok[:27] + "...")
 
@@ -207,7 +221,7 @@ class _BifParser:
 
     def word(self, what: str) -> str:
         self.skip()
-        m = _WORD.match(self.text, self.pos)
+        m = self.re.word.match(self.text, self.pos)
         if not m:
             self.fail(self.pos, f"expected {what}, got {self.describe()}")
         self.pos = m.end()
@@ -235,7 +249,7 @@ class _BifParser:
         if end < 0:
             self.fail(start, f"expected the probabilities of {what} ending with ';', reached the end of the file")
         seg = self.text[start:end]
-        vals = _plain_numbers(seg) if _NUMBERS.match(seg) else None
+        vals = _plain_numbers(seg) if self.re.numbers.match(seg) else None
         if vals is None:
             vals = self._slow_numbers(seg, start, what)
         if not vals:
@@ -246,15 +260,15 @@ class _BifParser:
     def _slow_numbers(self, seg: str, start: int, what: str) -> list[float]:
         """Like :meth:`numbers` on a segment with comments or bad tokens: find the culprit."""
         if "/" in seg:
-            seg = _COMMENT.sub(lambda m: " " * len(m.group(0)), seg)
+            seg = self.re.comment.sub(lambda m: " " * len(m.group(0)), seg)
         for ch in "{}()":
             k = seg.find(ch)
             if k >= 0:
                 self.fail(start + k, f"expected a number or ';' in the probabilities of {what}, got {ch!r}")
         vals = []
-        for m in _NUMBER_TOKEN.finditer(seg):
+        for m in self.re.number_token.finditer(seg):
             tok = m.group(0)
-            v = float(tok) if _NUMBERS.match(tok) and is_float(tok) else math.nan
+            v = float(tok) if self.re.numbers.match(tok) and is_float(tok) else math.nan
             if not math.isfinite(v):
                 self.fail(start + m.start(), f"expected a probability (a finite number) in {what}, got {tok!r}")
             if v < 0:
@@ -264,7 +278,7 @@ class _BifParser:
 
     def property_text(self) -> str:
         self.skip()
-        m = _PROPERTY.match(self.text, self.pos)
+        m = self.re.property.match(self.text, self.pos)
         self.pos = m.end()
         if self.text[self.pos:self.pos + 1] != ";":
             self.fail(self.pos, f"expected ';' ending the property, got {self.describe()}")
@@ -279,7 +293,7 @@ class _BifParser:
             if self.pos >= len(self.text):
                 break
             start = self.pos
-            kw = _WORD.match(self.text, self.pos)
+            kw = self.re.word.match(self.text, self.pos)
             if not kw or kw.group(2) not in ("network", "variable", "probability"):
                 self.fail(start, f"expected 'network', 'variable' or 'probability', got {self.describe()}")
             self.pos = kw.end()
@@ -302,7 +316,7 @@ class _BifParser:
         self.pos += 1
 
     def _variable(self, start: int) -> None:
-        m = _VARIABLE.match(self.text, self.pos)
+        m = self.re.variable.match(self.text, self.pos)
         if m:
             name, k, states = m.group(1), int(m.group(2)), m.group(3).replace(",", " ").split()
             if name not in self.states and len(states) == k >= 1 and len(set(states)) == k:
@@ -382,14 +396,14 @@ class _BifParser:
                 break
             p = self.here()
             if c == "(":
-                m = _ROW.match(self.text, p)
+                m = self.re.row.match(self.text, p)
                 vals = _plain_numbers(m.group(2)) if m else None
                 if vals:
                     while vals:         # this row and the plain rows after it, one match each
                         cfg = m.group(1).replace(",", " ").replace("|", " ").split()
                         block.rows.append((cfg, p, vals, m.start(2)))
                         self.pos = m.end()
-                        m = _NEXT_ROW.match(self.text, self.pos)
+                        m = self.re.next_row.match(self.text, self.pos)
                         if not m:
                             break
                         vals = _plain_numbers(m.group(2))
@@ -574,16 +588,16 @@ def read_bif(source: str | Path | bytes, *, tol: float = DEFAULT_TOL) -> CausalM
     """
     tol = check_tol(tol)
     text, name = read_source(source, _looks_like_bif)
-    return _BifParser(text, name, tol).parse()
+    parts = scan_bif(text, tol)              # the common dialect in whole-block passes (io/bif_scan.py)
+    if parts is not None:
+        return build_discrete_model(*parts, [], name)
+    return _BifParser(text, name, tol).parse()     # everything else, and every error, token by token
 
 
 # -- BIF writing --------------------------------------------------------------------------
 
-_BARE = re.compile(r'(?:[^\s{}()\[\];|,"/]|/(?![/*]))+\Z')
-
-
 def _bif_name(name: str, what: str) -> str:
-    if _BARE.match(name):
+    if _patterns().bare.match(name):
         return name
     if '"' in name:
         raise ModelError(f"{what} {name!r} contains a double quote, which BIF cannot hold")
