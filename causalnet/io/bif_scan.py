@@ -44,6 +44,7 @@ import re
 import numpy as np
 
 from ..errors import CausalNetError
+from ..mechanisms.tabular import TOL
 from .tables import check_table_size, fix_rows
 
 __all__ = ["scan_bif", "Parts"]
@@ -112,8 +113,7 @@ def scan_bif(text: str, tol: float) -> Parts | None:
     if text[pos:].strip() or not order:
         return None
     try:
-        for name in order:
-            check_table_size([len(states[name])], f"the states of {name!r}")
+        check_table_size([max(map(len, states.values()))], "the states of a variable")   # the largest passes: all do
         parents, tables = _tables(heads, states, tol, numbers)
     except CausalNetError:          # _Unusual, or a limit the token parser reports with the line
         return None
@@ -123,60 +123,138 @@ def scan_bif(text: str, tol: float) -> Parts | None:
 
 
 def _tables(heads: list, states: dict, tol: float, numbers: re.Pattern) -> tuple[dict, dict]:
-    """Parents and checked tables of the probability blocks; _Unusual on anything the token parser must see."""
+    """Parents and checked tables of the probability blocks; _Unusual on anything the token parser must see.
+
+    Two passes: every block's body is laid out (list operations only) and its number tokens appended to
+    one list; then the numbers of the whole file are converted and checked at once, every row sum taken
+    by one ``np.add.reduceat``, and each table is a reshaped view of that one array.
+    """
     parents: dict = {}
-    tables: dict = {}
-    for names, body in heads:
+    blocks: list = []                                        # (child, pcards, K, row-major?, positions, offset)
+    tokens: list = []                                        # every number of the file, in block order
+    seglens: list = []                                       # one segment per contiguous row (or whole block)
+    segblock: list = []                                      # the block of each segment
+    for b, (names, body) in enumerate(heads):
         if not names or names[0] in parents or any(v not in states for v in names):
             raise _Unusual
         child, pnames = names[0], names[1:]
         if child in pnames or len(set(pnames)) != len(pnames):
             raise _Unusual
-        table = _table(body, [states[p] for p in pnames], len(states[child]), numbers)
+        pstates = [states[p] for p in pnames]
+        k, pcards = len(states[child]), [len(x) for x in pstates]
+        nums, row_major, positions = _layout(body, pstates, k)
+        blocks.append((child, pcards, k, row_major, positions, len(tokens)))
+        tokens += nums
+        n_rows = len(nums) // k if row_major else 1          # a child-major 'table' line: one segment
+        seglens += [k if row_major else len(nums)] * n_rows
+        segblock += [b] * n_rows
         parents[child] = pnames
-        tables[child] = fix_rows(table, tol, _unusual)
+    vals = _floats(tokens, numbers)                                               # (all numbers,)
+    exact = _blocks_to_check(vals, seglens, segblock, blocks, tol)
+    tables: dict = {}
+    for b, (child, pcards, k, row_major, positions, at) in enumerate(blocks):
+        n_cfg = math.prod(pcards)
+        seg = vals[at:at + n_cfg * k]
+        if not row_major:                                                         # (K, *pcards) -> (*pcards, K)
+            table = np.ascontiguousarray(np.moveaxis(seg.reshape(k, *pcards), 0, -1))
+        elif positions is None:                                                   # rows in C order
+            table = seg.reshape(*pcards, k)
+        elif isinstance(positions, str):                                          # rows in F order
+            m = len(pcards)
+            table = np.ascontiguousarray(seg.reshape(*pcards[::-1], k).transpose(*range(m - 1, -1, -1), m))
+        else:
+            table = np.empty((n_cfg, k))
+            table[positions] = seg.reshape(n_cfg, k)
+            table = table.reshape(*pcards, k)
+        tables[child] = fix_rows(table, tol, _unusual) if b in exact else table
     return parents, tables
+
+
+def _blocks_to_check(vals: np.ndarray, seglens: list, segblock: list, blocks: list, tol: float) -> set:
+    """The blocks whose rows :func:`~causalnet.io.tables.fix_rows` must see (to rescale or to refuse).
+
+    A row whose sum (taken here for the whole file at once, perhaps in another order than ``fix_rows``
+    takes it: a few ulps apart) is within half the smaller of `tol` and the CPT tolerance of 1 is kept
+    as it is by ``fix_rows`` too; every other row's block goes through ``fix_rows``, which decides.
+    """
+    cut = min(TOL, tol) / 2
+    if not seglens or cut < 1e-12 or max(seglens) * 1e-15 > cut:     # too tight to decide from another sum
+        return set(range(len(blocks)))
+    starts = np.zeros(len(seglens), dtype=np.intp)                                # (segments,)
+    np.cumsum(seglens[:-1], out=starts[1:])
+    sums = np.add.reduceat(vals, starts)                                          # (segments,)
+    near = np.abs(sums - 1.0) <= cut
+    check = {b for b, (_, pcards, _, row_major, _, _) in enumerate(blocks) if not row_major and pcards}
+    if not near.all():
+        check.update(segblock[i] for i in np.flatnonzero(~near).tolist())
+    return check
 
 
 def _unusual(row: tuple, msg: str) -> None:
     raise _Unusual
 
 
-def _table(body: str, pstates: list, k: int, numbers: re.Pattern) -> np.ndarray:
-    """The ``(*parent_cards, K)`` table of one block body: a 'table' line, or one row per configuration."""
+def _layout(body: str, pstates: list, k: int) -> tuple[list, bool, np.ndarray | str | None]:
+    """``(number tokens, row-major?, row positions)`` of one block body (a 'table' line or one row per configuration).
+
+    Row-major numbers are ``(R, K)`` rows in the file's order; ``positions`` is None when the rows
+    list the configurations in C order (last parent fastest), ``"F"`` in Fortran order (first parent
+    fastest; bnlearn's files use both), else each row's C-order position. A 'table' line of a node with parents is child-major, ``(K, *parent_cards)``.
+    """
     if "|" in body:
         raise _Unusual
     tokens = body.replace("(", " ( ").replace(")", " ) ").replace(";", " ; ").replace(",", " ").split()
-    pcards = [len(s) for s in pstates]
+    pcards = [len(x) for x in pstates]
     n_cfg = math.prod(pcards)
     if tokens[:1] == ["table"]:
-        vals = tokens[1:-1]
-        if tokens[-1] != ";" or len(vals) != n_cfg * k:
+        if tokens[-1] != ";" or len(tokens) - 2 != n_cfg * k:
             raise _Unusual
-        table = _floats(vals, numbers)                                            # (K * prod(pcards),)
-        return np.ascontiguousarray(np.moveaxis(table.reshape(k, *pcards), 0, -1)) if pcards else table
+        return tokens[1:-1], not pcards, None
     m = len(pcards)
     width = m + k + 3                                                             # ( names ) numbers ;
     if not m or len(tokens) != n_cfg * width:
         raise _Unusual
-    grid = np.array(tokens, dtype=object).reshape(n_cfg, width)                   # (R, m + K + 3)
-    if not ((grid[:, 0] == "(").all() and (grid[:, m + 1] == ")").all() and (grid[:, -1] == ";").all()):
+    if not (tokens[0::width].count("(") == tokens[m + 1::width].count(")") == tokens[width - 1::width].count(";")
+            == n_cfg):
         raise _Unusual
-    flat = np.zeros(n_cfg, dtype=np.intp)                                         # (R,) row position, C order
-    for j, (names, stride) in enumerate(zip(pstates, _strides(pcards))):
+    columns = [tokens[1 + j::width] for j in range(m)]                            # m lists of (R,) state names
+    if all(col == _run(names, stride, n_cfg) for col, names, stride in zip(columns, pstates, _strides(pcards))):
+        positions = None
+    elif all(col == _run(names, stride, n_cfg) for col, names, stride in zip(columns[::-1], pstates[::-1],
+                                                                            _strides(pcards[::-1]))):
+        positions = "F"
+    else:
+        positions = _positions(columns, pstates, pcards)
+    nums = tokens[:]                                                              # drop the non-numbers, C-level
+    for col in [width - 1, m + 1, *range(m, -1, -1)]:
+        del nums[col::width]
+        width -= 1
+    return nums, True, positions
+
+
+def _run(names: list, stride: int, n: int) -> list:
+    """``(n,)`` state names of a parent whose state changes every `stride` rows (its column in C or F order)."""
+    col: list = []
+    for s in names:
+        col += [s] * stride
+    return col * (n // len(col))
+
+
+def _positions(columns: list, pstates: list, pcards: list) -> np.ndarray:
+    """Each row's C-order position, from its parents' state names; _Unusual on an unknown, repeated or missing row."""
+    n_cfg = math.prod(pcards)
+    flat = np.zeros(n_cfg, dtype=np.intp)                                         # (R,)
+    for col, names, stride in zip(columns, pstates, _strides(pcards)):
         lookup = {s: i for i, s in enumerate(names)}
         try:
-            idx = np.fromiter(map(lookup.__getitem__, grid[:, 1 + j]), dtype=np.intp, count=n_cfg)
+            flat += np.fromiter(map(lookup.__getitem__, col), dtype=np.intp, count=n_cfg) * stride
         except KeyError:
             raise _Unusual from None
-        flat += idx * stride
     seen = np.zeros(n_cfg, dtype=bool)
     seen[flat] = True
     if not seen.all():                                                            # a row repeated, so one missing
         raise _Unusual
-    table = np.empty((n_cfg, k))
-    table[flat] = _floats(grid[:, m + 2:-1].ravel().tolist(), numbers).reshape(n_cfg, k)
-    return table.reshape(*pcards, k)
+    return flat
 
 
 def _strides(pcards: list) -> list:
@@ -185,13 +263,17 @@ def _strides(pcards: list) -> list:
 
 
 def _floats(tokens: list, numbers: re.Pattern) -> np.ndarray:
-    """Finite non-negative probabilities from plain number tokens, converted as ``float`` converts them."""
+    """Probabilities from plain number tokens, converted as ``float`` converts them: ``(len(tokens),)``.
+
+    Every value is in ``[0, 2]`` (a larger one makes its row sum more than 1 + tol for any tol < 1, an
+    error the token parser reports; no sum of them can overflow).
+    """
     if numbers.fullmatch("".join(tokens)) is None:
         raise _Unusual
     try:
         vals = np.array(tokens, dtype=np.float64)
     except ValueError:
         raise _Unusual from None
-    if not (np.isfinite(vals).all() and (vals >= 0).all()):
+    if not ((vals >= 0) & (vals <= 2)).all():                                     # NaN fails both
         raise _Unusual
     return vals
