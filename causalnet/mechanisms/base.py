@@ -192,6 +192,9 @@ class Mechanism:
     can_abduct: bool = False
 
     def __init__(self, parents: Sequence[Hashable] = ()) -> None:
+        if type(parents) in (list, tuple) and set(map(type, parents)) <= {str} and len(set(parents)) == len(parents):
+            self._parents = tuple(parents)          # distinct names as strings (every file reader's case)
+            return
         if isinstance(parents, (str, bytes)):
             parents = (parents,)
         if not isinstance(parents, Iterable) or isinstance(parents, Mapping):
@@ -399,6 +402,9 @@ def check_states(states: Any, card: int, who: str) -> tuple:
     """
     if states is None:
         return tuple(range(card))
+    if type(states) in (list, tuple) and len(states) == card and set(map(type, states)) == {str}:
+        if len(set(states)) == card:                # plain distinct strings (every file reader's case)
+            return tuple(states)
     if isinstance(states, (str, bytes)) or not isinstance(states, Iterable) or isinstance(states, Mapping):
         raise ModelError(f"{who}: states must be a list of names, got {states!r}")
     states = tuple(s.item() if isinstance(s, np.generic) and not isinstance(s, np.str_) else s for s in states)
