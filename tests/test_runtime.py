@@ -55,7 +55,8 @@ NOT_FOR_BIF_QUERIES = ("causalnet.learning.fitting", "causalnet.learning.em", "c
                        "causalnet.learning.data", "causalnet.io.bnlearn", "causalnet.io.xmlbif",
                        "causalnet.graph.parse", "causalnet.graph.plain_text", "causalnet.graph.separation",
                        "causalnet.graph.reach", "causalnet.graph.kernels", "causalnet.distributions.cauchy",
-                       "causalnet.distributions.mixed", "causalnet.inference.forward",
+                       "causalnet.distributions.mixed", "causalnet.inference.forward", "causalnet.inference.frames",
+                       "causalnet.learning.strings",
                        "subprocess", "difflib", "scipy", "networkx", "pandas", "numba", "tqdm",
                        "json", "gzip", "dataclasses", "string")
 
