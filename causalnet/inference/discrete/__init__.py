@@ -66,7 +66,6 @@ from .engine import (
     node_table,
     shift_map,
 )
-from .every_node import all_marginals
 from .factors import Factor, factor_product
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS, elimination_cliques, elimination_order, moral_graph
@@ -103,8 +102,11 @@ __all__ = [
 ]
 
 # Junction trees (and the calibrated prior tree, Hugin propagation and clique trees they use) load when a
-# network first builds one (PEP 562): a process answering a few compiled queries never loads them.
+# network first builds one (PEP 562): a process answering a few compiled queries never loads them; nor
+# does it load every_node (all_marginals), which loads when first named.
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "all_marginals": ".every_node:all_marginals",
+    "every_node": ".every_node",
     "JunctionTree": ".junction_tree:JunctionTree",
     "junction_tree": ".junction_tree",
     "prior_tree": ".prior_tree",
