@@ -1,8 +1,8 @@
 """The common BIF dialect in whole-block passes: the quick path of :func:`causalnet.io.bif.read_bif`.
 
 Every file of the bnlearn repository (and every file :func:`~causalnet.io.bif.write_bif`
-writes without quoted names or latent nodes) uses a plain subset of BIF: bare names, no
-comments, no ``property`` or ``default`` lines, each ``variable`` block a single
+writes without quoted names or latent nodes) uses a plain subset of BIF: bare names (``Asy/Patch``
+and ``<5`` included), no comments, no ``property`` or ``default`` lines, each ``variable`` block a single
 ``type discrete`` line, each ``probability`` block either one ``table`` line or one row
 per parent configuration. :func:`scan_bif` reads that subset with one regular-expression
 match per block and no Python work per table entry: a block's body is split into tokens
@@ -52,13 +52,13 @@ __all__ = ["scan_bif", "Parts"]
 #: ``(order, states, parents, tables)``: what :func:`causalnet.io.tables.build_discrete_model` takes.
 Parts = tuple[list, dict, dict, dict]
 
-_NAME = r'[^\s{}()\[\];|,"/]+'            # a bare name, as the token parser's
+_NAME = r'[^\s{}()\[\];|,"]+'             # a bare name (as the token parser's, in a text without comments)
 
 # One block: a network block with nothing inside, a variable block of one 'type discrete' line (the token
 # parser's quick variable pattern), or a probability block (its body checked by _table below).
 _BLOCK = (r"\s*(?:network(?:\s+" + _NAME + r")?\s*\{\s*\}"
-          r"|variable\s+(" + _NAME + r")\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}()\[\];|\"/]*)\}\s*;?\s*\}"
-          r"|probability\s*\(([^(){}\[\];\"/]*)\)\s*\{([^{}\"/]*)\})")
+          r"|variable\s+(" + _NAME + r")\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}()\[\];|\"]*)\}\s*;?\s*\}"
+          r"|probability\s*\(([^(){}\[\];\"]*)\)\s*\{([^{}\"]*)\})")
 _NUMBER_CHARS = r"[0-9.eE+\-]*"           # what a plain probability is made of (no nan, inf, 1_0)
 
 
@@ -91,7 +91,7 @@ def scan_bif(text: str, tol: float) -> Parts | None:
         has anything :func:`causalnet.io.bif.read_bif`'s token parser must read
         (including every error).
     """
-    if '"' in text or "/" in text:                      # quotes and comments: the token parser
+    if '"' in text or "//" in text or "/*" in text:   # quotes and comments: the token parser
         return None
     block, numbers = _patterns()
     order: list = []
