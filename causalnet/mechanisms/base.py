@@ -61,7 +61,6 @@ Symbols: ``n`` batch.
 
 from __future__ import annotations
 
-import copy
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -227,6 +226,8 @@ class Mechanism:
         ModelError
             If the number of parents differs.
         """
+        import copy  # the stdlib module, loaded by the first unrolled model (a BIF read never needs it)
+
         new = copy.copy(self)
         Mechanism.__init__(new, parents)
         if len(new.parents) != len(self.parents):
