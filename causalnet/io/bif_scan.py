@@ -4,8 +4,8 @@ Every file of the bnlearn repository (and every file :func:`~causalnet.io.bif.wr
 writes without quoted names or latent nodes) uses a plain subset of BIF: bare names (``Asy/Patch``
 and ``<5`` included), no comments, no ``property`` or ``default`` lines, each ``variable`` block a single
 ``type discrete`` line, each ``probability`` block either one ``table`` line or one row
-per parent configuration. :func:`scan_bif` reads that subset with one regular-expression
-match per block and no Python work per table entry: a block's body is split into tokens
+per parent configuration. :func:`scan_bif` reads that subset with string methods (the text is cut
+at its braces, no regular expression is compiled) and no Python work per table entry: a block's body is split into tokens
 once (``str.replace`` and ``str.split``, in C), its numbers are converted by one
 ``np.array(..., dtype=float64)`` (the same conversion as ``float``, so the tables are
 bit for bit those of the token parser), its parent states mapped to indices by
@@ -37,9 +37,7 @@ True
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 
 import numpy as np
 
@@ -52,24 +50,15 @@ __all__ = ["scan_bif", "Parts"]
 #: ``(order, states, parents, tables)``: what :func:`causalnet.io.tables.build_discrete_model` takes.
 Parts = tuple[list, dict, dict, dict]
 
-_NAME = r'[^\s{}()\[\];|,"]+'             # a bare name (as the token parser's, in a text without comments)
-
-# One block: a network block with nothing inside, a variable block of one 'type discrete' line (the token
-# parser's quick variable pattern), or a probability block (its body checked by _table below).
-_BLOCK = (r"\s*(?:network(?:\s+" + _NAME + r")?\s*\{\s*\}"
-          r"|variable\s+(" + _NAME + r")\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}()\[\];|\"]*)\}\s*;?\s*\}"
-          r"|probability\s*\(([^(){}\[\];\"]*)\)\s*\{([^{}\"]*)\})")
-_NUMBER_CHARS = r"[0-9.eE+\-]*"           # what a plain probability is made of (no nan, inf, 1_0)
+#: Characters a bare name never holds besides blanks and braces (as the token parser's names, in a text
+#: without quotes or comments).
+_NOT_IN_NAMES = frozenset("()[];|,")
+#: What a plain probability is made of (no nan, inf, 1_0, comments).
+_NUMBER_CHARS = b"0123456789.eE+-"
 
 
 class _Unusual(CausalNetError):
     """The text leaves the common dialect: the token parser reads it (and reports any error)."""
-
-
-@functools.cache
-def _patterns() -> tuple[re.Pattern, re.Pattern]:
-    """The block and number patterns, compiled by the first file read (importing compiles nothing)."""
-    return re.compile(_BLOCK), re.compile(_NUMBER_CHARS)
 
 
 def scan_bif(text: str, tol: float) -> Parts | None:
@@ -93,28 +82,10 @@ def scan_bif(text: str, tol: float) -> Parts | None:
     """
     if '"' in text or "//" in text or "/*" in text:   # quotes and comments: the token parser
         return None
-    block, numbers = _patterns()
-    order: list = []
-    states: dict = {}
-    heads: list = []
-    pos = 0
-    while (m := block.match(text, pos)) is not None and m.end() > pos:
-        pos = m.end()
-        name, head = m.group(1), m.group(4)
-        if name is not None:
-            names = m.group(3).replace(",", " ").split()
-            k = int(m.group(2))
-            if name in states or not (len(names) == k >= 1) or len(set(names)) != k:
-                return None
-            order.append(name)
-            states[name] = names
-        elif head is not None:
-            heads.append((head.replace(",", " ").replace("|", " ").split(), m.group(5)))
-    if text[pos:].strip() or not order:
-        return None
     try:
+        order, states, heads = _blocks(text)
         check_table_size([max(map(len, states.values()))], "the states of a variable")   # the largest passes: all do
-        parents, tables = _tables(heads, states, tol, numbers)
+        parents, tables = _tables(heads, states, tol)
     except CausalNetError:          # _Unusual, or a limit the token parser reports with the line
         return None
     if len(parents) != len(order):                    # a variable without a probability block
@@ -122,7 +93,58 @@ def scan_bif(text: str, tol: float) -> Parts | None:
     return order, states, parents, tables
 
 
-def _tables(heads: list, states: dict, tol: float, numbers: re.Pattern) -> tuple[dict, dict]:
+def _blocks(text: str) -> tuple[list, dict, list]:
+    """Variables in order, their states, and ``(header names, body)`` of each probability block.
+
+    The text is cut at every ``}`` (in C): a network block is one piece (``network [NAME] {`` and blanks),
+    a probability block one (``probability ( names ) {`` and its body, which holds no brace), a variable
+    block two (``variable NAME { type discrete [ k ] { states`` and ``;`` between blanks); whatever is
+    left after the last brace is blank.
+    """
+    pieces = text.split("}")
+    if pieces[-1].strip():
+        raise _Unusual
+    order: list = []
+    states: dict = {}
+    heads: list = []
+    i, n = 0, len(pieces) - 1
+    while i < n:
+        head, brace, body = pieces[i].partition("{")
+        words = head.split()
+        if not brace or not words:
+            raise _Unusual
+        if words[0] == "probability":
+            inside = head.strip()[len("probability"):].lstrip()
+            if "{" in body or not (inside[:1] == "(" and inside[-1:] == ")") or "(" in inside[1:-1] \
+                    or ")" in inside[1:-1] or not _NOT_IN_NAMES.isdisjoint(inside[1:-1].replace(",", "").replace("|", "")):
+                raise _Unusual
+            heads.append((inside[1:-1].replace(",", " ").replace("|", " ").split(), body))
+            i += 1
+        elif words[0] == "variable" and len(words) == 2 and i + 1 < n:
+            name = words[1]
+            decl, brace, names = body.partition("{")
+            decl = decl.replace("[", " [ ").replace("]", " ] ").split()
+            if (not brace or name in states or not _NOT_IN_NAMES.isdisjoint(name) or len(decl) != 5
+                    or decl[:3] != ["type", "discrete", "["] or decl[4] != "]" or not decl[3].isdecimal()
+                    or not _NOT_IN_NAMES.isdisjoint(names.replace(",", "")) or "{" in names
+                    or pieces[i + 1].strip() not in ("", ";")):
+                raise _Unusual
+            names = names.replace(",", " ").split()
+            if not (len(names) == int(decl[3]) >= 1) or len(set(names)) != len(names):
+                raise _Unusual
+            order.append(name)
+            states[name] = names
+            i += 2
+        elif words[0] == "network" and len(words) <= 2 and not body.strip() and _NOT_IN_NAMES.isdisjoint(words[-1]):
+            i += 1
+        else:
+            raise _Unusual
+    if not order:
+        raise _Unusual
+    return order, states, heads
+
+
+def _tables(heads: list, states: dict, tol: float) -> tuple[dict, dict]:
     """Parents and checked tables of the probability blocks; _Unusual on anything the token parser must see.
 
     Two passes: every block's body is laid out (list operations only) and its number tokens appended to
@@ -149,7 +171,7 @@ def _tables(heads: list, states: dict, tol: float, numbers: re.Pattern) -> tuple
         seglens += [k if row_major else len(nums)] * n_rows
         segblock += [b] * n_rows
         parents[child] = pnames
-    vals = _floats(tokens, numbers)                                               # (all numbers,)
+    vals = _floats(tokens)                                                        # (all numbers,)
     exact = _blocks_to_check(vals, seglens, segblock, blocks, tol)
     tables: dict = {}
     for b, (child, pcards, k, row_major, positions, at) in enumerate(blocks):
@@ -262,17 +284,17 @@ def _strides(pcards: list) -> list:
     return [math.prod(pcards[i + 1:]) for i in range(len(pcards))]
 
 
-def _floats(tokens: list, numbers: re.Pattern) -> np.ndarray:
+def _floats(tokens: list) -> np.ndarray:
     """Probabilities from plain number tokens, converted as ``float`` converts them: ``(len(tokens),)``.
 
     Every value is in ``[0, 2]`` (a larger one makes its row sum more than 1 + tol for any tol < 1, an
     error the token parser reports; no sum of them can overflow).
     """
-    if numbers.fullmatch("".join(tokens)) is None:
-        raise _Unusual
     try:
+        if "".join(tokens).encode("ascii").translate(None, _NUMBER_CHARS):      # a character no number holds
+            raise _Unusual
         vals = np.array(tokens, dtype=np.float64)
-    except ValueError:
+    except (UnicodeEncodeError, ValueError):
         raise _Unusual from None
     if not ((vals >= 0) & (vals <= 2)).all():                                     # NaN fails both
         raise _Unusual
