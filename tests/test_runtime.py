@@ -57,7 +57,7 @@ NOT_FOR_BIF_QUERIES = ("causalnet.learning.fitting", "causalnet.learning.em", "c
                        "causalnet.graph.reach", "causalnet.graph.kernels", "causalnet.distributions.cauchy",
                        "causalnet.distributions.mixed", "causalnet.inference.forward", "causalnet.inference.frames",
                        "causalnet.learning.strings", "causalnet.inference.discrete.every_node",
-                       "causalnet.mechanisms.compact", "copy",
+                       "causalnet.mechanisms.compact", "causalnet.io.bif_parser", "copy",
                        "subprocess", "difflib", "scipy", "networkx", "pandas", "numba", "tqdm",
                        "json", "gzip", "dataclasses", "string")
 

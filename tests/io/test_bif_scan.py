@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import causalnet
 from causalnet.errors import CausalNetError
-from causalnet.io import bif, bnlearn
+from causalnet.io import bif, bif_parser, bnlearn
 from causalnet.io.bif import read_bif
 from causalnet.io.bif_scan import scan_bif
 
@@ -32,9 +32,9 @@ NEVER = re.compile(r"(?!)")
 
 def _token_parser(text, tol=1e-6):
     """read_bif with every quick path off: the whole-block scan, the one-match variable and row patterns."""
-    patterns = types.SimpleNamespace(**{**vars(bif._patterns()), "variable": NEVER, "next_row": NEVER})
+    patterns = types.SimpleNamespace(**{**vars(bif_parser._patterns()), "variable": NEVER, "next_row": NEVER})
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bif, "_patterns", lambda: patterns)
+        mp.setattr(bif_parser, "_patterns", lambda: patterns)
         mp.setattr(bif, "scan_bif", lambda text, tol: None)
         return read_bif(text, tol=tol)
 
