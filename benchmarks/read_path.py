@@ -24,6 +24,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -107,6 +108,14 @@ def _agree(a, b) -> bool:
 
 
 def main(argv=None) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="cn-readpath-"))
+    try:
+        return _main(argv, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _main(argv, tmp: Path) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--code", type=Path, nargs="*", default=[], help="other checkouts to measure beside this one")
     ap.add_argument("--children", type=int, default=15)
@@ -116,7 +125,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     codes = [ROOT] + [c.resolve() for c in args.code]
     children = 3 if args.quick else args.children
-    tmp = Path(tempfile.mkdtemp(prefix="cn-readpath-"))
     bif, queries, paths = _files(tmp, args.quick)
     for code in codes:                                       # bytecode written before any clock
         _child(code, tmp, _PHASES, [str(bif), str(queries)])
