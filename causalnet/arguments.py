@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["check_int", "check_real", "check_bool", "as_generator"]
+__all__ = ["check_int", "check_real", "check_bool", "as_generator", "is_dask_collection", "is_pandas_frame"]
 
 
 def check_int(value: Any, what: str, *, low: int | None = None, high: int | None = None,
@@ -129,3 +129,20 @@ def as_generator(seed: Any) -> np.random.Generator:
         return np.random.default_rng(seed)
     except (TypeError, ValueError) as e:
         raise ModelError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from e
+
+
+def is_dask_collection(obj: Any) -> bool:
+    """Whether `obj` is a Dask collection (a Dask DataFrame, Series or Array), without importing Dask.
+
+    Duck typing: the object's class lives in a ``dask`` module and it has
+    ``map_partitions`` or ``__dask_graph__``. Dask is only imported when the
+    caller passes a Dask object.
+    """
+    module = type(obj).__module__.split(".")[0]
+    return module in ("dask", "dask_expr") and (hasattr(obj, "map_partitions") or hasattr(obj, "__dask_graph__"))
+
+
+def is_pandas_frame(obj: Any) -> bool:
+    """Whether `obj` is a pandas DataFrame (duck typing; never a Dask one)."""
+    return (hasattr(obj, "columns") and hasattr(obj, "iloc") and hasattr(obj, "dtypes")
+            and not is_dask_collection(obj))

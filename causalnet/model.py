@@ -32,14 +32,12 @@ from typing import Any
 import numpy as np
 
 from . import graph as _graphs  # graph.drawing: loaded by the first DOT text
-from . import inference as _inference  # inference.effects and .markov: loaded on first use
+from . import inference as _inference  # inference.effects, .markov, .forward, .frames: loaded on first use
 from . import learning, limits
-from .arguments import check_int
+from .arguments import check_int, is_dask_collection, is_pandas_frame
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
-from .inference import frames
-from .inference.dispatch import run_counterfactual, run_map
-from .inference.forward import ForwardRequest, run_forward
+from .inference.dispatch import run_counterfactual, run_map, run_query
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
 from .values import Samples, Trace, check_finite, decode_states
@@ -317,7 +315,8 @@ class CausalModel:
         ShapeError
             Batch sizes that disagree.
         """
-        return run_forward(ForwardRequest(self, values, noise, n, seed, keep, self._forward_nodes))
+        forward = _inference.forward                 # loaded by the first forward pass
+        return forward.run_forward(forward.ForwardRequest(self, values, noise, n, seed, keep, self._forward_nodes))
 
     def _forward_nodes(self, values, noise, n, seed, keep) -> Trace:
         """:meth:`forward` node by node, every input validated: the reference run."""
@@ -573,8 +572,12 @@ class CausalModel:
             Bad targets, evidence, interventions or options, checked before
             any engine runs (:mod:`causalnet.inference.request`).
         """
-        return frames.query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
-                            soft_evidence=soft_evidence, **options)
+        if evidence is not None and type(evidence) is not dict and (is_dask_collection(evidence)
+                                                                     or is_pandas_frame(evidence)):
+            return _inference.frames.query(self, targets, evidence=evidence, do=do, method=method,  # loaded here
+                                           n_samples=n_samples, seed=seed, soft_evidence=soft_evidence, **options)
+        return run_query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
+                         soft_evidence=soft_evidence, **options)
 
     def map(self, targets=None, *, evidence: Mapping | None = None, do: Mapping | None = None,
             method: str = "exact", soft_evidence: Mapping | None = None, **options):
@@ -706,13 +709,13 @@ class CausalModel:
         (:func:`causalnet.inference.frames.predict`). A Dask DataFrame gives a
         lazy Dask DataFrame, predicted one partition at a time.
         """
-        if learning.is_dask_collection(data):
-            return frames.predict_partitions(self, data, columns)
-        return frames.predict(self, data, columns)
+        if is_dask_collection(data):
+            return _inference.frames.predict_partitions(self, data, columns)
+        return _inference.frames.predict(self, data, columns)
 
     def predict_proba(self, data, node: Hashable) -> np.ndarray:
         """``(n, K)``: the posterior of discrete `node` given each row of `data` (the node's own cell ignored)."""
-        return frames.predict_proba(self, data, node)
+        return _inference.frames.predict_proba(self, data, node)
 
     # -- diagrams ---------------------------------------------------------------------------
 

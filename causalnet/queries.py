@@ -38,7 +38,6 @@ True
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import EvidenceError
@@ -46,17 +45,55 @@ from .errors import EvidenceError
 __all__ = ["parse_query", "Query", "Term", "cf"]
 
 
-@dataclass(frozen=True)
 class Term:
     """One variable of a query: its name, its world (a do-dict) and an optional value.
 
     A value in the world may itself be a :class:`Term` without a value: the
     node is set to what that term would have been (a nested counterfactual).
+    Immutable and hashable; two terms are equal when their fields are.
+
+    Parameters
+    ----------
+    name : str
+    world : tuple, optional
+        Sorted ``((node, value), ...)`` of the subscript; None is the factual world.
+    value : optional
     """
 
+    __slots__ = ("name", "world", "value")
+    __match_args__ = ("name", "world", "value")
+
     name: str
-    world: tuple | None = None    # sorted ((node, value), ...) of the subscript, None = factual
-    value: Any = None
+    world: tuple | None
+    value: Any
+
+    def __init__(self, name: str, world: tuple | None = None, value: Any = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "world", world)
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"Term is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Term is immutable: cannot delete {name!r}")
+
+    def _fields(self) -> tuple:
+        return (self.name, self.world, self.value)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Term(name={self.name!r}, world={self.world!r}, value={self.value!r})"
+
+    def __reduce__(self):
+        return (Term, self._fields())
 
     @property
     def world_dict(self) -> dict:
@@ -101,37 +138,60 @@ def cf(node, do=None) -> Term:
     return Term(node, _sorted_world(do.items()) if do else None)
 
 
-@dataclass
 class Query:
-    """A parsed query string."""
+    """A parsed query string: target terms, evidence terms and the ``do`` assignments.
 
-    targets: list[Term]
-    evidence: list[Term] = field(default_factory=list)
-    do: dict = field(default_factory=dict)
+    Parameters
+    ----------
+    targets : list of Term
+    evidence : list of Term, optional
+    do : dict, optional
+        Node -> value.
+    """
+
+    __slots__ = ("targets", "evidence", "do")
+    __match_args__ = ("targets", "evidence", "do")
+    __hash__ = None                                  # mutable, compared by its fields
+
+    def __init__(self, targets: list[Term], evidence: list[Term] | None = None, do: dict | None = None) -> None:
+        self.targets = targets
+        self.evidence = [] if evidence is None else evidence
+        self.do = {} if do is None else do
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.targets, self.evidence, self.do) == (other.targets, other.evidence, other.do)
+
+    def __repr__(self) -> str:
+        return f"Query(targets={self.targets!r}, evidence={self.evidence!r}, do={self.do!r})"
+
+    def __reduce__(self):
+        return (Query, (self.targets, self.evidence, self.do))
 
     @property
     def is_counterfactual(self) -> bool:
         return any(t.world is not None for t in self.targets + self.evidence)
 
 
-_TOKENS = re.compile(
-    r"""
+# The token grammar, compiled by the first query string parsed (``re`` caches it): importing this module
+# compiles nothing.
+_TOKENS = r"""
     (?P<ws>\s+)
   | (?P<sub>_\{)
   | (?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.]))
   | (?P<name>[A-Za-z_][\w.]*?(?=_\{)|[A-Za-z_][\w.]*(?:\[\d+\])*)
   | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
   | (?P<punct>[(),|=}])
-    """,
-    re.VERBOSE,
-)
+    """
 
 
 def _tokenize(text: str) -> list[tuple[str, Any, int]]:
     out = []
     pos = 0
+    tokens = re.compile(_TOKENS, re.VERBOSE)
     while pos < len(text):
-        m = _TOKENS.match(text, pos)
+        m = tokens.match(text, pos)
         if not m:
             raise EvidenceError(f"cannot parse query at column {pos + 1}: unexpected {text[pos:pos + 10]!r} in {text!r}")
         kind = m.lastgroup

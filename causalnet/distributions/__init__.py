@@ -14,9 +14,21 @@ answers (``.query``, set by the front door: ``P(Wet | do(Sprinkler=on), Rain=yes
 in ``str``, ``repr`` and ``to_pandas()``.
 """
 
-from .cauchy import Cauchy, CauchyMarginals
-from .mixed import MixedDistribution
-from .results import DiscreteDistribution, EmpiricalDistribution, Gaussian, GaussianMixture, result_label, table_text
+from ..runtime import lazy_exports
 
 __all__ = ["DiscreteDistribution", "Gaussian", "EmpiricalDistribution", "GaussianMixture", "MixedDistribution", "Cauchy",
            "CauchyMarginals", "table_text", "result_label"]
+
+# Re-exported on first use (PEP 562): a discrete query's answer loads .results only, not .cauchy or .mixed.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "DiscreteDistribution": ".results:DiscreteDistribution",
+    "EmpiricalDistribution": ".results:EmpiricalDistribution",
+    "Gaussian": ".results:Gaussian",
+    "GaussianMixture": ".results:GaussianMixture",
+    "result_label": ".results:result_label",
+    "table_text": ".results:table_text",
+    "MixedDistribution": ".mixed:MixedDistribution",
+    "Cauchy": ".cauchy:Cauchy",
+    "CauchyMarginals": ".cauchy:CauchyMarginals",
+    **{name: f".{name}" for name in ("results", "mixed", "cauchy", "checks")},
+})

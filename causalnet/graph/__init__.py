@@ -14,4 +14,5 @@ __all__: list[str] = []
 # The modules the DAG's methods delegate to, loaded on first use (PEP 562): reading a model file and
 # querying it never loads identification, equivalence classes or instruments.
 __getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in (
-    "adjustment", "bitsep", "drawing", "equivalence", "identification", "instruments", "paths", "reach", "separation", "separators")})
+    "adjustment", "bitsep", "drawing", "equivalence", "identification", "instruments", "paths", "reach", "separation",
+    "separators", "parse", "plain_text")})

@@ -41,8 +41,6 @@ from .. import graph as _graph  # its question modules, each loaded on first use
 from ..errors import ModelError
 from . import bitsep  # d-separation's front door loads with the class (0.2-0.8 ms; docs/performance.md)
 from .core import DAGCore, register_dag_class
-from .parse import parse_graph
-from .plain_text import parse_plain_indexed
 
 __all__ = ["DAG", "DATA_METHODS"]
 
@@ -105,10 +103,12 @@ class DAG(DAGCore):
         >>> DAG.parse("X -> Y; X <-> Y").parents("Y")
         ('X', 'U[X,Y]')
         """
-        plain = parse_plain_indexed(text)   # bare names and arrows: numbered in C-level passes
+        # graph.plain_text and graph.parse load with the first text parsed (a model built from mechanisms
+        # never loads them)
+        plain = _graph.plain_text.parse_plain_indexed(text)   # bare names and arrows: numbered in C-level passes
         if plain is not None:
             return cls.from_indices(*plain)
-        edges, nodes, latent = parse_graph(text)
+        edges, nodes, latent = _graph.parse.parse_graph(text)
         return cls(edges, nodes=nodes, latent=latent)
 
     # -- separation (causalnet.graph.separation) --------------------------------

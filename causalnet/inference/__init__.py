@@ -13,4 +13,4 @@ __all__: list[str] = []
 
 __getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in (
     "cauchy", "conditional_gaussian", "counterfactual", "effects", "gaussian", "gibbs", "importance", "loopy",
-    "markov", "sampling", "soft", "tensor", "cg_counterfactual", "cg_elimination", "residual", "compact_messages")})
+    "markov", "sampling", "soft", "tensor", "forward", "frames", "cg_counterfactual", "cg_elimination", "residual", "compact_messages")})

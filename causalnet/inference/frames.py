@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 
 from .. import learning
+from ..arguments import is_dask_collection, is_pandas_frame
 from ..distributions import DiscreteDistribution, Gaussian, GaussianMixture
 from ..errors import EvidenceError, ModelError
-from ..learning.data import is_dask_collection, is_pandas_frame
 from ..learning.strings import string_codes
 from ..values import decode_states
 from .dispatch import run_query

@@ -9,6 +9,9 @@ json
     causalnet's own model files (JSON, exact round trip, no code).
 bif, xmlbif
     The BIF and XMLBIF formats of discrete Bayesian networks.
+bif_scan, bif_parser
+    The common BIF dialect (every bnlearn file) in whole-block passes: read_bif's quick path; every
+    other text and every error, token by token.
 tables
     What the discrete formats share: row tolerance, table-size checks, the writer's view.
 pgmpy
@@ -23,7 +26,7 @@ dot
 
 from ..runtime import lazy_exports
 
-__all__ = ["agrum", "bif", "bnlearn", "bundle", "dot", "files", "json", "pgmpy", "tables", "xmlbif"]
+__all__ = ["agrum", "bif", "bif_parser", "bif_scan", "bnlearn", "bundle", "dot", "files", "json", "pgmpy", "tables", "xmlbif"]
 
 # The sub-modules, loaded when first named (``cn.io.pgmpy.to_pgmpy``), as before issue 23 made imports lazy.
 __getattr__, __dir__ = lazy_exports(__name__, {name: f".{name}" for name in __all__})

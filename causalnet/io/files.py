@@ -374,7 +374,7 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = r'"(?:[^"\\]|\\.)*"'            # a JSON string; compiled by the first use (re caches it)
 _OPEN = np.frombuffer(b"[{", dtype=np.uint8)
 _CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
@@ -391,7 +391,7 @@ def nesting_depth(text: str, *, chunk: int = 1 << 20) -> int:
     """
     if text.count("[") + text.count("{") <= 1:
         return int("[" in text or "{" in text)
-    stripped = _STRING.sub('""', text)
+    stripped = re.sub(_STRING, '""', text, flags=re.S)
     depth = deepest = 0
     for start in range(0, len(stripped), chunk):
         b = np.frombuffer(stripped[start:start + chunk].encode("utf-8", "replace"), dtype=np.uint8)

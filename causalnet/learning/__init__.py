@@ -34,8 +34,8 @@ __all__ = ["fit", "fit_model", "fit_info", "FitInfo", "score", "learn_structure"
 
 # Re-exported on first use (PEP 562): importing the package loads none of these modules.
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "is_dask_collection": ".data:is_dask_collection",
-    "is_pandas_frame": ".data:is_pandas_frame",
+    "is_dask_collection": "..arguments:is_dask_collection",
+    "is_pandas_frame": "..arguments:is_pandas_frame",
     "FitInfo": ".em:FitInfo",
     "fit_info": ".em:fit_info",
     "fit": ".fitting:fit",

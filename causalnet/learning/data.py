@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
+from ..arguments import is_dask_collection, is_pandas_frame
 from ..errors import ModelError
 from .strings import expecting, is_arrow_strings, string_column
 
@@ -158,23 +159,6 @@ class Table:
         cols = {k: (DiscreteColumn(c.codes[rows], c.states) if c.is_discrete else RealColumn(c.values[rows]))
                 for k, c in self._columns.items()}
         return Table(cols, int(np.count_nonzero(rows)) if np.asarray(rows).dtype == bool else len(rows))
-
-
-def is_dask_collection(obj) -> bool:
-    """Whether `obj` is a Dask collection (a Dask DataFrame, Series or Array), without importing Dask.
-
-    Duck typing: the object's class lives in a ``dask`` module and it has
-    ``map_partitions`` or ``__dask_graph__``. Dask is only imported when the
-    caller passes a Dask object.
-    """
-    module = type(obj).__module__.split(".")[0]
-    return module in ("dask", "dask_expr") and (hasattr(obj, "map_partitions") or hasattr(obj, "__dask_graph__"))
-
-
-def is_pandas_frame(obj) -> bool:
-    """Whether `obj` is a pandas DataFrame (duck typing; never a Dask one)."""
-    return (hasattr(obj, "columns") and hasattr(obj, "iloc") and hasattr(obj, "dtypes")
-            and not is_dask_collection(obj))
 
 
 # -- building a table ----------------------------------------------------------------

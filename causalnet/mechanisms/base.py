@@ -61,10 +61,8 @@ Symbols: ``n`` batch.
 
 from __future__ import annotations
 
-import copy
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -80,9 +78,8 @@ REAL = "real"
 TENSOR = "tensor"
 
 
-@dataclass(frozen=True)
 class Spec:
-    """What one node holds, per batch row.
+    """What one node holds, per batch row (immutable, hashable; compares by its fields).
 
     Attributes
     ----------
@@ -95,10 +92,42 @@ class Spec:
     dtype : numpy dtype
     """
 
+    __slots__ = ("kind", "states", "shape", "dtype")
+    __match_args__ = ("kind", "states", "shape", "dtype")
+
     kind: str
-    states: tuple | None = None
-    shape: tuple = ()
-    dtype: Any = field(default=np.float64)
+    states: tuple | None
+    shape: tuple
+    dtype: Any
+
+    def __init__(self, kind: str, states: tuple | None = None, shape: tuple = (), dtype: Any = np.float64) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "states", states)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"Spec is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Spec is immutable: cannot delete {name!r}")
+
+    def _fields(self) -> tuple:
+        return (self.kind, self.states, self.shape, self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Spec(kind={self.kind!r}, states={self.states!r}, shape={self.shape!r}, dtype={self.dtype!r})"
+
+    def __reduce__(self):
+        return (Spec, self._fields())
 
     @property
     def card(self) -> int:
@@ -162,6 +191,9 @@ class Mechanism:
     can_abduct: bool = False
 
     def __init__(self, parents: Sequence[Hashable] = ()) -> None:
+        if type(parents) in (list, tuple) and set(map(type, parents)) <= {str} and len(set(parents)) == len(parents):
+            self._parents = tuple(parents)          # distinct names as strings (every file reader's case)
+            return
         if isinstance(parents, (str, bytes)):
             parents = (parents,)
         if not isinstance(parents, Iterable) or isinstance(parents, Mapping):
@@ -194,6 +226,8 @@ class Mechanism:
         ModelError
             If the number of parents differs.
         """
+        import copy  # the stdlib module, loaded by the first unrolled model (a BIF read never needs it)
+
         new = copy.copy(self)
         Mechanism.__init__(new, parents)
         if len(new.parents) != len(self.parents):
@@ -369,6 +403,9 @@ def check_states(states: Any, card: int, who: str) -> tuple:
     """
     if states is None:
         return tuple(range(card))
+    if type(states) in (list, tuple) and len(states) == card and set(map(type, states)) == {str}:
+        if len(set(states)) == card:                # plain distinct strings (every file reader's case)
+            return tuple(states)
     if isinstance(states, (str, bytes)) or not isinstance(states, Iterable) or isinstance(states, Mapping):
         raise ModelError(f"{who}: states must be a list of names, got {states!r}")
     states = tuple(s.item() if isinstance(s, np.generic) and not isinstance(s, np.str_) else s for s in states)

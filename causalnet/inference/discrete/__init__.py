@@ -72,7 +72,6 @@ from .engine import (
     node_table,
     shift_map,
 )
-from .every_node import all_marginals
 from .factors import Factor, factor_product
 from .first_batch import ancestral_network, first_batch_network
 from .network import DiscreteNetwork
@@ -114,8 +113,11 @@ __all__ = [
 ]
 
 # Junction trees (and the calibrated prior tree, Hugin propagation and clique trees they use) load when a
-# network first builds one (PEP 562): a process answering a few compiled queries never loads them.
+# network first builds one (PEP 562): a process answering a few compiled queries never loads them; nor
+# does it load every_node (all_marginals), which loads when first named.
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "all_marginals": ".every_node:all_marginals",
+    "every_node": ".every_node",
     "JunctionTree": ".junction_tree:JunctionTree",
     "junction_tree": ".junction_tree",
     "prior_tree": ".prior_tree",

@@ -26,10 +26,10 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from ... import mechanisms as _mechanisms  # mechanisms.compact: loaded by the first non-table node
 from ...distributions import DiscreteDistribution
 from ...errors import EvidenceError, ModelError
 from ...mechanisms.base import DISCRETE
-from ...mechanisms.compact import Compact
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tabular import Tabular
 from ..engine import Engine
@@ -121,7 +121,7 @@ def _table(model, v, mech, cards, row_ev):
     K = cards[v]
     if isinstance(mech, Tabular):
         return mech.table
-    if isinstance(mech, Compact):                   # noisy-OR, noisy-MAX, logistic: expanded (ResourceError past limits)
+    if isinstance(mech, _mechanisms.compact.Compact):   # noisy-OR, noisy-MAX, logistic: expanded (ResourceError past limits)
         return mech.table_for(v, [model.specs[p] for p in mech.parents])
     if isinstance(mech, Intervened) and not mech.is_shift:
         val = np.asarray(mech.value)

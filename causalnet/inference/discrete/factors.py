@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from string import ascii_letters
 
 import numpy as np
 
@@ -57,6 +56,9 @@ __all__ = [
 MAX_EINSUM_AXES = 32
 #: Most operands one einsum call may take (numpy 1.x allows 32; we stay well below).
 MAX_EINSUM_OPERANDS = 16
+
+# einsum's subscript letters (string.ascii_letters, spelled out: the string module is not loaded for it)
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 class _Batch:
@@ -100,7 +102,7 @@ def _make_subscripts(in_labels, out_labels) -> str:
     for labs in in_labels:
         for lab in labs:
             if lab not in letters:
-                letters[lab] = ascii_letters[len(letters)]
+                letters[lab] = _LETTERS[len(letters)]
     ins = ",".join("".join(letters[lab] for lab in labs) for labs in in_labels)
     return ins + "->" + "".join(letters[lab] for lab in out_labels)
 

@@ -33,10 +33,10 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from ... import graph as _graph  # graph.separation: loaded by the first moral graph asked for
 from ... import limits
 from ...errors import GraphError
 from ...graph.dag import DAG
-from ...graph.separation import moral_graph as separation_moral_graph
 
 __all__ = [
     "ORDER_METHODS",
@@ -88,7 +88,7 @@ def moral_graph(dag: DAG, nodes: Iterable[Hashable] | None = None) -> dict[Hasha
         keep = sorted(inside)
         par = [[p for p in ps if p in inside] if v in inside else () for v, ps in enumerate(ix.par)]
     names = ix.nodes
-    return {names[v]: {names[u] for u in nb} for v, nb in separation_moral_graph(par, keep).items()}
+    return {names[v]: {names[u] for u in nb} for v, nb in _graph.separation.moral_graph(par, keep).items()}
 
 
 def _is_node(dag: DAG, v) -> bool:
