@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from .. import graph as _graph  # its question modules, each loaded on first use (graph/__init__.py)
 from ..errors import ModelError
-from . import bitsep  # d-separation's front door loads with the class (0.2-0.8 ms; docs/performance.md)
 from .core import DAGCore, register_dag_class
 
 __all__ = ["DAG", "DATA_METHODS"]
@@ -115,11 +114,11 @@ class DAG(DAGCore):
 
     def d_separated(self, x, y, given=None) -> bool:
         """Whether `x` and `y` are d-separated by `given`; see :func:`causalnet.graph.separation.d_separated`."""
-        return bitsep.d_separated(self, x, y, given)
+        return _graph.bitsep.d_separated(self, x, y, given)
 
     def d_connected(self, x, y, given=None) -> bool:
         """Negation of :meth:`d_separated`."""
-        return not bitsep.d_separated(self, x, y, given)
+        return not _graph.bitsep.d_separated(self, x, y, given)
 
     def minimal_d_separator(self, x, y, include=None, restrict=None):
         """A minimal set separating `x` and `y`; see :func:`causalnet.graph.separation.minimal_d_separator`."""

@@ -73,11 +73,9 @@ from .engine import (
     shift_map,
 )
 from .factors import Factor, factor_product
-from .first_batch import ancestral_network, first_batch_network
 from .network import DiscreteNetwork
 from .ordering import ORDER_METHODS, elimination_cliques, elimination_order, moral_graph
 from .policy import MarginalsPolicy, QueryPolicy
-from .row_joint import joint_rows_query
 
 __all__ = [
     # the engine
@@ -114,8 +112,14 @@ __all__ = [
 
 # Junction trees (and the calibrated prior tree, Hugin propagation and clique trees they use) load when a
 # network first builds one (PEP 562): a process answering a few compiled queries never loads them; nor
-# does it load every_node (all_marginals), which loads when first named.
+# does it load every_node (all_marginals), which loads when first named, nor the batched-evidence helpers
+# (first_batch, row_joint), which load with the first batch of evidence rows.
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "first_batch_network": ".first_batch:first_batch_network",
+    "ancestral_network": ".first_batch:ancestral_network",
+    "first_batch": ".first_batch",
+    "joint_rows_query": ".row_joint:joint_rows_query",
+    "row_joint": ".row_joint",
     "all_marginals": ".every_node:all_marginals",
     "every_node": ".every_node",
     "JunctionTree": ".junction_tree:JunctionTree",

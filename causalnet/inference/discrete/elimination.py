@@ -126,7 +126,6 @@ from .ordering import (
 )
 from .policy import PRIOR_TREE, QueryPolicy
 from .programs import TINY, ProgramBuilder
-from .row_joint import joint_rows_query
 
 __all__ = [
     "DiscreteBN",
@@ -580,7 +579,7 @@ class DiscreteBN(DiscreteNetwork):
         rows = None
         if n is not None:
             rows = EvidenceRows(ev, n, self._card)
-            got = joint_rows_query(self, tidx, ev, rows, order) if len(groups) == 1 else None
+            got = _discrete.row_joint.joint_rows_query(self, tidx, ev, rows, order) if len(groups) == 1 else None
             if got is not None:                             # one joint table over the targets and batched nodes
                 return (got[0] if joint else ([got[0]] if tidx else [])), got[1]
         plans = [self._plan(g, ev, method, "sum") for g in groups]

@@ -32,10 +32,10 @@ from ...errors import EvidenceError, ModelError
 from ...mechanisms.base import DISCRETE
 from ...mechanisms.intervened import Intervened
 from ...mechanisms.tabular import Tabular
+from .. import discrete as _discrete  # its first_batch module: loaded by the first batch of evidence rows
 from ..engine import Engine
 from .direct import direct_query, is_plain_tabular
 from .elimination import DiscreteBN
-from .first_batch import first_batch_network
 
 __all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map", "node_table",
            "embed_point_masses", "METHOD"]
@@ -267,7 +267,9 @@ class DiscreteEngine(Engine):
             got = _first_query(request)
             if got is not None:
                 return got
-        net = first_batch_network(request)                           # a first batched query: its ancestors only
+        net = None
+        if request.batched and "discrete_bn" not in m.cache:   # a first batched query: its ancestors only
+            net = _discrete.first_batch.first_batch_network(request)
         if net is None:
             net = discrete_network(m)
         ev, idx, n = engine_evidence(request, net)
