@@ -41,11 +41,12 @@ import re
 from typing import Any
 
 from .errors import EvidenceError
+from .records import Record
 
 __all__ = ["parse_query", "Query", "Term", "cf"]
 
 
-class Term:
+class Term(Record):
     """One variable of a query: its name, its world (a do-dict) and an optional value.
 
     A value in the world may itself be a :class:`Term` without a value: the
@@ -68,32 +69,7 @@ class Term:
     value: Any
 
     def __init__(self, name: str, world: tuple | None = None, value: Any = None) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "world", world)
-        object.__setattr__(self, "value", value)
-
-    def __setattr__(self, name: str, value) -> None:
-        raise AttributeError(f"Term is immutable: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Term is immutable: cannot delete {name!r}")
-
-    def _fields(self) -> tuple:
-        return (self.name, self.world, self.value)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return f"Term(name={self.name!r}, world={self.world!r}, value={self.value!r})"
-
-    def __reduce__(self):
-        return (Term, self._fields())
+        self._set(name, world, value)
 
     @property
     def world_dict(self) -> dict:

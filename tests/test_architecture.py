@@ -32,7 +32,7 @@ import causalnet
 
 ROOT = Path(causalnet.__file__).parent
 LAYERS = {
-    "errors": 0, "limits": 0, "runtime": 0, "progress": 0, "arguments": 0, "io.files": 0, "io.bundle": 0,
+    "errors": 0, "limits": 0, "records": 0, "runtime": 0, "progress": 0, "arguments": 0, "io.files": 0, "io.bundle": 0,
     "graph": 1, "queries": 1, "distributions": 1,
     "mechanisms": 2, "values": 2,
     "inference": 3, "learning": 3, "estimation": 3,

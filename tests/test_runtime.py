@@ -75,7 +75,7 @@ def test_reading_a_bif_file_and_querying_it_leaves_learning_and_helpers_unloaded
 #: every causalnet module the fresh-process "alarm" workload (read alarm.bif, queries with 3 evidence nodes) may
 #: load; a module joining that path is a cost in every script's first read and must be added here on purpose
 BIF_QUERY_PATH = {
-    "causalnet", "causalnet.arguments", "causalnet.errors", "causalnet.limits", "causalnet.runtime",
+    "causalnet", "causalnet.arguments", "causalnet.errors", "causalnet.limits", "causalnet.records", "causalnet.runtime",
     "causalnet.graph", "causalnet.graph.core", "causalnet.graph.dag", "causalnet.queries",
     "causalnet.distributions", "causalnet.distributions.checks", "causalnet.distributions.results",
     "causalnet.mechanisms", "causalnet.mechanisms.base", "causalnet.mechanisms.intervened",

@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import limits, runtime
 from ..errors import GraphError
+from ..records import Record
 from . import bitsep, kernels
 from .core import DAGCore, GraphIndex, closure
 from .reach import MEMO_ELEMENTS, ClosureMemo, ancestral_set, ball_reaches, bayes_ball, local_markov_reach
@@ -89,7 +90,7 @@ _state = bitsep.STATE     # seconds of Python searches in this process, the quic
 _STATEMENT_BYTES = 120
 
 
-class Independence:
+class Independence(Record):
     """A conditional independence statement ``x ⊥ y | given`` (immutable, hashable; compares by its fields).
 
     Parameters
@@ -106,32 +107,7 @@ class Independence:
     given: frozenset
 
     def __init__(self, x: Hashable, y: Hashable, given: frozenset) -> None:
-        object.__setattr__(self, "x", x)
-        object.__setattr__(self, "y", y)
-        object.__setattr__(self, "given", given)
-
-    def __setattr__(self, name: str, value) -> None:
-        raise AttributeError(f"Independence is immutable: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Independence is immutable: cannot delete {name!r}")
-
-    def _fields(self) -> tuple:
-        return (self.x, self.y, self.given)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return f"Independence(x={self.x!r}, y={self.y!r}, given={self.given!r})"
-
-    def __reduce__(self):
-        return (Independence, self._fields())
+        self._set(x, y, given)
 
     def __str__(self) -> str:
         g = ", ".join(map(str, sorted(self.given, key=str)))

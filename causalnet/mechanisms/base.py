@@ -69,6 +69,7 @@ import numpy as np
 
 from ..arguments import as_generator
 from ..errors import ModelError, NumericalError, ShapeError
+from ..records import Record
 
 __all__ = ["Spec", "Mechanism", "DISCRETE", "REAL", "TENSOR", "as_generator", "as_real_array", "as_real_scalar",
            "check_states", "as_shape", "check_finite_output"]
@@ -78,7 +79,7 @@ REAL = "real"
 TENSOR = "tensor"
 
 
-class Spec:
+class Spec(Record):
     """What one node holds, per batch row (immutable, hashable; compares by its fields).
 
     Attributes
@@ -101,33 +102,7 @@ class Spec:
     dtype: Any
 
     def __init__(self, kind: str, states: tuple | None = None, shape: tuple = (), dtype: Any = np.float64) -> None:
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "states", states)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "dtype", dtype)
-
-    def __setattr__(self, name: str, value) -> None:
-        raise AttributeError(f"Spec is immutable: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Spec is immutable: cannot delete {name!r}")
-
-    def _fields(self) -> tuple:
-        return (self.kind, self.states, self.shape, self.dtype)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return f"Spec(kind={self.kind!r}, states={self.states!r}, shape={self.shape!r}, dtype={self.dtype!r})"
-
-    def __reduce__(self):
-        return (Spec, self._fields())
+        self._set(kind, states, shape, dtype)
 
     @property
     def card(self) -> int:
