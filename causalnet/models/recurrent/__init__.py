@@ -51,10 +51,19 @@ Examples
 (True, False)
 """
 
+import importlib
+
+from ...inference.engine import LazyEngine
+from ...inference.forward import FORWARD_ENGINES
 from ...runtime import lazy_exports
 from .build import build  # a submodule shares the name: bound now
 from .decode import decode  # a submodule shares the name: bound now
 from .seq2seq import seq2seq  # a submodule shares the name: bound now
+
+# The recurrent loop's module (and its kernels) loads when a forward run first reaches the engine. Registered
+# here, not in build.py: fast.py recognises a rebuilt model by building it again (recognise.py imports build).
+FORWARD_ENGINES.register(LazyEngine("recurrent loop", lambda: importlib.import_module(".fast", __name__)
+                                    .RecurrentForward()), before="tensor plan")
 
 __all__ = ["rnn", "lstm", "gru", "build", "from_torch", "random_weights", "diagram", "seq2seq", "seq2seq_weights",
            "decode", "teacher_forced", "Decoding",

@@ -7,7 +7,6 @@ nodes of one time step from the step's input and the previous state.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,8 +14,6 @@ import numpy as np
 
 from ...arguments import check_int
 from ...errors import ModelError, ShapeError
-from ...inference.engine import LazyEngine
-from ...inference.forward import FORWARD_ENGINES
 from ...mechanisms.tensor import (
     Add,
     Affine,
@@ -104,9 +101,6 @@ class GRUCell:
 
 CELLS = {"rnn": RNNCell, "lstm": LSTMCell, "gru": GRUCell}
 
-# The loop's module (and its kernels) loads when a forward run first reaches the engine.
-FORWARD_ENGINES.register(LazyEngine("recurrent loop", lambda: importlib.import_module(".fast", __package__)
-                                    .RecurrentForward()), before="tensor plan")
 
 
 def _sum_bias(b_ih, b_hh, rows=slice(None)):
