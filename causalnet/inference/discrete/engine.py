@@ -15,6 +15,10 @@ into the model's one
 its ``row_evidence`` holding the per-row ``do`` values), cached on the model.
 :class:`DiscreteEngine` hands it the request's evidence, validated already, as
 node ints (:func:`engine_evidence`, :meth:`DiscreteBN.query_indices`).
+A plain query of a shape the model was not asked before is answered without
+the network, by :func:`.direct.direct_query`, as long as a budget of CPU time
+lasts; a repeated shape goes to the network, which compiles and caches its
+program (:class:`DirectLedger` holds the rule and its justification).
 
 A target that is fixed — observed per row, or the same twin node asked in two
 worlds — is put back into the joint as a point mass by :func:`embed_point_masses`.
