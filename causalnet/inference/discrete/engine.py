@@ -254,6 +254,10 @@ class DirectLedger:
         self.answered = 0            # queries the direct path answered
         self.credited = False        # whether `spent` was handed to the network's policy
 
+    def __repr__(self) -> str:
+        return (f"<DirectLedger {len(self.shapes)} shapes, {self.answered} answered directly, "
+                f"{1e3 * self.spent:.2f} ms CPU{', handed over' if self.credited else ''}>")
+
     def route(self, model, key: tuple) -> bool:
         """Whether the query of shape `key` goes to the direct path (and note the shape as asked)."""
         seen = key in self.shapes
