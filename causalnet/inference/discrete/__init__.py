@@ -6,9 +6,10 @@ included) into one validated :class:`DiscreteNetwork` — in practice the
 :class:`DiscreteBN` that answers it — which these exact methods query, with
 the same answers to round-off:
 
-* a fresh all-CPT model's first plain query: direct variable elimination on
-  the ancestral network of its targets and evidence (:mod:`.direct`),
-  nothing revalidated, compiled or cached (later queries use the rest);
+* a plain query of a shape the model was not asked before: direct variable
+  elimination on the ancestral network of its targets and evidence
+  (:mod:`.direct`), nothing revalidated, compiled or cached, until a budget
+  of CPU time is spent (:class:`DirectLedger`); a repeated shape uses the rest;
 * a fresh all-CPT model's first batched query: the same engine on the
   network of the ancestral set only (:mod:`.first_batch`);
 * compiled variable-elimination programs (pruned, ordered, constant-folded,
@@ -19,8 +20,8 @@ the same answers to round-off:
 * junction trees (every single-node posterior at once; Hugin propagation).
 
 Which one answers a query is decided in one place, :mod:`.policy` (the
-direct first query aside: :class:`DiscreteEngine` takes it before building
-the network). Evidence is
+direct path aside: :class:`DirectLedger` routes new shapes before the
+network is built). Evidence is
 validated once, by the :class:`~causalnet.inference.request.Request`; the
 engine hands node ints and states to :meth:`DiscreteBN.query_indices`
 (:meth:`DiscreteBN.query` validates for direct callers).
@@ -63,7 +64,11 @@ from .batches import EvidenceRows
 from .direct import direct_query, is_plain_tabular
 from .elimination import DiscreteBN, variable_elimination
 from .engine import (
+    DIRECT_BUDGET_S,
+    DIRECT_KEY,
+    DIRECT_SHAPES,
     METHOD,
+    DirectLedger,
     DiscreteEngine,
     discrete_network,
     embed_point_masses,
@@ -89,6 +94,10 @@ __all__ = [
     "node_table",
     "direct_query",
     "is_plain_tabular",
+    "DirectLedger",
+    "DIRECT_KEY",
+    "DIRECT_BUDGET_S",
+    "DIRECT_SHAPES",
     "first_batch_network",
     "ancestral_network",
     # networks and their exact methods

@@ -1,4 +1,8 @@
-"""The first query of a fresh discrete model, by direct variable elimination on its requisite network.
+"""A discrete model's new query shapes, by direct variable elimination on their requisite network.
+
+:class:`~causalnet.inference.discrete.engine.DirectLedger` sends here a
+model's plain queries of a shape it was not asked before (its first query
+among them); repeated shapes go to the compiled network.
 
 A model asked one question should not pay for what only repeated questions
 use: validating and copying every CPT into a

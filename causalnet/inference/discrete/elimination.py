@@ -290,6 +290,11 @@ class DiscreteBN(DiscreteNetwork):
         self._cache_compiles = 0
         self._cache_policy = QueryPolicy(self._build_prior_tree)   # prior tree or compiled program, per query
 
+    @property
+    def policy(self) -> QueryPolicy:
+        """The network's :class:`~causalnet.inference.discrete.policy.QueryPolicy` (prior tree or compiled)."""
+        return self._cache_policy
+
     def relevant_nodes(self, targets: Sequence[Hashable], evidence: Iterable[Hashable] = ()) -> frozenset:
         """The nodes whose CPTs ``P(targets | evidence)`` depends on (the requisite set).
 

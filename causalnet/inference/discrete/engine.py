@@ -15,6 +15,10 @@ into the model's one
 its ``row_evidence`` holding the per-row ``do`` values), cached on the model.
 :class:`DiscreteEngine` hands it the request's evidence, validated already, as
 node ints (:func:`engine_evidence`, :meth:`DiscreteBN.query_indices`).
+A plain query of a shape the model was not asked before is answered without
+the network, by :func:`.direct.direct_query`, as long as a budget of CPU time
+lasts; a repeated shape goes to the network, which compiles and caches its
+program (:class:`DirectLedger` holds the rule and its justification).
 
 A target that is fixed — observed per row, or the same twin node asked in two
 worlds — is put back into the joint as a point mass by :func:`embed_point_masses`.
@@ -22,6 +26,7 @@ worlds — is put back into the joint as a point mass by :func:`embed_point_mass
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
@@ -36,9 +41,11 @@ from .. import discrete as _discrete  # its first_batch module: loaded by the fi
 from ..engine import Engine
 from .direct import direct_query, is_plain_tabular
 from .elimination import DiscreteBN
+from .policy import PRIOR_TREE_AFTER_S
 
 __all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map", "node_table",
-           "embed_point_masses", "METHOD"]
+           "embed_point_masses", "METHOD",
+           "DirectLedger", "DIRECT_KEY", "DIRECT_BUDGET_S", "DIRECT_SHAPES"]
 
 METHOD = "exact (variable elimination)"
 
@@ -209,28 +216,105 @@ def embed_point_masses(pf: np.ndarray, free: Sequence, targets: Sequence, fixed:
     return out
 
 
-def _first_query(request) -> DiscreteDistribution | None:
-    """The first plain query of a fresh all-``Tabular`` model by :func:`.direct.direct_query`, or None.
+#: ``model.cache`` entry: the direct path's :class:`DirectLedger`.
+DIRECT_KEY = "discrete_direct"
+#: CPU seconds the direct path may spend on a model's new query shapes before the network takes over:
+#: the prior tree's own budget (:data:`~.policy.PRIOR_TREE_AFTER_S`), see :class:`DirectLedger`.
+DIRECT_BUDGET_S = PRIOR_TREE_AFTER_S
+#: Shapes a ledger remembers (then forgets all at once; a forgotten shape is only answered directly again).
+DIRECT_SHAPES = 4096
 
-    Later queries build, validate and cache the whole network (compiled
-    programs, the prior tree), which pays once a model is asked again.
+
+class DirectLedger:
+    """What the direct path (:func:`.direct.direct_query`) has answered on one model, and what it cost.
+
+    The rule: a plain query (scalar evidence, no ``do``, every node a CPT)
+    whose shape — its targets in order and its set of evidence nodes — the
+    model has not been asked before is answered directly, without building
+    the network or compiling a program; a shape asked again goes to the
+    network, whose compiled program for it is then cached (compilation is
+    paid only for shapes that repeat). New shapes go direct until the
+    direct answers have spent :data:`DIRECT_BUDGET_S` CPU seconds: that is
+    the rent against which the network's prior tree is bought (it answers
+    any new shape in about a clique per numpy call, cheaper than a direct
+    elimination), so the network then takes over, credited with the time
+    spent, and builds the tree at its next scalar query. A network whose
+    prior tree is built and usable answers every shape; one whose tree is
+    unusable (cliques too large) leaves new shapes to the direct path.
+
+    Models are immutable (``do``, ``fit`` and every builder return a new
+    model with an empty cache), so the ledger never outlives what it describes.
     """
-    m = request.model
-    if request.batched or request.soft or request.row_do or not is_plain_tabular(m):
+
+    __slots__ = ("shapes", "spent", "answered", "credited")
+
+    def __init__(self) -> None:
+        self.shapes: set = set()
+        self.spent = 0.0             # CPU seconds of the direct answers
+        self.answered = 0            # queries the direct path answered
+        self.credited = False        # whether `spent` was handed to the network's policy
+
+    def __repr__(self) -> str:
+        return (f"<DirectLedger {len(self.shapes)} shapes, {self.answered} answered directly, "
+                f"{1e3 * self.spent:.2f} ms CPU{', handed over' if self.credited else ''}>")
+
+    def route(self, model, key: tuple) -> bool:
+        """Whether the query of shape `key` goes to the direct path (and note the shape as asked)."""
+        seen = key in self.shapes
+        if not seen:
+            if len(self.shapes) >= DIRECT_SHAPES:
+                self.shapes.clear()
+            self.shapes.add(key)
+        net = model.cache.get("discrete_bn")
+        if net is not None and net.policy.built:
+            return not seen and net.policy.tree is None     # a usable tree answers new shapes cheaper
+        if seen:
+            return False
+        if self.spent < DIRECT_BUDGET_S:
+            return True
+        if not self.credited:                               # budget spent: the network takes over
+            self.credited = True
+            discrete_network(model).policy.spent(self.spent)
+        return False
+
+
+def _direct_key(request) -> tuple | None:
+    """The shape of a request the direct path can answer, or None."""
+    if request.batched or request.soft or request.row_do:
         return None
-    names = request.nodes
+    names = tuple(request.nodes)
     obs = request.observed
     if len(set(names)) != len(names) or any(t in obs for t in names):
         return None
-    ev = {}
-    for k, x in obs.items():
-        if np.ndim(x) != 0:
-            return None
-        ev[k] = int(x)
-    m.cache["discrete_direct_done"] = True
-    got = direct_query(m, names, ev)
+    if any(np.ndim(x) != 0 for x in obs.values()):
+        return None
+    return names, frozenset(obs)
+
+
+def _direct_answer(request) -> DiscreteDistribution | None:
+    """A query of a shape new to its all-``Tabular`` model by :func:`.direct.direct_query`, or None.
+
+    :class:`DirectLedger` decides; a repeated shape is left to the network,
+    which compiles and caches its program.
+    """
+    m = request.model
+    if not is_plain_tabular(m):
+        return None
+    key = _direct_key(request)
+    if key is None:
+        return None
+    ledger = m.cache.get(DIRECT_KEY)
+    if ledger is None:
+        ledger = m.cache[DIRECT_KEY] = DirectLedger()
+    if not ledger.route(m, key):
+        return None
+    names = request.nodes
+    t0 = time.process_time()
+    got = direct_query(m, names, {k: int(x) for k, x in request.observed.items()})
+    ledger.spent += time.process_time() - t0
     if got is None:
         return None
+    ledger.answered += 1
     probs, log_ev = got
     if callable(log_ev):
         deferred = log_ev
@@ -263,10 +347,9 @@ class DiscreteEngine(Engine):
 
     def answer(self, request) -> DiscreteDistribution:
         m = request.model
-        if "discrete_bn" not in m.cache and not m.cache.get("discrete_direct_done"):
-            got = _first_query(request)
-            if got is not None:
-                return got
+        got = _direct_answer(request)
+        if got is not None:
+            return got
         net = None
         if request.batched and "discrete_bn" not in m.cache:   # a first batched query: its ancestors only
             net = _discrete.first_batch.first_batch_network(request)
