@@ -65,8 +65,9 @@ from .. import graph as _graph  # the engines (separation, reach) load on first 
 from .. import runtime
 from .core import DAGCore, GraphIndex
 
-__all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "FLAT_MAX_NODES", "KERNEL_MIN_NODES", "MARKOV_MEMO_AFTER", "MEMO_AFTER", "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
-           "QuickIndex", "byte_mask", "connected", "d_separated", "quick_answer"]
+__all__ = ["ACTIVE", "ANC_BYTES", "BIG_SET", "FLAT_MAX_NODES", "KERNEL_MIN_NODES", "MARKOV_MEMO_AFTER", "MEMO_AFTER",
+           "MEMO_MAX_NODES", "PYTHON_BUDGET_S", "QUICK_MAX_NODES", "STATE",
+           "QuickIndex", "byte_mask", "connected", "d_separated", "node_ids", "quick_answer"]
 
 #: Graphs of more nodes are left to the engines (a bitset test costs about n/60 machine words).
 QUICK_MAX_NODES = 20_000
@@ -336,8 +337,8 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
     return False
 
 
-def _ids(pos: dict, v) -> list | None:
-    """Indices of a node name (str or int) or of a set or list of names; None to leave `v` to the engines."""
+def node_ids(pos: dict, v) -> list | None:
+    """Indices of a node name (str or int) or of a set or list of names; None to leave `v` to the checked engines."""
     t = type(v)
     if t is str or t is int:
         i = pos.get(v)
@@ -389,13 +390,13 @@ def quick_answer(ix: GraphIndex, x, y, given=None) -> bool | None:
     if not big and _defer(ix.n):
         return None
     pos = ix.pos
-    xs = _ids(pos, x)
-    zs = [] if given is None else _ids(pos, given)
+    xs = node_ids(pos, x)
+    zs = [] if given is None else node_ids(pos, given)
     if not xs or zs is None:
         return None
     if big:
         return _local_markov(q, xs, y, zs)
-    ys = _ids(pos, y)
+    ys = node_ids(pos, y)
     if not ys:
         return None
     zset = set(zs)

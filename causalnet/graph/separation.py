@@ -207,20 +207,6 @@ def d_separated_engines(dag: DAGCore, x, y, given=None) -> bool:
     return answer
 
 
-def _ids(pos: dict, v) -> list[int] | None:
-    """Indices of a node name (str or int) or of a set or list of names; None to leave `v` to the checked path."""
-    t = type(v)
-    if t is str or t is int:
-        i = pos.get(v)
-        return None if i is None else [i]
-    if t is set or t is frozenset or t is list:
-        try:
-            return [pos[u] for u in v]
-        except (KeyError, TypeError):
-            return None
-    return None
-
-
 def _fast(ix: GraphIndex, x, y, given) -> bool | None:
     """The answer for plainly-typed arguments, or None when the checked path must decide (or raise).
 
@@ -232,15 +218,15 @@ def _fast(ix: GraphIndex, x, y, given) -> bool | None:
     """
     if type(y) is str or (type(x) is not str and _size(x) > _size(y)):
         x, y = y, x  # d-separation is symmetric; search from the smaller side
-    xi = _ids(ix.pos, x)
-    zi = [] if given is None else _ids(ix.pos, given)
+    xi = bitsep.node_ids(ix.pos, x)
+    zi = [] if given is None else bitsep.node_ids(ix.pos, given)
     if not xi or zi is None:
         return None
     if (type(y) is set or type(y) is frozenset) and len(y) > _BIG_SET:
         if not _node_names(ix).issuperset(y):
             return None
         return _answer(ix, xi, None, zi, y)
-    yi = _ids(ix.pos, y)
+    yi = bitsep.node_ids(ix.pos, y)
     if not yi:
         return None
     return _answer(ix, xi, yi, zi, None)
