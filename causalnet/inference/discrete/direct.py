@@ -59,6 +59,7 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from ...graph.core import closure
 from ...mechanisms.tabular import Tabular
 from .ordering import table_entry_limit
 from .programs import TINY
@@ -106,7 +107,7 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
     mechs = model.mechanisms
     tidx = [pos[t] for t in targets]
     ev = {pos[k]: int(x) for k, x in evidence.items()}
-    anc = _ancestral(par, tidx, ev)
+    anc = closure(par, [*tidx, *ev])                      # the targets, the observed nodes, their ancestors
     near = _near_families(par, chi, anc, ev, tidx)
     card: dict = {}
     factors = [_reduced(mechs, ix, w, ev, card) for w in near]      # each holds a free variable
@@ -143,19 +144,6 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         return probs, log_far
     log_ev = log_far()
     return None if log_ev is None else (probs, log_ev)
-
-
-def _ancestral(par: list, tidx: list, ev: Mapping) -> set:
-    """The node ints of the targets, the observed nodes and all their ancestors."""
-    anc = set(tidx)
-    anc.update(ev)
-    stack = list(anc)
-    while stack:
-        for p in par[stack.pop()]:
-            if p not in anc:
-                anc.add(p)
-                stack.append(p)
-    return anc
 
 
 def _near_families(par: list, chi: list, anc: set, ev: Mapping, tidx: list) -> dict:

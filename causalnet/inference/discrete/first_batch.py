@@ -30,6 +30,7 @@ from collections.abc import Hashable, Iterable
 
 import numpy as np
 
+from ...graph.core import closure
 from .direct import is_plain_tabular
 from .elimination import DiscreteBN
 
@@ -56,13 +57,7 @@ def ancestral_network(model, nodes: Iterable[Hashable]) -> DiscreteBN:
     """
     dag = model.dag
     pos, par, names = dag.index.pos, dag.index.par, dag.nodes
-    keep = {pos[v] for v in nodes}
-    stack = list(keep)
-    while stack:                                              # ancestral closure (node ints)
-        for p in par[stack.pop()]:
-            if p not in keep:
-                keep.add(p)
-                stack.append(p)
+    keep = closure(par, [pos[v] for v in nodes])                 # the ancestral set (node ints)
     sub = dag.subgraph([names[i] for i in sorted(keep)])
     spos, spar, snames = sub.index.pos, sub.index.par, sub.nodes
     mechs, specs = model.mechanisms, model.specs
