@@ -65,7 +65,7 @@ import numpy as np
 
 from ..runtime import get_backend, jit, numba_available
 
-__all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes", "arrow_buffers",
+__all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
            "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
            "remap_kernel", "object_codes", "string_column", "arrow_column", "expecting", "is_arrow_strings",
            "DICT_SECONDS_PER_CELL", "MAX_OBJECTS", "PROBE_ROWS"]
@@ -94,30 +94,6 @@ def _is_string_dtype(dtype) -> bool:
     import pyarrow as pa  # present whenever a column is stored in Arrow
 
     return bool(pa.types.is_string(pa_type) or pa.types.is_large_string(pa_type))
-
-
-def arrow_buffers(values) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(offsets (n+1,), bytes)`` of an Arrow-backed string column without missing cells, else None.
-
-    Read through public interfaces only (``__arrow_array__`` and
-    ``pyarrow.Array.buffers``); no copy unless the column is chunked.
-    """
-    array = getattr(values, "array", values)
-    to_arrow = getattr(array, "__arrow_array__", None)
-    if to_arrow is None:
-        return None
-    import pyarrow as pa  # present whenever a column is stored in Arrow
-
-    arr = to_arrow()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        return None
-    _, off_buf, data_buf = arr.buffers()
-    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + len(arr) + 1]          # (n+1,)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    return offsets, data
 
 
 _njit = jit(nogil=True)
