@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["check_int", "check_real", "check_bool", "as_generator", "is_dask_collection", "is_pandas_frame"]
+__all__ = ["check_int", "check_real", "check_bool", "as_generator", "is_dask_collection", "is_pandas_frame", "is_frame"]
 
 
 def check_int(value: Any, what: str, *, low: int | None = None, high: int | None = None,
@@ -146,3 +146,8 @@ def is_pandas_frame(obj: Any) -> bool:
     """Whether `obj` is a pandas DataFrame (duck typing; never a Dask one)."""
     return (hasattr(obj, "columns") and hasattr(obj, "iloc") and hasattr(obj, "dtypes")
             and not is_dask_collection(obj))
+
+
+def is_frame(obj: Any) -> bool:
+    """Whether `obj` is a table of rows: a pandas DataFrame or a Dask collection (never a dict or None)."""
+    return obj is not None and type(obj) is not dict and (is_dask_collection(obj) or is_pandas_frame(obj))

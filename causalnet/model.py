@@ -34,7 +34,7 @@ import numpy as np
 from . import graph as _graphs  # graph.drawing: loaded by the first DOT text
 from . import inference as _inference  # inference.effects, .markov, .forward, .frames: loaded on first use
 from . import learning, limits
-from .arguments import check_int, is_dask_collection, is_pandas_frame
+from .arguments import check_int, is_dask_collection, is_frame
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
 from .inference.dispatch import run_counterfactual, run_map, run_query
@@ -572,8 +572,7 @@ class CausalModel:
             Bad targets, evidence, interventions or options, checked before
             any engine runs (:mod:`causalnet.inference.request`).
         """
-        if evidence is not None and type(evidence) is not dict and (is_dask_collection(evidence)
-                                                                     or is_pandas_frame(evidence)):
+        if is_frame(evidence):
             return _inference.frames.query(self, targets, evidence=evidence, do=do, method=method,  # loaded here
                                            n_samples=n_samples, seed=seed, soft_evidence=soft_evidence, **options)
         return run_query(self, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,

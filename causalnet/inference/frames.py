@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from .. import learning
-from ..arguments import is_dask_collection, is_pandas_frame
+from ..arguments import is_dask_collection, is_frame
 from ..distributions import DiscreteDistribution, Gaussian, GaussianMixture
 from ..errors import EvidenceError, ModelError
 from ..learning.strings import string_codes
@@ -67,9 +67,7 @@ def query(model: Any, targets, *, evidence=None, do: Mapping | None = None, meth
     ``(n, K)`` (one per row of the frame; pandas only), and the approximate
     engines' options pass through to every pattern's batched query.
     """
-    frame = type(evidence) is not dict and evidence is not None and (
-        is_dask_collection(evidence) or is_pandas_frame(evidence))
-    if not frame:
+    if not is_frame(evidence):
         return run_query(model, targets, evidence=evidence, do=do, method=method, n_samples=n_samples, seed=seed,
                          soft_evidence=soft_evidence, **options)
     if is_dask_collection(evidence):
