@@ -5,21 +5,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_dags import dags
 
 import causalnet as cn
 from causalnet import GraphError, runtime
 from causalnet.graph import bitsep
 from causalnet.graph import separation as sep
-
-
-@st.composite
-def dags(draw, max_nodes=8):
-    n = draw(st.integers(2, max_nodes))
-    bits = draw(st.lists(st.booleans(), min_size=n * (n - 1) // 2, max_size=n * (n - 1) // 2))
-    perm = draw(st.permutations(range(n)))                 # node order is not the topological order
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    edges = [(f"n{perm[i]}", f"n{perm[j]}") for (i, j), b in zip(pairs, bits) if b]
-    return cn.DAG(edges, nodes=[f"n{i}" for i in range(n)])
 
 
 @st.composite
