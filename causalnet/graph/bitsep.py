@@ -149,8 +149,10 @@ class QuickIndex:
 
     def children(self) -> tuple[list, list]:
         """``(cp, ci)``, built on first use."""
-        if self.cp is None:
-            self.cp, self.ci = self.ix.c_ptr.tolist(), self.ix.c_idx.tolist()
+        if self.ci is None:
+            if self.cp is None:
+                self.cp = self.ix.c_ptr.tolist()
+            self.ci = self.ix.c_idx.tolist()
         return self.cp, self.ci
 
     def child_row(self, v: int) -> list:
@@ -160,11 +162,13 @@ class QuickIndex:
         if r is None:
             if self.ci is None and self.ix.n <= FLAT_MAX_NODES:
                 self.children()
+            cp = self.cp
+            if cp is None:              # the pointers alone as a list: a row is then one slice of the index array
+                cp = self.cp = self.ix.c_ptr.tolist()
             if self.ci is not None:
-                r = self.ci[self.cp[v]:self.cp[v + 1]]
+                r = self.ci[cp[v]:cp[v + 1]]
             else:
-                ptr = self.ix.c_ptr
-                r = self.ix.c_idx[ptr[v]:ptr[v + 1]].tolist()
+                r = self.ix.c_idx[cp[v]:cp[v + 1]].tolist()
             self.crow[v] = r
         return r
 
@@ -183,7 +187,7 @@ class QuickIndex:
     def node_names(self) -> frozenset:
         """The node names as a frozenset (built once)."""
         if self.names is None:
-            self.names = frozenset(self.ix.nodes)
+            self.names = frozenset(self.ix.pos)     # from the name -> index dict: its stored hashes, presized
         return self.names
 
     def ancestors(self, nodes) -> int:
@@ -284,11 +288,11 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
     pp, pi = q.parents()
     cp, ci = q.children()
     prow, crow = q.prow, q.crow
-    inside = keep.__getitem__
     up_seen = set(xs)           # reached from a child, or a source
     down_seen: set = set()      # reached from a parent
     up = list(up_seen)
     down: list = []
+    # a node has 2-3 children here: testing keep[c] in the loop costs less than a C-level filter object per node
     while up or down:
         while up:                       # reached from a child: on to the parents and the children
             v = up.pop()
@@ -306,8 +310,8 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
             cs = crow[v]
             if cs is None:
                 cs = crow[v] = ci[cp[v]:cp[v + 1]]
-            for c in filter(inside, cs):        # most children are outside: dropped in C
-                if c not in down_seen:
+            for c in cs:
+                if keep[c] and c not in down_seen:      # children outside An(Y ∪ Z) are dropped
                     if c in ys:
                         return True
                     down_seen.add(c)
@@ -328,8 +332,8 @@ def connected(q: QuickIndex, xs: list, ys: set, zs: set, keep: bytes) -> bool:
                 cs = crow[v]
                 if cs is None:
                     cs = crow[v] = ci[cp[v]:cp[v + 1]]
-                for c in filter(inside, cs):
-                    if c not in down_seen:
+                for c in cs:
+                    if keep[c] and c not in down_seen:
                         if c in ys:
                             return True
                         down_seen.add(c)
@@ -436,10 +440,12 @@ def _local_markov(q: QuickIndex, xs: list, y, zs: list) -> bool | None:
         return None
     name = q.ix.nodes.__getitem__
     zset = set(zs)
-    if not zset.isdisjoint(xs) or not y.isdisjoint(map(name, zs)):
+    if zs and (not zset.isdisjoint(xs) or not y.isdisjoint(map(name, zs))):
         return None
+    prow = q.prow
     for x in xs:
-        if not zset.issuperset(q.prow[x] or q.parent_row(x)):
+        ps = prow[x]
+        if not zset.issuperset(q.parent_row(x) if ps is None else ps):
             return None
     q.markov += 1
     if q.markov > MARKOV_MEMO_AFTER:  # a graph asked many times: De(X) from memoized descendant sets
