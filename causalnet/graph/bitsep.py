@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import sys
 import time
+from operator import itemgetter
 
 import numpy as np
 
@@ -454,7 +455,7 @@ def _local_markov(q: QuickIndex, xs: list, y, zs: list) -> bool | None:
         de = _descendants(q, xs, zset)    # De(X), or None when a node of Z is below X
     if de is None:
         return None
-    if y.isdisjoint(map(name, de)):
+    if y.isdisjoint(itemgetter(*de)(q.ix.nodes) if len(de) > 1 else map(name, de)):   # the names of De(X), in C
         return True
     return None if not y.isdisjoint(map(name, xs)) else False     # X and Y overlap: the engines raise
 
@@ -493,14 +494,22 @@ def _descendants(q: QuickIndex, xs: list, zset: set) -> set | None:
     crow = q.crow
     if q.ci is None and q.ix.n <= FLAT_MAX_NODES:
         q.children()
-    cp, ci = q.cp, q.ci
+    ci = q.ci
+    if ci is None:                  # a large graph: rows are slices of the index array (see child_row)
+        ci = q.ix.c_idx
+        cp = q.cp
+        if cp is None:
+            cp = q.cp = q.ix.c_ptr.tolist()
+    else:
+        cp = q.cp
+    flat = ci is q.ci
     de = set(xs)
     stack = list(de)
     while stack:
         v = stack.pop()
         cs = crow[v]
         if cs is None:
-            cs = crow[v] = ci[cp[v]:cp[v + 1]] if ci is not None else q.child_row(v)
+            cs = crow[v] = ci[cp[v]:cp[v + 1]] if flat else ci[cp[v]:cp[v + 1]].tolist()
         for c in cs:
             if c not in de:
                 if c in zset:

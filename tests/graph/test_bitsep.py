@@ -98,12 +98,15 @@ def test_sparse_graph_matches_networkx_and_the_engines(quick_mode, seed, monkeyp
     assert sum(got for *_, got in engines) not in (0, len(engines))                # both answers occur
 
 
+@pytest.mark.parametrize("flat", [True, False])
 @pytest.mark.parametrize("stored", [False, True])
-def test_local_markov_statements_and_their_perturbations(quick_mode, seed, stored, monkeypatch):
+def test_local_markov_statements_and_their_perturbations(quick_mode, seed, stored, flat, monkeypatch):
     # X ⊥ non-descendants | parents, answered by name (De(X) by a walk, or from the memoized descendant
-    # sets); then a child added to Y, a parent moved from Z to Y, a descendant added to Z (not local
+    # sets; child rows from the flat lists, or, as on a large graph, sliced from the index array one by
+    # one); then a child added to Y, a parent moved from Z to Y, a descendant added to Z (not local
     # Markov any more: the engines answer), each against networkx
     monkeypatch.setattr(bitsep, "MARKOV_MEMO_AFTER", 0 if stored else 10**9)
+    monkeypatch.setattr(bitsep, "FLAT_MAX_NODES", 10**9 if flat else 0)
     rng = np.random.default_rng(seed)
     g = random_sparse_dag(rng, 300, 2.5)
     G = g.to_networkx()
@@ -132,7 +135,12 @@ def test_local_markov_statements_and_their_perturbations(quick_mode, seed, store
             assert got is None or got is expected
             assert g.d_separated(x, y, z) is expected
     assert answered >= 20
-    assert (g.index.quick.desc is not None) is stored
+    q = g.index.quick
+    assert (q.desc is not None) is stored
+    assert (q.ci is not None) is flat
+    for v, row in enumerate(q.crow):               # every row a walk kept is the node's children
+        assert row is None or {g.nodes[c] for c in row} == set(g.children(g.nodes[v]))
+    assert sum(row is not None for row in q.crow) > 20
 
 
 def test_errors_come_from_the_checked_path():
