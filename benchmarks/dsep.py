@@ -255,12 +255,32 @@ def compare(n: int, args) -> list[tuple]:
         if first:
             BUILD_ROWS.append((n, kind, first["causalnet", "import"], first["causalnet", "build"],
                                first["pyagrum", "build"]))
+        if args.floor and kind == "parents":
+            FLOOR_ROWS.append((n, statistics.mean(len(y) for _, y, _ in qs), *floor_seconds(g, qs, args.repeats),
+                               first.get(("pyagrum", FIRST)), first.get(("causalnet", FIRST))))
         cells = "".join(f"{1e3 * first[c]:>9.4f} {1e3 * first[p]:>9.4f} {first[p] / first[c]:>6.1f}x "
                         for c, p in ((("causalnet", FIRST), ("pyagrum", FIRST)), (("causalnet", k), ("pyagrum", k)))
                         if first)
         print(f"{n:>7} {kind:>8} {len(qs):>6} {sum(a_cn):>6} {cells}{cn_ms:>9.4f} {gum_ms:>9.4f} "
               f"{gum_ms / cn_ms:>6.1f}x {nx_ms:>9.3f} {nx_ms / cn_ms:>7.0f}x", flush=True)
     return rows
+
+
+#: (nodes, mean |Y|, one pass over Y s, Y's own table s, causalnet's query s, pyAgrum first FIRST s, causalnet first FIRST s)
+FLOOR_ROWS: list = []
+
+
+def floor_seconds(g: cn.DAG, qs: list, repeats: int) -> tuple[float, float, float]:
+    """CPU seconds per parents query of: checking that Y names nodes (``names >= Y``, one C pass over Y with
+    the name set built beforehand), the same pass against Y's own table (``Y <= Y``: no lookup into any other
+    table), and the whole query (``g.d_separated``, this process: the quick path's steady state)."""
+    names = frozenset(g.nodes)
+    t_names, ok = batch_seconds(lambda x, y, z: names >= y, qs, repeats)
+    t_own, _ = batch_seconds(lambda x, y, z: y <= y, qs, repeats)
+    t_query, _ = batch_seconds(lambda x, y, z: g.d_separated(x, y, z), qs, repeats)
+    if not all(ok):
+        raise SystemExit("a parents query names an unknown node")
+    return t_names / len(qs), t_own / len(qs), t_query / len(qs)
 
 
 def build_and_ask(n: int, k: int, zsize: int) -> tuple[float, list[bool]]:
@@ -314,6 +334,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=5, help="fresh processes per library for the first-query figures")
     ap.add_argument("--nx-build-size", type=int, default=20_000)
     ap.add_argument("--nx-build-queries", type=int, default=200)
+    ap.add_argument("--floor", action="store_true",
+                    help="also time one pass over the parents queries' Y (the floor of checking its names)")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
@@ -338,6 +360,17 @@ def main(argv=None) -> None:
         print(f"{'nodes':>7} {'kind':>8} {'cn import':>9} {'cn':>9} {'gum':>9} {'ratio':>7}")
         for n, kind, imp, c, p in BUILD_ROWS:
             print(f"{n:>7} {kind:>8} {1e3 * imp:>9.3f} {1e3 * c:>9.3f} {1e3 * p:>9.3f} {p / c:>6.1f}x")
+    if FLOOR_ROWS:
+        print("\nparents queries: the floor of checking Y's names, ms per query (this process, median of "
+              f"{args.repeats} batches); bound = pyAgrum's first {FIRST} / the pass over Y, the best ratio a query that "
+              "reads Y once can reach")
+        print(f"{'nodes':>7} {'|Y| mean':>8} {'names>=Y':>9} {'Y<=Y':>9} {'query':>9} {'gum ' + str(FIRST):>9} "
+              f"{'cn ' + str(FIRST):>9} {'bound':>7}")
+        for n, size, t_names, t_own, t_query, gum_first, cn_first in FLOOR_ROWS:
+            bound = f"{gum_first / t_names:>6.1f}x" if gum_first else "      -"
+            gum = f"{1e3 * gum_first:>9.4f}" if gum_first else "        -"
+            cnf = f"{1e3 * cn_first:>9.4f}" if cn_first else "        -"
+            print(f"{n:>7} {size:>8.0f} {1e3 * t_names:>9.4f} {1e3 * t_own:>9.4f} {1e3 * t_query:>9.4f} {gum} {cnf} {bound}")
     if args.nx_build_size:
         networkx_with_build(args.nx_build_size, args)
 
