@@ -6,6 +6,7 @@ Usage::
     python benchmarks/dsep.py --quick            # fewer queries (smoke run)
     python benchmarks/dsep.py --sizes 1000 --queries 500 --repeats 7
     python benchmarks/dsep.py --sizes 1000 10000 --nx-build-size 0   # the four rows of issue 30
+    python benchmarks/dsep.py --sizes 1000 10000 --nx-build-size 0 --floor   # ... and the parents queries' floor
 
 Every graph has mean out-degree 2.5 (node names hide the topological order).
 Two query kinds, answered by every library in one process and checked to be
@@ -51,6 +52,12 @@ Two figures per size and kind:
 
 Every child's answers, and those of the steady batches, are checked to be
 identical across libraries before any ratio is printed (exit status 1 otherwise).
+
+With ``--floor``, a table of what one C-level pass over a parents query's Y
+costs in this process (``names >= Y`` with the name set built beforehand, and
+``Y <= Y``, which reads only Y's own hash table), beside the whole query, and
+the bound pyAgrum's first-20 figure sets for any query that must check Y's
+names: pyAgrum's time / that pass.
 
 The last table is networkx with graph construction included, at 2*10^4 nodes:
 ``nx.DiGraph(edges)`` plus the queries vs ``cn.DAG(edges)`` plus the queries.
