@@ -110,7 +110,8 @@ class QuickIndex:
     pp, pi : list of int or None
         ``p_ptr`` and ``p_idx`` as lists (parents of ``v``: ``pi[pp[v]:pp[v + 1]]``), on first use.
     cp, ci : list of int or None
-        The same for children.
+        The same for children; on graphs over :data:`FLAT_MAX_NODES` nodes ``cp`` may be built alone, a
+        child row then being one slice of the CSR index array (:meth:`child_row`).
     prow, crow : list of (list of int or None), length n
         The parent and child rows of the nodes a search has expanded
         (slices of the flat lists, taken once: no list per node is built for
