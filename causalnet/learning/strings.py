@@ -8,7 +8,10 @@ strings in order of first appearance, at the cost of one hash pass over the
 column:
 
 - an Arrow-backed column (pandas ``str`` under pandas 3, ``string[pyarrow]``)
-  is dictionary-encoded by Arrow itself (:func:`dictionary_codes`, C++; no
+  is coded by numpy word compares when its strings are few and short
+  (:func:`causalnet.learning.string_words.word_codes`: at most 15 bytes,
+  at most 12 distinct in the leading rows), else dictionary-encoded by
+  Arrow itself (:func:`dictionary_codes`, C++; no
   copy of the strings into Python objects), or read straight from its offsets
   and bytes, zero-copy, by a compiled kernel (:func:`arrow_codes`,
   :func:`codes_kernel`: each string's first 8 bytes are one unaligned word,
@@ -64,6 +67,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..runtime import get_backend, jit, numba_available
+from .string_words import word_codes
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
            "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
@@ -590,10 +594,13 @@ def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np
         if fast is not None:
             return fast
     start = time.perf_counter()
-    out = dictionary_codes(values)
+    out = word_codes(values, seeds=seeds, sort=sort)                  # few short strings: numpy word compares
+    if out is None:
+        coded = dictionary_codes(values)
+        out = None if coded is None else (*_arrange(*coded, seeds, sort), None)
     if n >= KERNEL_MIN_ROWS:
         _spent[0] += time.perf_counter() - start
-    return None if out is None else (*_arrange(*out, seeds, sort), None)
+    return out
 
 
 def string_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list] | None:

@@ -1,0 +1,124 @@
+"""The numpy word encoder of short Arrow strings (causalnet.learning.string_words) against pandas.factorize."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from causalnet import runtime
+from causalnet.learning import string_words
+from causalnet.learning.string_words import MAX_WORD_BYTES, MAX_WORD_UNIQUES, row_keys, word_codes
+from causalnet.learning.strings import string_column
+
+pa = pytest.importorskip("pyarrow")
+
+#: empty strings, NUL bytes, 7/8/9/15/16-byte strings sharing prefixes, non-ASCII
+WORDS = ["", "a", "b", "ab", "\x00", "a\x00", "\x00a", "abcdefg", "abcdefg\x00", "abcdefgh", "abcdefgi",
+         "abcdefgh\x00", "abcdefghij", "abcdefghik", "abcdefghijklmno", "abcdefghijklmnp", "abcdefghijklmnop",
+         "é", "ée", "日本", "NORMAL", "LOW", "HIGH", "ESOPHAGEAL", "ONESIDED"]
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _expected(values, seeds, sort):
+    """The oracle: ``pandas.factorize`` of the values, renumbered by hand (seeds first, the rest sorted or not)."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    rest = [u for u in uniques.tolist() if u not in (seeds or [])]
+    new = list(seeds or []) + (sorted(rest) if sort else rest)
+    return [-1 if c < 0 else new.index(uniques[c]) for c in codes], new
+
+
+def _column(values, large, cuts, start):
+    """`values` as an Arrow-backed Series cut into chunks at `cuts`, then sliced from `start` (an offset)."""
+    typ = pa.large_string() if large else pa.string()
+    cuts = sorted({c for c in cuts if 0 < c < len(values)})
+    chunks = [pa.array(values[a:b], typ) for a, b in zip([0, *cuts], [*cuts, len(values)])]
+    s = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(chunks, typ)))
+    return s.iloc[min(start, len(values)):]
+
+
+def _fits(values) -> bool:
+    """Whether the encoder must accept `values` (probe covering every row): short strings, few distinct."""
+    present = [v for v in values if v is not None]
+    return len(set(present)) <= MAX_WORD_UNIQUES and all(len(v.encode()) <= MAX_WORD_BYTES for v in present)
+
+
+texts = st.one_of(st.sampled_from(WORDS), st.text(max_size=6), st.text(min_size=14, max_size=18))
+
+
+@SETTINGS
+@given(st.lists(st.one_of(texts, st.none()), max_size=80), st.booleans(), st.lists(st.integers(1, 79), max_size=3),
+       st.integers(0, 4), st.booleans(), st.sampled_from([4096, 1, 5]), st.data())
+def test_word_codes_equal_factorize(values, large, cuts, start, sort, probe, data):
+    s = _column(values, large, cuts, start)
+    rows = s.tolist()
+    rows = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v for v in rows]
+    present = list(dict.fromkeys(v for v in rows if v is not None))
+    seeds = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.sampled_from(present or ["q"]),
+                                                              st.text(max_size=10)), unique=True, max_size=4)))
+    old, string_words.PROBE_ROWS = string_words.PROBE_ROWS, probe
+    try:
+        out = word_codes(s, seeds=seeds, sort=sort)
+    finally:
+        string_words.PROBE_ROWS = old
+    if probe >= len(rows) and _fits(rows):
+        assert out is not None                                      # the encoder's own case: it must take it
+    if out is None:
+        return
+    codes, uniques, small = out
+    expect_codes, expect_uniques = _expected(rows, seeds, sort)
+    assert uniques == expect_uniques
+    assert codes.dtype == np.int64 and codes.tolist() == expect_codes
+    if None in rows:
+        assert small is None
+    else:
+        assert small.dtype == np.uint8 and small.tolist() == expect_codes
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40), st.booleans())
+def test_row_keys_equal_exactly_for_equal_strings(values, large):
+    keys = row_keys(pa.array(values, pa.large_string() if large else pa.string()))
+    if any(len(v.encode()) > MAX_WORD_BYTES for v in values):
+        assert keys is None                                                       # a string over 15 bytes
+        return
+    key1, key2, valid = keys
+    assert valid is None
+    pairs = list(zip(key1.tolist(), key2.tolist() if key2 is not None else [0] * len(values)))
+    for i in range(len(values)):
+        for j in range(len(values)):
+            assert (pairs[i] == pairs[j]) == (values[i] == values[j])
+
+
+def test_word_codes_hand_over():
+    many = [f"v{i}" for i in range(MAX_WORD_UNIQUES + 1)]
+    assert word_codes(pd.Series(many * 3, dtype="str")) is None                    # too many distinct strings
+    assert word_codes(pd.Series(["a" * (MAX_WORD_BYTES + 1), "b"], dtype="str")) is None     # a long string
+    late = ["x"] * string_words.PROBE_ROWS + ["y"]
+    assert word_codes(pd.Series(late, dtype="str")) is None                    # a string met after the probe
+    assert word_codes(pd.Series(["x", "y"], dtype=object)) is None            # not Arrow strings
+    assert word_codes(pd.Series([1, 2])) is None
+    assert word_codes(pd.Series(["a"], dtype="str"), seeds=[f"s{i}" for i in range(255)]) is None   # 256 codes
+    assert word_codes(pd.Series(["a"], dtype="str"), seeds=["a", "a"]) is None
+
+
+def test_word_codes_edge_columns():
+    codes, uniques, small = word_codes(pd.Series([], dtype="str"), seeds=["p"])
+    assert codes.tolist() == [] and uniques == ["p"] and small.tolist() == []
+    codes, uniques, small = word_codes(pd.Series([None, None], dtype="str"))
+    assert codes.tolist() == [-1, -1] and uniques == [] and small is None
+    codes, uniques, _ = word_codes(pa.chunked_array([pa.array([], pa.string()), pa.array(["b", "a"], pa.string())]),
+                                   sort=True)
+    assert codes.tolist() == [1, 0] and uniques == ["a", "b"]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_string_column_takes_the_word_path_and_its_narrow_codes(backend, monkeypatch):
+    from causalnet.learning import strings
+
+    monkeypatch.setattr(strings, "dictionary_codes", lambda v: pytest.fail("hashed"))
+    values = ["LOW", "HIGH", "NORMAL", "HIGH"] * 10_000
+    with runtime.backend("strings", backend):
+        codes, uniques, small = string_column(pd.Series(values, dtype="str"), sort=True)
+    assert uniques == ["HIGH", "LOW", "NORMAL"]
+    assert codes.tolist() == [1, 0, 2, 0] * 10_000 and small.tolist() == codes.tolist()
