@@ -221,18 +221,127 @@ def bench_sprinkler(n: int, repeat: int) -> None:
                  {"str/categorical": a / b})
 
 
+def child(name: str, n: int, fits: int) -> None:
+    """One fresh process: ``fits`` consecutive fits of alarm's frame by contender `name`; prints JSON on stdout.
+
+    Building the frame (sampling with causalnet, ``astype(str)``) and importing
+    pgmpy happen before the clock; the first fit then pays whatever it loads
+    on first use (numba and the cached kernel for ``numba`` and, once it
+    switches, ``auto``). Each fit's CPU seconds are printed, the last fit's
+    tables, and for ``auto`` the fit after which the kernel took over.
+    """
+    import json
+
+    from causalnet.learning import strings as cn_strings
+
+    alarm = cn.gallery.load("alarm")
+    cats, strs, _, _ = frames(alarm, n)
+    states = {v: alarm.states(v) for v in alarm.nodes}
+    if name == "pgmpy":
+        from pgmpy.estimators import MaximumLikelihoodEstimator  # optional heavy dependency
+        from pgmpy.models import DiscreteBayesianNetwork
+
+        def run():
+            return MaximumLikelihoodEstimator(DiscreteBayesianNetwork(list(alarm.dag.edges)),
+                                              strs).get_parameters(n_jobs=1)
+    else:
+        frame, backend = (cats, "auto") if name == "categorical" else (strs, name)
+
+        def run():
+            with runtime.backend("strings", backend):
+                return cn.fit(alarm.dag, frame)
+    times, switched, out = [], None, None
+    for i in range(fits):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.process_time()
+            out = run()
+            times.append(time.process_time() - t)
+        with runtime.backend("strings", "auto"), cn_strings.expecting(n * len(alarm.nodes)):   # as cn.fit plans
+            if name == "auto" and switched is None and cn_strings.kernel_wanted(n):
+                switched = i + 1
+    if name == "pgmpy":
+        model = cn.fit(alarm.dag, cats)
+        tables = [t.tolist() for t in pgmpy_tables(sorted(out, key=lambda c: alarm.nodes.index(c.variable)),
+                                                   model, states)]
+    else:
+        tables = [by_name(out, v, states).tolist() for v in alarm.nodes]
+    print(json.dumps({"times": times, "switched": switched, "tables": tables}))
+
+
+def fresh(name: str, n: int, fits: int) -> dict:
+    """:func:`child` run in a new Python process (same interpreter, same environment)."""
+    import json
+    import subprocess
+
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, "--rows", str(n),
+                           "--fits", str(fits)], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"the fresh process for {name!r} failed")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_fresh(n: int, rounds: int, fits: int) -> None:
+    """First fits of fresh processes, interleaved over `rounds`: what a one-off script pays, per contender.
+
+    Every contender's tables are checked against the categorical fit's of the
+    same process before any figure is printed (pgmpy's where it saw the
+    parent configuration).
+    """
+    names = ["numpy", "numba", "auto", "categorical"]
+    try:
+        import pgmpy  # noqa: F401  optional heavy dependency
+        names.append("pgmpy")
+    except ImportError:
+        pass
+    runs = {k: [] for k in names}
+    for _ in range(rounds):
+        for name in names:
+            runs[name].append(fresh(name, n, fits if name == "auto" else 1))
+    reference = runs["categorical"][0]["tables"]
+    for name in names:
+        for run in runs[name]:
+            ours = [np.asarray(t) for t in run["tables"]]
+            ref = [np.asarray(t) for t in reference]
+            if name == "pgmpy":
+                seen = [np.isfinite(t).all(axis=-1) for t in ours]
+                ours, ref = [o[m] for o, m in zip(ours, seen)], [r[m] for r, m in zip(ref, seen)]
+            require_close(f"alarm, fresh process: {name} fit vs categorical fit", ours, ref, atol=1e-12)
+    first = {k: statistics.median(r["times"][0] for r in v) for k, v in runs.items()}
+    line(f"first fit of a fresh process, alarm, {n} rows", first, {})
+    ratios = {f"{k}/categorical": first[k] / first["categorical"] for k in ("numpy", "numba", "auto")}
+    if "pgmpy" in first:
+        ratios.update({f"pgmpy/{k}": first["pgmpy"] / first[k] for k in ("numpy", "numba", "auto")})
+    line("", {}, ratios)
+    autos = runs["auto"]
+    switched = [r["switched"] for r in autos]
+    later = statistics.median(t for r in autos for t in r["times"][max(r["switched"] or fits, 1):])\
+        if any(len(r["times"]) > (r["switched"] or fits) for r in autos) else float("nan")
+    print(f"{'':<34}auto over {fits} fits of one process: median of fits 2-{fits} "
+          f"{statistics.median(t for r in autos for t in r['times'][1:]):.4f}s; kernel from fit "
+          f"{switched} on (median after it {later:.4f}s)", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="10^4 rows, 2 repeats")
+    ap.add_argument("--rounds", type=int, default=3, help="fresh processes per contender (first fits)")
+    ap.add_argument("--fits", type=int, default=25, help="fits in each fresh process of the auto backend")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     n, repeat = (10_000, 2) if args.quick else (args.rows, args.repeats)
+    if args.child:
+        child(args.child, n, args.fits)
+        return 0
     with open("/proc/loadavg") if os.path.exists("/proc/loadavg") else open(os.devnull) as f:
         load = f.read().split()[:3]
     print(f"string frames: {n} rows, medians of {repeat} CPU-time runs; load average {' '.join(load) or 'n/a'}",
           flush=True)
     bench_alarm(n, repeat)
+    bench_fresh(n, 1 if args.quick else args.rounds, 5 if args.quick else args.fits)
     bench_sprinkler(n, repeat)
     return 0
 
