@@ -3,14 +3,16 @@
 A string of at most 15 UTF-8 bytes is read from the column's byte buffer as
 one or two 64-bit words (an unaligned strided view, gathered at the rows'
 offsets; no numba, no Python object per row). The bytes past the string's
-end are shifted out and its length is stored in the freed low byte, so two
-strings give equal keys exactly when they are equal (:func:`row_keys`).
-The distinct keys of the leading :data:`PROBE_ROWS` rows are the
-candidate strings (decoded from one row each); every row is then coded by
-one vectorised compare per candidate, and the column is accepted only when
-every present row matched one — otherwise (a longer string, more than
-:data:`MAX_WORD_UNIQUES` candidates, a string first met after the probe)
-:func:`word_codes` returns None and the caller hashes the column.
+end are masked out — and when the column holds a NUL byte, its length is
+stored in a freed byte — so two strings give equal keys exactly when they
+are equal (:func:`row_keys`).
+The distinct strings are found in order of first appearance, one
+vectorised compare of every row's key per distinct string (the first row
+no string holds yet names the next one, decoded from that row alone), so a
+column of ``k`` distinct strings costs ``k`` passes over its keys; past
+:data:`MAX_WORD_UNIQUES` distinct strings, or with a string longer than
+:data:`MAX_WORD_BYTES` bytes, :func:`word_codes` returns None and the
+caller hashes the column.
 
 It gives ``pandas.factorize``'s grouping (equal strings, equal codes;
 missing cells ``-1``) on sliced and chunked arrays with int32 or int64
@@ -32,14 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["word_codes", "row_keys", "MAX_WORD_BYTES", "MAX_WORD_UNIQUES", "PROBE_ROWS"]
+__all__ = ["word_codes", "row_keys", "MAX_WORD_BYTES", "MAX_WORD_UNIQUES"]
 
 #: Strings longer than this many UTF-8 bytes send the column to the hash path.
 MAX_WORD_BYTES = 15
-#: More distinct strings than this among the probed rows send the column to the hash path (one pass each).
-MAX_WORD_UNIQUES = 12
-#: The candidate strings are the distinct strings of this many leading rows.
-PROBE_ROWS = 4096
+#: More distinct strings than this send the column to the hash path (each costs one pass over the keys).
+MAX_WORD_UNIQUES = 16
 
 _PAD = np.zeros(16, np.uint8)
 
@@ -75,6 +75,12 @@ def _shifted(words: np.ndarray, keep: np.ndarray) -> np.ndarray:
 def row_keys(chunk) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None:
     """``(key1, key2, valid)`` of one Arrow string array: equal keys exactly for equal strings.
 
+    When no byte of the strings is NUL, a string of ``m`` bytes keeps its
+    first ``min(m, 8)`` bytes in `key1` and the rest in `key2`, zeros above
+    them (its length is where the non-zero bytes end). Otherwise the bytes
+    sit at the top of the words and the length in the freed low byte
+    (``m <= 7`` in `key1`, any ``m`` in `key2`).
+
     Parameters
     ----------
     chunk : pyarrow.StringArray or LargeStringArray
@@ -82,14 +88,11 @@ def row_keys(chunk) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] |
     Returns
     -------
     key1 : uint64 ndarray of shape (n,)
-        The first ``min(m, 8)`` bytes of a string of ``m`` bytes, at the top
-        of the word; for ``m <= 7`` the length in the low byte.
     key2 : uint64 ndarray of shape (n,) or None
-        Bytes 8 to ``m - 1`` at the top and ``m`` in the low byte; None when
-        no string has over 7 bytes.
+        None when every string fits `key1` alone.
     valid : bool ndarray of shape (n,) or None
-        False where the cell is missing (None when none is); the keys of a
-        missing cell are meaningless.
+        False where the cell is missing (None when none is); a missing
+        cell's keys are the empty string's.
 
     None when a present string has more than :data:`MAX_WORD_BYTES` bytes.
     """
@@ -103,6 +106,15 @@ def row_keys(chunk) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] |
     if longest > MAX_WORD_BYTES:
         return None
     win = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))       # a word at every byte
+    used = padded[int(offsets[0]): int(offsets[-1])] if n else padded[:0]
+    if np.count_nonzero(used) == len(used):                                      # no NUL byte: mask, no length
+        key1 = np.take(win, starts)                                                                   # (n,)
+        key1 &= _MASKS.take(np.minimum(lens, 8) if longest > 8 else lens)
+        if longest <= 8:
+            return key1, None, valid
+        key2 = np.take(win, starts + 8)                                                               # (n,)
+        key2 &= _MASKS.take(np.clip(lens - 8, 0, 8))
+        return key1, key2, valid
     size = lens.view(np.uint64)
     if longest <= 7:
         key1 = _shifted(np.take(win, starts), lens)                                                 # (n,)
@@ -114,54 +126,41 @@ def row_keys(chunk) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] |
     return key1, key2, valid
 
 
+#: ``_MASKS[m]``: the low `m` bytes of a word (m = 0..8)
+_MASKS = np.array([(1 << (8 * m)) - 1 for m in range(9)], dtype=np.uint64)
+
+
 def _column_keys(arr) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None:
-    """:func:`row_keys` of an Arrow array or chunked array, the chunks' keys joined (None as there)."""
+    """:func:`row_keys` of an Arrow array or chunked array (chunks joined first: one key scheme for all rows)."""
     import pyarrow as pa  # present whenever a column is stored in Arrow
 
-    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-    if len(chunks) == 1:
-        return row_keys(chunks[0])
-    parts = [row_keys(c) for c in chunks if len(c)]
-    if any(p is None for p in parts):
-        return None
-    if not parts:
-        return np.zeros(0, np.uint64), None, None
-    n_rows = [len(p[0]) for p in parts]
-    key2 = None
-    if any(p[1] is not None for p in parts):                          # every chunk's keys in the two-word form
-        parts = [p if p[1] is not None else (p[0] & ~_LOW, p[0] & _LOW, p[2]) for p in parts]
-        key2 = np.concatenate([p[1] for p in parts])                                                  # (n,)
-    key1 = np.concatenate([p[0] for p in parts])                                                      # (n,)
-    valid = None
-    if any(p[2] is not None for p in parts):
-        valid = np.concatenate([p[2] if p[2] is not None else np.ones(m, bool) for p, m in zip(parts, n_rows)])
-    return key1, key2, valid
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    return row_keys(arr)
 
 
-#: the low byte of a key: a short string's length (its bytes sit above it)
-_LOW = np.uint64(0xFF)
+def _classes(key1, key2, valid) -> tuple[list, list] | None:
+    """The rows' classes of equal keys, found in order of first appearance: ``(first rows, masks (n,) bool)``.
 
-
-def _candidates(key1, key2, valid) -> tuple[np.ndarray, np.ndarray | None, np.ndarray] | None:
-    """The distinct keys of the leading rows and the row where each is first met, in row order."""
-    head = slice(0, PROBE_ROWS)
-    k1 = key1[head]
-    rows = np.arange(len(k1))
-    if valid is not None:
-        rows = rows[valid[head]]
-        k1 = k1[rows]
-    if key2 is None:
-        distinct = np.unique(k1)                                                                      # (k,)
-        if len(distinct) > MAX_WORD_UNIQUES:
+    Each round takes the first row no class holds yet and compares every row
+    with it (one vectorised pass); None past :data:`MAX_WORD_UNIQUES` classes.
+    """
+    taken = np.zeros(len(key1), bool) if valid is None else ~valid                                       # (n,)
+    firsts, masks = [], []
+    row = int(taken.argmin()) if len(taken) else 0
+    while len(taken) and not taken[row]:
+        if len(firsts) == MAX_WORD_UNIQUES:
             return None
-        first = np.array([np.argmax(k1 == u) for u in distinct], dtype=np.int64)         # each one's first row
-    else:
-        pairs = np.stack([k1, key2[head][rows]], axis=1)                                              # (p, 2)
-        _, first = np.unique(pairs, axis=0, return_index=True)                                       # (k,)
-    if len(first) > MAX_WORD_UNIQUES:
-        return None
-    first = np.sort(first)
-    return key1[rows[first]], None if key2 is None else key2[rows[first]], rows[first]
+        eq = key1 == key1[row]                                                                              # (n,)
+        if key2 is not None:
+            eq &= key2 == key2[row]
+        if valid is not None:
+            eq &= valid                                                  # a missing cell's keys are the empty string's
+        taken |= eq
+        firsts.append(row)
+        masks.append(eq)
+        row = int(taken.argmin())
+    return firsts, masks
 
 
 def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list, np.ndarray | None] | None:
@@ -188,9 +187,8 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
         missing.
 
     None when the column is not Arrow strings, holds a string over
-    :data:`MAX_WORD_BYTES` bytes, has more than :data:`MAX_WORD_UNIQUES`
-    distinct strings in its first :data:`PROBE_ROWS` rows or a string
-    first met after them, or when `seeds` and the strings number over 255.
+    :data:`MAX_WORD_BYTES` bytes or more than :data:`MAX_WORD_UNIQUES`
+    distinct strings, or when `seeds` and the strings number over 255.
     """
     arr = _arrow_strings(values)
     if arr is None:
@@ -199,13 +197,11 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
     if keys is None:
         return None
     key1, key2, valid = keys
-    n = len(key1)
-    present = n if valid is None else int(np.count_nonzero(valid))
-    found = _candidates(key1, key2, valid) if present else (key1[:0], None, np.zeros(0, np.int64))
+    found = _classes(key1, key2, valid)
     if found is None:
         return None
-    cand1, cand2, rows = found
-    strings = [arr[int(r)].as_py() for r in rows]                                            # k strings decoded
+    firsts, masks = found
+    strings = [arr[r].as_py() for r in firsts]                                                 # k strings decoded
     head = list(seeds) if seeds is not None else []
     if len(set(head)) != len(head):
         return None
@@ -215,19 +211,10 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
     if len(uniques) > 255:
         return None
     where = {s: i for i, s in enumerate(uniques)}
-    small = np.zeros(n, np.uint8)                                                                          # (n,)
-    hits = 0
-    for j, text in enumerate(strings):
-        eq = key1 == cand1[j]                                                                              # (n,)
-        if key2 is not None:
-            eq &= key2 == cand2[j]
-        if valid is not None:
-            eq &= valid
-        hits += int(np.count_nonzero(eq))
+    small = np.zeros(len(key1), np.uint8)                                                                  # (n,)
+    for text, eq in zip(strings, masks):
         if where[text]:
             small += eq.view(np.uint8) * np.uint8(where[text])
-    if hits != present:                                                 # a string the probe did not meet
-        return None
     codes = small.astype(np.int64)                                                                         # (n,)
     if valid is None:
         return codes, uniques, small

@@ -10,7 +10,7 @@ column:
 - an Arrow-backed column (pandas ``str`` under pandas 3, ``string[pyarrow]``)
   is coded by numpy word compares when its strings are few and short
   (:func:`causalnet.learning.string_words.word_codes`: at most 15 bytes,
-  at most 12 distinct in the leading rows), else dictionary-encoded by
+  at most 16 distinct), else dictionary-encoded by
   Arrow itself (:func:`dictionary_codes`, C++; no
   copy of the strings into Python objects), or read straight from its offsets
   and bytes, zero-copy, by a compiled kernel (:func:`arrow_codes`,

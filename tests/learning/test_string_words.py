@@ -7,7 +7,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from causalnet import runtime
-from causalnet.learning import string_words
 from causalnet.learning.string_words import MAX_WORD_BYTES, MAX_WORD_UNIQUES, row_keys, word_codes
 from causalnet.learning.strings import string_column
 
@@ -38,7 +37,7 @@ def _column(values, large, cuts, start):
 
 
 def _fits(values) -> bool:
-    """Whether the encoder must accept `values` (probe covering every row): short strings, few distinct."""
+    """Whether the encoder must accept `values`: short strings, few distinct."""
     present = [v for v in values if v is not None]
     return len(set(present)) <= MAX_WORD_UNIQUES and all(len(v.encode()) <= MAX_WORD_BYTES for v in present)
 
@@ -48,20 +47,16 @@ texts = st.one_of(st.sampled_from(WORDS), st.text(max_size=6), st.text(min_size=
 
 @SETTINGS
 @given(st.lists(st.one_of(texts, st.none()), max_size=80), st.booleans(), st.lists(st.integers(1, 79), max_size=3),
-       st.integers(0, 4), st.booleans(), st.sampled_from([4096, 1, 5]), st.data())
-def test_word_codes_equal_factorize(values, large, cuts, start, sort, probe, data):
+       st.integers(0, 4), st.booleans(), st.data())
+def test_word_codes_equal_factorize(values, large, cuts, start, sort, data):
     s = _column(values, large, cuts, start)
     rows = s.tolist()
     rows = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v for v in rows]
     present = list(dict.fromkeys(v for v in rows if v is not None))
     seeds = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.sampled_from(present or ["q"]),
                                                               st.text(max_size=10)), unique=True, max_size=4)))
-    old, string_words.PROBE_ROWS = string_words.PROBE_ROWS, probe
-    try:
-        out = word_codes(s, seeds=seeds, sort=sort)
-    finally:
-        string_words.PROBE_ROWS = old
-    if probe >= len(rows) and _fits(rows):
+    out = word_codes(s, seeds=seeds, sort=sort)
+    if _fits(rows) and len(set(present) | set(seeds or [])) <= 255:
         assert out is not None                                      # the encoder's own case: it must take it
     if out is None:
         return
@@ -94,12 +89,17 @@ def test_word_codes_hand_over():
     many = [f"v{i}" for i in range(MAX_WORD_UNIQUES + 1)]
     assert word_codes(pd.Series(many * 3, dtype="str")) is None                    # too many distinct strings
     assert word_codes(pd.Series(["a" * (MAX_WORD_BYTES + 1), "b"], dtype="str")) is None     # a long string
-    late = ["x"] * string_words.PROBE_ROWS + ["y"]
-    assert word_codes(pd.Series(late, dtype="str")) is None                    # a string met after the probe
     assert word_codes(pd.Series(["x", "y"], dtype=object)) is None            # not Arrow strings
     assert word_codes(pd.Series([1, 2])) is None
     assert word_codes(pd.Series(["a"], dtype="str"), seeds=[f"s{i}" for i in range(255)]) is None   # 256 codes
     assert word_codes(pd.Series(["a"], dtype="str"), seeds=["a", "a"]) is None
+
+
+def test_word_codes_strings_first_met_late_and_rare():
+    values = ["x"] * 50_000 + ["y"] + ["x\x00"] + ["x"] * 10 + [None] + ["z" * 15]
+    codes, uniques, small = word_codes(pd.Series(values, dtype="str"), sort=True)
+    assert uniques == ["x", "x\x00", "y", "z" * 15] and small is None
+    assert codes.tolist() == [0] * 50_000 + [2, 1] + [0] * 10 + [-1, 3]
 
 
 def test_word_codes_edge_columns():
@@ -122,3 +122,19 @@ def test_string_column_takes_the_word_path_and_its_narrow_codes(backend, monkeyp
         codes, uniques, small = string_column(pd.Series(values, dtype="str"), sort=True)
     assert uniques == ["HIGH", "LOW", "NORMAL"]
     assert codes.tolist() == [1, 0, 2, 0] * 10_000 and small.tolist() == codes.tolist()
+
+
+@pytest.mark.parametrize("values", [
+    ["a", "\x00a", "\x00", "", "\x00\x00", "a\x00", "ab"],                                   # NUL, one word
+    ["abcdefgh", "abcdefg\x00", "\x00abcdefg", "abcdefgh\x00", "\x00" * 9, "\x00" * 8, "x", "", "\x00x"],  # NUL, two
+    ["", "a", "ab", "abcdefgh", "abcdefg", "é"],                                             # no NUL, one word
+    ["", "a", "ab", "abcdefgh", "abcdefghi", "abcdefghijklmno", "abcdefghijklmn", "日本語のテ"],   # no NUL, two
+])
+@pytest.mark.parametrize("large", [False, True])
+def test_row_keys_of_every_scheme(values, large):
+    for column in (values, values[::-1], [None, *values]):
+        key1, key2, valid = row_keys(pa.array(column, pa.large_string() if large else pa.string()))
+        pairs = list(zip(key1.tolist(), key2.tolist() if key2 is not None else [0] * len(column)))
+        present = [i for i, v in enumerate(column) if v is not None]
+        assert len({pairs[i] for i in present}) == len({column[i] for i in present})
+        assert (valid is None) == (None not in column)
