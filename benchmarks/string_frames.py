@@ -23,16 +23,26 @@ dtype=object)`` gives them).
   categoricals.
 
 The string frames are timed under both backends of the ``strings`` kernel
-family (:mod:`causalnet.runtime`): ``numpy`` (Arrow's own dictionary
-encoding; what ``"auto"`` uses in a fresh process on a frame this size,
-switching to the kernel once half a second has been spent encoding, or at once
-for a frame whose encoding would take that long) and ``numba`` (the
-compiled kernel). Times are
+family (:mod:`causalnet.runtime`): ``numpy`` (numpy word compares for columns
+of few short strings, :mod:`causalnet.learning.string_words`, else Arrow's
+own dictionary encoding; what ``"auto"`` uses in a fresh process on a frame
+this size, switching to the kernel once half a second has been spent
+encoding, or at once for a frame whose encoding would take that long) and
+``numba`` (the compiled kernel). Times are
 medians of CPU time (``time.process_time``, BLAS/numba threads pinned to one)
 over ``--repeats`` runs (alarm: interleaved rounds, one run of every contender
 per round), after one untimed run of every contender; the first
 string fit of the process under each backend is printed apart (``cold``: for
 ``numba`` it includes importing numba and loading the cached kernel).
+
+What a one-off script pays is measured in fresh processes (``--rounds`` of
+them per contender, interleaved): the first ``cn.fit`` of alarm's frame under
+``numpy``, ``numba`` and the default ``auto``, of the categorical frame, and
+pgmpy's first ``get_parameters`` (pgmpy imported before the clock, as
+causalnet is; building the frame is outside it). One ``auto`` process fits
+the frame ``--fits`` times to show when it hands over to the kernel and what
+that fit costs. Every fresh process's tables are checked against the
+categorical fit's before a figure is printed.
 
 Before any ratio is printed the answers are checked (exit status 1 on a
 failure): the string fit's CPTs equal the categorical fit's and pgmpy's to
@@ -315,12 +325,15 @@ def bench_fresh(n: int, rounds: int, fits: int) -> None:
         ratios.update({f"pgmpy/{k}": first["pgmpy"] / first[k] for k in ("numpy", "numba", "auto")})
     line("", {}, ratios)
     autos = runs["auto"]
-    switched = [r["switched"] for r in autos]
-    later = statistics.median(t for r in autos for t in r["times"][max(r["switched"] or fits, 1):])\
-        if any(len(r["times"]) > (r["switched"] or fits) for r in autos) else float("nan")
-    print(f"{'':<34}auto over {fits} fits of one process: median of fits 2-{fits} "
-          f"{statistics.median(t for r in autos for t in r['times'][1:]):.4f}s; kernel from fit "
-          f"{switched} on (median after it {later:.4f}s)", flush=True)
+    before = [t for r in autos for t in r["times"][1:r["switched"] or fits]]            # fits 2..S: numpy path
+    loads = [r["times"][r["switched"]] for r in autos if r["switched"] and r["switched"] < fits]
+    after = [t for r in autos if r["switched"] for t in r["times"][r["switched"] + 1:]]
+    def med(xs: list) -> str:
+        return f"{statistics.median(xs):.4f}s" if xs else "n/a"
+
+    print(f"{'':<34}auto, one process of {fits} fits: the kernel takes over after fit "
+          f"{[r['switched'] for r in autos]}; fits before it (not the first) median {med(before)}, the fit that "
+          f"loads numba and the kernel {med(loads)}, fits after it median {med(after)}", flush=True)
 
 
 def main(argv=None) -> int:
