@@ -340,7 +340,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="10^4 rows, 2 repeats")
-    ap.add_argument("--rounds", type=int, default=3, help="fresh processes per contender (first fits)")
+    ap.add_argument("--rounds", type=int, default=5, help="fresh processes per contender (first fits)")
     ap.add_argument("--fits", type=int, default=25, help="fits in each fresh process of the auto backend")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -18,7 +18,7 @@ column:
   looked up in a small hash table with its length and confirmed word by
   word) when the ``strings`` kernel family's backend says so
   (:mod:`causalnet.runtime`: ``"auto"`` compiles once this process has spent
-  :data:`AUTO_SECONDS` dictionary-encoding columns of at least
+  :data:`AUTO_SECONDS` encoding columns of at least
   :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never waits for numba to
   load);
 - an ``object`` column is factorised by its objects' addresses
@@ -538,12 +538,13 @@ def _arrange(codes: np.ndarray, uniques: list, seeds, sort: bool) -> tuple[np.nd
     return lut[codes], new                                                                     # (n,)
 
 
-#: seconds this process has spent dictionary-encoding Arrow columns long enough for the kernel
+#: seconds this process has spent encoding Arrow columns long enough for the kernel without it
 _spent = [0.0]
-#: seconds Arrow's dictionary encoding would take for the frame being read (:func:`expecting`)
+#: seconds the numpy path's encoding would take for the frame being read (:func:`expecting`)
 _pending = [0.0]
-#: Arrow's dictionary encoding costs about this many seconds per cell (1.4 ms per column of 10^5 short strings)
-DICT_SECONDS_PER_CELL = 1.4e-8
+#: The numpy path (word compares, else Arrow's dictionary encoding) costs about this many seconds per cell: 0.8-0.9 ms
+#: per alarm column of 10^5 short strings by word compares (Arrow's dictionary encoding: 1.4 ms). The name is kept.
+DICT_SECONDS_PER_CELL = 9e-9
 
 
 def is_arrow_strings(values) -> bool:
@@ -557,8 +558,8 @@ def is_arrow_strings(values) -> bool:
 def expecting(cells: int) -> Iterator[None]:
     """Read a frame of `cells` Arrow string cells in the block: ``"auto"`` counts their encoding in advance.
 
-    When encoding them by Arrow would take :data:`AUTO_SECONDS` (at
-    :data:`DICT_SECONDS_PER_CELL`), the kernel is used from the frame's first
+    When encoding them without the kernel would take :data:`AUTO_SECONDS`
+    (at :data:`DICT_SECONDS_PER_CELL`), the kernel is used from the frame's first
     long column: loading it costs less than the encoding it saves.
     """
     prev = _pending[0]
@@ -573,12 +574,13 @@ def kernel_wanted(n: int) -> bool:
     """Whether an Arrow column of `n` rows goes to the compiled kernel (the ``strings`` backend decides).
 
     ``"numba"``: always (numba installed); ``"numpy"``: never; ``"auto"``:
-    for columns of at least :data:`KERNEL_MIN_ROWS` rows once Arrow's
-    dictionary encoding of such columns has taken :data:`AUTO_SECONDS` in
+    for columns of at least :data:`KERNEL_MIN_ROWS` rows once the
+    encoding of such columns without it has taken :data:`AUTO_SECONDS` in
     this process, or would take that long on the frame being read
-    (:func:`expecting`): importing numba and loading the cached kernel
-    costs about 0.35 s of CPU, more than a one-off fit of a small frame
-    saves.
+    (:func:`expecting`): importing numba (0.15 s of CPU) and loading the
+    cached kernel (0.25 s, measured with numba already imported) cost more
+    than a one-off fit of a small frame saves (the kernel saves about 0.4 ms
+    per column of 10^5 short strings over the word compares).
     """
     backend = get_backend("strings")
     if backend == "numpy" or not numba_available():
