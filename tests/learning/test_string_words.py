@@ -105,6 +105,11 @@ def test_word_codes_strings_first_met_late_and_rare():
 def test_word_codes_edge_columns():
     codes, uniques, small = word_codes(pd.Series([], dtype="str"), seeds=["p"])
     assert codes.tolist() == [] and uniques == ["p"] and small.tolist() == []
+    codes, uniques, small = word_codes(pa.chunked_array([], pa.large_string()), seeds=["p"], sort=True)
+    assert codes.tolist() == [] and uniques == ["p"] and small.tolist() == []
+    codes, uniques, small = word_codes(pa.array(["x", None, "yy", "x"] * 3, pa.string()).slice(5, 6), sort=True)
+    assert codes.tolist() == [-1, 1, 0, 0, -1, 1] and uniques == ["x", "yy"] and small is None
+    assert word_codes(pa.array(["a", "b"], pa.binary())) is None                               # bytes: not strings
     codes, uniques, small = word_codes(pd.Series([None, None], dtype="str"))
     assert codes.tolist() == [-1, -1] and uniques == [] and small is None
     codes, uniques, _ = word_codes(pa.chunked_array([pa.array([], pa.string()), pa.array(["b", "a"], pa.string())]),
