@@ -110,6 +110,11 @@ def test_word_codes_edge_columns():
     codes, uniques, small = word_codes(pa.array(["x", None, "yy", "x"] * 3, pa.string()).slice(5, 6), sort=True)
     assert codes.tolist() == [-1, 1, 0, 0, -1, 1] and uniques == ["x", "yy"] and small is None
     assert word_codes(pa.array(["a", "b"], pa.binary())) is None                               # bytes: not strings
+    for dtype in ("str", "string[pyarrow]"):
+        column = pd.Series(["b", np.nan, None, pd.NA, "", "b"], dtype=dtype)               # every missing spelling
+        codes, uniques, small = word_codes(column)
+        assert codes.tolist() == pd.factorize(column)[0].tolist() == [0, -1, -1, -1, 1, 0]
+        assert uniques == ["b", ""] and small is None
     codes, uniques, small = word_codes(pd.Series([None, None], dtype="str"))
     assert codes.tolist() == [-1, -1] and uniques == [] and small is None
     codes, uniques, _ = word_codes(pa.chunked_array([pa.array([], pa.string()), pa.array(["b", "a"], pa.string())]),
