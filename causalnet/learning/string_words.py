@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["word_codes", "row_keys", "MAX_WORD_BYTES", "MAX_WORD_UNIQUES"]
+__all__ = ["word_codes", "row_keys", "MAX_WORD_BYTES", "MAX_WORD_UNIQUES", "BLOCK_ROWS"]
 
 #: Strings longer than this many UTF-8 bytes send the column to the hash path.
 MAX_WORD_BYTES = 15
@@ -72,6 +72,30 @@ def _shifted(words: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return words
 
 
+def _words_at(padded: np.ndarray, starts: np.ndarray, skip: int = 0) -> np.ndarray:
+    """The 64-bit little-endian words at the byte positions ``starts + skip`` (n,) of `padded`, block by block.
+
+    ``np.take`` copies a strided source whole (a word at every byte) before
+    gathering; a block of :data:`BLOCK_ROWS` short strings spans about
+    100 kB, so the copy of its words stays in cache (0.31 ms for an alarm
+    column of 10^5 rows against 0.40 ms for one take over the column).
+    `starts` must be non-decreasing (Arrow offsets are), so every index is
+    inside its block's window.
+    """
+    out = np.empty(len(starts), np.uint64)                                                          # (n,)
+    for i0 in range(0, len(starts), BLOCK_ROWS):
+        rows = starts[i0: i0 + BLOCK_ROWS]
+        first = int(rows[0]) + skip
+        win = np.ndarray((int(rows[-1]) + skip - first + 1,), dtype="<u8", buffer=padded, offset=first,
+                         strides=(1,))                                                      # a word at every byte
+        np.take(win, rows - rows[0], out=out[i0: i0 + len(rows)], mode="clip")        # "raise" buffers `out`
+    return out
+
+
+#: Rows gathered per block by :func:`_words_at`.
+BLOCK_ROWS = 16384
+
+
 def row_keys(chunk) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None:
     """``(key1, key2, valid)`` of one Arrow string array: equal keys exactly for equal strings.
 
@@ -105,23 +129,22 @@ def row_keys(chunk) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] |
     longest = int(lens.max()) if n else 0
     if longest > MAX_WORD_BYTES:
         return None
-    win = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))       # a word at every byte
     used = padded[int(offsets[0]): int(offsets[-1])] if n else padded[:0]
     if np.count_nonzero(used) == len(used):                                      # no NUL byte: mask, no length
-        key1 = np.take(win, starts)                                                                   # (n,)
+        key1 = _words_at(padded, starts)                                                              # (n,)
         key1 &= _MASKS.take(np.minimum(lens, 8) if longest > 8 else lens)
         if longest <= 8:
             return key1, None, valid
-        key2 = np.take(win, starts + 8)                                                               # (n,)
+        key2 = _words_at(padded, starts, 8)                                                           # (n,)
         key2 &= _MASKS.take(np.clip(lens - 8, 0, 8))
         return key1, key2, valid
     size = lens.view(np.uint64)
     if longest <= 7:
-        key1 = _shifted(np.take(win, starts), lens)                                                 # (n,)
+        key1 = _shifted(_words_at(padded, starts), lens)                                            # (n,)
         key1 |= size
         return key1, None, valid
-    key1 = _shifted(np.take(win, starts), np.minimum(lens, 8))                                      # (n,)
-    key2 = _shifted(np.take(win, starts + 8), np.maximum(lens - 8, 0))                            # (n,)
+    key1 = _shifted(_words_at(padded, starts), np.minimum(lens, 8))                                 # (n,)
+    key2 = _shifted(_words_at(padded, starts, 8), np.maximum(lens - 8, 0))                        # (n,)
     key2 |= size
     return key1, key2, valid
 

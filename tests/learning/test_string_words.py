@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from causalnet import runtime
+from causalnet.learning import string_words
 from causalnet.learning.string_words import MAX_WORD_BYTES, MAX_WORD_UNIQUES, row_keys, word_codes
 from causalnet.learning.strings import string_column
 
@@ -55,7 +56,11 @@ def test_word_codes_equal_factorize(values, large, cuts, start, sort, data):
     present = list(dict.fromkeys(v for v in rows if v is not None))
     seeds = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.sampled_from(present or ["q"]),
                                                               st.text(max_size=10)), unique=True, max_size=4)))
-    out = word_codes(s, seeds=seeds, sort=sort)
+    block, string_words.BLOCK_ROWS = string_words.BLOCK_ROWS, data.draw(st.sampled_from([16384, 1, 2, 7]))
+    try:                                                       # small blocks: rows gathered across block edges
+        out = word_codes(s, seeds=seeds, sort=sort)
+    finally:
+        string_words.BLOCK_ROWS = block
     if _fits(rows) and len(set(present) | set(seeds or [])) <= 255:
         assert out is not None                                      # the encoder's own case: it must take it
     if out is None:
@@ -93,6 +98,16 @@ def test_word_codes_hand_over():
     assert word_codes(pd.Series([1, 2])) is None
     assert word_codes(pd.Series(["a"], dtype="str"), seeds=[f"s{i}" for i in range(255)]) is None   # 256 codes
     assert word_codes(pd.Series(["a"], dtype="str"), seeds=["a", "a"]) is None
+
+
+def test_word_codes_long_column_across_blocks():
+    rng = np.random.default_rng(1)
+    values = rng.choice(["LOW", "NORMAL", "HIGH", "", "ONESIDED", "ESOPHAGEAL", "日本"], size=3 * 16384 + 5).tolist()
+    values[7] = None
+    column = pd.Series(values, dtype="str").iloc[3:]                                # an offset into the buffers
+    codes, uniques, small = word_codes(column, sort=True)
+    expect_codes, expect_uniques = _expected(column.tolist(), None, True)
+    assert uniques == expect_uniques and codes.tolist() == expect_codes and small is None
 
 
 def test_word_codes_strings_first_met_late_and_rare():
