@@ -93,6 +93,9 @@ def test_row_keys_equal_exactly_for_equal_strings(values, large):
 def test_word_codes_hand_over():
     many = [f"v{i}" for i in range(MAX_WORD_UNIQUES + 1)]
     assert word_codes(pd.Series(many * 3, dtype="str")) is None                    # too many distinct strings
+    assert word_codes(pd.Series(many * 100, dtype="str")) is None                  # ... seen in the head rows
+    assert word_codes(pd.Series(["a"] * 2000 + many, dtype="str")) is None         # ... past the head rows
+    assert word_codes(pd.Series(["a"] * 2000 + ["b" * 16], dtype="str")) is None  # a long string past them
     assert word_codes(pd.Series(["a" * (MAX_WORD_BYTES + 1), "b"], dtype="str")) is None     # a long string
     assert word_codes(pd.Series(["x", "y"], dtype=object)) is None            # not Arrow strings
     assert word_codes(pd.Series([1, 2])) is None
