@@ -16,7 +16,7 @@ family     kernels                                                     ``"auto"`
 graph      the Bayes-ball d-separation search                          Python searches spent 1 s
 chain      HMM/CRF sweeps: forward, backward, Viterbi, ragged          the chain has >= AUTO_MIN_T steps
 tensor     fused add & LayerNorm, small attention, GELU                plan programs spent 1 s in numpy
-strings    factorising Arrow string columns of DataFrames              dictionary encoding took 0.5 s (or would)
+strings    factorising Arrow string columns of DataFrames              numpy-side encoding took 0.5 s (or would)
 learning   conditional Gaussian moment sums (``fit`` on mixed data)     numpy sums spent 1 s (tables >= 20,000 rows)
 =========  ==========================================================  =================================
 

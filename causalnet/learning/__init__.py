@@ -7,6 +7,8 @@ The map:
 - :mod:`~causalnet.learning.strings` — string columns factorised once per column
   (Arrow's dictionary encoding, ``pandas.factorize`` or a compiled kernel), shared
   by every path that reads a DataFrame.
+- :mod:`~causalnet.learning.string_words` — few short Arrow strings coded by numpy
+  word compares (no numba), the first try of the ``numpy`` path.
 - :mod:`~causalnet.learning.problem` — a structure and a table validated together.
 - :mod:`~causalnet.learning.parameters` — Dirichlet priors (none, BDeu, K2,
   explicit) and least squares.

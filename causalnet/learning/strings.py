@@ -8,14 +8,17 @@ strings in order of first appearance, at the cost of one hash pass over the
 column:
 
 - an Arrow-backed column (pandas ``str`` under pandas 3, ``string[pyarrow]``)
-  is dictionary-encoded by Arrow itself (:func:`dictionary_codes`, C++; no
+  is coded by numpy word compares when its strings are few and short
+  (:func:`causalnet.learning.string_words.word_codes`: at most 15 bytes,
+  at most 16 distinct), else dictionary-encoded by
+  Arrow itself (:func:`dictionary_codes`, C++; no
   copy of the strings into Python objects), or read straight from its offsets
   and bytes, zero-copy, by a compiled kernel (:func:`arrow_codes`,
   :func:`codes_kernel`: each string's first 8 bytes are one unaligned word,
   looked up in a small hash table with its length and confirmed word by
   word) when the ``strings`` kernel family's backend says so
   (:mod:`causalnet.runtime`: ``"auto"`` compiles once this process has spent
-  :data:`AUTO_SECONDS` dictionary-encoding columns of at least
+  :data:`AUTO_SECONDS` encoding columns of at least
   :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never waits for numba to
   load);
 - an ``object`` column is factorised by its objects' addresses
@@ -64,6 +67,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..runtime import get_backend, jit, numba_available
+from .string_words import word_codes
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
            "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
@@ -534,12 +538,13 @@ def _arrange(codes: np.ndarray, uniques: list, seeds, sort: bool) -> tuple[np.nd
     return lut[codes], new                                                                     # (n,)
 
 
-#: seconds this process has spent dictionary-encoding Arrow columns long enough for the kernel
+#: seconds this process has spent encoding Arrow columns long enough for the kernel without it
 _spent = [0.0]
-#: seconds Arrow's dictionary encoding would take for the frame being read (:func:`expecting`)
+#: seconds the numpy path's encoding would take for the frame being read (:func:`expecting`)
 _pending = [0.0]
-#: Arrow's dictionary encoding costs about this many seconds per cell (1.4 ms per column of 10^5 short strings)
-DICT_SECONDS_PER_CELL = 1.4e-8
+#: The numpy path (word compares, else Arrow's dictionary encoding) costs about this many seconds per cell: 0.8-0.9 ms
+#: per alarm column of 10^5 short strings by word compares (Arrow's dictionary encoding: 1.4 ms). The name is kept.
+DICT_SECONDS_PER_CELL = 9e-9
 
 
 def is_arrow_strings(values) -> bool:
@@ -553,8 +558,8 @@ def is_arrow_strings(values) -> bool:
 def expecting(cells: int) -> Iterator[None]:
     """Read a frame of `cells` Arrow string cells in the block: ``"auto"`` counts their encoding in advance.
 
-    When encoding them by Arrow would take :data:`AUTO_SECONDS` (at
-    :data:`DICT_SECONDS_PER_CELL`), the kernel is used from the frame's first
+    When encoding them without the kernel would take :data:`AUTO_SECONDS`
+    (at :data:`DICT_SECONDS_PER_CELL`), the kernel is used from the frame's first
     long column: loading it costs less than the encoding it saves.
     """
     prev = _pending[0]
@@ -569,12 +574,13 @@ def kernel_wanted(n: int) -> bool:
     """Whether an Arrow column of `n` rows goes to the compiled kernel (the ``strings`` backend decides).
 
     ``"numba"``: always (numba installed); ``"numpy"``: never; ``"auto"``:
-    for columns of at least :data:`KERNEL_MIN_ROWS` rows once Arrow's
-    dictionary encoding of such columns has taken :data:`AUTO_SECONDS` in
+    for columns of at least :data:`KERNEL_MIN_ROWS` rows once the
+    encoding of such columns without it has taken :data:`AUTO_SECONDS` in
     this process, or would take that long on the frame being read
-    (:func:`expecting`): importing numba and loading the cached kernel
-    costs about 0.35 s of CPU, more than a one-off fit of a small frame
-    saves.
+    (:func:`expecting`): importing numba (0.15 s of CPU) and loading the
+    cached kernel (0.25 s, measured with numba already imported) cost more
+    than a one-off fit of a small frame saves (the kernel saves about 0.4 ms
+    per column of 10^5 short strings over the word compares).
     """
     backend = get_backend("strings")
     if backend == "numpy" or not numba_available():
@@ -590,10 +596,13 @@ def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np
         if fast is not None:
             return fast
     start = time.perf_counter()
-    out = dictionary_codes(values)
+    out = word_codes(values, seeds=seeds, sort=sort)                  # few short strings: numpy word compares
+    if out is None:
+        coded = dictionary_codes(values)
+        out = None if coded is None else (*_arrange(*coded, seeds, sort), None)
     if n >= KERNEL_MIN_ROWS:
         _spent[0] += time.perf_counter() - start
-    return None if out is None else (*_arrange(*out, seeds, sort), None)
+    return out
 
 
 def string_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list] | None:
