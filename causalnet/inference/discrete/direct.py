@@ -64,7 +64,10 @@ from ...mechanisms.tabular import Tabular
 from .ordering import table_entry_limit
 from .programs import TINY
 
-__all__ = ["direct_query", "is_plain_tabular"]
+__all__ = ["direct_query", "is_plain_tabular", "TABULAR_KEY"]
+
+#: The model cache's entry of :func:`is_plain_tabular` (a new model records it while checking its mechanisms).
+TABULAR_KEY = "all_tabular"
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
@@ -75,9 +78,9 @@ _SCAN = 40
 
 def is_plain_tabular(model) -> bool:
     """True when every node of `model` is a :class:`~causalnet.mechanisms.tabular.Tabular` CPT (cached)."""
-    got = model.cache.get("all_tabular")
+    got = model.cache.get(TABULAR_KEY)
     if got is None:
-        got = model.cache["all_tabular"] = all(type(m) is Tabular or isinstance(m, Tabular)
+        got = model.cache[TABULAR_KEY] = all(type(m) is Tabular or isinstance(m, Tabular)
                                                for m in model.mechanisms.values())
     return got
 

@@ -278,16 +278,16 @@ class DirectLedger:
         return False
 
 
-def _direct_key(request) -> tuple | None:
-    """The shape of a request the direct path can answer, or None."""
-    if request.batched or request.soft or request.row_do:
+def _direct_key(request, obs: dict) -> tuple | None:
+    """The shape of a request (its factual evidence `obs`) the direct path can answer, or None."""
+    if request.n_rows is not None or request.soft or request.row_do:
         return None
     names = tuple(request.nodes)
-    obs = request.observed
-    if len(set(names)) != len(names) or any(t in obs for t in names):
+    if len(set(names)) != len(names) or not obs.keys().isdisjoint(names):
         return None
-    if any(np.ndim(x) != 0 for x in obs.values()):
-        return None
+    for x in obs.values():
+        if np.ndim(x) != 0:
+            return None
     return names, frozenset(obs)
 
 
@@ -300,7 +300,8 @@ def _direct_answer(request) -> DiscreteDistribution | None:
     m = request.model
     if not is_plain_tabular(m):
         return None
-    key = _direct_key(request)
+    obs = request.observed
+    key = _direct_key(request, obs)
     if key is None:
         return None
     ledger = m.cache.get(DIRECT_KEY)
@@ -308,9 +309,9 @@ def _direct_answer(request) -> DiscreteDistribution | None:
         ledger = m.cache[DIRECT_KEY] = DirectLedger()
     if not ledger.route(m, key):
         return None
-    names = request.nodes
+    names = key[0]
     t0 = time.process_time()
-    got = direct_query(m, names, {k: int(x) for k, x in request.observed.items()})
+    got = direct_query(m, names, {k: int(x) for k, x in obs.items()})
     ledger.spent += time.process_time() - t0
     if got is None:
         return None
@@ -327,8 +328,9 @@ def _direct_answer(request) -> DiscreteDistribution | None:
                 got = net.query_indices((), idx, None)[1]
             return got
 
-    return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=False,
-                                method=METHOD, log_evidence=log_ev)
+    specs = m.specs                                     # probs: finite, >= 0, normalized by direct_query
+    return DiscreteDistribution.from_normalized(names, probs, tuple([specs[t].states for t in names]),
+                                                method=METHOD, log_evidence=log_ev)
 
 
 class DiscreteEngine(Engine):
