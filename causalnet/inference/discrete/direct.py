@@ -269,7 +269,9 @@ def _absorb(live: dict, holders: dict, tset: set) -> float:
     check), until none is left; returns the product of the factors left with no variable.
 
     The result keeps the larger factor's id, so the holders of the other
-    variables stay as they are (less the smaller factor's id).
+    variables stay as they are (less the smaller factor's id). A factor
+    over `z` alone times another is a matrix product (the commonest step:
+    an observed child's likelihood, a root's prior).
     """
     scale = 1.0
     work = [v for v in holders if v not in tset]
@@ -278,35 +280,58 @@ def _absorb(live: dict, holders: dict, tset: set) -> float:
         hs = holders.get(z)
         if hs is None:
             continue
-        if len(hs) == 1:
+        n = len(hs)
+        if n == 1:
             (i,) = hs
             table, labels = live[i]
+            if len(labels) == 1:
+                del live[i], holders[z]
+                scale *= float(table.sum())
+                continue
             j = labels.index(z)
+            table = np.add.reduce(table, axis=j)
             out = labels[:j] + labels[j + 1:]
-            table = table.sum(axis=j)
-            small = None
-        elif len(hs) == 2:
+        elif n == 2:
             i, small = hs
-            (tb, lb), (ts, ls) = live[i], live[small]
+            tb, lb = live[i]
+            ts, ls = live[small]
             if len(lb) < len(ls):
                 i, small, tb, lb, ts, ls = small, i, ts, ls, tb, lb
-            if not all(u in lb for u in ls):
-                continue
-            table, out = _sum_out([(tb, lb), (ts, ls)], z, 0.0)
-            del live[small]
-            for u in ls:
-                if u != z:
-                    holders[u].discard(small)
+            if len(ls) == 1:                            # (..., z, ...) times a vector over z
+                del live[small]
+                if len(lb) == 1:
+                    del live[i], holders[z]
+                    scale *= float(tb @ ts)
+                    continue
+                j = lb.index(z)
+                if j == len(lb) - 1:
+                    table, out = tb @ ts, lb[:-1]
+                else:
+                    table, out = tb.swapaxes(j, -1) @ ts, lb[:j] + [lb[-1]] + lb[j + 1:-1]
+            else:
+                if not _holds(lb, ls):
+                    continue
+                table, out = _sum_out([(tb, lb), (ts, ls)], z, 0.0)
+                del live[small]
+                for u in ls:
+                    if u != z:
+                        holders[u].discard(small)
         else:
             continue
         del holders[z]
-        if out:
-            live[i] = (table, out)
-            work.extend(u for u in out if u not in tset)
-        else:
-            del live[i]
-            scale *= float(table)
+        live[i] = (table, out)
+        for u in out:
+            if u not in tset:
+                work.append(u)
     return scale
+
+
+def _holds(big: list, small: list) -> bool:
+    """Whether every label of `small` is in `big`."""
+    for u in small:
+        if u not in big:
+            return False
+    return True
 
 
 def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> float | None:
