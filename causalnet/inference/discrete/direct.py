@@ -106,20 +106,19 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         targets is known to be possible without computing its probability.
     """
     ix = model.dag.index
-    pos, par, chi = ix.pos, ix.par, ix.chi
+    pos, par, chi, nodes = ix.pos, ix.par, ix.chi, ix.nodes
     mechs = model.mechanisms
     tidx = [pos[t] for t in targets]
     ev = {pos[k]: int(x) for k, x in evidence.items()}
     anc = closure(par, [*tidx, *ev])                      # the targets, the observed nodes, their ancestors
     near = _near_families(par, chi, anc, ev, tidx)
-    card: dict = {}
-    factors = [_reduced(mechs, ix, w, ev, card) for w in near]      # each holds a free variable
+    factors = [_reduced(mechs[nodes[w]], pos, w, ev) for w in near]      # each holds a free variable
     const, zeros = 1.0, []
-    far_free = len(anc) - len(ev) > len(near) - sum(w in ev for w in near)     # a free variable apart
+    far_free = len(anc) - len(ev) > len(near) - sum([w in ev for w in near])     # a free variable apart
     for w in ev:                                        # the observed families apart from the targets
         if w in near:
             continue
-        table, labels = _reduced(mechs, ix, w, ev, card)
+        table, labels = _reduced(mechs[nodes[w]], pos, w, ev)
         if labels:
             far_free = True
             if not float(table.min()) > 0:
@@ -128,16 +127,16 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
             const *= float(table)
     if not const > 0:
         return None                                     # a fully observed family of probability zero
-    got = _eliminate_all(factors, const, tidx, card)
+    got = _eliminate_all(factors, const, tidx, [mechs[t].card for t in targets])
     if got is None or not far_free:
         return got
     probs, log_near = got
 
     def log_far():
-        far = [f for f in (_reduced(mechs, ix, w, ev, card) for w in anc if w not in near) if f[1]]
+        far = [f for f in (_reduced(mechs[nodes[w]], pos, w, ev) for w in anc if w not in near) if f[1]]
         if not far:
             return log_near
-        rest = _eliminate_all(far, 1.0, [], card)
+        rest = _eliminate_all(far, 1.0, [], [])
         return None if rest is None else log_near + rest[1]
 
     # the free variables' CPTs are a distribution over them, so P(far evidence) is the mean of the product
@@ -215,34 +214,34 @@ def _far_possible(model, ix, ev: Mapping, start: list) -> bool:
 _ALL = slice(None)
 
 
-def _reduced(mechs: Mapping, ix, w: int, ev: Mapping, card: dict) -> tuple:
-    """``(table, labels)``: the CPT of node int `w` indexed at the observed states, labels its free node ints.
-
-    Records every family member's number of states in `card`.
-    """
-    mech = mechs[ix.nodes[w]]
-    table = mech.table                                  # (*parent_cards, K), in the mechanism's parent order
-    fam = list(map(ix.pos.__getitem__, mech.parents))
+def _reduced(mech, pos: Mapping, w: int, ev: Mapping) -> tuple:
+    """``(table, labels)``: the CPT `mech` of node int `w` indexed at the observed states, labels its free
+    node ints (in the table's axis order)."""
+    fam = [pos[p] for p in mech.parents]
     fam.append(w)
-    card.update(zip(fam, table.shape))
+    table = mech.table                                  # (*parent_cards, K), in the mechanism's parent order
     if ev.keys().isdisjoint(fam):
         return table, fam
     return table[tuple([ev.get(u, _ALL) for u in fam])], [u for u in fam if u not in ev]
 
 
-def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
+def _eliminate_all(factors: list, const: float, tidx: list, tcards: list):
     """Sum every non-target variable out of `factors`; ``(probs, log z)`` or None (see :func:`direct_query`).
 
-    First every variable whose elimination creates no new table larger than
-    one it consumes (:func:`_absorb`), then the rest in a greedy min-weight
-    order (:func:`_greedy`).
+    `tcards` are the targets' numbers of states. First every variable whose
+    elimination creates no new table larger than one it consumes
+    (:func:`_absorb`), then the rest in a greedy min-weight order
+    (:func:`_greedy`).
     """
     limit = table_entry_limit()
-    if math.prod(card[t] for t in tidx) > limit:
+    size = 1
+    for k in tcards:
+        size *= k
+    if size > limit:
         return None                                     # the targets' joint: the compiled path raises
     live = dict(enumerate(factors))
     holders: dict = {}                                  # variable -> ids of the live factors holding it
-    for i, (_, labels) in live.items():
+    for i, (_, labels) in enumerate(factors):
         for a in labels:
             h = holders.get(a)
             if h is None:
@@ -252,11 +251,21 @@ def _eliminate_all(factors: list, const: float, tidx: list, card: dict):
     tset = set(tidx)
     const *= _absorb(live, holders, tset)
     if len(holders) > len(tset):
+        card: dict = {}
+        for table, labels in live.values():
+            card.update(zip(labels, table.shape))
         got = _greedy(live, holders, tset, card, limit)
         if got is None:
             return None                                 # the compiled path raises the ResourceError
         const *= got
-    joint = _contract(list(live.values()), tidx, card) if live else np.ones(tuple(card[t] for t in tidx))
+    if not live:
+        joint = np.ones(tcards)
+    elif len(live) == 1:
+        (joint, labels), = live.values()
+        if labels != tidx:
+            joint = _contract([(joint, labels)], tidx)
+    else:
+        joint = _contract(list(live.values()), tidx)
     z = float(joint.sum()) * const                      # joint: (*target_cards)
     if not z >= TINY:
         return None                                     # impossible or underflowing: the compiled path decides
@@ -417,6 +426,21 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
     (its clique): above :data:`_PLAIN_EINSUM` entries, three or more factors
     are multiplied two at a time, the smallest first.
     """
+    if len(group) == 2:
+        (a, la), (b, lb) = group
+        if len(la) < len(lb):
+            a, la, b, lb = b, lb, a, la
+        if len(lb) == 1:                                # a vector over z: a matrix product
+            if len(la) == 1:
+                return a @ b, []
+            j = la.index(z)
+            if j == len(la) - 1:
+                return a @ b, la[:-1]
+            return a.swapaxes(j, -1) @ b, la[:j] + [la[-1]] + la[j + 1:-1]
+        if len(lb) == 2:                                # a table times a matrix over (z, c), c only there
+            got = _times_matrix(a, la, b, lb, z)
+            if got is not None:
+                return got
     vec = None                                          # the product of the factors over z alone
     rest = []
     for table, labels in group:
@@ -437,10 +461,6 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
         return a @ vec, la
     if not rest:
         return vec.sum(), []
-    if vec is None and len(rest) == 2:                  # a table times a matrix over (z, c), c only there
-        got = _times_matrix(rest, z)
-        if got is not None:
-            return got
     if vec is not None:
         rest.append((vec, [z]))
     group = rest
@@ -464,14 +484,9 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
     return np.einsum(*args), out
 
 
-def _times_matrix(pair: list, z: int) -> tuple | None:
-    """``(table, labels)``: ``sum_z A * B`` as one (batched) matrix product when one factor is a matrix
-    over ``(z, c)`` and ``c`` is not in the other; None otherwise."""
-    (a, la), (b, lb) = pair
-    if len(lb) != 2:
-        (a, la), (b, lb) = (b, lb), (a, la)
-    if len(lb) != 2:
-        return None
+def _times_matrix(a: np.ndarray, la: list, b: np.ndarray, lb: list, z: int) -> tuple | None:
+    """``(table, labels)``: ``sum_z A * B`` as one (batched) matrix product when `b` is a matrix over
+    ``(z, c)`` and ``c`` is not in `la`; None otherwise."""
     c = lb[1] if lb[0] == z else lb[0]
     if c in la:
         return None
@@ -486,21 +501,28 @@ def _times_matrix(pair: list, z: int) -> tuple | None:
     return a @ b, la + [c]                              # (*other cards of a, K_c)
 
 
-def _contract(group: list, out: Sequence[int], card: Mapping) -> np.ndarray:
+def _contract(group: list, out: Sequence[int]) -> np.ndarray:
     """The product of the factors in `group` with every label not in `out` summed out, axes in `out` order."""
     if len(group) == 1 and list(group[0][1]) == list(out):
         return group[0][0]
     local: dict = {}
     args: list = []
+    entries = 1
     for table, labels in group:
         args.append(table)
-        args.append([local.setdefault(u, len(local)) for u in labels])
+        sub = []
+        for u, k in zip(labels, table.shape):
+            if u not in local:
+                local[u] = len(local)
+                entries *= k
+            sub.append(local[u])
+        args.append(sub)
     for u in out:
         local.setdefault(u, len(local))
     if len(local) > 52:                                 # einsum's label limit: pairwise instead
         return _contract_pairwise(group, out)
     args.append([local[u] for u in out])
-    if len(group) > 2 and math.prod(card[u] for u in local) > _PLAIN_EINSUM:
+    if len(group) > 2 and entries > _PLAIN_EINSUM:
         return np.einsum(*args, optimize="greedy")     # a contraction path pays on a large clique
     return np.einsum(*args)
 
