@@ -71,7 +71,6 @@ TABULAR_KEY = "all_tabular"
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
-_LOG_PLAIN = math.log(_PLAIN_EINSUM)
 #: Variables up to which the next one to eliminate is found by a scan (a heap above).
 _SCAN = 40
 
@@ -320,7 +319,7 @@ def _absorb(live: dict, holders: dict, tset: set) -> float:
             else:
                 if not _holds(lb, ls):
                     continue
-                table, out = _sum_out([(tb, lb), (ts, ls)], z, 0.0)
+                table, out = _sum_out([(tb, lb), (ts, ls)], z, 0)
                 del live[small]
                 for u in ls:
                     if u != z:
@@ -347,23 +346,22 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
     """Eliminate, in place, the non-target variables left, in a greedy min-weight order; returns the
     product of the factors left with no variable, or None when a table would pass `limit` entries.
 
-    The order (the fewest entries of the table an elimination creates) is
-    chosen while eliminating: the score (the log of those entries) is
-    local, so only the eliminated variable's neighbours are rescored, each
-    by the neighbours it gains.
+    The order (the fewest entries of the table an elimination creates, its
+    clique) is chosen while eliminating: the score is local, so only the
+    eliminated variable's neighbours are rescored (exact integer products).
     """
     adj: dict = {}                                      # the moral graph of the free variables
     for v, hs in holders.items():
-        nb = adj[v] = set()
+        nb = set()
         for i in hs:
             nb.update(live[i][1])
         nb.discard(v)
-    logc = {u: _log_card(card[u]) for u in adj}
-    cur = {v: logc[v] + sum([logc[a] for a in nb]) for v, nb in adj.items() if v not in tset}
+        adj[v] = nb
+    cg = card.__getitem__
+    cur = {v: card[v] * math.prod(map(cg, nb)) for v, nb in adj.items() if v not in tset}
     heap = None if len(cur) <= _SCAN else [(sc, v) for v, sc in cur.items()]
     if heap is not None:
         heapq.heapify(heap)
-    log_limit = math.log(limit) - 1e-9
     nxt = max(live) + 1
     scale = 1.0
     while cur:
@@ -375,16 +373,16 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
             if cur.get(z) != sc:
                 continue                                # a stale score
             del cur[z]
-        nb = adj.pop(z)
-        if sc > log_limit and card[z] * math.prod([card[a] for a in nb]) > limit:
+        if sc > limit:
             return None
+        nb = adj.pop(z)
         ids = holders.pop(z)
         table, out = _sum_out([live.pop(i) for i in ids], z, sc)
         if out:
             live[nxt] = (table, out)
         else:
             scale *= float(table)
-        lz = logc[z]
+        kz = card[z]
         for a in nb:
             h = holders[a]
             h -= ids
@@ -393,36 +391,20 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
             na.discard(z)
             new = nb - na
             new.discard(a)
+            if new:
+                na |= new
             if a in cur:
-                if new:
-                    na |= new
-                    sa = cur[a] - lz + sum([logc[u] for u in new])
-                else:
-                    sa = cur[a] - lz
-                cur[a] = sa
+                sa = cur[a] = cur[a] // kz * math.prod(map(cg, new)) if new else cur[a] // kz
                 if heap is not None:
                     heapq.heappush(heap, (sa, a))
-            elif new:
-                na |= new
         nxt += 1
     return scale
 
 
-def _log_card(k: int) -> float:
-    """``log(k)``, memoized for the few cardinalities a network has."""
-    got = _LOGS.get(k)
-    if got is None:
-        got = _LOGS[k] = math.log(k)
-    return got
-
-
-_LOGS: dict = {}
-
-
-def _sum_out(group: list, z: int, log_entries: float) -> tuple:
+def _sum_out(group: list, z: int, entries: int) -> tuple:
     """``(table, labels)``: the product of the factors of `group` (each holding `z`) with `z` summed out.
 
-    `log_entries` is the log of the entries of the product before the sum
+    `entries` is the number of entries of the product before the sum
     (its clique): above :data:`_PLAIN_EINSUM` entries, three or more factors
     are multiplied two at a time, the smallest first.
     """
@@ -468,7 +450,7 @@ def _sum_out(group: list, z: int, log_entries: float) -> tuple:
     out = [u for u in loc if u != z]
     if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
         return _contract_pairwise(group, out), out
-    if len(group) > 2 and log_entries > _LOG_PLAIN:
+    if len(group) > 2 and entries > _PLAIN_EINSUM:
         group = sorted(group, key=lambda f: f[0].size)
         acc, acc_lab = group[0]
         for table, labels in group[1:-1]:
