@@ -71,6 +71,11 @@ TABULAR_KEY = "all_tabular"
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
+#: Factors times joint entries up to which the factors left are multiplied and summed by one plain einsum
+#: (a few microseconds) instead of an elimination step per variable.
+_ONE_EINSUM = 4096
+#: Factors up to which that test is made before any elimination.
+_ONE_EINSUM_FACTORS = 16
 #: Variables up to which the next one to eliminate is found by a scan (a heap above).
 _SCAN = 40
 
@@ -248,15 +253,16 @@ def _eliminate_all(factors: list, const: float, tidx: list, tcards: list):
             else:
                 h.add(i)
     tset = set(tidx)
-    const *= _absorb(live, holders, tset)
-    if len(holders) > len(tset):
-        card: dict = {}
-        for table, labels in live.values():
-            card.update(zip(labels, table.shape))
-        got = _greedy(live, holders, tset, card, limit)
-        if got is None:
-            return None                                 # the compiled path raises the ResourceError
-        const *= got
+    if len(factors) > _ONE_EINSUM_FACTORS or not _small(factors):
+        const *= _absorb(live, holders, tset)
+        if len(holders) > len(tset) and not _small(live.values()):
+            card: dict = {}
+            for table, labels in live.values():
+                card.update(zip(labels, table.shape))
+            got = _greedy(live, holders, tset, card, limit)
+            if got is None:
+                return None                             # the compiled path raises the ResourceError
+            const *= got
     if not live:
         joint = np.ones(tcards)
     elif len(live) == 1:
@@ -269,6 +275,21 @@ def _eliminate_all(factors: list, const: float, tidx: list, tcards: list):
     if not z >= TINY:
         return None                                     # impossible or underflowing: the compiled path decides
     return joint * (const / z), math.log(z)
+
+
+def _small(factors) -> bool:
+    """Whether one plain ``einsum`` of `factors` is cheap: the number of factors times the entries of
+    their joint table (every label's states) is at most :data:`_ONE_EINSUM` (Python steps cost more)."""
+    seen = set()
+    size = len(factors)
+    for table, labels in factors:
+        for u, k in zip(labels, table.shape):
+            if u not in seen:
+                seen.add(u)
+                size *= k
+                if size > _ONE_EINSUM:
+                    return False
+    return True
 
 
 def _absorb(live: dict, holders: dict, tset: set) -> float:
