@@ -370,6 +370,8 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
     The order (the fewest entries of the table an elimination creates, its
     clique) is chosen while eliminating: the score is local, so only the
     eliminated variable's neighbours are rescored (exact integer products).
+    The neighbours held by no factor outside the product are summed out in
+    the same ``einsum``: no table over them is made only to be summed next.
     """
     adj: dict = {}                                      # the moral graph of the free variables
     for v, hs in holders.items():
@@ -398,7 +400,17 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
             return None
         nb = adj.pop(z)
         ids = holders.pop(z)
-        table, out = _sum_out([live.pop(i) for i in ids], z, sc)
+        group = [live.pop(i) for i in ids]
+        drop = [a for a in nb if a in cur and holders[a] <= ids]    # held by the group only: summed with z
+        if drop:
+            for y in drop:
+                del cur[y], holders[y], adj[y]
+            nb = nb.difference(drop)
+            drop.append(z)
+            out = [u for u in dict.fromkeys([u for _, labels in group for u in labels]) if u not in drop]
+            table = _contract(group, out)
+        else:
+            table, out = _sum_out(group, z, sc)
         if out:
             live[nxt] = (table, out)
         else:
@@ -410,12 +422,18 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
             h.add(nxt)
             na = adj[a]
             na.discard(z)
+            div = kz
+            if drop:
+                for y in drop:
+                    if y in na:
+                        na.discard(y)
+                        div *= card[y]
             new = nb - na
             new.discard(a)
             if new:
                 na |= new
             if a in cur:
-                sa = cur[a] = cur[a] // kz * math.prod(map(cg, new)) if new else cur[a] // kz
+                sa = cur[a] = cur[a] // div * math.prod(map(cg, new)) if new else cur[a] // div
                 if heap is not None:
                     heapq.heappush(heap, (sa, a))
         nxt += 1
