@@ -76,6 +76,9 @@ _PLAIN_EINSUM = 4096
 _ONE_EINSUM = 4096
 #: Factors up to which that test is made before any elimination.
 _ONE_EINSUM_FACTORS = 16
+#: Entries of a product (before its sum) times its factors above which it is made two factors at a time by
+#: matrix products (einsum's plain loop over every entry and operand is the slower there).
+_PAIR_MATMUL = 8192
 #: Variables up to which the next one to eliminate is found by a scan (a heap above).
 _SCAN = 40
 
@@ -407,8 +410,7 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
                 del cur[y], holders[y], adj[y]
             nb = nb.difference(drop)
             drop.append(z)
-            out = [u for u in dict.fromkeys([u for _, labels in group for u in labels]) if u not in drop]
-            table = _contract(group, out)
+            table, out = _product_sum(group, drop, sc)
         else:
             table, out = _sum_out(group, z, sc)
         if out:
@@ -443,9 +445,9 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
 def _sum_out(group: list, z: int, entries: int) -> tuple:
     """``(table, labels)``: the product of the factors of `group` (each holding `z`) with `z` summed out.
 
-    `entries` is the number of entries of the product before the sum
-    (its clique): above :data:`_PLAIN_EINSUM` entries, three or more factors
-    are multiplied two at a time, the smallest first.
+    `entries` is the number of entries of the product before the sum (its
+    clique). A vector over `z`, or a matrix over ``(z, c)`` with ``c`` in no
+    other factor, is a matrix product; anything else :func:`_product_sum`.
     """
     if len(group) == 2:
         (a, la), (b, lb) = group
@@ -484,25 +486,80 @@ def _sum_out(group: list, z: int, entries: int) -> tuple:
         return vec.sum(), []
     if vec is not None:
         rest.append((vec, [z]))
-    group = rest
-    loc = {u: i for i, u in enumerate(dict.fromkeys([u for _, labels in group for u in labels]))}
-    out = [u for u in loc if u != z]
-    if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
-        return _contract_pairwise(group, out), out
-    if len(group) > 2 and entries > _PLAIN_EINSUM:
+    return _product_sum(rest, [z], entries)
+
+
+def _product_sum(group: list, drop: list, entries: int) -> tuple:
+    """``(table, labels)``: the product of the factors of `group` with the labels of `drop` summed out
+    (each held by no factor outside `group`), the other labels in order of appearance.
+
+    `entries` is the number of entries of the product before the sum: up to
+    :data:`_PAIR_MATMUL` (times the factors) one plain ``einsum``, above it
+    factors two at a time, the smallest first, each pair by one batched
+    matrix product (:func:`_pair`), summing a label as soon as no factor
+    left holds it.
+    """
+    out = [u for u in dict.fromkeys([u for _, labels in group for u in labels]) if u not in drop]
+    if len(group) == 1:
+        table, labels = group[0]
+        return np.add.reduce(table, axis=tuple(j for j, u in enumerate(labels) if u in drop)), out
+    if entries * len(group) > _PAIR_MATMUL:
         group = sorted(group, key=lambda f: f[0].size)
         acc, acc_lab = group[0]
-        for table, labels in group[1:-1]:
-            both = list(dict.fromkeys(acc_lab + labels))
-            acc = np.einsum(acc, [loc[u] for u in acc_lab], table, [loc[u] for u in labels], [loc[u] for u in both])
-            acc_lab = both
-        group = [(acc, acc_lab), group[-1]]
+        gone = set(drop)
+        for k in range(1, len(group)):
+            b, lb = group[k]
+            later = {u for _, labels in group[k + 1:] for u in labels}
+            acc, acc_lab = _pair(acc, acc_lab, b, lb, gone - later)
+        if acc_lab != out:
+            acc = acc.transpose([acc_lab.index(u) for u in out])
+        return acc, out
+    loc = {u: i for i, u in enumerate(dict.fromkeys([u for _, labels in group for u in labels]))}
+    if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
+        return _contract_pairwise(group, out), out
     args: list = []
     for table, labels in group:
         args.append(table)
         args.append([loc[u] for u in labels])
     args.append([loc[u] for u in out])
     return np.einsum(*args), out
+
+
+def _pair(a: np.ndarray, la: list, b: np.ndarray, lb: list, drop: set) -> tuple:
+    """``(table, labels)``: ``A * B`` summed over the labels of `drop` they hold, by one batched matrix
+    product: labels in both and kept are the batch, those in both and summed the inner axis.
+
+    Labels ``K`` (shared, kept), ``P`` (only in `a`), ``Q`` (only in `b`): the
+    result has axes ``(*K, *P, *Q)``. A summed label only one factor holds
+    is summed in that factor first.
+    """
+    ina, inb = set(la), set(lb)
+    if drop - inb & ina:
+        a = np.add.reduce(a, axis=tuple(j for j, u in enumerate(la) if u in drop and u not in inb))
+        la = [u for u in la if not (u in drop and u not in inb)]
+    if drop - ina & inb:
+        b = np.add.reduce(b, axis=tuple(j for j, u in enumerate(lb) if u in drop and u not in ina))
+        lb = [u for u in lb if not (u in drop and u not in ina)]
+    pa = {u: j for j, u in enumerate(la)}
+    pb = {u: j for j, u in enumerate(lb)}
+    kept, inner, only_a = [], [], []
+    for u in la:
+        if u not in pb:
+            only_a.append(u)
+        elif u in drop:
+            inner.append(u)
+        else:
+            kept.append(u)
+    only_b = [u for u in lb if u not in pa]
+    sa, sb = a.shape, b.shape
+    ks = [sa[pa[u]] for u in kept]
+    ps = [sa[pa[u]] for u in only_a]
+    qs = [sb[pb[u]] for u in only_b]
+    zn = math.prod([sa[pa[u]] for u in inner])
+    kn, pn, qn = math.prod(ks), math.prod(ps), math.prod(qs)
+    at = a.transpose([pa[u] for u in kept + only_a + inner]).reshape(kn, pn, zn)
+    bt = b.transpose([pb[u] for u in kept + inner + only_b]).reshape(kn, zn, qn)
+    return (at @ bt).reshape(ks + ps + qs), kept + only_a + only_b
 
 
 def _times_matrix(a: np.ndarray, la: list, b: np.ndarray, lb: list, z: int) -> tuple | None:
