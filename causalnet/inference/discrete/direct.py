@@ -201,17 +201,21 @@ def _far_possible(model, ix, ev: Mapping, start: list) -> bool:
         w = stack.pop()
         mech = mechs[nodes[w]]
         fam = [pos[p] for p in mech.parents]
-        row = mech.table[tuple(val.get(u, _ALL) for u in fam) + (val[w],)]     # (*cards of the free parents)
+        key = [val.get(u, _ALL) for u in fam]
+        key.append(val[w])
+        row = mech.table[tuple(key)]                    # (*cards of the free parents)
         free = [u for u in fam if u not in val]
         if not free:
             if not float(row) > 0:
                 return False
             continue
-        if float(row.min()) > 0:
+        flat = row.ravel().tolist()                     # rows are short: Python's min and max beat numpy's
+        if min(flat) > 0:
             continue                                    # positive whatever the free parents are
-        j = int(row.argmax())
-        if not float(row.flat[j]) > 0:
+        best = max(flat)
+        if not best > 0:
             return False
+        j = flat.index(best)
         for u, k in zip(reversed(free), reversed(row.shape)):
             j, val[u] = divmod(j, k)
         stack.extend(free)
