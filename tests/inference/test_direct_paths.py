@@ -104,3 +104,74 @@ def test_pair_equals_one_einsum(seed, n_a, n_b, n_drop):
     table, labels = direct._pair(a, la, b, lb, drop)
     assert sorted(labels) == sorted(u for u in present if u not in drop)
     np.testing.assert_allclose(table, direct._contract([(a, la), (b, lb)], labels), rtol=1e-12)
+
+
+def _named_model(dag, cpts, card):
+    mechs = {}
+    for v in dag.nodes:
+        ps = list(dag.parents(v))
+        states = [f"{v.lower()}{i}" for i in range(card[v])]
+        mechs[v] = cn.CPT(ps, cpts[v], states=states) if ps else cn.Categorical(cpts[v], states=states)
+    return cn.CausalModel(mechs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_nodes=st.integers(2, 8), n_targets=st.integers(1, 2),
+       n_ev=st.integers(0, 3), by_index=st.booleans())
+def test_the_first_call_lane_equals_the_general_route(seed, n_nodes, n_targets, n_ev, by_index):
+    # model.query's first plain call of a shape skips the Request and the registry; the general route
+    # (plain_request, then answer) on a twin model gives the same result: probabilities, P(e), text, method
+    from causalnet.inference.dispatch import answer
+    from causalnet.inference.request import plain_request
+    from causalnet.inference.shapes import CACHE_KEY
+
+    rng = np.random.default_rng(seed)
+    dag, cpts, card = random_network(rng, n_nodes, zeros=True)
+    names = list(dag.nodes)
+    pick = rng.permutation(n_nodes)
+    targets = [names[i] for i in pick[:min(n_targets, n_nodes - 1)]]
+    ev_nodes = [names[i] for i in pick[len(targets):len(targets) + n_ev]]
+    m, twin = _named_model(dag, cpts, card), _named_model(dag, cpts, card)
+    evidence = {v: (int(s) if by_index else m.states(v)[s]) for v, s in
+                ((v, int(rng.integers(card[v]))) for v in ev_nodes)}
+    query = targets if len(targets) > 1 else targets[0]
+    try:
+        want = answer(plain_request(twin, query, evidence, "auto"))
+    except cn.EvidenceError:
+        with pytest.raises(cn.EvidenceError):
+            m.query(query, evidence=evidence)
+        return
+    got = m.query(query, evidence=evidence)
+    np.testing.assert_array_equal(got.probs, want.probs)
+    assert (got.query, got.method, got.variables, got.states) == (want.query, want.method, want.variables,
+                                                                   want.states)
+    assert got.log_evidence == want.log_evidence
+    assert m.cache["discrete_direct"].answered == twin.cache["discrete_direct"].answered
+    assert len(m.cache[CACHE_KEY]) == 1                                  # the shape is known as asked once
+
+
+def test_an_engine_ahead_of_the_discrete_one_answers_the_first_call():
+    from causalnet.distributions import DiscreteDistribution
+    from causalnet.inference.dispatch import QUERY_ENGINES
+    from causalnet.inference.engine import Engine
+
+    class Uniform(Engine):
+        name = "uniform (test)"
+
+        def accepts(self, request):
+            return len(request.nodes) == 1
+
+        def answer(self, request):
+            states = request.model.states(request.nodes[0])
+            return DiscreteDistribution(request.nodes, np.full(len(states), 1 / len(states)), [states],
+                                        method=self.name)
+
+    m = cn.CausalModel({"A": cn.Categorical([0.3, 0.7]), "B": cn.CPT(["A"], [[0.9, 0.1], [0.2, 0.8]])})
+    engine = Uniform()
+    QUERY_ENGINES.register(engine, before="discrete")
+    try:
+        got = m.query("A", evidence={"B": 1})
+    finally:
+        QUERY_ENGINES.unregister(engine)
+    assert got.method == "uniform (test)" and "discrete_direct" not in m.cache
+    assert m.query("A", evidence={"B": 1}).probs.round(4).tolist() == [0.0508, 0.9492]
