@@ -73,7 +73,7 @@ TABULAR_KEY = "all_tabular"
 _PLAIN_EINSUM = 4096
 #: Factors times joint entries up to which the factors left are multiplied and summed by one plain einsum
 #: (a few microseconds) instead of an elimination step per variable.
-_ONE_EINSUM = 4096
+_ONE_EINSUM = 16384
 #: Factors up to which that test is made before any elimination.
 _ONE_EINSUM_FACTORS = 16
 #: Entries of a product (before its sum) times its factors above which it is made two factors at a time by
