@@ -79,6 +79,8 @@ _ONE_EINSUM_FACTORS = 16
 #: Entries of a product (before its sum) times its factors above which it is made two factors at a time by
 #: matrix products (einsum's plain loop over every entry and operand is the slower there).
 _PAIR_MATMUL = 8192
+#: Entries up to which a table's minimum is Python's (one conversion) rather than numpy's reduction.
+_SHORT = 64
 #: Variables up to which the next one to eliminate is found by a scan (a heap above).
 _SCAN = 40
 
@@ -128,7 +130,7 @@ def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable,
         table, labels = _reduced(mechs[nodes[w]], pos, w, ev)
         if labels:
             far_free = True
-            if not float(table.min()) > 0:
+            if not (min(table.ravel().tolist()) if table.size <= _SHORT else float(table.min())) > 0:
                 zeros.append(w)
         else:
             const *= float(table)
@@ -250,17 +252,17 @@ def _eliminate_all(factors: list, const: float, tidx: list, tcards: list):
         size *= k
     if size > limit:
         return None                                     # the targets' joint: the compiled path raises
-    live = dict(enumerate(factors))
-    holders: dict = {}                                  # variable -> ids of the live factors holding it
-    for i, (_, labels) in enumerate(factors):
-        for a in labels:
-            h = holders.get(a)
-            if h is None:
-                holders[a] = {i}
-            else:
-                h.add(i)
-    tset = set(tidx)
     if len(factors) > _ONE_EINSUM_FACTORS or not _small(factors):
+        live = dict(enumerate(factors))
+        holders: dict = {}                              # variable -> ids of the live factors holding it
+        for i, (_, labels) in enumerate(factors):
+            for a in labels:
+                h = holders.get(a)
+                if h is None:
+                    holders[a] = {i}
+                else:
+                    h.add(i)
+        tset = set(tidx)
         const *= _absorb(live, holders, tset)
         if len(holders) > len(tset) and not _small(live.values()):
             card: dict = {}
@@ -270,14 +272,15 @@ def _eliminate_all(factors: list, const: float, tidx: list, tcards: list):
             if got is None:
                 return None                             # the compiled path raises the ResourceError
             const *= got
-    if not live:
+        factors = list(live.values())
+    if not factors:
         joint = np.ones(tcards)
-    elif len(live) == 1:
-        (joint, labels), = live.values()
+    elif len(factors) == 1:
+        joint, labels = factors[0]
         if labels != tidx:
-            joint = _contract([(joint, labels)], tidx)
+            joint = _contract(factors, tidx)
     else:
-        joint = _contract(list(live.values()), tidx)
+        joint = _contract(factors, tidx)
     z = float(joint.sum()) * const                      # joint: (*target_cards)
     if not z >= TINY:
         return None                                     # impossible or underflowing: the compiled path decides
