@@ -79,6 +79,8 @@ _ONE_EINSUM_FACTORS = 16
 #: Entries of a product (before its sum) times its factors above which it is made two factors at a time by
 #: matrix products (einsum's plain loop over every entry and operand is the slower there).
 _PAIR_MATMUL = 8192
+#: Variables left from which the greedy order checks whether one plain einsum can finish the sum.
+_FINISH = 8
 #: Entries up to which a table's minimum is Python's (one conversion) rather than numpy's reduction.
 _SHORT = 64
 #: Variables up to which the next one to eliminate is found by a scan (a heap above).
@@ -382,6 +384,8 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
     eliminated variable's neighbours are rescored (exact integer products).
     The neighbours held by no factor outside the product are summed out in
     the same ``einsum``: no table over them is made only to be summed next.
+    It stops when the factors left are :func:`_small`: the caller's one
+    ``einsum`` sums the variables left.
     """
     adj: dict = {}                                      # the moral graph of the free variables
     for v, hs in holders.items():
@@ -398,6 +402,8 @@ def _greedy(live: dict, holders: dict, tset: set, card: dict, limit: float) -> f
     nxt = max(live) + 1
     scale = 1.0
     while cur:
+        if len(cur) <= _FINISH and _small(live.values()):
+            break                                       # the rest: one plain einsum (the caller's _contract)
         if heap is None:                                # few variables: a scan beats a heap
             z = min(cur, key=cur.__getitem__)
             sc = cur.pop(z)
