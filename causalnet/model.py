@@ -37,11 +37,9 @@ from . import learning, limits
 from .arguments import check_int, is_dask_collection, is_frame
 from .errors import CausalNetWarning, EvidenceError, ModelError, ShapeError
 from .graph.dag import DAG
-from .inference.discrete.direct import TABULAR_KEY
 from .inference.dispatch import run_counterfactual, run_map, run_query
 from .mechanisms.base import DISCRETE, REAL, TENSOR, Mechanism, Spec, as_generator
 from .mechanisms.intervened import Intervened
-from .mechanisms.tabular import Tabular
 from .values import Samples, Trace, check_finite, decode_states
 
 __all__ = ["CausalModel", "Samples", "Trace", "fit"]
@@ -80,7 +78,6 @@ class CausalModel:
         if not isinstance(mechanisms, Mapping):
             raise ModelError(f"CausalModel expects a mapping node -> mechanism, got {type(mechanisms).__name__}")
         mechs: dict = {}
-        tabular = True                                  # every node a CPT: the direct query path's test, kept
         for node, mech in mechanisms.items():
             try:
                 hash(node)
@@ -90,7 +87,6 @@ class CausalModel:
                 raise ModelError(f"node {node!r}: expected a Mechanism (e.g. cn.CPT, cn.LinearGaussian), "
                                  f"got {type(mech).__name__}")
             mechs[node] = mech
-            tabular = tabular and isinstance(mech, Tabular)
         for node, mech in mechs.items():
             for p in mech.parents:
                 if p not in mechs:
@@ -107,7 +103,6 @@ class CausalModel:
                 raise ModelError(f"mechanism of node {node!r} returned no Spec")
             specs[node] = spec
         self._init(mechs, dag, specs)
-        self._cache[TABULAR_KEY] = tabular
 
     def _init(self, mechs: dict, dag: DAG, specs: dict) -> None:
         self._mechs = mechs

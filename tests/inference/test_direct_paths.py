@@ -204,3 +204,19 @@ def test_each_path_on_dense_networks(path, monkeypatch):
         assert log_ev == pytest.approx(math.log(pe), abs=1e-9)
         greedy += 1
     assert greedy >= 20
+
+
+def test_a_read_model_records_that_every_node_is_a_cpt():
+    # the BIF reader builds CPTs only and says so in the model's cache, so the first query does not scan
+    # the mechanisms; a model built by hand is scanned once, and a non-CPT node makes it False
+    from pathlib import Path
+
+    from causalnet.inference.discrete.direct import TABULAR_KEY, is_plain_tabular
+    from causalnet.mechanisms.tabular import Tabular
+
+    m = cn.read_bif(Path(cn.__file__).parent / "data" / "asia.bif.gz")
+    assert m.cache[TABULAR_KEY] is True and all(isinstance(x, Tabular) for x in m.mechanisms.values())
+    by_hand = cn.CausalModel(dict(m.mechanisms))
+    assert TABULAR_KEY not in by_hand.cache and is_plain_tabular(by_hand) and by_hand.cache[TABULAR_KEY]
+    mixed = cn.CausalModel({"A": cn.Categorical([0.5, 0.5]), "Y": cn.LinearGaussian(sigma=1.0)})
+    assert not is_plain_tabular(mixed)

@@ -16,13 +16,19 @@ are exactly those of that sub-network. Of these, only the CPTs connected to
 the targets through unobserved variables once the evidence is indexed away
 (found by a walk from the targets over parents and children inside the
 ancestral set, the requisite part that a Bayes ball would find) are
-multiplied for the answer. Their variables are eliminated in two steps:
+multiplied for the answer. A few small factors (their number times the
+entries of their joint at most :data:`_ONE_EINSUM`) are multiplied and
+summed by one plain ``einsum``: a handful of numpy calls is what a fresh
+model's first query can afford (each distinct call pays for cold caches
+after a read). Otherwise their variables are eliminated in two steps:
 first each one held by a single factor, or by two of which one holds no
 variable the other lacks (no table grows: a sum, a matrix product), then
 the rest in a greedy min-weight order chosen on the moral graph while
 eliminating (a local score: cheap to keep up to date), each by the
 cheapest product of the factors that hold it (a matrix product when it
-can, else one ``einsum``).
+can, one ``einsum`` for small products, pairs of batched matrix products
+for large ones), summing with it the neighbours no other factor holds,
+until one ``einsum`` can finish.
 
 The other CPTs only scale ``P(e)``. That part is known to be positive
 without computing it when the observed nodes' own CPTs among them have no
