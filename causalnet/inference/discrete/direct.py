@@ -518,30 +518,37 @@ def _product_sum(group: list, drop: list, entries: int) -> tuple:
     matrix product (:func:`_pair`), summing a label as soon as no factor
     left holds it.
     """
+    if len(group) > 1 and entries * len(group) <= _PAIR_MATMUL:     # one einsum: labels numbered in one pass
+        loc: dict = {}
+        args: list = []
+        for table, labels in group:
+            sub = []
+            for u in labels:
+                j = loc.get(u)
+                if j is None:
+                    j = loc[u] = len(loc)
+                sub.append(j)
+            args.append(table)
+            args.append(sub)
+        out = [u for u in loc if u not in drop]
+        if len(loc) <= 52:                              # einsum's label limit (else broadcast products)
+            args.append([loc[u] for u in out])
+            return np.einsum(*args), out
+        return _contract_pairwise(group, out), out
     out = [u for u in dict.fromkeys([u for _, labels in group for u in labels]) if u not in drop]
     if len(group) == 1:
         table, labels = group[0]
         return np.add.reduce(table, axis=tuple(j for j, u in enumerate(labels) if u in drop)), out
-    if entries * len(group) > _PAIR_MATMUL:
-        group = sorted(group, key=lambda f: f[0].size)
-        acc, acc_lab = group[0]
-        gone = set(drop)
-        for k in range(1, len(group)):
-            b, lb = group[k]
-            later = {u for _, labels in group[k + 1:] for u in labels}
-            acc, acc_lab = _pair(acc, acc_lab, b, lb, gone - later)
-        if acc_lab != out:
-            acc = acc.transpose([acc_lab.index(u) for u in out])
-        return acc, out
-    loc = {u: i for i, u in enumerate(dict.fromkeys([u for _, labels in group for u in labels]))}
-    if len(loc) > 52:                                   # einsum's label limit: broadcast products instead
-        return _contract_pairwise(group, out), out
-    args: list = []
-    for table, labels in group:
-        args.append(table)
-        args.append([loc[u] for u in labels])
-    args.append([loc[u] for u in out])
-    return np.einsum(*args), out
+    group = sorted(group, key=lambda f: f[0].size)
+    acc, acc_lab = group[0]
+    gone = set(drop)
+    for k in range(1, len(group)):
+        b, lb = group[k]
+        later = {u for _, labels in group[k + 1:] for u in labels}
+        acc, acc_lab = _pair(acc, acc_lab, b, lb, gone - later)
+    if acc_lab != out:
+        acc = acc.transpose([acc_lab.index(u) for u in out])
+    return acc, out
 
 
 def _pair(a: np.ndarray, la: list, b: np.ndarray, lb: list, drop: set) -> tuple:
