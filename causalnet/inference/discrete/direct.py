@@ -210,11 +210,17 @@ def _far_possible(model, ix, ev: Mapping, start: list) -> bool:
     while stack:
         w = stack.pop()
         mech = mechs[nodes[w]]
-        fam = [pos[p] for p in mech.parents]
-        key = [val.get(u, _ALL) for u in fam]
+        key, free = [], []
+        for p in mech.parents:
+            u = pos[p]
+            x = val.get(u)
+            if x is None:
+                key.append(_ALL)
+                free.append(u)
+            else:
+                key.append(x)
         key.append(val[w])
         row = mech.table[tuple(key)]                    # (*cards of the free parents)
-        free = [u for u in fam if u not in val]
         if not free:
             if not float(row) > 0:
                 return False
