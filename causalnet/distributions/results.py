@@ -175,6 +175,23 @@ class DiscreteDistribution:
         _finite("DiscreteDistribution", self.variables, probs=self.probs, std_err=self.std_err)
         check_probs(self.variables, self.probs, self.batched, tuple(len(s) for s in self._states))
 
+    @classmethod
+    def from_normalized(cls, variables: tuple, probs: np.ndarray, states: tuple, *, method: str,
+                        log_evidence=None) -> DiscreteDistribution:
+        """An unbatched result whose `probs` its engine has already made a finite, non-negative float64 array
+        of shape ``(*cards)`` summing to 1 (``states``: a tuple of state tuples, one per variable), built
+        without the constructor's checks. Engines only: anything else goes through the constructor.
+        """
+        self = cls.__new__(cls)
+        self.converged = self.iterations = self.diagnostics = self.std_err = self.scm = self.query = None
+        self.variables = variables
+        self.probs = probs
+        self._states = states
+        self.batched = False
+        self.method = method
+        self._log_evidence = log_evidence
+        return self
+
     @property
     def log_evidence(self):
         got = self._log_evidence

@@ -35,10 +35,17 @@ from .. import inference
 from ..distributions import DiscreteDistribution
 from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE
-from .discrete import DiscreteEngine, discrete_network, model_tables, shift_map
+from .discrete import DiscreteEngine, direct_answer, discrete_network, is_plain_tabular, model_tables, shift_map
 from .engine import LazyEngine, Registry
-from .request import check_approximate_options, counterfactual_request, map_request, plain_request, query_request
-from .shapes import UNKNOWN, find_shape, learn_shape, shape_key
+from .request import (
+    check_approximate_options,
+    counterfactual_request,
+    map_request,
+    plain_call,
+    plain_request,
+    query_request,
+)
+from .shapes import UNKNOWN, asked, find_shape, learn_shape, shape_key
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
@@ -105,6 +112,10 @@ def run_query(model, targets, *, evidence=None, do=None, method="auto", n_sample
         got = shape.answer(evidence)
         if got is not None:
             return got
+    if shape is UNKNOWN and key is not None:
+        got = _first_direct(model, key, targets, evidence)
+        if got is not None:
+            return got
     request = plain_request(model, targets, evidence, method) if key is not None else None
     if request is None:
         request = query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
@@ -112,6 +123,26 @@ def run_query(model, targets, *, evidence=None, do=None, method="auto", n_sample
     if key is not None and shape is UNKNOWN:
         learn_shape(model, key, request, QUERY_ENGINES)
     return answer(request)
+
+
+def _first_direct(model, key: tuple, targets, evidence):
+    """A plain call of a shape never asked of an all-CPT model, answered by the direct path without a
+    :class:`~causalnet.inference.request.Request` (what :func:`answer` would do with one: the discrete
+    engine leads the registry and takes it), or None (then the general route runs, and decides alike)."""
+    if not is_plain_tabular(model) or not isinstance(QUERY_ENGINES.leader(), DiscreteEngine):
+        return None
+    version = QUERY_ENGINES.version
+    if asked(model, key, version):
+        return None
+    call = plain_call(model, targets, evidence)
+    if call is None:
+        return None
+    names, ev, text = call
+    dist = direct_answer(model, tuple(names), ev)
+    if dist is not None:
+        learn_shape(model, key, None, QUERY_ENGINES)   # the first time: only that it was asked
+        dist.query = text
+    return dist
 
 
 def run_counterfactual(model, targets, *, evidence=None, do=None, method="auto", n_samples=100_000, seed=None,

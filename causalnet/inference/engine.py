@@ -162,6 +162,10 @@ class Registry:
         self._engines = [e for e in self._engines if e is not engine]
         self.version += 1
 
+    def leader(self):
+        """The engine tried first (a :class:`LazyEngine` if not loaded yet), or None; loads nothing."""
+        return self._engines[0] if self._engines else None
+
     def _get(self, i: int) -> Engine:
         """The i-th engine, its module loaded now if it was registered lazily."""
         e = self._engines[i]

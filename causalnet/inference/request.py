@@ -58,7 +58,7 @@ from .discrete.direct import is_plain_tabular
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
            "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",
-           "check_approximate_options", "decode_soft_evidence", "as_target_list", "QUESTION_TERMS",
+           "check_approximate_options", "decode_soft_evidence", "as_target_list", "QUESTION_TERMS", "plain_call",
            "plain_request"]
 
 FACTUAL = "f"
@@ -462,24 +462,27 @@ def query_request(model, targets, evidence=None, do=None, *, method="auto", n_sa
                    text=_query_text(model, names, values, ev, do))
 
 
-def plain_request(model, targets, evidence, method: str) -> Request | None:
-    """The request of a plain call, ``model.query(targets, evidence={name: state})``, or None.
+def plain_call(model, targets, evidence) -> tuple | None:
+    """``(names, states, text)`` of a plain call, ``model.query(targets, evidence={name: state})``, or None.
 
     The call has already passed :func:`causalnet.inference.shapes.shape_key`
     (no ``do``, soft evidence, options or seed; the default ``n_samples``;
-    `method` ``"auto"`` or ``"exact"``; `evidence` None or a dict). This
-    builds the same :class:`Request` as :func:`query_request` without its
-    general parsing, when every target and evidence node is a ``str`` node
-    of the model, the targets distinct and unobserved, each evidence node
-    discrete with a value that is one of its state names or (when its
-    names are all strings) a state index, and no per-row ``do`` is in the
-    model. Anything else gives None: :func:`query_request` then validates
-    the call, and raises, as always.
+    `method` ``"auto"`` or ``"exact"``; `evidence` None or a dict). It is
+    plain when every target and evidence node is a ``str`` node of the
+    model, the targets distinct and unobserved, each evidence node discrete
+    with a value that is one of its state names or (when its names are all
+    strings) a state index, and no per-row ``do`` is in the model. Returns
+    the target names (a list), the evidence as node -> state index (int) and
+    the question's text (:func:`question_text`'s words); anything else gives
+    None: :func:`query_request` then validates the call, and raises, as always.
     """
     mechs = model.mechanisms
     names = [targets] if type(targets) is str else list(targets)
-    if not names or len(set(names)) != len(names) or any(type(t) is not str or t not in mechs for t in names):
+    if not names or len(set(names)) != len(names):
         return None
+    for t in names:
+        if type(t) is not str or t not in mechs:
+            return None
     ev: dict = {}
     shown: list = []
     if evidence:
@@ -499,19 +502,30 @@ def plain_request(model, targets, evidence, method: str) -> Request | None:
                 i = value
             else:
                 return None
-            ev[(FACTUAL, k)] = np.asarray(i, dtype=np.int64)
+            ev[k] = i
             shown.append(f"{k}={states[i]}")
     if not is_plain_tabular(model):                     # every node a CPT: no do (one scan, cached)
         for mech in mechs.values():
             if isinstance(mech, Intervened) and not mech.is_shift:
                 return None                             # a per-row do, possibly: the general path decides
     if len(shown) > QUESTION_TERMS:                     # elided: question_text's rule
-        text = _query_text(model, names, [None], ev, {})
+        text = _query_text(model, names, [None], {(FACTUAL, k): np.asarray(i, dtype=np.int64) for k, i in ev.items()},
+                           {})
     else:                                               # question_text's words for names and state names
         text = f"P({', '.join(names)}{' | ' + ', '.join(shown) if shown else ''})"
+    return names, ev, text
+
+
+def plain_request(model, targets, evidence, method: str) -> Request | None:
+    """The request of a plain call (:func:`plain_call`), ``model.query(targets, evidence={name: state})``,
+    or None; it is the same :class:`Request` as :func:`query_request` builds, without its general parsing."""
+    got = plain_call(model, targets, evidence)
+    if got is None:
+        return None
+    names, ev, text = got
     return Request(model=model, cf_model=None, world={}, targets=[(FACTUAL, v) for v in names],
-                   target_values=None, evidence=ev, row_do={}, n_rows=None, method=method, n_samples=100_000,
-                   seed=None, text=text)
+                   target_values=None, evidence={(FACTUAL, k): np.asarray(i, dtype=np.int64) for k, i in ev.items()},
+                   row_do={}, n_rows=None, method=method, n_samples=100_000, seed=None, text=text)
 
 
 def check_approximate_options(method: str, options: Mapping) -> dict:

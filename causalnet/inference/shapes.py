@@ -60,7 +60,7 @@ from .discrete.engine import METHOD
 from .engine import NoExactAnswer
 from .request import QUESTION_TERMS, question_text
 
-__all__ = ["QueryShape", "shape_key", "find_shape", "learn_shape", "state_map", "CACHE_KEY", "STATE_MAPS",
+__all__ = ["QueryShape", "shape_key", "find_shape", "learn_shape", "asked", "state_map", "CACHE_KEY", "STATE_MAPS",
            "MAX_SHAPES", "UNKNOWN"]
 
 CACHE_KEY = "query shapes"
@@ -118,10 +118,19 @@ def find_shape(model, key: tuple, version: int):
     return got[1]
 
 
+def asked(model, key: tuple, version: int) -> bool:
+    """Whether a call of shape `key` was asked of `model` before (under registry `version`)."""
+    got = model.cache.get(CACHE_KEY)
+    if got is None:
+        return False
+    got = got.get(key)
+    return got is not None and got[0] == version
+
+
 def learn_shape(model, key: tuple, request, registry) -> None:
-    """Learn from the validated `request` of shape `key`: the first time, only that it was asked; the
-    second time, its :class:`QueryShape` (or None when it has none). A question asked once costs
-    nothing more than before."""
+    """Learn from the validated `request` of shape `key`: the first time, only that it was asked (then
+    `request` is not read and may be None); the second time, its :class:`QueryShape` (or None when it
+    has none). A question asked once costs nothing more than before."""
     shapes = model.cache.setdefault(CACHE_KEY, {})
     prev = shapes.get(key)
     if prev is None or prev[0] != registry.version:

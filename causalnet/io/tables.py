@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import GraphError, ModelError, ResourceError
+from ..inference.discrete.direct import TABULAR_KEY
 from ..mechanisms.intervened import Intervened
 from ..mechanisms.tabular import CPT, TOL, Categorical
 from ..model import CausalModel
@@ -162,6 +163,8 @@ def build_discrete_model(order: list, states: dict, parents: dict, tables: dict,
         else:
             mechs[name] = Categorical(tables[name], states=states[name])
     try:
-        return CausalModel(mechs, latent=latent)
+        model = CausalModel(mechs, latent=latent)
     except GraphError as e:
         raise ModelError(f"{source}: the parents form a cycle: {e}") from None
+    model.cache[TABULAR_KEY] = True                     # every node a CPT: the first query need not scan them
+    return model

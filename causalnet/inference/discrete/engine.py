@@ -45,7 +45,7 @@ from .policy import PRIOR_TREE_AFTER_S
 
 __all__ = ["DiscreteEngine", "model_tables", "discrete_network", "engine_evidence", "shift_map", "node_table",
            "embed_point_masses", "METHOD",
-           "DirectLedger", "DIRECT_KEY", "DIRECT_BUDGET_S", "DIRECT_SHAPES"]
+           "DirectLedger", "DIRECT_KEY", "DIRECT_BUDGET_S", "DIRECT_SHAPES", "direct_answer"]
 
 METHOD = "exact (variable elimination)"
 
@@ -278,39 +278,47 @@ class DirectLedger:
         return False
 
 
-def _direct_key(request) -> tuple | None:
-    """The shape of a request the direct path can answer, or None."""
-    if request.batched or request.soft or request.row_do:
+def _direct_key(request, obs: dict) -> tuple | None:
+    """The shape of a request (its factual evidence `obs`) the direct path can answer, or None."""
+    if request.n_rows is not None or request.soft or request.row_do:
         return None
     names = tuple(request.nodes)
-    obs = request.observed
-    if len(set(names)) != len(names) or any(t in obs for t in names):
+    if len(set(names)) != len(names) or not obs.keys().isdisjoint(names):
         return None
-    if any(np.ndim(x) != 0 for x in obs.values()):
-        return None
+    for x in obs.values():
+        if np.ndim(x) != 0:
+            return None
     return names, frozenset(obs)
 
 
 def _direct_answer(request) -> DiscreteDistribution | None:
-    """A query of a shape new to its all-``Tabular`` model by :func:`.direct.direct_query`, or None.
-
-    :class:`DirectLedger` decides; a repeated shape is left to the network,
-    which compiles and caches its program.
-    """
+    """A query of a shape new to its all-``Tabular`` model by :func:`direct_answer`, or None."""
     m = request.model
     if not is_plain_tabular(m):
         return None
-    key = _direct_key(request)
+    obs = request.observed
+    key = _direct_key(request, obs)
     if key is None:
         return None
+    return direct_answer(m, key[0], {k: int(x) for k, x in obs.items()})
+
+
+def direct_answer(m, names: tuple, evidence: dict) -> DiscreteDistribution | None:
+    """The answer of :func:`.direct.direct_query` to a validated plain query of the all-``Tabular`` model
+    `m` (targets `names`, distinct and unobserved; `evidence` node -> state index), or None.
+
+    :class:`DirectLedger` decides: None when the shape was asked before (the
+    network compiles and caches its program), when the direct budget is
+    spent, or when the direct path declines (impossible or underflowing
+    evidence, a table past the limits): the network's path then answers.
+    """
     ledger = m.cache.get(DIRECT_KEY)
     if ledger is None:
         ledger = m.cache[DIRECT_KEY] = DirectLedger()
-    if not ledger.route(m, key):
+    if not ledger.route(m, (names, frozenset(evidence))):
         return None
-    names = request.nodes
     t0 = time.process_time()
-    got = direct_query(m, names, {k: int(x) for k, x in request.observed.items()})
+    got = direct_query(m, names, evidence)
     ledger.spent += time.process_time() - t0
     if got is None:
         return None
@@ -323,12 +331,13 @@ def _direct_answer(request) -> DiscreteDistribution | None:
             got = deferred()
             if got is None:
                 net = discrete_network(m)
-                _, idx, _ = engine_evidence(request, net)
+                idx, _ = net.index_evidence(dict(evidence))
                 got = net.query_indices((), idx, None)[1]
             return got
 
-    return DiscreteDistribution(names, probs, [m.specs[t].states for t in names], batched=False,
-                                method=METHOD, log_evidence=log_ev)
+    specs = m.specs                                     # probs: finite, >= 0, normalized by direct_query
+    return DiscreteDistribution.from_normalized(names, probs, tuple([specs[t].states for t in names]),
+                                                method=METHOD, log_evidence=log_ev)
 
 
 class DiscreteEngine(Engine):
