@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["word_codes", "row_keys", "MAX_WORD_BYTES", "MAX_WORD_UNIQUES", "BLOCK_ROWS"]
+__all__ = ["word_codes", "row_keys", "arrow_strings", "MAX_WORD_BYTES", "MAX_WORD_UNIQUES", "BLOCK_ROWS"]
 
 #: Strings longer than this many UTF-8 bytes send the column to the hash path.
 MAX_WORD_BYTES = 15
@@ -213,7 +213,7 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
     :data:`MAX_WORD_BYTES` bytes or more than :data:`MAX_WORD_UNIQUES`
     distinct strings, or when `seeds` and the strings number over 255.
     """
-    arr = _arrow_strings(values)
+    arr = arrow_strings(values)
     if arr is None:
         return None
     keys = _column_keys(arr)
@@ -245,8 +245,9 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
     return codes, uniques, None
 
 
-def _arrow_strings(values):
-    """`values` as a pyarrow string (chunked) array, or None when it is not one."""
+def arrow_strings(values):
+    """`values` (a pandas Series or array, or a pyarrow array or chunked array) as a pyarrow string (chunked)
+    array, or None when it is not one (not Arrow-backed, or not ``string`` / ``large_string``)."""
     import pyarrow as pa  # present whenever a column is stored in Arrow
 
     if not isinstance(values, (pa.Array, pa.ChunkedArray)):

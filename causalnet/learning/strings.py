@@ -67,7 +67,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..runtime import get_backend, jit, numba_available
-from .string_words import word_codes
+from .string_words import arrow_strings, word_codes
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
            "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
@@ -333,20 +333,6 @@ class _Uniques:
 _NO_BITS = np.zeros(0, np.uint8)
 
 
-def _arrow_array(values):
-    """The column as a ``pyarrow`` string array or chunked array (None when it is not Arrow strings)."""
-    array = getattr(values, "array", values)
-    to_arrow = getattr(array, "__arrow_array__", None)
-    if to_arrow is None:
-        return None
-    import pyarrow as pa  # present whenever a column is stored in Arrow
-
-    arr = to_arrow()
-    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        return None
-    return arr
-
-
 def arrow_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list] | None:
     """:func:`string_codes` of an Arrow-backed column by :func:`codes_kernel` (zero-copy on its buffers).
 
@@ -381,7 +367,7 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     strings met there enter the full pass sorted (after the `seeds`), so the
     codes need no renumbering unless a new string turns up later.
     """
-    arr = _arrow_array(values)
+    arr = arrow_strings(values)
     if arr is None:
         return None
     state = _Uniques(KERNEL_MAX_UNIQUES)

@@ -8,7 +8,7 @@ import numpy as np
 
 import causalnet as cn
 
-__all__ = ["random_network", "brute_joint", "brute_query"]
+__all__ = ["random_network", "network_model", "brute_joint", "brute_query"]
 
 
 def random_network(rng, n_nodes, max_parents=3, cards=(2, 4), zeros=False):
@@ -31,6 +31,16 @@ def random_network(rng, n_nodes, max_parents=3, cards=(2, 4), zeros=False):
             t = t / t.sum(-1, keepdims=True)
         cpts[v] = t
     return dag, cpts, card
+
+
+def network_model(dag, cpts, card=None):
+    """The CausalModel of `random_network`'s CPTs; with `card`, its states are named ``x0``, ``x1``, ... ."""
+    mechs = {}
+    for v in dag.nodes:
+        ps = list(dag.parents(v))
+        states = None if card is None else [f"{v.lower()}{i}" for i in range(card[v])]
+        mechs[v] = cn.CPT(ps, cpts[v], states=states) if ps else cn.Categorical(cpts[v], states=states)
+    return cn.CausalModel(mechs)
 
 
 def brute_joint(dag, cpts, card):

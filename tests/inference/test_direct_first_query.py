@@ -11,20 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from discrete_networks import brute_joint, brute_query, random_network
+from discrete_networks import brute_joint, brute_query, network_model, random_network
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import causalnet as cn
 from causalnet.inference.discrete.direct import _contract, _contract_pairwise, direct_query
-
-
-def _model(dag, cpts):
-    mechs = {}
-    for v in dag.nodes:
-        ps = list(dag.parents(v))
-        mechs[v] = cn.CPT(ps, cpts[v]) if ps else cn.Categorical(cpts[v])
-    return cn.CausalModel(mechs)
 
 
 @settings(max_examples=40, deadline=None)
@@ -40,7 +32,7 @@ def test_first_query_equals_brute_force_and_compiled(seed, n_nodes, n_targets, n
     evidence = {v: int(rng.integers(card[v])) for v in ev_nodes}
     joint, order = brute_joint(dag, cpts, card)
     want, pe = brute_query(joint, order, targets, evidence)
-    m = _model(dag, cpts)
+    m = network_model(dag, cpts)
     if pe == 0:
         with pytest.raises(cn.EvidenceError):
             m.query(targets, evidence=evidence)
@@ -181,8 +173,8 @@ def test_query_sequences_equal_brute_force_and_the_compiled_network(seed, n_node
     names = list(dag.nodes)
     pool = _shape_pool(rng, names, n_shapes)
     joint, order = brute_joint(dag, cpts, card)
-    m = _model(dag, cpts)
-    oracle_net = discrete_network(_model(dag, cpts))
+    m = network_model(dag, cpts)
+    oracle_net = discrete_network(network_model(dag, cpts))
     asked: dict = {}
     direct_answers, needs_net = 0, False
     for _ in range(n_queries):
@@ -257,7 +249,7 @@ def test_do_and_fit_start_from_an_empty_ledger(seed, n_nodes):
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, n_nodes)
     names = list(dag.nodes)
-    m = _model(dag, cpts)
+    m = network_model(dag, cpts)
     t, x = names[-1], names[0]
     m.query(t)
     m.query(t)                                                      # ledger and network both populated

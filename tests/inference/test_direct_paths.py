@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from discrete_networks import brute_joint, brute_query, random_network
+from discrete_networks import brute_joint, brute_query, network_model, random_network
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,12 +32,6 @@ PATHS = {
 }
 
 
-def _model(dag, cpts):
-    mechs = {}
-    for v in dag.nodes:
-        ps = list(dag.parents(v))
-        mechs[v] = cn.CPT(ps, cpts[v]) if ps else cn.Categorical(cpts[v])
-    return cn.CausalModel(mechs)
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -53,7 +47,7 @@ def test_each_path_equals_brute_force(path, seed, n_nodes, n_targets, n_ev, zero
     evidence = {names[i]: int(rng.integers(card[names[i]])) for i in pick[len(targets):len(targets) + n_ev]}
     joint, order = brute_joint(dag, cpts, card)
     want, pe = brute_query(joint, order, targets, evidence)
-    m = _model(dag, cpts)
+    m = network_model(dag, cpts)
     saved = {k: getattr(direct, k) for k in PATHS[path]}
     try:
         for k, v in PATHS[path].items():
@@ -108,13 +102,6 @@ def test_pair_equals_one_einsum(seed, n_a, n_b, n_drop):
     np.testing.assert_allclose(table, direct._contract([(a, la), (b, lb)], labels), rtol=1e-12)
 
 
-def _named_model(dag, cpts, card):
-    mechs = {}
-    for v in dag.nodes:
-        ps = list(dag.parents(v))
-        states = [f"{v.lower()}{i}" for i in range(card[v])]
-        mechs[v] = cn.CPT(ps, cpts[v], states=states) if ps else cn.Categorical(cpts[v], states=states)
-    return cn.CausalModel(mechs)
 
 
 @settings(max_examples=40, deadline=None)
@@ -133,7 +120,7 @@ def test_the_first_call_lane_equals_the_general_route(seed, n_nodes, n_targets, 
     pick = rng.permutation(n_nodes)
     targets = [names[i] for i in pick[:min(n_targets, n_nodes - 1)]]
     ev_nodes = [names[i] for i in pick[len(targets):len(targets) + n_ev]]
-    m, twin = _named_model(dag, cpts, card), _named_model(dag, cpts, card)
+    m, twin = network_model(dag, cpts, card), network_model(dag, cpts, card)
     evidence = {v: (int(s) if by_index else m.states(v)[s]) for v, s in
                 ((v, int(rng.integers(card[v]))) for v in ev_nodes)}
     query = targets if len(targets) > 1 else targets[0]
@@ -195,7 +182,7 @@ def test_each_path_on_dense_networks(path, monkeypatch):
         evidence = {names[i]: int(rng.integers(card[names[i]])) for i in pick[1:4]}
         joint, order = brute_joint(dag, cpts, card)
         want, pe = brute_query(joint, order, targets, evidence)
-        got = direct.direct_query(_model(dag, cpts), targets, evidence)
+        got = direct.direct_query(network_model(dag, cpts), targets, evidence)
         if got is None:
             assert pe < direct.TINY
             continue
