@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/real_networks.py                  # alarm, win95pts, andes, pathfinder, munin1
     python benchmarks/real_networks.py --networks munin1 --queries 2 --repeats 1 --no-marginals
+    python benchmarks/real_networks.py --queries 10 --repeats 5 --no-marginals --rounds 5   # issue 30's row
 
 Networks come from the standard repository BIF files (``causalnet/data``, or
 pgmpy's copies), read by each library from the same file. Queries: a target
@@ -43,7 +44,12 @@ Workloads, each engine in its own fresh process (peak RSS from
   request after the first.
 
 Times are CPU seconds (``time.process_time``, one BLAS thread): the median
-over queries of the median over `--repeats` repeats. Ratio = pyAgrum time /
+over queries of the median over `--repeats` repeats. With ``--rounds R`` the
+two processes of a network run R times, alternately (causalnet, pyAgrum,
+causalnet, ...), and each figure is the median over the rounds, with the
+per-round ratios of the first-query rows printed under the table: the two
+libraries run in separate processes, so on a shared machine whose speed
+drifts a single round can move a sub-millisecond ratio by ±40%. Ratio = pyAgrum time /
 causalnet time. Before a network's figures are printed its answers are checked
 against pyAgrum (max absolute difference at most ``--tol``, default 1e-6: the
 BIF numbers carry a few digits, renormalized differently by the two libraries,
@@ -274,6 +280,17 @@ def run_pyagrum(name, k, seed, repeats, marginals):
     return out
 
 
+def _over_rounds(runs: list) -> dict:
+    """One process's figures over the rounds: times by their median, peak RSS by its maximum."""
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if key in ("rss_mib", "base_mib"):
+            out[key] = max(r[key] for r in runs)
+        elif isinstance(value, float):
+            out[key] = statistics.median(r[key] for r in runs)
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", default="alarm,win95pts,andes,pathfinder,munin1")
@@ -281,25 +298,35 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-marginals", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1, help="alternate rounds of the two processes per network")
     ap.add_argument("--tol", type=float, default=1e-6, help="largest absolute difference allowed from pyAgrum")
     args = ap.parse_args(argv)
     print("command: python benchmarks/real_networks.py " + " ".join(sys.argv[1:] if argv is None else argv))
-    print("CPU ms: median over queries of the median over repeats; ratio = pyAgrum / causalnet; "
+    print("CPU ms: median over queries of the median over repeats (and over rounds); ratio = pyAgrum / causalnet; "
           "one target per first query for both (pyAgrum addTarget), every node for all marginals; "
           "RSS: peak of the engine's own process [baseline after loading]")
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'network':<11} {'workload':<29} {'pyAgrum ms':>11} {'causalnet ms':>13} {'ratio':>8} "
           f"{'max diff':>9} {'RSS pyAgrum':>12} {'RSS causalnet':>14}")
+    spread = []
     for name in args.networks.split(","):
         w = (name, args.queries, args.seed, args.repeats, not args.no_marginals)
-        c = in_subprocess("real_networks", "run_causalnet", *w)
-        g = in_subprocess("real_networks", "run_pyagrum", *w)
-        d_first = require_close(f"{name}, first query", c["answers"], g["answers"], args.tol)
-        d_read = require_close(f"{name}, first query on a freshly read network", c["read_answers"],
-                               g["read_answers"], args.tol)
-        d_all = None
-        if not args.no_marginals:
-            d_all = require_close(f"{name}, all marginals", c["margs"], g["margs"], args.tol)
+        cs, gs = [], []
+        for _ in range(args.rounds):            # alternately, so a drift of the machine's speed hits both
+            c = in_subprocess("real_networks", "run_causalnet", *w)
+            g = in_subprocess("real_networks", "run_pyagrum", *w)
+            d_first = require_close(f"{name}, first query", c["answers"], g["answers"], args.tol)
+            d_read = require_close(f"{name}, first query on a freshly read network", c["read_answers"],
+                                   g["read_answers"], args.tol)
+            d_all = None
+            if not args.no_marginals:
+                d_all = require_close(f"{name}, all marginals", c["margs"], g["margs"], args.tol)
+            cs.append(c)
+            gs.append(g)
+        if args.rounds > 1:
+            spread.append((name, [gr["first_qc"] / cr["first_qc"] for cr, gr in zip(cs, gs)],
+                           [gr["first_q"] / cr["first_q"] for cr, gr in zip(cs, gs)]))
+        c, g = _over_rounds(cs), _over_rounds(gs)
         mem = f"{g['rss_mib']:7.0f} [{g['base_mib']:.0f}] {c['rss_mib']:8.0f} [{c['base_mib']:.0f}]"
         rows = [("ordinary first query", "first_q", d_read), ("  + construction (read excl.)", "first_qc", None),
                 ("  + read", "read_first", None), ("  of which reading the file", "read_only", None),
@@ -315,6 +342,10 @@ def main(argv=None) -> None:
             ds = f"{d:9.1e}" if d is not None else f"{'':>9}"
             print(f"{name:<11} {label:<29} {1e3 * g[key]:11.3f} {1e3 * c[key]:13.3f} {g[key] / c[key]:7.1f}x "
                   f"{ds} {mem}")
+    for name, with_ctor, alone in spread:
+        print(f"{name:<11} per round, ordinary first query + construction: "
+              + ", ".join(f"{r:.1f}x" for r in with_ctor) + "; the query alone: "
+              + ", ".join(f"{r:.1f}x" for r in alone))
 
 
 if __name__ == "__main__":
