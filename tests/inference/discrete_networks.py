@@ -8,7 +8,7 @@ import numpy as np
 
 import causalnet as cn
 
-__all__ = ["random_network", "network_model", "brute_joint", "brute_query"]
+__all__ = ["random_network", "network_model", "pick_question", "brute_joint", "brute_query"]
 
 
 def random_network(rng, n_nodes, max_parents=3, cards=(2, 4), zeros=False):
@@ -41,6 +41,14 @@ def network_model(dag, cpts, card=None):
         states = None if card is None else [f"{v.lower()}{i}" for i in range(card[v])]
         mechs[v] = cn.CPT(ps, cpts[v], states=states) if ps else cn.Categorical(cpts[v], states=states)
     return cn.CausalModel(mechs)
+
+
+def pick_question(rng, names, n_targets, n_ev):
+    """``(targets, evidence nodes)``: `n_targets` (at most all but one) and then up to `n_ev` distinct nodes of
+    `names`, in a random order."""
+    pick = rng.permutation(len(names))
+    targets = [names[i] for i in pick[:min(n_targets, len(names) - 1)]]
+    return targets, [names[i] for i in pick[len(targets):len(targets) + n_ev]]
 
 
 def brute_joint(dag, cpts, card):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from discrete_networks import brute_joint, brute_query, network_model, random_network
+from discrete_networks import brute_joint, brute_query, network_model, pick_question, random_network
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,9 +26,7 @@ def test_first_query_equals_brute_force_and_compiled(seed, n_nodes, n_targets, n
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, n_nodes, zeros=zeros)
     names = list(dag.nodes)
-    pick = rng.permutation(n_nodes)
-    targets = [names[i] for i in pick[:min(n_targets, n_nodes - 1)]]
-    ev_nodes = [names[i] for i in pick[len(targets):len(targets) + n_ev]]
+    targets, ev_nodes = pick_question(rng, names, n_targets, n_ev)
     evidence = {v: int(rng.integers(card[v])) for v in ev_nodes}
     joint, order = brute_joint(dag, cpts, card)
     want, pe = brute_query(joint, order, targets, evidence)

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from discrete_networks import brute_joint, brute_query, network_model, random_network
+from discrete_networks import brute_joint, brute_query, network_model, pick_question, random_network
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,8 +32,6 @@ PATHS = {
 }
 
 
-
-
 @pytest.mark.parametrize("path", list(PATHS))
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 10_000), n_nodes=st.integers(2, 10), n_targets=st.integers(1, 2),
@@ -42,9 +40,8 @@ def test_each_path_equals_brute_force(path, seed, n_nodes, n_targets, n_ev, zero
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, n_nodes, max_parents=4, cards=(1, 4), zeros=zeros)
     names = list(dag.nodes)
-    pick = rng.permutation(n_nodes)
-    targets = [names[i] for i in pick[:min(n_targets, n_nodes - 1)]]
-    evidence = {names[i]: int(rng.integers(card[names[i]])) for i in pick[len(targets):len(targets) + n_ev]}
+    targets, ev_nodes = pick_question(rng, names, n_targets, n_ev)
+    evidence = {v: int(rng.integers(card[v])) for v in ev_nodes}
     joint, order = brute_joint(dag, cpts, card)
     want, pe = brute_query(joint, order, targets, evidence)
     m = network_model(dag, cpts)
@@ -102,8 +99,6 @@ def test_pair_equals_one_einsum(seed, n_a, n_b, n_drop):
     np.testing.assert_allclose(table, direct._contract([(a, la), (b, lb)], labels), rtol=1e-12)
 
 
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n_nodes=st.integers(2, 8), n_targets=st.integers(1, 2),
        n_ev=st.integers(0, 3), by_index=st.booleans())
@@ -117,9 +112,7 @@ def test_the_first_call_lane_equals_the_general_route(seed, n_nodes, n_targets, 
     rng = np.random.default_rng(seed)
     dag, cpts, card = random_network(rng, n_nodes, zeros=True)
     names = list(dag.nodes)
-    pick = rng.permutation(n_nodes)
-    targets = [names[i] for i in pick[:min(n_targets, n_nodes - 1)]]
-    ev_nodes = [names[i] for i in pick[len(targets):len(targets) + n_ev]]
+    targets, ev_nodes = pick_question(rng, names, n_targets, n_ev)
     m, twin = network_model(dag, cpts, card), network_model(dag, cpts, card)
     evidence = {v: (int(s) if by_index else m.states(v)[s]) for v, s in
                 ((v, int(rng.integers(card[v]))) for v in ev_nodes)}

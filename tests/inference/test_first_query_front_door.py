@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from discrete_networks import brute_joint, brute_query, random_network
+from discrete_networks import brute_joint, brute_query, pick_question, random_network
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,9 +42,7 @@ def test_plain_request_equals_the_general_request(seed, n_nodes, n_targets, n_ev
     dag, cpts, card = random_network(rng, n_nodes)
     m = _model(dag, cpts)
     names = list(dag.nodes)
-    pick = rng.permutation(n_nodes)
-    targets = [names[i] for i in pick[:min(n_targets, n_nodes - 1)]]
-    ev_nodes = [names[i] for i in pick[len(targets):len(targets) + n_ev]]
+    targets, ev_nodes = pick_question(rng, names, n_targets, n_ev)
     evidence = {v: int(rng.integers(card[v])) for v in ev_nodes}
     if not by_index:
         evidence = {v: f"s{i}" for v, i in evidence.items()}
