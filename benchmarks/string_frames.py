@@ -74,25 +74,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agreement import require, require_close  # noqa: E402
 
 
+def cpu(fn) -> tuple[float, object]:
+    """CPU seconds of one call of `fn` (its warnings silenced) and its answer."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.process_time()
+        out = fn()
+        return time.process_time() - t, out
+
+
 def timed(fn, repeat: int) -> tuple[float, object]:
     """Median CPU seconds of `repeat` calls of `fn` (after the caller's warm-up) and the last answer."""
-    times, out = [], None
-    for _ in range(repeat):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = time.process_time()
-            out = fn()
-            times.append(time.process_time() - t)
-    return statistics.median(times), out
+    runs = [cpu(fn) for _ in range(repeat)]
+    return statistics.median(t for t, _ in runs), runs[-1][1]
 
 
 def cold(fn) -> float:
     """CPU seconds of one call of `fn` (the first of the process for that path)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t = time.process_time()
-        fn()
-        return time.process_time() - t
+    return cpu(fn)[0]
 
 
 def by_name(model, v, states) -> np.ndarray:
@@ -144,11 +143,8 @@ def interleaved(fns: dict, repeat: int) -> tuple[dict, dict]:
     times, out = {k: [] for k in fns}, {}
     for _ in range(repeat):
         for name, fn in fns.items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                t = time.process_time()
-                out[name] = fn()
-                times[name].append(time.process_time() - t)
+            t, out[name] = cpu(fn)
+            times[name].append(t)
     return {k: statistics.median(v) for k, v in times.items()}, out
 
 
@@ -267,11 +263,8 @@ def child(name: str, n: int, fits: int) -> None:
                 return cn.fit(alarm.dag, frame)
     times, switched, out = [], None, None
     for i in range(fits):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = time.process_time()
-            out = run()
-            times.append(time.process_time() - t)
+        t, out = cpu(run)
+        times.append(t)
         if name == "auto" and switched is None and cn_strings.codes_kernel.signatures:     # loaded in this fit
             switched = i + 1
     if name == "pgmpy":
