@@ -53,8 +53,8 @@ from ..arguments import check_int, check_real
 from ..errors import EvidenceError, ModelError
 from ..mechanisms.base import DISCRETE, as_generator
 from ..mechanisms.intervened import AffineIntervention, Intervened
+from ..mechanisms.tabular import is_plain_tabular
 from ..queries import Query, Term, parse_query
-from .discrete.direct import is_plain_tabular
 
 __all__ = ["Request", "World", "query_request", "counterfactual_request", "map_request", "FACTUAL",
            "COUNTERFACTUAL", "METHODS", "OPTIONS", "PER_ROW", "label", "question_text", "show_value",

@@ -34,9 +34,8 @@ import numpy as np
 
 from .. import limits
 from ..errors import GraphError, ModelError, ResourceError
-from ..inference.discrete.direct import TABULAR_KEY
 from ..mechanisms.intervened import Intervened
-from ..mechanisms.tabular import CPT, TOL, Categorical
+from ..mechanisms.tabular import CPT, TABULAR_KEY, TOL, Categorical
 from ..model import CausalModel
 
 __all__ = ["DEFAULT_TOL", "check_tol", "fix_rows", "check_table_size", "discrete_parts", "build_discrete_model",

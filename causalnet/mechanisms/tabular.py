@@ -21,7 +21,10 @@ import numpy as np
 from ..errors import ModelError
 from .base import DISCRETE, Mechanism, Spec, as_real_array, check_states
 
-__all__ = ["Categorical", "CPT", "Tabular", "TOL", "check_table"]
+__all__ = ["Categorical", "CPT", "Tabular", "TOL", "check_table", "is_plain_tabular", "TABULAR_KEY"]
+
+#: The model cache's entry of :func:`is_plain_tabular` (a reader that builds CPTs only records it as it builds).
+TABULAR_KEY = "all_tabular"
 
 TOL = 1e-9
 """Absolute tolerance on a table row's sum: ``|sum - 1| <= TOL`` (rows are not renormalised)."""
@@ -208,3 +211,15 @@ class CPT(Tabular):
 
     def __init__(self, parents: Sequence[Hashable], table, states=None) -> None:
         super().__init__(parents, table, states)
+
+
+def is_plain_tabular(model) -> bool:
+    """True when every node of `model` is a :class:`Tabular` CPT (cached in ``model.cache``).
+
+    The query front door and the discrete engine ask it of every first query; a
+    model's cache is emptied whenever the model changes.
+    """
+    got = model.cache.get(TABULAR_KEY)
+    if got is None:
+        got = model.cache[TABULAR_KEY] = all(isinstance(m, Tabular) for m in model.mechanisms.values())
+    return got

@@ -191,8 +191,7 @@ def test_a_read_model_records_that_every_node_is_a_cpt():
     # the mechanisms; a model built by hand is scanned once, and a non-CPT node makes it False
     from pathlib import Path
 
-    from causalnet.inference.discrete.direct import TABULAR_KEY, is_plain_tabular
-    from causalnet.mechanisms.tabular import Tabular
+    from causalnet.mechanisms.tabular import TABULAR_KEY, Tabular, is_plain_tabular
 
     m = cn.read_bif(Path(cn.__file__).parent / "data" / "asia.bif.gz")
     assert m.cache[TABULAR_KEY] is True and all(isinstance(x, Tabular) for x in m.mechanisms.values())

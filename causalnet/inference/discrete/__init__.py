@@ -59,9 +59,10 @@ Examples
 
 from __future__ import annotations
 
+from ...mechanisms.tabular import is_plain_tabular  # its home since the BIF reader sets it too; kept here
 from ...runtime import lazy_exports
 from .batches import EvidenceRows
-from .direct import direct_query, is_plain_tabular
+from .direct import direct_query
 from .elimination import DiscreteBN, variable_elimination
 from .engine import (
     DIRECT_BUDGET_S,

@@ -66,14 +66,10 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 
 from ...graph.core import closure
-from ...mechanisms.tabular import Tabular
 from .ordering import table_entry_limit
 from .programs import TINY
 
-__all__ = ["direct_query", "is_plain_tabular", "TABULAR_KEY"]
-
-#: The model cache's entry of :func:`is_plain_tabular` (a new model records it while checking its mechanisms).
-TABULAR_KEY = "all_tabular"
+__all__ = ["direct_query"]
 
 #: Entries of a clique up to which several factors are multiplied by one plain ``einsum`` (no path search).
 _PLAIN_EINSUM = 4096
@@ -93,22 +89,13 @@ _SHORT = 64
 _SCAN = 40
 
 
-def is_plain_tabular(model) -> bool:
-    """True when every node of `model` is a :class:`~causalnet.mechanisms.tabular.Tabular` CPT (cached)."""
-    got = model.cache.get(TABULAR_KEY)
-    if got is None:
-        got = model.cache[TABULAR_KEY] = all(type(m) is Tabular or isinstance(m, Tabular)
-                                               for m in model.mechanisms.values())
-    return got
-
-
 def direct_query(model, targets: Sequence[Hashable], evidence: Mapping[Hashable, int]):
     """``(P(targets | evidence), log P(evidence))`` on the ancestral network, or None (see the module).
 
     Parameters
     ----------
     model : CausalModel
-        Every node a ``Tabular`` CPT (:func:`is_plain_tabular`).
+        Every node a ``Tabular`` CPT (:func:`~causalnet.mechanisms.tabular.is_plain_tabular`).
     targets : sequence of nodes
         Distinct, none observed.
     evidence : mapping of node -> int

@@ -36,10 +36,10 @@ from ...distributions import DiscreteDistribution
 from ...errors import EvidenceError, ModelError
 from ...mechanisms.base import DISCRETE
 from ...mechanisms.intervened import Intervened
-from ...mechanisms.tabular import Tabular
+from ...mechanisms.tabular import Tabular, is_plain_tabular
 from .. import discrete as _discrete  # its first_batch module: loaded by the first batch of evidence rows
 from ..engine import Engine
-from .direct import direct_query, is_plain_tabular
+from .direct import direct_query
 from .elimination import DiscreteBN
 from .policy import PRIOR_TREE_AFTER_S
 

@@ -31,7 +31,7 @@ from collections.abc import Hashable, Iterable
 import numpy as np
 
 from ...graph.core import closure
-from .direct import is_plain_tabular
+from ...mechanisms.tabular import is_plain_tabular
 from .elimination import DiscreteBN
 
 __all__ = ["first_batch_network", "ancestral_network", "DONE"]
@@ -46,7 +46,7 @@ def ancestral_network(model, nodes: Iterable[Hashable]) -> DiscreteBN:
     Parameters
     ----------
     model : CausalModel
-        Every node a ``Tabular`` CPT (:func:`~causalnet.inference.discrete.direct.is_plain_tabular`).
+        Every node a ``Tabular`` CPT (:func:`~causalnet.mechanisms.tabular.is_plain_tabular`).
     nodes : iterable of nodes of `model`
 
     Returns
