@@ -45,7 +45,7 @@ from .request import (
     plain_request,
     query_request,
 )
-from .shapes import UNKNOWN, asked, find_shape, learn_shape, shape_key
+from .shapes import NEW, UNKNOWN, find_shape, learn_shape, shape_key
 
 __all__ = ["run_query", "run_counterfactual", "run_map", "answer", "QUERY_ENGINES", "COUNTERFACTUAL_ENGINES",
            "discrete_network", "model_tables", "shift_map"]
@@ -108,11 +108,11 @@ def run_query(model, targets, *, evidence=None, do=None, method="auto", n_sample
     """
     key = shape_key(targets, evidence, do, method, n_samples, seed, soft_evidence, options)
     shape = UNKNOWN if key is None else find_shape(model, key, QUERY_ENGINES.version)
-    if shape is not None and shape is not UNKNOWN:
+    if shape is not None and shape is not UNKNOWN and shape is not NEW:
         got = shape.answer(evidence)
         if got is not None:
             return got
-    if shape is UNKNOWN and key is not None:
+    if shape is NEW:
         got = _first_direct(model, key, targets, evidence)
         if got is not None:
             return got
@@ -120,7 +120,7 @@ def run_query(model, targets, *, evidence=None, do=None, method="auto", n_sample
     if request is None:
         request = query_request(model, targets, evidence, do, method=method, n_samples=n_samples, seed=seed,
                                 soft_evidence=soft_evidence, **options)
-    if key is not None and shape is UNKNOWN:
+    if key is not None and (shape is UNKNOWN or shape is NEW):
         learn_shape(model, key, request, QUERY_ENGINES)
     return answer(request)
 
@@ -130,9 +130,6 @@ def _first_direct(model, key: tuple, targets, evidence):
     :class:`~causalnet.inference.request.Request` (what :func:`answer` would do with one: the discrete
     engine leads the registry and takes it), or None (then the general route runs, and decides alike)."""
     if not is_plain_tabular(model) or not isinstance(QUERY_ENGINES.leader(), DiscreteEngine):
-        return None
-    version = QUERY_ENGINES.version
-    if asked(model, key, version):
         return None
     call = plain_call(model, targets, evidence)
     if call is None:

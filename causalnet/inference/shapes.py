@@ -60,8 +60,8 @@ from .discrete.engine import METHOD
 from .engine import NoExactAnswer
 from .request import QUESTION_TERMS, question_text
 
-__all__ = ["QueryShape", "shape_key", "find_shape", "learn_shape", "asked", "state_map", "CACHE_KEY", "STATE_MAPS",
-           "MAX_SHAPES", "UNKNOWN"]
+__all__ = ["QueryShape", "shape_key", "find_shape", "learn_shape", "state_map", "CACHE_KEY", "STATE_MAPS",
+           "MAX_SHAPES", "UNKNOWN", "NEW"]
 
 CACHE_KEY = "query shapes"
 """``model.cache`` entry: shape key -> ``(registry version, QueryShape or None)``."""
@@ -70,7 +70,9 @@ STATE_MAPS = "state maps"
 MAX_SHAPES = 4096
 """Shapes remembered per model (then forgotten all at once)."""
 UNKNOWN = object()
-"""What :func:`find_shape` returns for a shape not learned yet (None: learned, not compilable)."""
+"""What :func:`find_shape` returns for a shape asked once, not learned yet (None: learned, not compilable)."""
+NEW = object()
+"""What :func:`find_shape` returns for a shape never asked (under the registry's current version)."""
 _SCALARS = (str, int)
 _SEEN = object()
 _DEFAULT_SAMPLES = 100_000
@@ -110,21 +112,12 @@ def shape_key(targets, evidence, do, method, n_samples, seed, soft_evidence, opt
 
 
 def find_shape(model, key: tuple, version: int):
-    """The learned shape of `key` on `model`: a :class:`QueryShape`, None (not compilable) or :data:`UNKNOWN`
-    (never asked, asked once only, or learned under another registry version)."""
+    """The learned shape of `key` on `model`: a :class:`QueryShape`, None (not compilable), :data:`UNKNOWN`
+    (asked once only) or :data:`NEW` (never asked, or only under another registry version)."""
     got = model.cache.get(CACHE_KEY, {}).get(key)
-    if got is None or got[0] != version or got[1] is _SEEN:
-        return UNKNOWN
-    return got[1]
-
-
-def asked(model, key: tuple, version: int) -> bool:
-    """Whether a call of shape `key` was asked of `model` before (under registry `version`)."""
-    got = model.cache.get(CACHE_KEY)
-    if got is None:
-        return False
-    got = got.get(key)
-    return got is not None and got[0] == version
+    if got is None or got[0] != version:
+        return NEW
+    return UNKNOWN if got[1] is _SEEN else got[1]
 
 
 def learn_shape(model, key: tuple, request, registry) -> None:
