@@ -24,8 +24,11 @@ Symbols: ``n`` rows, ``k`` distinct strings.
 
 Examples
 --------
->>> import pandas as pd
->>> codes, uniques, small = word_codes(pd.Series(["lo", "hi", "lo", None], dtype="str"), sort=True)
+An Arrow string column (pandas' ``str`` dtype stores its strings in Arrow when
+``pyarrow`` is installed; without it there are no Arrow columns to read):
+
+>>> import pyarrow as pa
+>>> codes, uniques, small = word_codes(pa.array(["lo", "hi", "lo", None]), sort=True)
 >>> codes.tolist(), uniques, small
 ([1, 0, 1, -1], ['hi', 'lo'], None)
 """
