@@ -152,9 +152,12 @@ class QuickIndex:
     def children(self) -> tuple[list, list]:
         """``(cp, ci)``, built on first use."""
         if self.ci is None:
-            if self.cp is None:
-                self.cp = self.ix.c_ptr.tolist()
-            self.ci = self.ix.c_idx.tolist()
+            if self.ix.chi_flat is not None:            # the acyclicity test converted them
+                self.cp, self.ci = self.ix.chi_flat
+            else:
+                if self.cp is None:
+                    self.cp = self.ix.c_ptr.tolist()
+                self.ci = self.ix.c_idx.tolist()
         return self.cp, self.ci
 
     def child_row(self, v: int) -> list:
@@ -162,7 +165,7 @@ class QuickIndex:
         graphs a few rows cost less than the flat lists)."""
         r = self.crow[v]
         if r is None:
-            if self.ci is None and self.ix.n <= FLAT_MAX_NODES:
+            if self.ci is None and (self.ix.n <= FLAT_MAX_NODES or self.ix.chi_flat is not None):
                 self.children()
             cp = self.cp
             if cp is None:              # the pointers alone as a list: a row is then one slice of the index array
@@ -493,7 +496,7 @@ class _Rows:
 def _descendants(q: QuickIndex, xs: list, zset: set) -> set | None:
     """De(X) by a plain walk down the children; None as soon as it meets a node of `zset`."""
     crow = q.crow
-    if q.ci is None and q.ix.n <= FLAT_MAX_NODES:
+    if q.ci is None and (q.ix.n <= FLAT_MAX_NODES or q.ix.chi_flat is not None):
         q.children()
     ci = q.ci
     if ci is None:                  # a large graph: rows are slices of the index array (see child_row)

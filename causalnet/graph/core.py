@@ -144,6 +144,10 @@ class GraphIndex:
         frontier-at-a-time numpy searches and compiled kernels.
     par, chi : list of list of int
         The same rows as Python lists (built on first use).
+    chi_flat : tuple of (list of int, list of int) or None
+        ``c_ptr`` and ``c_idx`` as Python lists, when the acyclicity test
+        built them (its Kahn pass reads them; a search reuses them instead
+        of converting the arrays again); None otherwise.
     scratch : object or None
         Working memory a search may keep with the index (the compiled
         d-separation keeps its stamp arrays here); None until one does.
@@ -151,7 +155,8 @@ class GraphIndex:
         What the quick d-separation path keeps (:mod:`causalnet.graph.bitsep`); None until its first query.
     """
 
-    __slots__ = ("pos", "nodes", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "_par", "_chi", "scratch", "quick")
+    __slots__ = ("pos", "nodes", "n", "p_ptr", "p_idx", "c_ptr", "c_idx", "_par", "_chi", "chi_flat", "scratch",
+                 "quick")
 
     def __init__(self, pos: dict, nodes: tuple, src: np.ndarray, dst: np.ndarray) -> None:
         """Index of the edges ``src[k] -> dst[k]`` (int arrays of node indices, no repeats), in that order."""
@@ -160,7 +165,7 @@ class GraphIndex:
         self.n = n = len(nodes)
         self.p_ptr, self.p_idx = _csr(dst, src, n)
         self.c_ptr, self.c_idx = _csr(src, dst, n)
-        self._par = self._chi = None
+        self._par = self._chi = self.chi_flat = None
         self.scratch = self.quick = None
 
     @property
@@ -172,7 +177,7 @@ class GraphIndex:
     @property
     def chi(self) -> list:
         if self._chi is None:
-            self._chi = _rows(self.c_ptr, self.c_idx)
+            self._chi = _rows(self.c_ptr, self.c_idx, self.chi_flat)
         return self._chi
 
     @property
@@ -192,9 +197,9 @@ def _csr(key: np.ndarray, val: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarr
     return ptr, val[np.argsort(key, kind="stable")].astype(np.int64, copy=False)
 
 
-def _rows(ptr: np.ndarray, idx: np.ndarray) -> list[list[int]]:
-    flat = idx.tolist()
-    p = ptr.tolist()
+def _rows(ptr: np.ndarray, idx: np.ndarray, lists: tuple | None = None) -> list[list[int]]:
+    """Row ``v`` of the CSR arrays as a list, for every node (`lists`: the arrays as lists already, or None)."""
+    p, flat = lists if lists is not None else (ptr.tolist(), idx.tolist())
     return list(map(flat.__getitem__, map(slice, p[:-1], p[1:])))
 
 
@@ -237,6 +242,8 @@ def _is_acyclic(ix: GraphIndex) -> bool:
                 if indeg[c] == 0:
                     stack.append(c)
         _kahn["spent"] += time.process_time() - t0
+        if seen == ix.n:
+            ix.chi_flat = ptr, idx                  # converted already: the d-separation searches read them
         return seen == ix.n
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components

@@ -109,6 +109,8 @@ def test_local_markov_statements_and_their_perturbations(quick_mode, seed, store
     monkeypatch.setattr(bitsep, "FLAT_MAX_NODES", 10**9 if flat else 0)
     rng = np.random.default_rng(seed)
     g = random_sparse_dag(rng, 300, 2.5)
+    if not flat:
+        g.index.chi_flat = None         # as when the acyclicity test left the lists unconverted (csgraph)
     G = g.to_networkx()
     nodes = list(g.nodes)
     answered = 0
@@ -222,3 +224,33 @@ def test_large_graphs_are_left_to_the_engines(monkeypatch):
     g = cn.DAG([(f"a{i}", f"a{i + 1}") for i in range(20)])
     assert bitsep.quick_answer(g.index, "a0", "a5", {"a3"}) is None
     assert g.d_separated("a0", "a5", {"a3"}) is True
+
+
+@pytest.mark.parametrize("kahn", [True, False])
+def test_child_lists_of_the_acyclicity_test_are_reused(kahn, monkeypatch):
+    # the Kahn pass of the acyclicity test converts the child arrays to lists; the searches read those (no
+    # second conversion), and a graph tested by csgraph (no lists) converts them itself: same answers
+    from causalnet.graph import core
+
+    monkeypatch.setitem(core._kahn, "spent", 0.0)       # this process may have spent the Kahn budget already
+    if not kahn:
+        monkeypatch.setattr(core, "_KAHN_MAX_NODES", 0)
+    rng = np.random.default_rng(7)
+    g = random_sparse_dag(rng, 200, 2.5)
+    ix = g.index
+    if kahn:
+        ptr, idx = ix.chi_flat
+        assert ptr == ix.c_ptr.tolist() and idx == ix.c_idx.tolist()
+    else:
+        assert ix.chi_flat is None
+    assert ix.chi == [ix.c_idx[ix.c_ptr[v]:ix.c_ptr[v + 1]].tolist() for v in range(ix.n)]
+    G = g.to_networkx()
+    nodes = list(g.nodes)
+    for _ in range(40):
+        x, y, *z = rng.choice(len(nodes), size=6, replace=False)
+        x, y, z = nodes[x], nodes[y], {nodes[i] for i in z}
+        assert g.d_separated(x, y, z) is nx.is_d_separator(G, {x}, {y}, z)
+    x = nodes[0]
+    nd = set(nodes) - set(g.descendants(x)) - set(g.parents(x)) - {x}
+    assert g.d_separated(x, nd, set(g.parents(x))) is True
+    assert (ix.quick.ci is ix.chi_flat[1]) if kahn else ix.quick.ci == ix.c_idx.tolist()
