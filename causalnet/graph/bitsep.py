@@ -15,8 +15,10 @@ What a graph's first queries build (:class:`QuickIndex`, kept with the
 graph's :class:`~causalnet.graph.core.GraphIndex`):
 
 * the CSR parent and child arrays as flat Python lists, once per direction
-  (one ``tolist`` each; no list per node is built: a row is a slice taken
-  when the search expands the node);
+  (one ``tolist`` each, and none for the children when the graph's
+  acyclicity test converted them already, :attr:`GraphIndex.chi_flat
+  <causalnet.graph.core.GraphIndex>`; no list per node is built: a row is
+  a slice taken when the search expands the node);
 * An({v}), the ancestors of v (v included), as a Python int used as a
   bitset (bit ``i`` is node ``i``), for the nodes the queries needed, each
   from its parents' bitsets: one big-int OR per edge, filled once and
