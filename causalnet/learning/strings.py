@@ -119,17 +119,31 @@ def _tail_equal(win, s, m, last, uwords, p):  # pragma: no cover - compiled (inl
 _tail_equal = jit(inline="always")(_tail_equal)
 
 
+#: ``_SHORT_MASKS[m]``: the low `m` bytes of a word (m = 0..7), for the kernel's short-string keys
+_SHORT_MASKS = np.array([(1 << (8 * m)) - 1 for m in range(8)], dtype=np.uint64)
+#: the kernel's cache of short strings has ``2**_SHORT_BITS`` slots (9 kB of keys and codes: it stays in L1)
+_SHORT_BITS = 10
+#: marks a short-string key (bit 59: above the 7 bytes and the 3-bit length), so a key is never 0 (an empty slot)
+_SHORT_FLAG = 1 << 59
+
+
 # Long by design: one pass whose state (the distinct strings so far) lives in a few small arrays.
 @_njit
 def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey, ulen, ulast, uwpos, uwords, urow, k,
                  table):  # pragma: no cover - compiled
     """Codes of the strings ``data[offsets[i]:offsets[i+1]]``: distinct strings numbered as first met.
 
-    Each string's first 8 bytes are read as one word (``win`` is the byte
-    buffer viewed as unaligned 64-bit words, one per byte position); the word
-    and the length pick a slot of an open-addressing hash table, and a match
-    is confirmed word by word, so a string of ``m`` bytes costs about
-    ``1 + (m - 1) // 8`` word compares.
+    A string of fewer than 8 bytes is looked up in a direct-mapped cache:
+    its first 8 bytes are read as one unaligned word (``win`` is the byte
+    buffer viewed as unaligned 64-bit words, one per byte position), masked
+    to its length, and the length and a flag are put in the top byte — a
+    key that equals another exactly when the strings are equal — so a hit
+    costs one load, one multiply-shift hash and one compare. Every other
+    string (8 bytes or more, within 8 bytes of the buffer's end, or missed
+    by the cache) goes through :func:`_lookup`: the word and the length pick
+    a slot of an open-addressing hash table of the distinct strings and a
+    match is confirmed word by word (about ``1 + (m - 1) // 8`` compares
+    for ``m`` bytes); a short string found or entered there is then cached.
 
     Parameters
     ----------
@@ -153,7 +167,8 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         First word, length, last 8 bytes (strings over 8 bytes), the range
         of their middle words in ``uwords`` (``uwpos`` of shape (cap+1,)),
         and the row where each was first met (``-1`` for a seed);
-        capacity ``cap = len(ukey)``, the first `k` filled.
+        capacity ``cap = len(ukey)`` (at most 256: the cache keeps codes in
+        a byte), the first `k` filled.
     k : int
     table : int64 array, length a power of two >= 2 * cap
         The hash table (``-1`` empty); rebuilt here from the first `k` strings.
@@ -180,12 +195,16 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         while table[slot] >= 0:
             slot = (slot + 1) & (size - 1)
         table[slot] = j
+    cshift = np.uint64(64 - _SHORT_BITS)
+    ckey = np.zeros(1 << _SHORT_BITS, np.uint64)                                            # 0: an empty slot
+    ccode = np.zeros(1 << _SHORT_BITS, np.uint8)
     has_valid = len(valid) > 0
     missing = 0
     kk = np.array([k])
-    s = np.int64(offsets[0])
+    end = np.uint64(nbytes)
+    s = np.uint64(offsets[0])
     for i in range(n):
-        e = np.int64(offsets[i + 1])
+        e = np.uint64(offsets[i + 1])
         m = e - s
         if has_valid:
             bit = vbit + i
@@ -194,25 +213,51 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
                 missing += 1
                 s = e
                 continue
-        if s + 8 <= nbytes:
-            w = win[s]
-        else:                                                # the last 7 bytes of the buffer: one byte at a time
-            w = np.uint64(0)
-            for b in range(min(m, nbytes - s)):
-                w |= np.uint64(data[s + b]) << np.uint64(8 * b)
-        if m < 8:
-            w &= (np.uint64(1) << np.uint64(8 * m)) - np.uint64(1)
-        slot = np.int64(((w ^ np.uint64(m)) * np.uint64(_GOLDEN)) >> shift)
-        j = table[slot]
-        if not (j >= 0 and ukey[j] == w and ulen[j] == m and (m <= 8 or _tail_equal(win, s, m, ulast[j], uwords,
-                                                                                      uwpos[j]))):
-            j = _probe(win, s, m, w, slot, row0 + i, ukey, ulen, ulast, uwpos, uwords, urow, kk, table)
-            if j < 0:
-                return 1, kk[0], missing
+        if m < np.uint64(8) and s + np.uint64(8) <= end:                          # the cache of short strings
+            key = (win[s] & _SHORT_MASKS[m]) | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+            slot = (key * np.uint64(_GOLDEN)) >> cshift
+            if ckey[slot] == key:
+                c = ccode[slot]
+                out[i] = c
+                small[i] = c
+                s = e
+                continue
+        j = _lookup(win, data, nbytes, np.int64(s), np.int64(m), row0 + i, shift, ukey, ulen, ulast, uwpos, uwords,
+                    urow, kk, table)
+        if j < 0:
+            return 1, kk[0], missing
+        if m < np.uint64(8):                                            # cache it (a taken slot stays as it is)
+            key = ukey[j] | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+            slot = (key * np.uint64(_GOLDEN)) >> cshift
+            if ckey[slot] == np.uint64(0):
+                ckey[slot] = key
+                ccode[slot] = j
         out[i] = j
         small[i] = j
         s = e
     return 0, kk[0], missing
+
+
+@_njit
+def _lookup(win, data, nbytes, s, m, row, shift, ukey, ulen, ulast, uwpos, uwords, urow, kk,
+            table):  # pragma: no cover - compiled
+    """The code of the string of `m` bytes at `s` by the hash table of the distinct strings (entered if new).
+
+    Returns -1 when the string is new and the state is full.
+    """
+    if s + 8 <= nbytes:
+        w = win[s]
+    else:                                                    # the last 7 bytes of the buffer: one byte at a time
+        w = np.uint64(0)
+        for b in range(min(m, nbytes - s)):
+            w |= np.uint64(data[s + b]) << np.uint64(8 * b)
+    if m < 8:
+        w &= (np.uint64(1) << np.uint64(8 * m)) - np.uint64(1)
+    slot = np.int64(((w ^ np.uint64(m)) * np.uint64(_GOLDEN)) >> shift)
+    j = table[slot]
+    if j >= 0 and ukey[j] == w and ulen[j] == m and (m <= 8 or _tail_equal(win, s, m, ulast[j], uwords, uwpos[j])):
+        return j
+    return _probe(win, s, m, w, slot, row, ukey, ulen, ulast, uwpos, uwords, urow, kk, table)
 
 
 @_njit
