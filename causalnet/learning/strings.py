@@ -130,7 +130,7 @@ _SHORT_FLAG = 1 << 59
 # Long by design: one pass whose state (the distinct strings so far) lives in a few small arrays.
 @_njit
 def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey, ulen, ulast, uwpos, uwords, urow, k,
-                 table):  # pragma: no cover - compiled
+                 table, probe):  # pragma: no cover - compiled
     """Codes of the strings ``data[offsets[i]:offsets[i+1]]``: distinct strings numbered as first met.
 
     A string of fewer than 8 bytes is looked up in a direct-mapped cache:
@@ -144,6 +144,12 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
     a slot of an open-addressing hash table of the distinct strings and a
     match is confirmed word by word (about ``1 + (m - 1) // 8`` compares
     for ``m`` bytes); a short string found or entered there is then cached.
+
+    With ``probe > 0`` the first `probe` rows are encoded, the strings met
+    there (those past the first `k`) are renumbered in sorted order (their
+    UTF-8 bytes compared: the order of Python's ``sorted``), and the other
+    rows follow: their codes need no renumbering unless a new string turns
+    up after the probe.
 
     Parameters
     ----------
@@ -172,6 +178,8 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
     k : int
     table : int64 array, length a power of two >= 2 * cap
         The hash table (``-1`` empty); rebuilt here from the first `k` strings.
+    probe : int
+        Rows encoded before the new strings are sorted (0: no sorting).
 
     Returns
     -------
@@ -184,6 +192,62 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         The number of missing cells.
     """
     n = len(offsets) - 1
+    shift = _fill_table(ukey, ulen, k, table)
+    cshift = np.uint64(64 - _SHORT_BITS)
+    ckey = np.zeros(1 << _SHORT_BITS, np.uint64)                                            # 0: an empty slot
+    ccode = np.zeros(1 << _SHORT_BITS, np.uint8)
+    kk = np.array([k])
+    has_valid = len(valid) > 0
+    missing = 0
+    end = np.uint64(nbytes)
+    stop = min(probe, n) if probe > 0 else n
+    for phase in range(2):                                      # rows 0..stop-1, then (after sorting) the rest
+        if phase:
+            if probe <= 0:
+                break
+            _sort_new(offsets, data, row0, k, kk[0], ukey, ulen, ulast, uwpos, uwords, urow, out[:stop], small[:stop])
+            _fill_table(ukey, ulen, kk[0], table)
+            ckey[:] = 0
+        first, last = (0, stop) if phase == 0 else (stop, n)
+        s = np.uint64(offsets[first])
+        for i in range(first, last):
+            e = np.uint64(offsets[i + 1])
+            m = e - s
+            if has_valid:
+                bit = vbit + i
+                if not (valid[bit >> 3] >> (bit & 7)) & 1:
+                    out[i] = -1
+                    missing += 1
+                    s = e
+                    continue
+            if m < np.uint64(8) and s + np.uint64(8) <= end:                          # the cache of short strings
+                key = (win[s] & _SHORT_MASKS[m]) | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+                slot = (key * np.uint64(_GOLDEN)) >> cshift
+                if ckey[slot] == key:
+                    c = ccode[slot]
+                    out[i] = c
+                    small[i] = c
+                    s = e
+                    continue
+            j = _lookup(win, data, nbytes, np.int64(s), np.int64(m), row0 + i, shift, ukey, ulen, ulast, uwpos,
+                        uwords, urow, kk, table)
+            if j < 0:
+                return 1, kk[0], missing
+            if m < np.uint64(8):                                        # cache it (a taken slot stays as it is)
+                key = ukey[j] | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+                slot = (key * np.uint64(_GOLDEN)) >> cshift
+                if ckey[slot] == np.uint64(0):
+                    ckey[slot] = key
+                    ccode[slot] = j
+            out[i] = j
+            small[i] = j
+            s = e
+    return 0, kk[0], missing
+
+
+@_njit
+def _fill_table(ukey, ulen, k, table):  # pragma: no cover - compiled
+    """Enter the first `k` distinct strings in the empty-first hash `table`; returns the hash's shift (64 - bits)."""
     size = len(table)
     bits = 0
     while (1 << bits) < size:
@@ -195,47 +259,51 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         while table[slot] >= 0:
             slot = (slot + 1) & (size - 1)
         table[slot] = j
-    cshift = np.uint64(64 - _SHORT_BITS)
-    ckey = np.zeros(1 << _SHORT_BITS, np.uint64)                                            # 0: an empty slot
-    ccode = np.zeros(1 << _SHORT_BITS, np.uint8)
-    has_valid = len(valid) > 0
-    missing = 0
-    kk = np.array([k])
-    end = np.uint64(nbytes)
-    s = np.uint64(offsets[0])
-    for i in range(n):
-        e = np.uint64(offsets[i + 1])
-        m = e - s
-        if has_valid:
-            bit = vbit + i
-            if not (valid[bit >> 3] >> (bit & 7)) & 1:
-                out[i] = -1
-                missing += 1
-                s = e
-                continue
-        if m < np.uint64(8) and s + np.uint64(8) <= end:                          # the cache of short strings
-            key = (win[s] & _SHORT_MASKS[m]) | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
-            slot = (key * np.uint64(_GOLDEN)) >> cshift
-            if ckey[slot] == key:
-                c = ccode[slot]
-                out[i] = c
-                small[i] = c
-                s = e
-                continue
-        j = _lookup(win, data, nbytes, np.int64(s), np.int64(m), row0 + i, shift, ukey, ulen, ulast, uwpos, uwords,
-                    urow, kk, table)
-        if j < 0:
-            return 1, kk[0], missing
-        if m < np.uint64(8):                                            # cache it (a taken slot stays as it is)
-            key = ukey[j] | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
-            slot = (key * np.uint64(_GOLDEN)) >> cshift
-            if ckey[slot] == np.uint64(0):
-                ckey[slot] = key
-                ccode[slot] = j
-        out[i] = j
-        small[i] = j
-        s = e
-    return 0, kk[0], missing
+    return shift
+
+
+@_njit
+def _bytes_less(data, p, m, q, r):  # pragma: no cover - compiled
+    """Whether the `m` bytes at `p` sort before the `r` bytes at `q` (bytewise, a prefix first)."""
+    for t in range(min(m, r)):
+        if data[p + t] != data[q + t]:
+            return data[p + t] < data[q + t]
+    return m < r
+
+
+@_njit
+def _sort_new(offsets, data, row0, k0, k, ukey, ulen, ulast, uwpos, uwords, urow, out,
+              small):  # pragma: no cover - compiled
+    """Renumber the distinct strings ``k0..k-1`` (all first met in this array) in sorted order, and `out` and
+    `small` (the rows encoded so far) with them; every array of the state is permuted alike."""
+    order = np.arange(k0, k)                                                          # insertion sort (k <= cap)
+    for a in range(1, k - k0):
+        j = order[a]
+        pj, mj = np.int64(offsets[urow[j] - row0]), ulen[j]
+        b = a
+        while b > 0:
+            i = order[b - 1]
+            if not _bytes_less(data, pj, mj, np.int64(offsets[urow[i] - row0]), ulen[i]):
+                break
+            order[b] = i
+            b -= 1
+        order[b] = j
+    lut = np.arange(k)
+    for t in range(k - k0):
+        lut[order[t]] = k0 + t
+    key, length, last, row = ukey[k0:k].copy(), ulen[k0:k].copy(), ulast[k0:k].copy(), urow[k0:k].copy()
+    pos, words = uwpos[k0:k + 1].copy(), uwords[uwpos[k0]:uwpos[k]].copy()
+    for t in range(k - k0):
+        j = order[t] - k0
+        ukey[k0 + t], ulen[k0 + t], ulast[k0 + t], urow[k0 + t] = key[j], length[j], last[j], row[j]
+        w = pos[j + 1] - pos[j]
+        uwords[uwpos[k0 + t]: uwpos[k0 + t] + w] = words[pos[j] - pos[0]: pos[j + 1] - pos[0]]
+        uwpos[k0 + t + 1] = uwpos[k0 + t] + w
+    for i in range(len(out)):
+        c = out[i]
+        if c >= k0:
+            out[i] = lut[c]
+            small[i] = lut[c]
 
 
 @_njit
@@ -347,8 +415,11 @@ class _Uniques:
             self.strings.append(text)
         return True
 
-    def run(self, arr, out: np.ndarray, small: np.ndarray, row0: int) -> bool:
-        """Encode one Arrow string array into `out` and `small` (n,); False when the capacity is exceeded."""
+    def run(self, arr, out: np.ndarray, small: np.ndarray, row0: int, probe: int = 0) -> bool:
+        """Encode one Arrow string array into `out` and `small` (n,); False when the capacity is exceeded.
+
+        With ``probe > 0`` the strings met in its first `probe` rows are numbered in sorted order.
+        """
         import pyarrow as pa  # present whenever a column is stored in Arrow
 
         n = len(arr)
@@ -365,7 +436,7 @@ class _Uniques:
         valid = np.frombuffer(valid_buf, np.uint8) if arr.null_count and valid_buf is not None else _NO_BITS
         status, k, missing = codes_kernel(offsets, win, data, nbytes, valid, arr.offset, row0, out, small,
                                           self.key, self.len, self.last, self.wpos, self.words, self.row, self.k,
-                                          self.table)
+                                          self.table, probe)
         if status:
             return False
         self.missing += missing
@@ -419,16 +490,9 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     if seeds is not None and not state.seed(seeds):
         return None
     n_seeds = state.k
-    if sort and len(arr) > PROBE_ROWS:
-        probe = _Uniques(KERNEL_MAX_UNIQUES)
-        head = np.empty(PROBE_ROWS, np.int64), np.empty(PROBE_ROWS, np.uint8)                    # (PROBE_ROWS,) x2
-        if not (probe.seed(state.strings) and _run_chunks(probe, arr.slice(0, PROBE_ROWS), *head)):
-            return None
-        if not state.seed(sorted(probe.strings[n_seeds:])):
-            return None
     codes = np.empty(len(arr), np.int64)                                                          # (n,)
     small = np.empty(len(arr), np.uint8)                                                          # (n,)
-    if not _run_chunks(state, arr, codes, small):
+    if not _run_chunks(state, arr, codes, small, max(PROBE_ROWS, 1) if sort else 0):
         return None
     uniques = state.strings
     if sort and len(uniques) > n_seeds + 1:
@@ -442,13 +506,17 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     return codes, uniques, None if state.missing else small
 
 
-def _run_chunks(state: _Uniques, arr, codes: np.ndarray, small: np.ndarray) -> bool:
-    """Encode an Arrow array or chunked array into `codes` and `small` (n,); False past the state's capacity."""
+def _run_chunks(state: _Uniques, arr, codes: np.ndarray, small: np.ndarray, probe: int = 0) -> bool:
+    """Encode an Arrow array or chunked array into `codes` and `small` (n,); False past the state's capacity.
+
+    `probe`: rows of the first non-empty chunk whose strings are numbered in sorted order (0: none).
+    """
     import pyarrow as pa  # present whenever a column is stored in Arrow
 
     row = 0
     for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
-        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row):
+        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row,
+                         probe if row == 0 else 0):
             return False
         row += len(chunk)
     return True
