@@ -209,28 +209,41 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
             _fill_table(ukey, ulen, kk[0], table)
             ckey[:] = 0
         first, last = (0, stop) if phase == 0 else (stop, n)
-        s = np.uint64(offsets[first])
-        for i in range(first, last):
-            e = np.uint64(offsets[i + 1])
+        i, last = np.uint64(first), np.uint64(last)          # unsigned rows: no negative-index arithmetic
+        one = np.uint64(1)
+        while i < last:
+            s = np.uint64(offsets[i])
+            while i < last:                                  # the cache's hits: an inner loop with nothing else live
+                e = np.uint64(offsets[i + one])
+                m = e - s
+                if has_valid:
+                    bit = vbit + np.int64(i)
+                    if not (valid[bit >> 3] >> (bit & 7)) & 1:
+                        break
+                if m >= np.uint64(8) or s + np.uint64(8) > end:
+                    break
+                key = (win[s] & _SHORT_MASKS[m]) | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+                slot = (key * np.uint64(_GOLDEN)) >> cshift
+                if ckey[slot] != key:
+                    break
+                c = ccode[slot]
+                out[i] = c
+                small[i] = c
+                s = e
+                i += one
+            if i >= last:
+                break
+            e = np.uint64(offsets[i + one])                  # row i: missing, long, at the buffer's end, or a miss
             m = e - s
             if has_valid:
-                bit = vbit + i
+                bit = vbit + np.int64(i)
                 if not (valid[bit >> 3] >> (bit & 7)) & 1:
                     out[i] = -1
                     missing += 1
-                    s = e
+                    i += one
                     continue
-            if m < np.uint64(8) and s + np.uint64(8) <= end:                          # the cache of short strings
-                key = (win[s] & _SHORT_MASKS[m]) | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
-                slot = (key * np.uint64(_GOLDEN)) >> cshift
-                if ckey[slot] == key:
-                    c = ccode[slot]
-                    out[i] = c
-                    small[i] = c
-                    s = e
-                    continue
-            j = _lookup(win, data, nbytes, np.int64(s), np.int64(m), row0 + i, shift, ukey, ulen, ulast, uwpos,
-                        uwords, urow, kk, table)
+            j = _lookup(win, data, nbytes, np.int64(s), np.int64(m), row0 + np.int64(i), shift, ukey, ulen, ulast,
+                        uwpos, uwords, urow, kk, table)
             if j < 0:
                 return 1, kk[0], missing
             if m < np.uint64(8):                                        # cache it (a taken slot stays as it is)
@@ -241,7 +254,7 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
                     ccode[slot] = j
             out[i] = j
             small[i] = j
-            s = e
+            i += one
     return 0, kk[0], missing
 
 
