@@ -389,13 +389,13 @@ class _Uniques:
     WORDS = 4096
 
     def __init__(self, cap: int) -> None:
-        self.key = np.zeros(cap, np.uint64)
-        self.len = np.zeros(cap, np.int64)
-        self.last = np.zeros(cap, np.uint64)
-        self.wpos = np.zeros(cap + 1, np.int64)
-        self.words = np.zeros(self.WORDS, np.uint64)
-        self.row = np.full(cap, -1, np.int64)
-        self.table = np.empty(1 << max(int(4 * cap - 1).bit_length(), 3), np.int64)      # load <= 1/4
+        words = np.zeros(2 * cap + self.WORDS, np.uint64)                      # two allocations, sliced in seven
+        self.key, self.last, self.words = words[:cap], words[cap: 2 * cap], words[2 * cap:]
+        size = 1 << max(int(4 * cap - 1).bit_length(), 3)                                             # load <= 1/4
+        ints = np.zeros(3 * cap + 1 + size, np.int64)
+        self.len, self.wpos = ints[:cap], ints[cap: 2 * cap + 1]
+        self.row, self.table = ints[2 * cap + 1: 3 * cap + 1], ints[3 * cap + 1:]
+        self.row[:] = -1
         self.k = 0
         self.missing = 0
         self.strings: list = []
