@@ -193,6 +193,69 @@ def test_kernel_sorts_without_renumbering_when_the_probe_saw_every_string(monkey
     assert uniques == ["a", "b", "c"] and codes.tolist() == [1, 2, 0] * (PROBE_ROWS // 3 + 10)
 
 
+#: strings of 0, 7, 8, 9, 15, 16 and 17 bytes (the cache takes < 8; 8 and 16 fill words; 9 and 17 spill a byte)
+#: over an alphabet with a NUL byte and a 2-byte character, so byte lengths and code points differ
+EDGE = st.lists(st.sampled_from(["a", "b", "\x00", "é"]), max_size=17).map("".join).filter(
+    lambda t: len(t.encode()) in (0, 7, 8, 9, 15, 16, 17)) | st.sampled_from(["", "\x00" * 7, "a" * 8, "é" * 4 + "a"])
+
+
+@SETTINGS
+@given(st.lists(st.one_of(EDGE, st.none()), min_size=1, max_size=60), st.booleans(), st.booleans(),
+       st.integers(1, 70), st.integers(0, 3))
+def test_kernel_cache_edges_equal_factorize(values, large, sort, probe, start):
+    """The kernel's short-string cache and its in-kernel sort at the 8- and 16-byte edges, NUL bytes, non-ASCII,
+    missing cells, a sliced array, int32 and int64 offsets and probes shorter and longer than the column."""
+    s = _arrow_series(values, large).iloc[min(start, len(values) - 1):]
+    saved, strings.PROBE_ROWS = strings.PROBE_ROWS, probe
+    try:
+        codes, uniques = arrow_codes(s, sort=sort)
+    finally:
+        strings.PROBE_ROWS = saved
+    expect_codes, expect_uniques = _expected(s.tolist(), None, sort)
+    assert uniques == expect_uniques and codes.tolist() == expect_codes
+
+
+@SETTINGS
+@given(st.lists(texts, min_size=1, max_size=60, unique=True), st.data())
+def test_kernel_sorts_by_bytes_as_python_sorts(distinct, data):
+    """The strings met in the probe are sorted inside the kernel, by their UTF-8 bytes: Python's order of str,
+    with no renumbering pass after it (the probe covers the column)."""
+    values = data.draw(st.lists(st.sampled_from(distinct), min_size=len(distinct), max_size=120)) + distinct
+    calls = []
+    real = strings.remap_kernel
+    strings.remap_kernel = lambda *a: calls.append(a) or real(*a)
+    try:
+        codes, uniques = arrow_codes(_arrow_series(values, True), sort=True)
+    finally:
+        strings.remap_kernel = real
+    assert uniques == sorted(distinct) and codes.tolist() == [uniques.index(v) for v in values]
+    assert not calls
+
+
+def _cache_slot(text: str) -> int:
+    """The slot of the kernel's short-string cache that `text` (< 8 UTF-8 bytes) hashes to (its formula in Python)."""
+    raw = text.encode()
+    key = int.from_bytes(raw, "little") | len(raw) << 56 | 1 << 59
+    return (key * 0x9E3779B97F4A7C15 % 2 ** 64) >> (64 - strings._SHORT_BITS)
+
+
+def test_kernel_cache_collisions_keep_strings_apart():
+    """Strings sharing a cache slot: the one cached first keeps it, the other is found in the hash table each time."""
+    seen, pairs = {}, []
+    for i in range(20_000):
+        text = f"s{i}"
+        slot = _cache_slot(text)
+        if slot in seen and len(pairs) < 3:
+            pairs.append((seen[slot], text))
+        seen.setdefault(slot, text)
+    assert len(pairs) == 3                                                   # found: the test exercises collisions
+    values = [t for a, b in pairs for t in (a, b, b, a)] * 50
+    for sort in (False, True):
+        codes, uniques = arrow_codes(_arrow_series(values, False), sort=sort)
+        expect_codes, expect_uniques = _expected(values, None, sort)
+        assert uniques == expect_uniques and codes.tolist() == expect_codes
+
+
 def test_kernel_strings_at_the_end_of_the_buffer_and_empty_columns():
     for values in (LONG + LONG[::-1], ["abcdefghij", "abcdefghik"] * 2, ["a"], [""], ["", ""], ["abcdefg", "abcdefgh", "b"], ["x" * 9, "x" * 9, "y"], []):
         s = _arrow_series(values, False)
