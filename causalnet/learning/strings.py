@@ -66,11 +66,11 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..runtime import get_backend, jit, numba_available
+from ..runtime import get_backend, jit, numba_available, numba_warm
 from .string_words import arrow_strings, word_codes
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
-           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
+           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "WARM_SECONDS", "codes_kernel",
            "remap_kernel", "object_codes", "string_column", "arrow_column", "expecting", "is_arrow_strings",
            "DICT_SECONDS_PER_CELL", "MAX_OBJECTS", "PROBE_ROWS"]
 
@@ -78,6 +78,8 @@ __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
 KERNEL_MIN_ROWS = 20_000
 #: Under the ``"auto"`` backend the kernel is compiled once dictionary encoding has taken this long in the process.
 AUTO_SECONDS = 0.5
+#: ... or this long once a compiled kernel has run in the process (numba set up: the cached kernel loads in ~0.02 s).
+WARM_SECONDS = 0.05
 #: The kernel's hash table holds this many distinct strings; past them it hands over to Arrow's dictionary encoding.
 KERNEL_MAX_UNIQUES = 64
 #: :func:`object_codes` gives up past this many distinct objects in a column (the strings are then hashed).
@@ -689,15 +691,19 @@ def kernel_wanted(n: int) -> bool:
     for columns of at least :data:`KERNEL_MIN_ROWS` rows once the
     encoding of such columns without it has taken :data:`AUTO_SECONDS` in
     this process, or would take that long on the frame being read
-    (:func:`expecting`): importing numba (0.15 s of CPU) and loading the
-    cached kernel (0.25 s, measured with numba already imported) cost more
-    than a one-off fit of a small frame saves (the kernel saves about 0.4 ms
-    per column of 10^5 short strings over the word compares).
+    (:func:`expecting`): importing numba (0.15 s of CPU) and the process's
+    first compiled kernel (0.3-0.6 s, loaded from the cache: numba sets
+    itself up) cost more than a one-off fit of a small frame saves (the
+    kernel saves about 0.6 ms per column of 10^5 short strings over the
+    word compares, two thirds of their time). Once a compiled kernel of any
+    family has run in the process (:func:`causalnet.runtime.numba_warm`),
+    this one loads in about 0.02 s, and :data:`WARM_SECONDS` is the bar.
     """
     backend = get_backend("strings")
     if backend == "numpy" or not numba_available():
         return False
-    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] + _pending[0] >= AUTO_SECONDS)
+    bar = WARM_SECONDS if numba_warm() else AUTO_SECONDS
+    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] + _pending[0] >= bar)
 
 
 def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np.ndarray | None] | None:

@@ -100,6 +100,20 @@ def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypa
         assert strings.kernel_wanted(1)
 
 
+def test_auto_backend_has_a_lower_bar_once_numba_is_set_up(monkeypatch):
+    """Once a compiled kernel has run in the process the kernel loads in ~0.02 s: WARM_SECONDS is the bar."""
+    monkeypatch.setattr(strings, "_spent", [0.0])
+    warm = int(strings.WARM_SECONDS / strings.DICT_SECONDS_PER_CELL) + 1                # cells worth the kernel
+    with runtime.backend("strings", "auto"):
+        for is_warm, expect in ((False, False), (True, True)):
+            monkeypatch.setattr(strings, "numba_warm", lambda w=is_warm: w)
+            with strings.expecting(warm):
+                assert strings.kernel_wanted(KERNEL_MIN_ROWS) is expect
+                assert not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+            with strings.expecting(warm // 2):
+                assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
+
+
 def test_auto_backend_plans_for_a_large_frame(monkeypatch):
     monkeypatch.setattr(strings, "_spent", [0.0])
     big = int(strings.AUTO_SECONDS / strings.DICT_SECONDS_PER_CELL) + 1
