@@ -14,13 +14,15 @@ column:
   Arrow itself (:func:`dictionary_codes`, C++; no
   copy of the strings into Python objects), or read straight from its offsets
   and bytes, zero-copy, by a compiled kernel (:func:`arrow_codes`,
-  :func:`codes_kernel`: each string's first 8 bytes are one unaligned word,
-  looked up in a small hash table with its length and confirmed word by
-  word) when the ``strings`` kernel family's backend says so
-  (:mod:`causalnet.runtime`: ``"auto"`` compiles once this process has spent
-  :data:`AUTO_SECONDS` encoding columns of at least
-  :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never waits for numba to
-  load);
+  :func:`codes_kernel`: a string of fewer than 8 bytes is one unaligned
+  word, masked to its length and looked up in a direct-mapped cache; the
+  others, and the cache's misses, are looked up in a small hash table by
+  their first word and length and confirmed word by word) when the
+  ``strings`` kernel family's backend says so (:mod:`causalnet.runtime`:
+  ``"auto"`` compiles once this process has spent :data:`AUTO_SECONDS`
+  encoding columns of at least :data:`KERNEL_MIN_ROWS` rows, or
+  :data:`WARM_SECONDS` once a compiled kernel has run in the process, so a
+  one-off fit never waits for numba to set itself up);
 - an ``object`` column is factorised by its objects' addresses
   (:func:`object_codes`: pandas' CSV reader stores one object per distinct
   string), then only its few distinct objects are read — equal strings held
@@ -84,7 +86,8 @@ WARM_SECONDS = 0.05
 KERNEL_MAX_UNIQUES = 64
 #: :func:`object_codes` gives up past this many distinct objects in a column (the strings are then hashed).
 MAX_OBJECTS = 4096
-#: :func:`object_codes` first factorises this many leading rows' objects; a quarter of them distinct: not shared.
+#: :func:`object_codes` first factorises this many leading rows' objects (a quarter of them distinct: not shared);
+#: with ``sort=True`` the kernel numbers the strings of this many leading rows in sorted order, then goes on.
 PROBE_ROWS = 4096
 
 
