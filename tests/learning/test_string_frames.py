@@ -90,6 +90,7 @@ def test_long_and_chunked_columns_on_both_backends(backend):
 
 
 def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypatch):
+    monkeypatch.setattr(strings, "numba_warm", lambda: False)           # no compiled kernel has run yet
     with runtime.backend("strings", "auto"):
         assert not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
         monkeypatch.setattr(strings, "AUTO_SECONDS", 0.0)
@@ -116,6 +117,7 @@ def test_auto_backend_has_a_lower_bar_once_numba_is_set_up(monkeypatch):
 
 def test_auto_backend_plans_for_a_large_frame(monkeypatch):
     monkeypatch.setattr(strings, "_spent", [0.0])
+    monkeypatch.setattr(strings, "numba_warm", lambda: False)           # no compiled kernel has run yet
     big = int(strings.AUTO_SECONDS / strings.DICT_SECONDS_PER_CELL) + 1
     with runtime.backend("strings", "auto"):
         assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
