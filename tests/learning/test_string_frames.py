@@ -248,6 +248,18 @@ def test_kernel_sorts_by_bytes_as_python_sorts(distinct, data):
     assert not calls
 
 
+def test_kernel_probe_goes_to_the_first_non_empty_chunk():
+    """An empty leading chunk: the probe (and its sort) runs on the first chunk that has rows; a string met only
+    in a later chunk is renumbered after the pass."""
+    typ = pa.large_string()
+    values = ["b", "c", "a", "b"] * 30
+    chunked = pa.chunked_array([pa.array([], typ), pa.array(values, typ), pa.array([], typ), pa.array(["0", "b"], typ)])
+    for sort in (False, True):
+        codes, uniques = arrow_codes(pd.Series(pd.arrays.ArrowExtensionArray(chunked)), sort=sort)
+        expect_codes, expect_uniques = _expected(values + ["0", "b"], None, sort)
+        assert uniques == expect_uniques and codes.tolist() == expect_codes
+
+
 def _cache_slot(text: str) -> int:
     """The slot of the kernel's short-string cache that `text` (< 8 UTF-8 bytes) hashes to (its formula in Python)."""
     raw = text.encode()
