@@ -16,7 +16,7 @@ family     kernels                                                     ``"auto"`
 graph      the Bayes-ball d-separation search                          Python searches spent 1 s
 chain      HMM/CRF sweeps: forward, backward, Viterbi, ragged          the chain has >= AUTO_MIN_T steps
 tensor     fused add & LayerNorm, small attention, GELU                plan programs spent 1 s in numpy
-strings    factorising Arrow string columns of DataFrames              numpy-side encoding took 0.5 s (or would)
+strings    factorising Arrow string columns of DataFrames              numpy-side encoding took 0.5 s, or 0.05 s once numba is warm (or would)
 learning   conditional Gaussian moment sums (``fit`` on mixed data)     numpy sums spent 1 s (tables >= 20,000 rows)
 =========  ==========================================================  =================================
 
@@ -82,7 +82,8 @@ from .errors import CausalNetWarning, ModelError
 
 __all__ = [
     "VERSION", "FAMILIES", "BACKENDS", "ENV_PREFIX", "env_flag", "env_choice", "in_ci",
-    "get_backend", "set_backend", "backend", "numba_available", "load_numba", "cache_dir", "jit", "Kernel", "compile_now", "on_change",
+    "get_backend", "set_backend", "backend", "numba_available", "load_numba", "numba_warm", "cache_dir", "jit", "Kernel",
+    "compile_now", "on_change",
     "generated_module", "lazy_exports",
 ]
 
@@ -96,7 +97,7 @@ _ALIASES = {"python": "numpy"}
 
 _backends: dict[str, str] = {}
 _listeners: dict[str, list[Callable[[], None]]] = {f: [] for f in FAMILIES}
-_state: dict[str, Any] = {"numba": None, "cache": None, "warned": False}
+_state: dict[str, Any] = {"numba": None, "cache": None, "warned": False, "ran": False}
 
 
 def env_flag(name: str) -> bool:
@@ -183,6 +184,16 @@ def backend(family: str, name: str) -> Iterator[None]:
 def numba_available() -> bool:
     """Whether numba can be imported (found, not imported: that is left to the first compiled call)."""
     return importlib.util.find_spec("numba") is not None
+
+
+def numba_warm() -> bool:
+    """Whether a compiled kernel (a :func:`jit` one) has run in this process: numba's one-time set-up is paid.
+
+    The first kernel of a process costs 0.3-0.6 s of CPU beyond importing
+    numba (numba sets itself up), even when it is loaded from the cache;
+    after it another cached kernel loads in about 0.02 s.
+    """
+    return _state["ran"]
 
 
 def load_numba():
@@ -323,7 +334,9 @@ class Kernel:
         return [] if self._d is None else self._d.signatures
 
     def __call__(self, *args, **kwargs):
-        return self.dispatcher()(*args, **kwargs)
+        out = self.dispatcher()(*args, **kwargs)
+        _state["ran"] = True
+        return out
 
 
 def jit(fn: Callable | None = None, **opts) -> Kernel | Callable[[Callable], Kernel]:

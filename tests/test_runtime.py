@@ -180,6 +180,19 @@ print(json.dumps({"err": float(abs(fast.marginals - ref.marginals).max()), "logz
 """
 
 
+def test_numba_warm_turns_true_after_the_first_compiled_kernel_runs():
+    code = ("from causalnet import runtime\n"
+            "from causalnet.learning import strings\n"
+            "import numpy as np\n"
+            "before = runtime.numba_warm()\n"
+            "out = np.zeros(2, np.int64)\n"
+            "strings.remap_kernel(out, np.zeros(2, np.uint8), np.arange(1))\n"
+            "print(before, runtime.numba_warm())")
+    child = _child(code)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["False", "True"]
+
+
 def test_kernel_cache_is_written_per_user_and_version_and_reused(tmp_path):
     env = {"CAUSALNET_CACHE_DIR": str(tmp_path)}
     first = _child(_CHAIN, env)

@@ -14,13 +14,15 @@ column:
   Arrow itself (:func:`dictionary_codes`, C++; no
   copy of the strings into Python objects), or read straight from its offsets
   and bytes, zero-copy, by a compiled kernel (:func:`arrow_codes`,
-  :func:`codes_kernel`: each string's first 8 bytes are one unaligned word,
-  looked up in a small hash table with its length and confirmed word by
-  word) when the ``strings`` kernel family's backend says so
-  (:mod:`causalnet.runtime`: ``"auto"`` compiles once this process has spent
-  :data:`AUTO_SECONDS` encoding columns of at least
-  :data:`KERNEL_MIN_ROWS` rows, so a one-off fit never waits for numba to
-  load);
+  :func:`codes_kernel`: a string of fewer than 8 bytes is one unaligned
+  word, masked to its length and looked up in a direct-mapped cache; the
+  others, and the cache's misses, are looked up in a small hash table by
+  their first word and length and confirmed word by word) when the
+  ``strings`` kernel family's backend says so (:mod:`causalnet.runtime`:
+  ``"auto"`` compiles once this process has spent :data:`AUTO_SECONDS`
+  encoding columns of at least :data:`KERNEL_MIN_ROWS` rows, or
+  :data:`WARM_SECONDS` once a compiled kernel has run in the process, so a
+  one-off fit never waits for numba to set itself up);
 - an ``object`` column is factorised by its objects' addresses
   (:func:`object_codes`: pandas' CSV reader stores one object per distinct
   string), then only its few distinct objects are read — equal strings held
@@ -66,11 +68,11 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..runtime import get_backend, jit, numba_available
+from ..runtime import get_backend, jit, numba_available, numba_warm
 from .string_words import arrow_strings, word_codes
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
-           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "codes_kernel",
+           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "WARM_SECONDS", "codes_kernel",
            "remap_kernel", "object_codes", "string_column", "arrow_column", "expecting", "is_arrow_strings",
            "DICT_SECONDS_PER_CELL", "MAX_OBJECTS", "PROBE_ROWS"]
 
@@ -78,11 +80,14 @@ __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
 KERNEL_MIN_ROWS = 20_000
 #: Under the ``"auto"`` backend the kernel is compiled once dictionary encoding has taken this long in the process.
 AUTO_SECONDS = 0.5
+#: ... or this long once a compiled kernel has run in the process (numba set up: the cached kernel loads in ~0.02 s).
+WARM_SECONDS = 0.05
 #: The kernel's hash table holds this many distinct strings; past them it hands over to Arrow's dictionary encoding.
 KERNEL_MAX_UNIQUES = 64
 #: :func:`object_codes` gives up past this many distinct objects in a column (the strings are then hashed).
 MAX_OBJECTS = 4096
-#: :func:`object_codes` first factorises this many leading rows' objects; a quarter of them distinct: not shared.
+#: :func:`object_codes` first factorises this many leading rows' objects (a quarter of them distinct: not shared);
+#: with ``sort=True`` the kernel numbers the strings of this many leading rows in sorted order, then goes on.
 PROBE_ROWS = 4096
 
 
@@ -119,17 +124,37 @@ def _tail_equal(win, s, m, last, uwords, p):  # pragma: no cover - compiled (inl
 _tail_equal = jit(inline="always")(_tail_equal)
 
 
+#: ``_SHORT_MASKS[m]``: the low `m` bytes of a word (m = 0..7), for the kernel's short-string keys
+_SHORT_MASKS = np.array([(1 << (8 * m)) - 1 for m in range(8)], dtype=np.uint64)
+#: the kernel's cache of short strings has ``2**_SHORT_BITS`` slots (9 kB of keys and codes: it stays in L1)
+_SHORT_BITS = 10
+#: marks a short-string key (bit 59: above the 7 bytes and the 3-bit length), so a key is never 0 (an empty slot)
+_SHORT_FLAG = 1 << 59
+
+
 # Long by design: one pass whose state (the distinct strings so far) lives in a few small arrays.
 @_njit
 def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey, ulen, ulast, uwpos, uwords, urow, k,
-                 table):  # pragma: no cover - compiled
+                 table, probe):  # pragma: no cover - compiled
     """Codes of the strings ``data[offsets[i]:offsets[i+1]]``: distinct strings numbered as first met.
 
-    Each string's first 8 bytes are read as one word (``win`` is the byte
-    buffer viewed as unaligned 64-bit words, one per byte position); the word
-    and the length pick a slot of an open-addressing hash table, and a match
-    is confirmed word by word, so a string of ``m`` bytes costs about
-    ``1 + (m - 1) // 8`` word compares.
+    A string of fewer than 8 bytes is looked up in a direct-mapped cache:
+    its first 8 bytes are read as one unaligned word (``win`` is the byte
+    buffer viewed as unaligned 64-bit words, one per byte position), masked
+    to its length, and the length and a flag are put in the top byte — a
+    key that equals another exactly when the strings are equal — so a hit
+    costs one load, one multiply-shift hash and one compare. Every other
+    string (8 bytes or more, within 8 bytes of the buffer's end, or missed
+    by the cache) goes through :func:`_lookup`: the word and the length pick
+    a slot of an open-addressing hash table of the distinct strings and a
+    match is confirmed word by word (about ``1 + (m - 1) // 8`` compares
+    for ``m`` bytes); a short string found or entered there is then cached.
+
+    With ``probe > 0`` the first `probe` rows are encoded, the strings met
+    there (those past the first `k`) are renumbered in sorted order (their
+    UTF-8 bytes compared: the order of Python's ``sorted``), and the other
+    rows follow: their codes need no renumbering unless a new string turns
+    up after the probe.
 
     Parameters
     ----------
@@ -153,10 +178,13 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         First word, length, last 8 bytes (strings over 8 bytes), the range
         of their middle words in ``uwords`` (``uwpos`` of shape (cap+1,)),
         and the row where each was first met (``-1`` for a seed);
-        capacity ``cap = len(ukey)``, the first `k` filled.
+        capacity ``cap = len(ukey)`` (at most 256: the cache keeps codes in
+        a byte), the first `k` filled.
     k : int
     table : int64 array, length a power of two >= 2 * cap
         The hash table (``-1`` empty); rebuilt here from the first `k` strings.
+    probe : int
+        Rows encoded before the new strings are sorted (0: no sorting).
 
     Returns
     -------
@@ -169,6 +197,75 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         The number of missing cells.
     """
     n = len(offsets) - 1
+    shift = _fill_table(ukey, ulen, k, table)
+    cshift = np.uint64(64 - _SHORT_BITS)
+    ckey = np.zeros(1 << _SHORT_BITS, np.uint64)                                            # 0: an empty slot
+    ccode = np.zeros(1 << _SHORT_BITS, np.uint8)
+    kk = np.array([k])
+    has_valid = len(valid) > 0
+    missing = 0
+    end = np.uint64(nbytes)
+    stop = min(probe, n) if probe > 0 else n
+    for phase in range(2):                                      # rows 0..stop-1, then (after sorting) the rest
+        if phase:
+            if probe <= 0:
+                break
+            _sort_new(offsets, data, row0, k, kk[0], ukey, ulen, ulast, uwpos, uwords, urow, out[:stop], small[:stop])
+            _fill_table(ukey, ulen, kk[0], table)
+            ckey[:] = 0
+        first, last = (0, stop) if phase == 0 else (stop, n)
+        i, last = np.uint64(first), np.uint64(last)          # unsigned rows: no negative-index arithmetic
+        one = np.uint64(1)
+        while i < last:
+            s = np.uint64(offsets[i])
+            while i < last:                                  # the cache's hits: an inner loop with nothing else live
+                e = np.uint64(offsets[i + one])
+                m = e - s
+                if has_valid:
+                    bit = vbit + np.int64(i)
+                    if not (valid[bit >> 3] >> (bit & 7)) & 1:
+                        break
+                if m >= np.uint64(8) or s + np.uint64(8) > end:
+                    break
+                key = (win[s] & _SHORT_MASKS[m]) | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+                slot = (key * np.uint64(_GOLDEN)) >> cshift
+                if ckey[slot] != key:
+                    break
+                c = ccode[slot]
+                out[i] = c
+                small[i] = c
+                s = e
+                i += one
+            if i >= last:
+                break
+            e = np.uint64(offsets[i + one])                  # row i: missing, long, at the buffer's end, or a miss
+            m = e - s
+            if has_valid:
+                bit = vbit + np.int64(i)
+                if not (valid[bit >> 3] >> (bit & 7)) & 1:
+                    out[i] = -1
+                    missing += 1
+                    i += one
+                    continue
+            j = _lookup(win, data, nbytes, np.int64(s), np.int64(m), row0 + np.int64(i), shift, ukey, ulen, ulast,
+                        uwpos, uwords, urow, kk, table)
+            if j < 0:
+                return 1, kk[0], missing
+            if m < np.uint64(8):                                        # cache it (a taken slot stays as it is)
+                key = ukey[j] | (m << np.uint64(56)) | np.uint64(_SHORT_FLAG)
+                slot = (key * np.uint64(_GOLDEN)) >> cshift
+                if ckey[slot] == np.uint64(0):
+                    ckey[slot] = key
+                    ccode[slot] = j
+            out[i] = j
+            small[i] = j
+            i += one
+    return 0, kk[0], missing
+
+
+@_njit
+def _fill_table(ukey, ulen, k, table):  # pragma: no cover - compiled
+    """Enter the first `k` distinct strings in the empty-first hash `table`; returns the hash's shift (64 - bits)."""
     size = len(table)
     bits = 0
     while (1 << bits) < size:
@@ -180,39 +277,73 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, out, small, ukey
         while table[slot] >= 0:
             slot = (slot + 1) & (size - 1)
         table[slot] = j
-    has_valid = len(valid) > 0
-    missing = 0
-    kk = np.array([k])
-    s = np.int64(offsets[0])
-    for i in range(n):
-        e = np.int64(offsets[i + 1])
-        m = e - s
-        if has_valid:
-            bit = vbit + i
-            if not (valid[bit >> 3] >> (bit & 7)) & 1:
-                out[i] = -1
-                missing += 1
-                s = e
-                continue
-        if s + 8 <= nbytes:
-            w = win[s]
-        else:                                                # the last 7 bytes of the buffer: one byte at a time
-            w = np.uint64(0)
-            for b in range(min(m, nbytes - s)):
-                w |= np.uint64(data[s + b]) << np.uint64(8 * b)
-        if m < 8:
-            w &= (np.uint64(1) << np.uint64(8 * m)) - np.uint64(1)
-        slot = np.int64(((w ^ np.uint64(m)) * np.uint64(_GOLDEN)) >> shift)
-        j = table[slot]
-        if not (j >= 0 and ukey[j] == w and ulen[j] == m and (m <= 8 or _tail_equal(win, s, m, ulast[j], uwords,
-                                                                                      uwpos[j]))):
-            j = _probe(win, s, m, w, slot, row0 + i, ukey, ulen, ulast, uwpos, uwords, urow, kk, table)
-            if j < 0:
-                return 1, kk[0], missing
-        out[i] = j
-        small[i] = j
-        s = e
-    return 0, kk[0], missing
+    return shift
+
+
+@_njit
+def _bytes_less(data, p, m, q, r):  # pragma: no cover - compiled
+    """Whether the `m` bytes at `p` sort before the `r` bytes at `q` (bytewise, a prefix first)."""
+    for t in range(min(m, r)):
+        if data[p + t] != data[q + t]:
+            return data[p + t] < data[q + t]
+    return m < r
+
+
+@_njit
+def _sort_new(offsets, data, row0, k0, k, ukey, ulen, ulast, uwpos, uwords, urow, out,
+              small):  # pragma: no cover - compiled
+    """Renumber the distinct strings ``k0..k-1`` (all first met in this array) in sorted order, and `out` and
+    `small` (the rows encoded so far) with them; every array of the state is permuted alike."""
+    order = np.arange(k0, k)                                                          # insertion sort (k <= cap)
+    for a in range(1, k - k0):
+        j = order[a]
+        pj, mj = np.int64(offsets[urow[j] - row0]), ulen[j]
+        b = a
+        while b > 0:
+            i = order[b - 1]
+            if not _bytes_less(data, pj, mj, np.int64(offsets[urow[i] - row0]), ulen[i]):
+                break
+            order[b] = i
+            b -= 1
+        order[b] = j
+    lut = np.arange(k)
+    for t in range(k - k0):
+        lut[order[t]] = k0 + t
+    key, length, last, row = ukey[k0:k].copy(), ulen[k0:k].copy(), ulast[k0:k].copy(), urow[k0:k].copy()
+    pos, words = uwpos[k0:k + 1].copy(), uwords[uwpos[k0]:uwpos[k]].copy()
+    for t in range(k - k0):
+        j = order[t] - k0
+        ukey[k0 + t], ulen[k0 + t], ulast[k0 + t], urow[k0 + t] = key[j], length[j], last[j], row[j]
+        w = pos[j + 1] - pos[j]
+        uwords[uwpos[k0 + t]: uwpos[k0 + t] + w] = words[pos[j] - pos[0]: pos[j + 1] - pos[0]]
+        uwpos[k0 + t + 1] = uwpos[k0 + t] + w
+    for i in range(len(out)):
+        c = out[i]
+        if c >= k0:
+            out[i] = lut[c]
+            small[i] = lut[c]
+
+
+@_njit
+def _lookup(win, data, nbytes, s, m, row, shift, ukey, ulen, ulast, uwpos, uwords, urow, kk,
+            table):  # pragma: no cover - compiled
+    """The code of the string of `m` bytes at `s` by the hash table of the distinct strings (entered if new).
+
+    Returns -1 when the string is new and the state is full.
+    """
+    if s + 8 <= nbytes:
+        w = win[s]
+    else:                                                    # the last 7 bytes of the buffer: one byte at a time
+        w = np.uint64(0)
+        for b in range(min(m, nbytes - s)):
+            w |= np.uint64(data[s + b]) << np.uint64(8 * b)
+    if m < 8:
+        w &= (np.uint64(1) << np.uint64(8 * m)) - np.uint64(1)
+    slot = np.int64(((w ^ np.uint64(m)) * np.uint64(_GOLDEN)) >> shift)
+    j = table[slot]
+    if j >= 0 and ukey[j] == w and ulen[j] == m and (m <= 8 or _tail_equal(win, s, m, ulast[j], uwords, uwpos[j])):
+        return j
+    return _probe(win, s, m, w, slot, row, ukey, ulen, ulast, uwpos, uwords, urow, kk, table)
 
 
 @_njit
@@ -263,13 +394,13 @@ class _Uniques:
     WORDS = 4096
 
     def __init__(self, cap: int) -> None:
-        self.key = np.zeros(cap, np.uint64)
-        self.len = np.zeros(cap, np.int64)
-        self.last = np.zeros(cap, np.uint64)
-        self.wpos = np.zeros(cap + 1, np.int64)
-        self.words = np.zeros(self.WORDS, np.uint64)
-        self.row = np.full(cap, -1, np.int64)
-        self.table = np.empty(1 << max(int(4 * cap - 1).bit_length(), 3), np.int64)      # load <= 1/4
+        words = np.zeros(2 * cap + self.WORDS, np.uint64)                      # two allocations, sliced in seven
+        self.key, self.last, self.words = words[:cap], words[cap: 2 * cap], words[2 * cap:]
+        size = 1 << max(int(4 * cap - 1).bit_length(), 3)                                             # load <= 1/4
+        ints = np.zeros(3 * cap + 1 + size, np.int64)
+        self.len, self.wpos = ints[:cap], ints[cap: 2 * cap + 1]
+        self.row, self.table = ints[2 * cap + 1: 3 * cap + 1], ints[3 * cap + 1:]
+        self.row[:] = -1
         self.k = 0
         self.missing = 0
         self.strings: list = []
@@ -302,8 +433,11 @@ class _Uniques:
             self.strings.append(text)
         return True
 
-    def run(self, arr, out: np.ndarray, small: np.ndarray, row0: int) -> bool:
-        """Encode one Arrow string array into `out` and `small` (n,); False when the capacity is exceeded."""
+    def run(self, arr, out: np.ndarray, small: np.ndarray, row0: int, probe: int = 0) -> bool:
+        """Encode one Arrow string array into `out` and `small` (n,); False when the capacity is exceeded.
+
+        With ``probe > 0`` the strings met in its first `probe` rows are numbered in sorted order.
+        """
         import pyarrow as pa  # present whenever a column is stored in Arrow
 
         n = len(arr)
@@ -320,7 +454,7 @@ class _Uniques:
         valid = np.frombuffer(valid_buf, np.uint8) if arr.null_count and valid_buf is not None else _NO_BITS
         status, k, missing = codes_kernel(offsets, win, data, nbytes, valid, arr.offset, row0, out, small,
                                           self.key, self.len, self.last, self.wpos, self.words, self.row, self.k,
-                                          self.table)
+                                          self.table, probe)
         if status:
             return False
         self.missing += missing
@@ -374,16 +508,9 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     if seeds is not None and not state.seed(seeds):
         return None
     n_seeds = state.k
-    if sort and len(arr) > PROBE_ROWS:
-        probe = _Uniques(KERNEL_MAX_UNIQUES)
-        head = np.empty(PROBE_ROWS, np.int64), np.empty(PROBE_ROWS, np.uint8)                    # (PROBE_ROWS,) x2
-        if not (probe.seed(state.strings) and _run_chunks(probe, arr.slice(0, PROBE_ROWS), *head)):
-            return None
-        if not state.seed(sorted(probe.strings[n_seeds:])):
-            return None
     codes = np.empty(len(arr), np.int64)                                                          # (n,)
     small = np.empty(len(arr), np.uint8)                                                          # (n,)
-    if not _run_chunks(state, arr, codes, small):
+    if not _run_chunks(state, arr, codes, small, max(PROBE_ROWS, 1) if sort else 0):
         return None
     uniques = state.strings
     if sort and len(uniques) > n_seeds + 1:
@@ -397,13 +524,17 @@ def arrow_column(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray,
     return codes, uniques, None if state.missing else small
 
 
-def _run_chunks(state: _Uniques, arr, codes: np.ndarray, small: np.ndarray) -> bool:
-    """Encode an Arrow array or chunked array into `codes` and `small` (n,); False past the state's capacity."""
+def _run_chunks(state: _Uniques, arr, codes: np.ndarray, small: np.ndarray, probe: int = 0) -> bool:
+    """Encode an Arrow array or chunked array into `codes` and `small` (n,); False past the state's capacity.
+
+    `probe`: rows of the first non-empty chunk whose strings are numbered in sorted order (0: none).
+    """
     import pyarrow as pa  # present whenever a column is stored in Arrow
 
     row = 0
     for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
-        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row):
+        if not state.run(chunk, codes[row: row + len(chunk)], small[row: row + len(chunk)], row,
+                         probe if row == 0 else 0):
             return False
         row += len(chunk)
     return True
@@ -563,15 +694,19 @@ def kernel_wanted(n: int) -> bool:
     for columns of at least :data:`KERNEL_MIN_ROWS` rows once the
     encoding of such columns without it has taken :data:`AUTO_SECONDS` in
     this process, or would take that long on the frame being read
-    (:func:`expecting`): importing numba (0.15 s of CPU) and loading the
-    cached kernel (0.25 s, measured with numba already imported) cost more
-    than a one-off fit of a small frame saves (the kernel saves about 0.4 ms
-    per column of 10^5 short strings over the word compares).
+    (:func:`expecting`): importing numba (0.15 s of CPU) and the process's
+    first compiled kernel (0.3-0.6 s, loaded from the cache: numba sets
+    itself up) cost more than a one-off fit of a small frame saves (the
+    kernel saves about 0.6 ms per column of 10^5 short strings over the
+    word compares, two thirds of their time). Once a compiled kernel of any
+    family has run in the process (:func:`causalnet.runtime.numba_warm`),
+    this one loads in about 0.02 s, and :data:`WARM_SECONDS` is the bar.
     """
     backend = get_backend("strings")
     if backend == "numpy" or not numba_available():
         return False
-    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] + _pending[0] >= AUTO_SECONDS)
+    bar = WARM_SECONDS if numba_warm() else AUTO_SECONDS
+    return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] + _pending[0] >= bar)
 
 
 def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np.ndarray | None] | None:

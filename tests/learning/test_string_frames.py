@@ -90,6 +90,7 @@ def test_long_and_chunked_columns_on_both_backends(backend):
 
 
 def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypatch):
+    monkeypatch.setattr(strings, "numba_warm", lambda: False)           # no compiled kernel has run yet
     with runtime.backend("strings", "auto"):
         assert not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
         monkeypatch.setattr(strings, "AUTO_SECONDS", 0.0)
@@ -100,8 +101,23 @@ def test_auto_backend_compiles_only_after_dictionary_encoding_took_long(monkeypa
         assert strings.kernel_wanted(1)
 
 
+def test_auto_backend_has_a_lower_bar_once_numba_is_set_up(monkeypatch):
+    """Once a compiled kernel has run in the process the kernel loads in ~0.02 s: WARM_SECONDS is the bar."""
+    monkeypatch.setattr(strings, "_spent", [0.0])
+    warm = int(strings.WARM_SECONDS / strings.DICT_SECONDS_PER_CELL) + 1                # cells worth the kernel
+    with runtime.backend("strings", "auto"):
+        for is_warm, expect in ((False, False), (True, True)):
+            monkeypatch.setattr(strings, "numba_warm", lambda w=is_warm: w)
+            with strings.expecting(warm):
+                assert strings.kernel_wanted(KERNEL_MIN_ROWS) is expect
+                assert not strings.kernel_wanted(KERNEL_MIN_ROWS - 1)
+            with strings.expecting(warm // 2):
+                assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
+
+
 def test_auto_backend_plans_for_a_large_frame(monkeypatch):
     monkeypatch.setattr(strings, "_spent", [0.0])
+    monkeypatch.setattr(strings, "numba_warm", lambda: False)           # no compiled kernel has run yet
     big = int(strings.AUTO_SECONDS / strings.DICT_SECONDS_PER_CELL) + 1
     with runtime.backend("strings", "auto"):
         assert not strings.kernel_wanted(KERNEL_MIN_ROWS)
@@ -191,6 +207,81 @@ def test_kernel_sorts_without_renumbering_when_the_probe_saw_every_string(monkey
         monkeypatch.setattr(strings, "remap_kernel", lambda *a: pytest.fail("renumbered"))
         codes, uniques = arrow_codes(_arrow_series(values, True), sort=True)
     assert uniques == ["a", "b", "c"] and codes.tolist() == [1, 2, 0] * (PROBE_ROWS // 3 + 10)
+
+
+#: strings of 0, 7, 8, 9, 15, 16 and 17 bytes (the cache takes < 8; 8 and 16 fill words; 9 and 17 spill a byte)
+#: over an alphabet with a NUL byte and a 2-byte character, so byte lengths and code points differ
+EDGE = st.lists(st.sampled_from(["a", "b", "\x00", "é"]), max_size=17).map("".join).filter(
+    lambda t: len(t.encode()) in (0, 7, 8, 9, 15, 16, 17)) | st.sampled_from(["", "\x00" * 7, "a" * 8, "é" * 4 + "a"])
+
+
+@SETTINGS
+@given(st.lists(st.one_of(EDGE, st.none()), min_size=1, max_size=60), st.booleans(), st.booleans(),
+       st.integers(1, 70), st.integers(0, 3))
+def test_kernel_cache_edges_equal_factorize(values, large, sort, probe, start):
+    """The kernel's short-string cache and its in-kernel sort at the 8- and 16-byte edges, NUL bytes, non-ASCII,
+    missing cells, a sliced array, int32 and int64 offsets and probes shorter and longer than the column."""
+    s = _arrow_series(values, large).iloc[min(start, len(values) - 1):]
+    saved, strings.PROBE_ROWS = strings.PROBE_ROWS, probe
+    try:
+        codes, uniques = arrow_codes(s, sort=sort)
+    finally:
+        strings.PROBE_ROWS = saved
+    expect_codes, expect_uniques = _expected(s.tolist(), None, sort)
+    assert uniques == expect_uniques and codes.tolist() == expect_codes
+
+
+@SETTINGS
+@given(st.lists(texts, min_size=1, max_size=60, unique=True), st.data())
+def test_kernel_sorts_by_bytes_as_python_sorts(distinct, data):
+    """The strings met in the probe are sorted inside the kernel, by their UTF-8 bytes: Python's order of str,
+    with no renumbering pass after it (the probe covers the column)."""
+    values = data.draw(st.lists(st.sampled_from(distinct), min_size=len(distinct), max_size=120)) + distinct
+    calls = []
+    real = strings.remap_kernel
+    strings.remap_kernel = lambda *a: calls.append(a) or real(*a)
+    try:
+        codes, uniques = arrow_codes(_arrow_series(values, True), sort=True)
+    finally:
+        strings.remap_kernel = real
+    assert uniques == sorted(distinct) and codes.tolist() == [uniques.index(v) for v in values]
+    assert not calls
+
+
+def test_kernel_probe_goes_to_the_first_non_empty_chunk():
+    """An empty leading chunk: the probe (and its sort) runs on the first chunk that has rows; a string met only
+    in a later chunk is renumbered after the pass."""
+    typ = pa.large_string()
+    values = ["b", "c", "a", "b"] * 30
+    chunked = pa.chunked_array([pa.array([], typ), pa.array(values, typ), pa.array([], typ), pa.array(["0", "b"], typ)])
+    for sort in (False, True):
+        codes, uniques = arrow_codes(pd.Series(pd.arrays.ArrowExtensionArray(chunked)), sort=sort)
+        expect_codes, expect_uniques = _expected(values + ["0", "b"], None, sort)
+        assert uniques == expect_uniques and codes.tolist() == expect_codes
+
+
+def _cache_slot(text: str) -> int:
+    """The slot of the kernel's short-string cache that `text` (< 8 UTF-8 bytes) hashes to (its formula in Python)."""
+    raw = text.encode()
+    key = int.from_bytes(raw, "little") | len(raw) << 56 | 1 << 59
+    return (key * 0x9E3779B97F4A7C15 % 2 ** 64) >> (64 - strings._SHORT_BITS)
+
+
+def test_kernel_cache_collisions_keep_strings_apart():
+    """Strings sharing a cache slot: the one cached first keeps it, the other is found in the hash table each time."""
+    seen, pairs = {}, []
+    for i in range(20_000):
+        text = f"s{i}"
+        slot = _cache_slot(text)
+        if slot in seen and len(pairs) < 3:
+            pairs.append((seen[slot], text))
+        seen.setdefault(slot, text)
+    assert len(pairs) == 3                                                   # found: the test exercises collisions
+    values = [t for a, b in pairs for t in (a, b, b, a)] * 50
+    for sort in (False, True):
+        codes, uniques = arrow_codes(_arrow_series(values, False), sort=sort)
+        expect_codes, expect_uniques = _expected(values, None, sort)
+        assert uniques == expect_uniques and codes.tolist() == expect_codes
 
 
 def test_kernel_strings_at_the_end_of_the_buffer_and_empty_columns():
