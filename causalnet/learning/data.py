@@ -252,12 +252,28 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states, narrow: np.nda
 
 
 def _categorical_column(name, series, states) -> DiscreteColumn:
+    """A categorical column: its codes widened to int64, the categories as the states (or recoded to `states`).
+
+    With the categories as states, the column's cached ``complete`` and
+    ``narrow`` are read off pandas' own narrow codes (int8 for fewer than
+    127 categories): one pass over a byte per row each, not over the int64
+    codes.
+    """
     arr = series.array if hasattr(series.array, "codes") else series.cat       # a Categorical: no Series built
     cats = tuple(arr.categories.tolist())
-    codes = np.asarray(arr.codes).astype(np.int64)
+    raw = np.asarray(arr.codes)                                                  # (n,) int8/16/32, -1 missing
+    codes = raw.astype(np.int64)
     if states is None or tuple(states) == cats:
         _check_card(name, len(cats))
-        return DiscreteColumn(codes, cats)
+        col = DiscreteColumn(codes, cats)
+        if raw.dtype == np.int8:                                      # under 127 categories: within NARROW_MAX
+            complete = raw.size == 0 or int(raw.min()) >= 0
+            col.__dict__["complete"] = complete                 # the cached properties, known already
+            if complete:
+                narrow = raw.astype(np.uint8)                     # a copy: pandas' own array is never shared
+                narrow.setflags(write=False)
+                col.__dict__["narrow"] = narrow
+        return col
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(cats)))          # categories present
     lut = np.full(len(cats) + 1, -1, dtype=np.int64)
     lut[used] = np.arange(len(used))

@@ -383,6 +383,28 @@ def test_narrow_codes_from_the_kernel_equal_the_int64_codes(backend, with_missin
         assert col.narrow.dtype == np.uint8 and col.narrow.tolist() == expect and not col.narrow.flags.writeable
 
 
+
+@pytest.mark.parametrize("n_cats", [3, 126, 127, 300])
+@pytest.mark.parametrize("with_missing", [False, True])
+def test_categorical_columns_cached_properties_equal_those_of_the_int64_codes(n_cats, with_missing):
+    # pandas' int8 codes (< 127 categories) give `complete` and `narrow` directly; wider codes leave them to
+    # the column's own properties: either way they equal what the int64 codes give, and pandas' array is not shared
+    rng = np.random.default_rng(n_cats)
+    cats = [f"s{i:03d}" for i in range(n_cats)]
+    values = rng.choice(cats, size=500).astype(object)
+    if with_missing:
+        values[rng.choice(500, size=20, replace=False)] = None
+    series = pd.Series(pd.Categorical(values, categories=cats))
+    col = as_table(pd.DataFrame({"A": series})).column("A")
+    fresh = type(col)(col.codes.copy(), col.states)                             # nothing cached yet
+    assert col.codes.tolist() == series.cat.codes.astype(int).tolist()
+    assert col.complete is fresh.complete is (not with_missing)
+    if fresh.narrow is None:
+        assert col.narrow is None
+    else:
+        assert col.narrow.tolist() == fresh.narrow.tolist() and not col.narrow.flags.writeable
+        assert not np.shares_memory(col.narrow, np.asarray(series.array.codes))
+
 # -- as_table: strings read as the categorical of the same values ------------------------------------------------------
 
 
