@@ -187,7 +187,8 @@ def numba_available() -> bool:
 
 
 def numba_warm() -> bool:
-    """Whether a compiled kernel (a :func:`jit` one) has run in this process: numba's one-time set-up is paid.
+    """Whether a compiled kernel has run in this process (a :func:`jit` one), or has been compiled or loaded
+    for given signatures (:func:`compile_now`): numba's one-time set-up is paid.
 
     The first kernel of a process costs 0.3-0.6 s of CPU beyond importing
     numba (numba sets itself up), even when it is loaded from the cache;
@@ -266,10 +267,19 @@ class _SafeCache:
 def compile_now(fn: Callable, signatures: list | None = None, **opts):
     """``numba.njit(signatures, **opts)(fn)`` with its on-disk cache in :func:`cache_dir` (or none).
 
-    With `signatures` numba compiles (or loads from the cache) now; without,
-    on the first call. ``cache`` defaults to True; a helper with
-    ``inline="always"`` is never cached alone.
+    With `signatures` numba compiles (or loads from the cache) now, and
+    :func:`numba_warm` is true from then on; without, on the first call.
+    ``cache`` defaults to True; a helper with ``inline="always"`` is never
+    cached alone.
     """
+    d = _dispatcher(fn, signatures, **opts)
+    if signatures:
+        _state["ran"] = True                     # compiled or loaded now: numba has set itself up
+    return d
+
+
+def _dispatcher(fn: Callable, signatures: list | None, **opts):
+    """:func:`compile_now`'s dispatcher, made (and compiled for `signatures`) with the per-user cache."""
     numba = load_numba()
     want = opts.pop("cache", True) and not opts.get("inline") == "always"
     path = cache_dir() if want and Path(fn.__code__.co_filename).is_file() else None

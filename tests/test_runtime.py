@@ -193,6 +193,22 @@ def test_numba_warm_turns_true_after_the_first_compiled_kernel_runs():
     assert child.stdout.split() == ["False", "True"]
 
 
+
+def test_numba_warm_turns_true_once_compile_now_compiles_given_signatures():
+    # compile_now with signatures compiles (or loads) at once, as the tensor family's fused kernels are made:
+    # numba has set itself up then; without signatures nothing is compiled yet
+    code = ("from causalnet import runtime\n"
+            "import numba\n"
+            "def twice(x):\n"
+            "    return 2 * x\n"
+            "lazy = runtime.compile_now(twice)\n"
+            "after_lazy = runtime.numba_warm()\n"
+            "eager = runtime.compile_now(twice, [numba.int64(numba.int64)])\n"
+            "print(after_lazy, runtime.numba_warm(), eager(21))")
+    child = _child(code)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["False", "True", "42"]
+
 def test_kernel_cache_is_written_per_user_and_version_and_reused(tmp_path):
     env = {"CAUSALNET_CACHE_DIR": str(tmp_path)}
     first = _child(_CHAIN, env)
