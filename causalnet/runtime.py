@@ -187,8 +187,9 @@ def numba_available() -> bool:
 
 
 def numba_warm() -> bool:
-    """Whether a compiled kernel has run in this process (a :func:`jit` one), or has been compiled or loaded
-    for given signatures (:func:`compile_now`): numba's one-time set-up is paid.
+    """Whether a compiled kernel has been made to run in this process (a :func:`jit` kernel's dispatcher, made
+    on its first call or by :meth:`Kernel.dispatcher`), or compiled or loaded for given signatures
+    (:func:`compile_now`): numba's one-time set-up is paid.
 
     The first kernel of a process costs 0.3-0.6 s of CPU beyond importing
     numba (numba sets itself up), even when it is loaded from the cache;
@@ -335,6 +336,7 @@ class Kernel:
         """The numba dispatcher (made now if needed)."""
         if self._d is None:
             self._d = compile_now(self.py_func, **self._opts)
+            _state["ran"] = True            # made for a call (numba sets itself up then): numba_warm from now on
             _materialize(self.py_func.__globals__)
         return self._d
 
@@ -344,9 +346,7 @@ class Kernel:
         return [] if self._d is None else self._d.signatures
 
     def __call__(self, *args, **kwargs):
-        out = self.dispatcher()(*args, **kwargs)
-        _state["ran"] = True
-        return out
+        return self.dispatcher()(*args, **kwargs)
 
 
 def jit(fn: Callable | None = None, **opts) -> Kernel | Callable[[Callable], Kernel]:
