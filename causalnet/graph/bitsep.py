@@ -162,12 +162,17 @@ class QuickIndex:
                 self.ci = self.ix.c_idx.tolist()
         return self.cp, self.ci
 
+    def flat_children(self) -> bool:
+        """Whether searches read child rows from the flat lists: the graph is small, or its acyclicity test
+        converted them already (else a row is a slice of the CSR index array)."""
+        return self.ix.n <= FLAT_MAX_NODES or self.ix.chi_flat is not None
+
     def child_row(self, v: int) -> list:
         """The children of `v` (kept); from the flat lists once built, else from the CSR arrays (on large
         graphs a few rows cost less than the flat lists)."""
         r = self.crow[v]
         if r is None:
-            if self.ci is None and (self.ix.n <= FLAT_MAX_NODES or self.ix.chi_flat is not None):
+            if self.ci is None and self.flat_children():
                 self.children()
             cp = self.cp
             if cp is None:              # the pointers alone as a list: a row is then one slice of the index array
@@ -498,7 +503,7 @@ class _Rows:
 def _descendants(q: QuickIndex, xs: list, zset: set) -> set | None:
     """De(X) by a plain walk down the children; None as soon as it meets a node of `zset`."""
     crow = q.crow
-    if q.ci is None and (q.ix.n <= FLAT_MAX_NODES or q.ix.chi_flat is not None):
+    if q.ci is None and q.flat_children():
         q.children()
     ci = q.ci
     if ci is None:                  # a large graph: rows are slices of the index array (see child_row)

@@ -235,11 +235,7 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states, narrow: np.nda
         st = tuple(states)
     if list(st) == list(uniques) and codes.dtype == np.int64:          # numbered as the states already (no take)
         col = DiscreteColumn(codes, st)
-        if narrow is not None and len(st) <= NARROW_MAX:            # the cached properties, known already
-            narrow.setflags(write=False)
-            col.__dict__["complete"] = True
-            col.__dict__["narrow"] = narrow
-        return col
+        return _known(col, narrow) if narrow is not None and len(st) <= NARROW_MAX else col
     lookup = {s: i for i, s in enumerate(st)}
     lut = np.empty(len(uniques) + 1, dtype=np.int64)                                          # (k+1,): -1 last
     lut[-1] = -1
@@ -249,6 +245,19 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states, narrow: np.nda
     for j, v in enumerate(uniques):
         lut[j] = lookup[v]
     return DiscreteColumn(lut[codes], st)                                                      # (n,); -1 -> -1
+
+
+def _known(col: DiscreteColumn, narrow: np.ndarray | None) -> DiscreteColumn:
+    """`col` with its cached ``complete`` and ``narrow`` filled in by an encoder that knows them already.
+
+    `narrow`: the codes as uint8 (n,) of a complete column of at most
+    :data:`NARROW_MAX` states (made read-only here), or None when a cell is missing.
+    """
+    col.__dict__["complete"] = narrow is not None
+    if narrow is not None:
+        narrow.setflags(write=False)                                   # shared by families: never written through
+        col.__dict__["narrow"] = narrow
+    return col
 
 
 def _categorical_column(name, series, states) -> DiscreteColumn:
@@ -266,14 +275,10 @@ def _categorical_column(name, series, states) -> DiscreteColumn:
     if states is None or tuple(states) == cats:
         _check_card(name, len(cats))
         col = DiscreteColumn(codes, cats)
-        if raw.dtype == np.int8:                                      # under 127 categories: within NARROW_MAX
-            complete = raw.size == 0 or int(raw.min()) >= 0
-            col.__dict__["complete"] = complete                 # the cached properties, known already
-            if complete:
-                narrow = raw.astype(np.uint8)                     # a copy: pandas' own array is never shared
-                narrow.setflags(write=False)
-                col.__dict__["narrow"] = narrow
-        return col
+        if raw.dtype != np.int8:                                          # 127 categories or more: left to col
+            return col
+        complete = raw.size == 0 or int(raw.min()) >= 0
+        return _known(col, raw.astype(np.uint8) if complete else None)   # a copy: pandas' array is never shared
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(cats)))          # categories present
     lut = np.full(len(cats) + 1, -1, dtype=np.int64)
     lut[used] = np.arange(len(used))
