@@ -185,8 +185,7 @@ def test_numba_warm_turns_true_after_the_first_compiled_kernel_runs():
             "from causalnet.learning import strings\n"
             "import numpy as np\n"
             "before = runtime.numba_warm()\n"
-            "out = np.zeros(2, np.int64)\n"
-            "strings.remap_kernel(out, np.zeros(2, np.uint8), np.arange(1))\n"
+            "strings.remap_kernel(np.zeros(2, np.uint8), np.arange(1))\n"
             "print(before, runtime.numba_warm())")
     child = _child(code)
     assert child.returncode == 0, child.stderr

@@ -54,20 +54,53 @@ NARROW_MAX = 256
 FEW_CODES = 16
 
 
-@dataclass(frozen=True)
 class DiscreteColumn:
-    """A discrete column: ``codes`` (n,) int64 into ``states``, -1 where missing."""
+    """A discrete column: ``codes`` (n,) int64 into ``states``, -1 where missing.
 
-    codes: np.ndarray
-    states: tuple
+    Made from its int64 codes, or by :meth:`of_narrow` from the uint8 codes
+    of a complete column of at most :data:`NARROW_MAX` states, as the
+    categorical and string encoders write them: its int64 codes are then
+    made on first use, and a fit that counts by the uint8 codes
+    (:func:`family_counts`) never makes them (10^5 rows of int64 codes are
+    800 kB of fresh memory a column: their page faults cost more than the
+    encoding on some machines). Read-only by convention: its arrays are
+    shared by every family that reads the column.
+    """
+
+    is_discrete = True
+
+    def __init__(self, codes: np.ndarray, states: tuple) -> None:
+        self.__dict__["codes"] = codes
+        self.states = states
+
+    @classmethod
+    def of_narrow(cls, narrow: np.ndarray, states: tuple) -> DiscreteColumn:
+        """The complete column whose codes are `narrow` (n,) uint8 (made read-only here), states `states`."""
+        if len(states) > NARROW_MAX:
+            raise ModelError(f"internal: {len(states)} states do not fit in uint8 codes")
+        col = cls.__new__(cls)
+        col.states = states
+        narrow.setflags(write=False)                                  # shared by families: never written through
+        col.__dict__.update(narrow=narrow, complete=True)
+        return col
+
+    @functools.cached_property
+    def codes(self) -> np.ndarray:
+        """(n,) int64 codes, -1 where missing (made from the uint8 codes, once, for a column built from them)."""
+        return self.narrow.astype(np.int64)
 
     @property
     def card(self) -> int:
         return len(self.states)
 
     @property
+    def rows(self) -> int:
+        return len(self.__dict__["narrow"] if "codes" not in self.__dict__ else self.codes)
+
+    @property
     def missing(self) -> np.ndarray:
-        return self.codes < 0
+        """(n,) bool: the missing cells (no int64 codes made for a complete column)."""
+        return np.zeros(self.rows, bool) if self.complete else self.codes < 0
 
     @functools.cached_property
     def complete(self) -> bool:
@@ -84,7 +117,11 @@ class DiscreteColumn:
         small.setflags(write=False)                                  # shared by families: never written through
         return small
 
-    is_discrete = True
+    def take(self, rows: np.ndarray) -> DiscreteColumn:
+        """The column at `rows` (a boolean mask or indices), by its uint8 codes when it has them."""
+        if "codes" not in self.__dict__:
+            return DiscreteColumn.of_narrow(self.narrow[rows], self.states)
+        return DiscreteColumn(self.codes[rows], self.states)
 
 
 @dataclass(frozen=True)
@@ -152,11 +189,11 @@ class Table:
         return len(self.column(name).states)
 
     def has_missing(self, names: Sequence[Hashable] | None = None) -> bool:
-        return any(bool(self.column(c).missing.any()) for c in (self.names if names is None else names))
+        return any(not self.column(c).complete for c in (self.names if names is None else names))
 
     def select(self, rows: np.ndarray) -> Table:
         """The table restricted to `rows` (a boolean mask or indices)."""
-        cols = {k: (DiscreteColumn(c.codes[rows], c.states) if c.is_discrete else RealColumn(c.values[rows]))
+        cols = {k: (c.take(rows) if c.is_discrete else RealColumn(c.values[rows]))
                 for k, c in self._columns.items()}
         return Table(cols, int(np.count_nonzero(rows)) if np.asarray(rows).dtype == bool else len(rows))
 
@@ -221,21 +258,27 @@ def _sorted_values(values: list) -> list:
         return list(values)
 
 
-def _coded_column(name, codes: np.ndarray, uniques: list, states, narrow: np.ndarray | None = None) -> DiscreteColumn:
+def _coded_column(name, codes: np.ndarray | None, uniques: list, states,
+                  narrow: np.ndarray | None = None) -> DiscreteColumn:
     """A column from `codes` (n,) into `uniques` (-1 missing): states sorted, or `states` with each value checked.
 
     Only the distinct values are looked at (one dict lookup each); the rows are
     recoded by one ``take``, unless `uniques` are the states already. `narrow`:
-    the same codes as uint8 (n,), none missing, when the encoder wrote them.
+    the same codes as uint8 (n,), none missing, when the encoder wrote them
+    (`codes` may then be None): the column keeps those and makes its int64
+    codes only if asked.
     """
     if states is None:
         st = tuple(_sorted_values(uniques))
         _check_card(name, len(st))
     else:
         st = tuple(states)
-    if list(st) == list(uniques) and codes.dtype == np.int64:          # numbered as the states already (no take)
-        col = DiscreteColumn(codes, st)
-        return _known(col, narrow) if narrow is not None and len(st) <= NARROW_MAX else col
+    few = narrow is not None and len(st) <= NARROW_MAX
+    if list(st) == list(uniques):                                           # numbered as the states already (no take)
+        if few:
+            return DiscreteColumn.of_narrow(narrow, st)
+        if codes is not None and codes.dtype == np.int64:
+            return DiscreteColumn(codes, st)
     lookup = {s: i for i, s in enumerate(st)}
     lut = np.empty(len(uniques) + 1, dtype=np.int64)                                          # (k+1,): -1 last
     lut[-1] = -1
@@ -244,41 +287,28 @@ def _coded_column(name, codes: np.ndarray, uniques: list, states, narrow: np.nda
             raise ModelError(f"column {name!r} has the value {v!r}, which is not among its states {list(st)}")
     for j, v in enumerate(uniques):
         lut[j] = lookup[v]
-    return DiscreteColumn(lut[codes], st)                                                      # (n,); -1 -> -1
-
-
-def _known(col: DiscreteColumn, narrow: np.ndarray | None) -> DiscreteColumn:
-    """`col` with its cached ``complete`` and ``narrow`` filled in by an encoder that knows them already.
-
-    `narrow`: the codes as uint8 (n,) of a complete column of at most
-    :data:`NARROW_MAX` states (made read-only here), or None when a cell is missing.
-    """
-    col.__dict__["complete"] = narrow is not None
-    if narrow is not None:
-        narrow.setflags(write=False)                                   # shared by families: never written through
-        col.__dict__["narrow"] = narrow
-    return col
+    if few:
+        return DiscreteColumn.of_narrow(lut[:-1].astype(np.uint8)[narrow], st)                   # (n,) uint8
+    return DiscreteColumn(lut[narrow if codes is None else codes], st)                         # (n,); -1 -> -1
 
 
 def _categorical_column(name, series, states) -> DiscreteColumn:
-    """A categorical column: its codes widened to int64, the categories as the states (or recoded to `states`).
+    """A categorical column: its codes, the categories as the states (or recoded to `states`).
 
-    With the categories as states, the column's cached ``complete`` and
-    ``narrow`` are read off pandas' own narrow codes (int8 for fewer than
-    127 categories): one pass over a byte per row each, not over the int64
-    codes.
+    With the categories as states and no cell missing, the column keeps
+    pandas' narrow codes (int8 for fewer than 127 categories) as its uint8
+    ones, copied (pandas' array is never shared), and makes int64 codes only
+    if asked (:class:`DiscreteColumn`); otherwise they are widened to int64.
     """
     arr = series.array if hasattr(series.array, "codes") else series.cat       # a Categorical: no Series built
     cats = tuple(arr.categories.tolist())
     raw = np.asarray(arr.codes)                                                  # (n,) int8/16/32, -1 missing
-    codes = raw.astype(np.int64)
     if states is None or tuple(states) == cats:
         _check_card(name, len(cats))
-        col = DiscreteColumn(codes, cats)
-        if raw.dtype != np.int8:                                          # 127 categories or more: left to col
-            return col
-        complete = raw.size == 0 or int(raw.min()) >= 0
-        return _known(col, raw.astype(np.uint8) if complete else None)   # a copy: pandas' array is never shared
+        if raw.dtype == np.int8 and (raw.size == 0 or int(raw.min()) >= 0):    # complete, fewer than 127 states
+            return DiscreteColumn.of_narrow(raw.astype(np.uint8), cats)
+        return DiscreteColumn(raw.astype(np.int64), cats)
+    codes = raw.astype(np.int64)
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(cats)))          # categories present
     lut = np.full(len(cats) + 1, -1, dtype=np.int64)
     lut[used] = np.arange(len(used))

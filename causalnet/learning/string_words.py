@@ -189,7 +189,7 @@ def _classes(key1, key2, valid) -> tuple[list, list] | None:
     return firsts, masks
 
 
-def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, list, np.ndarray | None] | None:
+def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray | None, list, np.ndarray | None] | None:
     """Codes of an Arrow-backed string column of few short distinct strings, by word compares.
 
     Parameters
@@ -204,12 +204,13 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
 
     Returns
     -------
-    codes : int64 ndarray of shape (n,)
-        ``-1`` where the cell is missing.
+    codes : int64 ndarray of shape (n,), or None
+        ``-1`` where the cell is missing; None when no cell is (`small`
+        widened are the codes then, for the caller to make if needed).
     uniques : list of str
         The seeds, then the other distinct strings.
     small : uint8 ndarray of shape (n,) or None
-        The codes again, written by the same passes; None when a cell is
+        The codes as bytes, written by the same passes; None when a cell is
         missing.
 
     None when the column is not Arrow strings, holds a string over
@@ -241,9 +242,9 @@ def word_codes(values, *, seeds=None, sort: bool = False) -> tuple[np.ndarray, l
     for text, eq in zip(strings, masks):
         if where[text]:
             small += eq.view(np.uint8) * np.uint8(where[text])
-    codes = small.astype(np.int64)                                                                         # (n,)
     if valid is None:
-        return codes, uniques, small
+        return None, uniques, small
+    codes = small.astype(np.int64)                                                                         # (n,)
     codes[~valid] = -1
     return codes, uniques, None
 
