@@ -4,6 +4,7 @@ Usage::
 
     PYTHONPATH=. python benchmarks/string_frames.py            # alarm and sprinkler, 10^5 rows, 7 repeats
     PYTHONPATH=. python benchmarks/string_frames.py --quick    # 10^4 rows, 2 repeats
+    PYTHONPATH=. python benchmarks/string_frames.py --repeats 15 --floor   # ... and the encoding's floor
 
 Data arrive from CSV files as strings. Each workload is one frame sampled
 from the model, held three ways: pandas categoricals (the model's states as
@@ -18,6 +19,14 @@ dtype=object)`` gives them).
   ``MaximumLikelihoodEstimator(...).get_parameters(n_jobs=1)`` on the same
   string frame (its construction inside the clock, as ``cn.fit`` builds
   everything inside its own);
+- with ``--floor``, alarm's string columns are also passed through the least
+  any encoder of them does (``floor``: a compiled loop reads each row's
+  offset and one byte of its string and writes one byte per row), and the
+  categorical columns' int8 codes are copied as uint8 (``cat bytes``: what
+  the categorical fit does in place of an encoding), in the same
+  interleaved rounds; ``bound str/cat`` is then ``(categorical - cat bytes
+  + floor) / categorical``, the ratio a string fit that encoded at the floor
+  and did the rest of the categorical fit's work would reach;
 - sprinkler, 10^5 rows: ``cn.fit``, ``cn.score`` (BIC) and
   ``m.query("Wet", evidence=frame)`` (one posterior per row), strings against
   categoricals.
@@ -153,7 +162,46 @@ def interleaved(fns: dict, repeat: int) -> tuple[dict, dict]:
     return {k: statistics.median(v) for k, v in times.items()}, out
 
 
-def bench_alarm(n: int, repeat: int) -> None:
+def floor_pass(column) -> np.ndarray:
+    """The least any encoder of an Arrow string column does: read each row's offset and a byte of its string, and
+    write one byte per row (compiled; the column's Arrow buffers are read zero-copy, chunk by chunk)."""
+    import pyarrow as pa
+
+    arr = column.array.__arrow_array__()                                  # zero-copy: pandas' own Arrow data
+    arr = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
+    out = np.empty(len(column), np.uint8)                                                          # (n,)
+    row = 0
+    for chunk in arr.chunks:
+        _, off_buf, data_buf = chunk.buffers()
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(off_buf, width)[chunk.offset: chunk.offset + len(chunk) + 1]
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(1, np.uint8)
+        _floor_kernel()(offsets, data, out[row: row + len(chunk)])
+        row += len(chunk)
+    return out
+
+
+_FLOOR: list = []
+
+
+def _floor_kernel():
+    """The compiled loop of :func:`floor_pass` (compiled on first use)."""
+    if not _FLOOR:
+        import numba
+
+        @numba.njit(nogil=True)
+        def run(offsets, data, out):
+            s = offsets[0]
+            last = len(data) - 1
+            for i in range(len(out)):
+                e = offsets[i + 1]
+                out[i] = data[min(s, last)]
+                s = e
+        _FLOOR.append(run)
+    return _FLOOR[0]
+
+
+def bench_alarm(n: int, repeat: int, floor: bool = False) -> None:
     alarm = cn.gallery.load("alarm")
     cats, strings, objects, shared = frames(alarm, n)
     states = {v: alarm.states(v) for v in alarm.nodes}
@@ -167,6 +215,11 @@ def bench_alarm(n: int, repeat: int) -> None:
     fns = {"str numpy": fit_with(strings, "numpy"), "str numba": fit_with(strings, "numba"),
            "categorical": fit_with(cats, "auto"), "object": fit_with(objects, "numpy"),
            "object shared": fit_with(shared, "numpy")}
+    if floor:
+        columns = [strings[c] for c in strings.columns]
+        codes = [np.asarray(cats[c].array.codes) for c in cats.columns]
+        fns["floor"] = lambda: [floor_pass(c) for c in columns]
+        fns["cat bytes"] = lambda: [c.astype(np.uint8) for c in codes]
     try:
         from pgmpy.estimators import MaximumLikelihoodEstimator  # optional heavy dependency
         from pgmpy.models import DiscreteBayesianNetwork
@@ -178,7 +231,7 @@ def bench_alarm(n: int, repeat: int) -> None:
                                               strings).get_parameters(n_jobs=1)
         fns["pgmpy str"] = pgmpy_fit
     cold_np, cold_nb = cold(fns["str numpy"]), cold(fns["str numba"])        # the first string fits of the process
-    for name in ("categorical", "object", "object shared", "pgmpy str"):
+    for name in ("categorical", "object", "object shared", "pgmpy str", "floor", "cat bytes"):
         if name in fns:
             cold(fns[name])
     figures, out = interleaved(fns, repeat)
@@ -201,6 +254,10 @@ def bench_alarm(n: int, repeat: int) -> None:
                       [t[s] for t, s in zip(theirs, seen)], atol=1e-12)
         ratios["pgmpy/str numpy"] = figures["pgmpy str"] / t_np
         ratios["pgmpy/str numba"] = figures["pgmpy str"] / t_nb
+    if floor:
+        require(f"alarm: the floor pass read {sum(len(c) for c in out['floor'])} of {n * len(strings.columns)} rows",
+                sum(len(c) for c in out["floor"]) == n * len(strings.columns))
+        ratios["bound str/cat"] = (t_cat - figures["cat bytes"] + figures["floor"]) / t_cat
     line(f"fit, alarm, {n} rows", figures, {})
     line("", {}, ratios)
     print(f"{'':<34}cold (first string fit of the process): numpy {cold_np:.4f}s, numba {cold_nb:.4f}s", flush=True)
@@ -355,6 +412,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="10^4 rows, 2 repeats")
     ap.add_argument("--rounds", type=int, default=5, help="fresh processes per contender (first fits)")
     ap.add_argument("--fits", type=int, default=25, help="fits in each fresh process of the auto backend")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the least an encoder of the string columns does, and the bound it sets")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     n, repeat = (10_000, 2) if args.quick else (args.rows, args.repeats)
@@ -365,7 +424,7 @@ def main(argv=None) -> int:
         load = f.read().split()[:3]
     print(f"string frames: {n} rows, medians of {repeat} CPU-time runs; load average {' '.join(load) or 'n/a'}",
           flush=True)
-    bench_alarm(n, repeat)
+    bench_alarm(n, repeat, args.floor)
     bench_fresh(n, 1 if args.quick else args.rounds, 5 if args.quick else args.fits)
     bench_sprinkler(n, repeat)
     return 0

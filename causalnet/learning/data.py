@@ -8,12 +8,16 @@ or (optionally) a Dask DataFrame — and turns each column into one of two
   names, ``-1`` where the cell is missing. pandas categoricals keep their
   category order; booleans get ``(False, True)``; strings and small integers get
   their sorted distinct values (as pgmpy does), unless ``states=`` fixes them.
+  A complete column of at most :data:`NARROW_MAX` states read from a
+  categorical or a string column keeps the uint8 codes its encoder wrote
+  (``narrow``) and makes the int64 ``codes`` only when something reads them.
 - a :class:`RealColumn`: float64 values ``(n,)``, NaN where missing.
 
 Everything downstream (parameters, scores, structure search) needs only
 *sufficient statistics*. For discrete families these are **counts**: the codes
-of a child and its parents are flattened to one index with
-``np.ravel_multi_index`` and counted by ``np.bincount``, giving a table of shape
+of a child and its parents are flattened to one index (in 8 bits from the
+uint8 codes when the configurations number at most :data:`NARROW_MAX`, see
+:func:`narrow_config`) and counted, giving a table of shape
 ``(*parent_cards, card)`` — the same layout as a CPT.
 
 Symbols: ``n`` rows, ``K`` states.
