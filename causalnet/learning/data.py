@@ -98,13 +98,14 @@ class DiscreteColumn:
         return len(self.states)
 
     @property
-    def rows(self) -> int:
+    def n_rows(self) -> int:
+        """n: the column's length (read off whichever codes it holds)."""
         return len(self.__dict__["narrow"] if "codes" not in self.__dict__ else self.codes)
 
     @property
     def missing(self) -> np.ndarray:
         """(n,) bool: the missing cells (no int64 codes made for a complete column)."""
-        return np.zeros(self.rows, bool) if self.complete else self.codes < 0
+        return np.zeros(self.n_rows, bool) if self.complete else self.codes < 0
 
     @functools.cached_property
     def complete(self) -> bool:
