@@ -197,7 +197,7 @@ def em_reals(problem: Problem) -> list:
         if problem.is_discrete(v):
             continue
         fam = (*problem.parents(v), v)
-        if any(u in problem.latent or problem.table.column(u).missing.any() for u in fam):
+        if any(u in problem.latent or not problem.table.column(u).complete for u in fam):
             out.append(v)
     return out
 

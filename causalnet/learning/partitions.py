@@ -148,7 +148,8 @@ def partition_statistics(part, structure, states: Mapping, latent: Iterable[Hash
     problem = prepare(structure, part, states=states, latent=latent, parents=parents)
     t, dag = problem.table, problem.dag
     stats = Statistics(t.n, {c: problem.states[c] for c in t.names},
-                       missing={c: int(np.count_nonzero(t.column(c).missing)) for c in t.names})
+                       missing={c: 0 if t.column(c).complete else int(np.count_nonzero(t.column(c).missing))
+                                for c in t.names})
     for v in dag.nodes:
         ps = problem.parents(v)
         fam = (*ps, v)

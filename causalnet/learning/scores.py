@@ -300,7 +300,7 @@ SCORES = {"loglik": LogLikelihood, "bic": BIC, "aic": AIC, "bdeu": BDeuScore, "k
 def _check_columns(table: Table, discrete: bool | None, name: str) -> None:
     for v in table.names:
         col = table.column(v)
-        if col.missing.any():
+        if not col.complete:
             raise ModelError(f"column {v!r} has {int(col.missing.sum())} missing cell(s); scores need complete data "
                              f"(drop them with df.dropna())")
         if discrete is not None and col.is_discrete != discrete:

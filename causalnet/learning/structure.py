@@ -57,7 +57,7 @@ def _check_common(table: Table, max_indegree, alpha) -> None:
     if table.n == 0:
         raise ModelError("the data have no rows")
     for v in table.names:
-        if table.column(v).missing.any():
+        if not table.column(v).complete:
             raise ModelError(f"column {v!r} has missing cells; structure learning needs complete data (df.dropna())")
     if max_indegree is not None and (isinstance(max_indegree, bool) or not isinstance(max_indegree, int)
                                      or max_indegree < 0):
