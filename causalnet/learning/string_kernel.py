@@ -95,8 +95,8 @@ def codes_kernel(offsets, win, data, nbytes, valid, vbit, row0, small, ukey, ule
         First word, length, last 8 bytes (strings over 8 bytes), the range
         of their middle words in ``uwords`` (``uwpos`` of shape (cap+1,)),
         and the row where each was first met (``-1`` for a seed);
-        capacity ``cap = len(ukey)`` (at most 256: the cache keeps codes in
-        a byte), the first `k` filled.
+        capacity ``cap = len(ukey)`` (at most 255: codes are bytes, and
+        :data:`MISSING_BYTE` marks a missing cell), the first `k` filled.
     k : int
     table : int64 array, length a power of two >= 2 * cap
         The hash table (``-1`` empty); rebuilt here from the first `k` strings.
