@@ -303,7 +303,7 @@ def child(name: str, n: int, fits: int) -> None:
     """
     import json
 
-    from causalnet.learning import strings as cn_strings
+    from causalnet.learning import string_kernel
 
     alarm = cn.gallery.load("alarm")
     cats, strs, _, _ = frames(alarm, n)
@@ -332,7 +332,7 @@ def child(name: str, n: int, fits: int) -> None:
     for i in range(fits):
         t, out = cpu(run)
         times.append(t)
-        if name.startswith("auto") and switched is None and cn_strings.codes_kernel.signatures:     # loaded now
+        if name.startswith("auto") and switched is None and string_kernel.codes_kernel.signatures:     # loaded now
             switched = i + 1
     if name == "pgmpy":
         model = cn.fit(alarm.dag, cats)

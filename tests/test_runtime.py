@@ -182,15 +182,14 @@ print(json.dumps({"err": float(abs(fast.marginals - ref.marginals).max()), "logz
 
 def test_numba_warm_turns_true_after_the_first_compiled_kernel_runs():
     code = ("from causalnet import runtime\n"
-            "from causalnet.learning import strings\n"
+            "from causalnet.learning import string_kernel\n"
             "import numpy as np\n"
             "before = runtime.numba_warm()\n"
-            "strings.remap_kernel(np.zeros(2, np.uint8), np.arange(1))\n"
+            "string_kernel.remap_kernel(np.zeros(2, np.uint8), np.arange(1))\n"
             "print(before, runtime.numba_warm())")
     child = _child(code)
     assert child.returncode == 0, child.stderr
     assert child.stdout.split() == ["False", "True"]
-
 
 
 def test_numba_warm_turns_true_once_compile_now_compiles_given_signatures():

@@ -73,8 +73,8 @@ from .string_kernel import MISSING_BYTE, codes_kernel, remap_kernel
 from .string_words import arrow_strings, word_codes
 
 __all__ = ["string_codes", "reference_codes", "dictionary_codes", "arrow_codes",
-           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "WARM_SECONDS", "codes_kernel",
-           "remap_kernel", "object_codes", "string_column", "arrow_column", "expecting", "is_arrow_strings",
+           "kernel_wanted", "KERNEL_MIN_ROWS", "KERNEL_MAX_UNIQUES", "AUTO_SECONDS", "WARM_SECONDS",
+           "object_codes", "string_column", "arrow_column", "expecting", "is_arrow_strings",
            "DICT_SECONDS_PER_CELL", "MAX_OBJECTS", "PROBE_ROWS"]
 
 #: The compiled kernel reads Arrow columns of at least this many rows (shorter ones: Arrow's dictionary encoding).
@@ -441,8 +441,9 @@ def kernel_wanted(n: int) -> bool:
     return backend == "numba" or (n >= KERNEL_MIN_ROWS and _spent[0] + _pending[0] >= bar)
 
 
-def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray, list, np.ndarray | None] | None:
-    """An Arrow-backed string column by the kernel or by Arrow's dictionary encoding (None: not Arrow)."""
+def _arrow_string_codes(values, seeds, sort: bool) -> tuple[np.ndarray | None, list, np.ndarray | None] | None:
+    """An Arrow-backed string column by the kernel, the word compares or Arrow's dictionary encoding, as
+    :func:`string_column` gives it (None: not Arrow)."""
     n = len(values)
     if kernel_wanted(n):
         fast = arrow_column(values, seeds=seeds, sort=sort)
