@@ -100,7 +100,7 @@ class DiscreteColumn:
     @property
     def n_rows(self) -> int:
         """n: the column's length (read off whichever codes it holds)."""
-        return len(self.__dict__["narrow"] if "codes" not in self.__dict__ else self.codes)
+        return len(self.codes if "codes" in self.__dict__ else self.narrow)
 
     @property
     def missing(self) -> np.ndarray:
