@@ -9,7 +9,9 @@ holds the state between chunks and widens the codes where a caller needs
 int64 ones. Split from that module so the compiled loop and its helpers
 read as one unit.
 
-Symbols: ``n`` rows, ``k`` distinct strings (at most ``cap`` <= 64).
+Symbols: ``n`` rows, ``k`` distinct strings, at most the state's capacity ``cap``
+(below :data:`MISSING_BYTE`; :mod:`~causalnet.learning.strings` gives it
+:data:`~causalnet.learning.strings.KERNEL_MAX_UNIQUES`).
 """
 
 from __future__ import annotations
