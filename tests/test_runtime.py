@@ -207,6 +207,7 @@ def test_numba_warm_turns_true_once_compile_now_compiles_given_signatures():
     assert child.returncode == 0, child.stderr
     assert child.stdout.split() == ["False", "True", "42"]
 
+
 def test_kernel_cache_is_written_per_user_and_version_and_reused(tmp_path):
     env = {"CAUSALNET_CACHE_DIR": str(tmp_path)}
     first = _child(_CHAIN, env)
